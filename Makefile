@@ -1,0 +1,101 @@
+# toold — tool-execution sidecar for LLM agents.
+#
+# Two commands matter: `make run` and `make test`. Everything else they need
+# (buf, protoc plugins, grpcurl) is installed into ./bin at pinned versions.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+TOOLS := $(CURDIR)/.tools
+
+# Pinned tool versions.
+BUF_VERSION := 1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPCURL_VERSION := v1.9.3
+
+# Arguments for `make run`.
+SOCKET ?= ./toold.sock
+WORKSPACE ?= .
+RUN_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# --- tools -------------------------------------------------------------------
+
+$(BIN)/buf:
+	@mkdir -p $(BIN) $(TOOLS)/buf
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/buf @bufbuild/buf@$(BUF_VERSION)
+	ln -sf $(TOOLS)/buf/node_modules/@bufbuild/buf-linux-x64/bin/buf $@
+	@$@ --version
+
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(BIN)/protoc-gen-go-grpc:
+	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(BIN)/grpcurl:
+	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
+.PHONY: tools
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl ## Install pinned buf, protoc plugins and grpcurl into ./bin.
+
+# --- code generation ---------------------------------------------------------
+
+.PHONY: generate
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc ## Regenerate gen/ from proto/ with buf.
+	rm -rf gen
+	$(BIN)/buf generate
+
+.PHONY: check-generate
+check-generate: generate ## Fail if gen/ differs from what `make generate` produces.
+	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has untracked files: run 'make generate' and commit" >&2; exit 1; }
+
+# --- checks --------------------------------------------------------------------
+
+.PHONY: fmt-check
+fmt-check: ## Fail if gofmt would change a file.
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') 2>&1); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+.PHONY: buf-lint
+buf-lint: $(BIN)/buf ## buf lint the proto files.
+	$(BIN)/buf lint
+
+.PHONY: lint
+lint: fmt-check vet buf-lint ## gofmt check, go vet, buf lint.
+
+# --- build, test, run --------------------------------------------------------
+
+.PHONY: build
+build: ## Build toold and toolctl into ./bin.
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: test-deps
+test-deps: $(BIN)/grpcurl ## Install what the tests drive (grpcurl).
+
+.PHONY: test
+test: lint check-generate test-deps ## Lint, check gen/ is clean, and run every test with -race.
+	PATH=$(BIN):$$PATH $(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: bench
+bench: test-deps ## Run the Go benchmarks.
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+.PHONY: run
+run: ## Start toold on ./toold.sock with the current directory as workspace.
+	$(GO) run ./cmd/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+
+.PHONY: clean
+clean: ## Remove ./bin and ./.tools.
+	rm -rf $(BIN) $(TOOLS)

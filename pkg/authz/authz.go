@@ -1,0 +1,151 @@
+// Package authz decides whether a tool call may run: allow, deny, or ask a
+// person first.
+//
+// The executor calls an Authorizer after a call's arguments are validated
+// and before it runs. This file defines the decision types and the
+// interface; the policy engine (modes, rules, risk, path guard, grants)
+// implements it.
+package authz
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Mode says when a call needs a person's approval.
+type Mode int
+
+// Approval modes, from loosest to strictest. ModeUnset means "the server's".
+const (
+	ModeUnset Mode = iota
+	ModeYOLO
+	ModeAuto
+	ModeAsk
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeYOLO:
+		return "yolo"
+	case ModeAuto:
+		return "auto"
+	case ModeAsk:
+		return "ask"
+	}
+	return "unset"
+}
+
+// ParseMode parses "yolo", "auto" or "ask" (any case).
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "yolo", "YOLO":
+		return ModeYOLO, nil
+	case "auto", "AUTO", "":
+		return ModeAuto, nil
+	case "ask", "ASK":
+		return ModeAsk, nil
+	}
+	return ModeUnset, fmt.Errorf("unknown approval mode %q (want yolo, auto or ask)", s)
+}
+
+// Stricter returns the stricter of the server's mode and a stream's request:
+// a stream may tighten the mode, never loosen it.
+func Stricter(server, requested Mode) Mode {
+	return max(server, requested)
+}
+
+// Decision is the outcome of authorizing a call.
+type Decision int
+
+// Decisions.
+const (
+	Allow Decision = iota + 1
+	Ask
+	Deny
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return "unknown"
+}
+
+// Request is a call to authorize.
+type Request struct {
+	ConversationID string
+	CallID         string
+	Mode           Mode
+	Tool           string
+	Operation      string
+	Args           map[string]any
+	Effect         tools.Effect
+	// Risk is the operation's base risk, or Effect.Risk when set.
+	Risk tools.Risk
+}
+
+// Verdict is the decision on a call and why.
+type Verdict struct {
+	Decision Decision
+	// Reason is for the model (on deny) and for people (on ask).
+	Reason string
+	// Rule names the rule that decided, empty when the mode decided.
+	Rule string
+	// Risk is the call's judged risk.
+	Risk tools.Risk
+	// For Ask: what to show and what may be granted.
+	Summary  string
+	Diff     string
+	Commands []ParsedCommand
+	Scopes   []Scope
+}
+
+// Scope is one way a person may approve a call; it says exactly what a
+// grant would allow.
+type Scope struct {
+	// ID identifies the scope within its approval request.
+	ID string
+	// Conversation is true for a grant that lasts TTL in the conversation;
+	// false approves this call once.
+	Conversation bool
+	Tool         string
+	Operation    string
+	// PathPrefix or CommandPrefix narrow a conversation grant.
+	PathPrefix    string
+	CommandPrefix string
+	TTL           time.Duration
+	Description   string
+}
+
+// ParsedCommand is one simple command of a command line, after unwrapping.
+type ParsedCommand struct {
+	Args      []string
+	Wrappers  []string
+	Redirects []string
+	Decision  string
+	Rule      string
+}
+
+// Authorizer decides on calls. Implementations are safe for concurrent use.
+type Authorizer interface {
+	Authorize(ctx context.Context, req *Request) (Verdict, error)
+}
+
+// AllowAll allows every call. It is the pass-through used until a policy is
+// configured, and in tests of the pipeline.
+type AllowAll struct{}
+
+var _ Authorizer = AllowAll{}
+
+// Authorize implements Authorizer.
+func (AllowAll) Authorize(_ context.Context, req *Request) (Verdict, error) {
+	return Verdict{Decision: Allow, Reason: "no policy configured", Risk: req.Risk}, nil
+}

@@ -1,0 +1,128 @@
+// Package events holds the events a stream sends and the per-stream queue
+// that orders them.
+//
+// Many producers (one goroutine per running call) feed one Queue; exactly one
+// consumer (the stream's sender) takes events from it in order. Events of one
+// call keep the order their producer emitted them in. Output bytes are
+// coalesced: consecutive writes of a call's stream that the sender has not
+// taken yet are merged into one chunk.
+//
+// The queue is bounded. When the client reads slowly, producers block in
+// Push and Output until the sender catches up (backpressure); a command
+// writing output then blocks on its pipe. Memory stays bounded by MaxEvents
+// events plus MaxPendingOutput bytes, whatever the client does.
+package events
+
+import (
+	"time"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Event is one server event. Exactly one payload field is set.
+type Event struct {
+	// CallID is empty for stream-level events.
+	CallID string
+	// Seq is assigned by the queue when the sender takes the event.
+	Seq uint64
+	// Time is when the event was produced.
+	Time time.Time
+
+	Welcome   *Welcome
+	Start     *Start
+	Approval  *ApprovalRequest
+	Question  *Question
+	Executing *Executing
+	Progress  *Progress
+	End       *End
+	Keepalive *Keepalive
+	Rejected  *Rejected
+}
+
+// Welcome answers a stream's Hello.
+type Welcome struct {
+	ConversationID string
+	Mode           authz.Mode
+	ServerVersion  string
+	Workspace      string
+	MaxTimeout     time.Duration
+}
+
+// Start is the first event of a call.
+type Start struct {
+	RequestedName   string
+	Tool, Operation string
+	Display         string
+	Risk            tools.Risk
+	TraceID         string
+}
+
+// ApprovalRequest asks the client to approve a call.
+type ApprovalRequest struct {
+	ApprovalID string
+	// Effect is what would happen; Summary says it in one line.
+	Effect  tools.Effect
+	Summary string
+	// Diff is a unified diff preview for edits.
+	Diff string
+	// Commands are the parsed parts of a command line.
+	Commands []authz.ParsedCommand
+	// Reason says why policy asks; Rule names the rule that asked.
+	Reason, Rule string
+	Risk         tools.Risk
+	// Scopes are the approvals offered; the first is always once.
+	Scopes []authz.Scope
+	// ExpiresAt is zero when the approval waits indefinitely.
+	ExpiresAt time.Time
+}
+
+// Question asks the person something on behalf of a tool.
+type Question struct {
+	RequestID          string
+	Prompt             string
+	Choices            []string
+	Approval           bool
+	AuthorizeOperation string
+}
+
+// Executing says the call runs now.
+type Executing struct {
+	PID int
+}
+
+// Progress is a status update or an output chunk.
+type Progress struct {
+	Message string
+	// Fraction is in [0,1] when known, negative when not.
+	Fraction float64
+	// Output is set for output chunks.
+	Output *Chunk
+}
+
+// Chunk is a piece of a call's output stream.
+type Chunk struct {
+	Stream tools.Stream
+	Data   []byte
+	// Offset of Data[0] within the call's stream.
+	Offset uint64
+}
+
+// End is the last event of a call. Either Result is set (success) or Err.
+type End struct {
+	Result    *tools.Result
+	Err       error
+	Duration  time.Duration
+	Coercions []tools.Coercion
+	// Metadata is merged into the result's metadata.
+	Metadata map[string]any
+}
+
+// Keepalive keeps an idle stream open.
+type Keepalive struct{}
+
+// Rejected reports a client message the server could not act on.
+type Rejected struct {
+	Err         error
+	ReferenceID string
+}

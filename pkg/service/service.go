@@ -1,0 +1,203 @@
+// Package service adapts toold's executor to gRPC: it converts between the
+// wire types in gen/ and the plain Go types of pkg/tools, pkg/authz and
+// pkg/events, and runs the ExecuteTool stream state machine.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Config configures a Server. Zero durations and limits take defaults.
+type Config struct {
+	// Registry holds the tools. Required.
+	Registry *tools.Registry
+	// Authorizer decides on calls; nil allows everything.
+	Authorizer authz.Authorizer
+	// Mode is the server's approval mode; streams may only tighten it.
+	Mode authz.Mode
+	// DefaultTimeout applies to calls that ask for none (default 2 min).
+	DefaultTimeout time.Duration
+	// MaxTimeout caps what a call may ask for (default 30 min).
+	MaxTimeout time.Duration
+	// MaxCallsPerStream bounds concurrent calls on one stream (default 64).
+	MaxCallsPerStream int
+	// MaxCalls bounds concurrent calls on the daemon (default 1024).
+	MaxCalls int
+	// KeepaliveInterval is how long a stream may be idle before a Keepalive
+	// event (default 15 s; negative disables).
+	KeepaliveInterval time.Duration
+	// Queue bounds each stream's event queue.
+	Queue events.QueueConfig
+	// Version and Workspace are reported in Welcome.
+	Version, Workspace string
+	// Logger receives one line per call and the details of internal errors.
+	Logger *slog.Logger
+	// Tracer makes the per-call spans; nil disables them.
+	Tracer trace.Tracer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Authorizer == nil {
+		c.Authorizer = authz.AllowAll{}
+	}
+	if c.Mode == authz.ModeUnset {
+		c.Mode = authz.ModeAuto
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 2 * time.Minute
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 30 * time.Minute
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		c.DefaultTimeout = c.MaxTimeout
+	}
+	if c.MaxCallsPerStream <= 0 {
+		c.MaxCallsPerStream = 64
+	}
+	if c.MaxCalls <= 0 {
+		c.MaxCalls = 1024
+	}
+	if c.KeepaliveInterval == 0 {
+		c.KeepaliveInterval = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("toold")
+	}
+	return c
+}
+
+// Errors that say why a call's context ended.
+var (
+	errCanceledByClient = errors.New("canceled by the client")
+	errStreamEnded      = errors.New("the stream ended")
+	errShutdown         = errors.New("toold is shutting down")
+	errCallTimeout      = errors.New("call timeout")
+)
+
+// Server implements the ToolService. Create it with New; stop it with
+// Shutdown.
+type Server struct {
+	pb.UnimplementedToolServiceServer
+
+	cfg Config
+
+	mu       sync.Mutex
+	active   int           // calls running on the daemon
+	idle     chan struct{} // closed when active drops to zero during drain
+	draining chan struct{} // closed when Shutdown starts
+	kill     context.Context
+	killFn   context.CancelCauseFunc
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	kill, killFn := context.WithCancelCause(context.Background())
+	return &Server{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn}
+}
+
+var _ pb.ToolServiceServer = (*Server)(nil)
+
+// acquire reserves a daemon-wide call slot.
+func (s *Server) acquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active >= s.cfg.MaxCalls {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// Draining returns a channel closed when Shutdown has begun.
+func (s *Server) Draining() <-chan struct{} { return s.draining }
+
+// Shutdown stops the executor: new calls end UNAVAILABLE at once, running
+// calls get until ctx ends to finish, then they are canceled (each still
+// ends with a ToolCallEnd, code CANCELED). Streams end with OK once their
+// calls have ended. Shutdown returns when no call runs. It is safe to call
+// more than once.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	select {
+	case <-s.draining:
+	default:
+		close(s.draining)
+	}
+	var idle chan struct{}
+	if s.active > 0 {
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle = s.idle
+	}
+	s.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	select {
+	case <-idle:
+		return
+	case <-ctx.Done():
+	}
+	s.cfg.Logger.Warn("grace period over; canceling running calls")
+	s.killFn(errShutdown)
+	<-idle
+}
+
+// ListTools implements pb.ToolServiceServer.
+func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
+	infos := s.cfg.Registry.List()
+	resp := &pb.ListToolsResponse{Tools: make([]*pb.ToolSpec, 0, len(infos))}
+	for _, in := range infos {
+		ts := &pb.ToolSpec{
+			Name:        in.Spec.Name,
+			Description: in.Spec.Description,
+			InputSchema: string(in.Schema),
+			Risk:        riskToPB(in.Risk),
+			Source:      in.Spec.Source,
+			Aliases:     in.Spec.Aliases,
+		}
+		if in.Spec.Consolidated() {
+			for _, op := range in.Spec.Operations {
+				ts.Operations = append(ts.Operations, &pb.Operation{
+					Name: op.Name, Description: op.Description, Risk: riskToPB(op.Risk), InputSchema: string(op.Schema),
+				})
+			}
+		}
+		resp.Tools = append(resp.Tools, ts)
+	}
+	if req.GetFormat() != pb.ToolFormat_TOOL_FORMAT_UNSPECIFIED {
+		r, err := render(infos, req.GetFormat(), req.GetFlatOperations())
+		if err != nil {
+			return nil, err
+		}
+		resp.RenderedJson = r
+	}
+	return resp, nil
+}

@@ -1,0 +1,371 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/toold/toold/pkg/errdefs"
+)
+
+// OperationArg is the argument that selects an operation of a consolidated
+// tool.
+const OperationArg = "operation"
+
+// Registry is the ordered set of tools a daemon serves. Order is
+// registration order and never changes for the tools present, so listings
+// are byte-stable (KV-cache friendly). It is safe for concurrent use; tools
+// may be added and removed at runtime (MCP servers come and go).
+type Registry struct {
+	mu      sync.RWMutex
+	entries []*entry
+	byName  map[string]*entry // tool names and aliases
+	flat    map[string]opRef  // flat operation names of consolidated tools
+}
+
+type entry struct {
+	tool   Tool
+	spec   Spec
+	ops    map[string]*compiledOp
+	schema json.RawMessage // the tool's own input schema (consolidated or the single operation's)
+	risk   Risk            // the highest operation risk
+}
+
+type compiledOp struct {
+	spec   OperationSpec
+	schema *compiledSchema
+}
+
+type opRef struct {
+	e  *entry
+	op string
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byName: map[string]*entry{}, flat: map[string]opRef{}}
+}
+
+// Register adds tools in order. It fails, adding none of the remaining
+// ones, when a name is taken or a schema does not compile.
+func (r *Registry) Register(ts ...Tool) error {
+	for _, t := range ts {
+		if err := r.register(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) register(t Tool) error {
+	spec := t.Spec()
+	if spec.Name == "" || len(spec.Operations) == 0 {
+		return fmt.Errorf("tool %q: a tool needs a name and at least one operation", spec.Name)
+	}
+	// Schemas are kept compact so listings are small and byte-stable.
+	spec.Operations = slices.Clone(spec.Operations)
+	for i, op := range spec.Operations {
+		if len(op.Schema) > 0 {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, op.Schema); err != nil {
+				return fmt.Errorf("schema of %s.%s: %w", spec.Name, op.Name, err)
+			}
+			spec.Operations[i].Schema = buf.Bytes()
+		}
+	}
+	e := &entry{tool: t, spec: spec, ops: map[string]*compiledOp{}}
+	for _, op := range spec.Operations {
+		if _, dup := e.ops[op.Name]; dup {
+			return fmt.Errorf("tool %q: duplicate operation %q", spec.Name, op.Name)
+		}
+		cs, err := compileSchema(spec.Name+"."+op.Name, op.Schema)
+		if err != nil {
+			return err
+		}
+		e.ops[op.Name] = &compiledOp{spec: op, schema: cs}
+		e.risk = max(e.risk, op.Risk)
+	}
+	if spec.Consolidated() {
+		s, err := consolidatedSchema(spec, e.ops)
+		if err != nil {
+			return err
+		}
+		e.schema = s
+	} else {
+		e.schema = spec.Operations[0].Schema
+		if len(e.schema) == 0 {
+			e.schema = json.RawMessage(`{"type":"object"}`)
+		}
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := append([]string{spec.Name}, spec.Aliases...)
+	for _, n := range names {
+		if _, taken := r.byName[n]; taken {
+			return fmt.Errorf("tool name %q is already registered", n)
+		}
+	}
+	for _, n := range names {
+		r.byName[n] = e
+	}
+	if spec.Consolidated() {
+		for _, op := range spec.Operations {
+			// The first tool to claim a flat name keeps it; tool names win
+			// over flat names at resolution.
+			if _, taken := r.flat[op.Name]; !taken {
+				r.flat[op.Name] = opRef{e, op.Name}
+			}
+		}
+	}
+	r.entries = append(r.entries, e)
+	return nil
+}
+
+// Unregister removes a tool by name. It reports whether it was present.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byName[name]
+	if !ok || e.spec.Name != name {
+		return false
+	}
+	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
+		delete(r.byName, n)
+	}
+	for k, ref := range r.flat {
+		if ref.e == e {
+			delete(r.flat, k)
+		}
+	}
+	r.entries = slices.DeleteFunc(r.entries, func(x *entry) bool { return x == e })
+	// Give flat names the removed tool held to the next tool offering them.
+	for _, x := range r.entries {
+		if !x.spec.Consolidated() {
+			continue
+		}
+		for _, op := range x.spec.Operations {
+			if _, taken := r.flat[op.Name]; !taken {
+				r.flat[op.Name] = opRef{x, op.Name}
+			}
+		}
+	}
+	return true
+}
+
+// Info is a registered tool as listings show it.
+type Info struct {
+	Spec Spec
+	// Schema is the tool's input schema; for consolidated tools it has the
+	// "operation" selector and the union of the operations' properties.
+	Schema json.RawMessage
+	// Risk is the highest base risk of its operations.
+	Risk Risk
+}
+
+// List returns every tool in registration order.
+func (r *Registry) List() []Info {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Info, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = Info{Spec: e.spec, Schema: e.schema, Risk: e.risk}
+	}
+	return out
+}
+
+// Target is a resolved tool and operation, ready to validate arguments.
+type Target struct {
+	Tool Tool
+	// ToolName and Operation are the resolved names.
+	ToolName, Operation string
+	// Risk is the operation's base risk.
+	Risk Risk
+	op   *compiledOp
+}
+
+// Resolve finds the tool and operation a model meant by name. args are the
+// decoded arguments; the "operation" selector, if present, is read and
+// removed from them. Resolution, in order: an exact tool name or alias; a
+// flat operation name; "tool.operation"; "server.tool" for a tool registered
+// as "server__tool". Unknown names fail with ErrToolNotFound and the closest
+// names as suggestions.
+func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if name == "" {
+		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: "the tool name is empty; call one of the listed tools", Suggestions: r.suggest("", 5)}
+	}
+	if e, ok := r.byName[name]; ok {
+		if !e.spec.Consolidated() {
+			return r.target(e, e.spec.Operations[0].Name, args, "")
+		}
+		sel, present := args[OperationArg]
+		if !present {
+			return nil, errdefs.Invalid("/"+OperationArg, "required",
+				"missing required argument \"operation\": %s needs one of %s", e.spec.Name, strings.Join(opNames(e), ", "))
+		}
+		s, ok := sel.(string)
+		if !ok {
+			return nil, errdefs.Invalid("/"+OperationArg, "type", "argument \"operation\" must be a string, one of %s", strings.Join(opNames(e), ", "))
+		}
+		delete(args, OperationArg)
+		return r.target(e, s, args, "")
+	}
+	if ref, ok := r.flat[name]; ok {
+		return r.target(ref.e, ref.op, args, ref.op)
+	}
+	if tool, op, ok := strings.Cut(name, "."); ok {
+		if e, ok := r.byName[tool]; ok && e.spec.Consolidated() {
+			if _, has := e.ops[op]; has {
+				return r.target(e, op, args, op)
+			}
+		}
+		if e, ok := r.byName[tool+"__"+op]; ok && !e.spec.Consolidated() {
+			return r.target(e, e.spec.Operations[0].Name, args, "")
+		}
+	}
+	sug := r.suggest(name, 3)
+	msg := fmt.Sprintf("no tool named %q", name)
+	if len(sug) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", quoteJoin(sug, " or "))
+	} else {
+		msg += "; call one of the tools listed for you"
+	}
+	return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: msg, Suggestions: sug}
+}
+
+// target checks the operation exists; implied is the operation the name
+// already selected (flat or dotted), which an "operation" argument must not
+// contradict.
+func (r *Registry) target(e *entry, op string, args map[string]any, implied string) (*Target, error) {
+	if implied != "" {
+		if sel, present := args[OperationArg]; present {
+			if _, isSel := e.ops[OperationArg]; !isSel {
+				if s, _ := sel.(string); s != implied {
+					return nil, errdefs.Invalid("/"+OperationArg, "const",
+						"argument \"operation\" is %s but the tool name selects %q; drop the \"operation\" argument or call %s", toJSON(sel), implied, e.spec.Name)
+				}
+				delete(args, OperationArg)
+			}
+		}
+	}
+	co, ok := e.ops[op]
+	if !ok {
+		names := opNames(e)
+		msg := fmt.Sprintf("%s has no operation %q; use one of %s", e.spec.Name, op, strings.Join(names, ", "))
+		if sug := closest(op, names, 1); len(sug) > 0 {
+			msg = fmt.Sprintf("%s has no operation %q; did you mean %q? (operations: %s)", e.spec.Name, op, sug[0], strings.Join(names, ", "))
+		}
+		return nil, errdefs.Invalid("/"+OperationArg, "enum", "%s", msg)
+	}
+	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co}, nil
+}
+
+// Prepare coerces args by the operation's schema, then validates them. It
+// changes args in place and returns the coercions made.
+func (t *Target) Prepare(args map[string]any) ([]Coercion, error) {
+	cs := coerce(t.op.schema.raw, args)
+	if err := t.op.schema.validate(args); err != nil {
+		if e, ok := err.(*errdefs.Error); ok && t.Operation != t.ToolName {
+			e.Msg = fmt.Sprintf("%s.%s: %s", t.ToolName, t.Operation, e.Msg)
+		}
+		return cs, err
+	}
+	return cs, nil
+}
+
+func opNames(e *entry) []string {
+	names := make([]string, len(e.spec.Operations))
+	for i, op := range e.spec.Operations {
+		names[i] = op.Name
+	}
+	return names
+}
+
+func (r *Registry) suggest(name string, n int) []string {
+	var all []string
+	for _, e := range r.entries {
+		all = append(all, e.spec.Name)
+		all = append(all, e.spec.Aliases...)
+	}
+	for k := range r.flat {
+		all = append(all, k)
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	if name == "" {
+		if len(all) > n {
+			all = all[:n]
+		}
+		return all
+	}
+	// Models often send "Tool.op" with other separators or a provider prefix.
+	return closest(name, all, n)
+}
+
+func quoteJoin(s []string, sep string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, sep)
+}
+
+// consolidatedSchema builds the schema of a consolidated tool: an
+// "operation" enum plus the union of the operations' properties, each
+// property description noting which operations use it. Arguments are
+// validated against the selected operation's own schema, so the union only
+// documents.
+func consolidatedSchema(spec Spec, ops map[string]*compiledOp) (json.RawMessage, error) {
+	props := map[string]any{}
+	usedBy := map[string][]string{}
+	var order []string
+	for _, op := range spec.Operations {
+		p, _ := ops[op.Name].schema.raw["properties"].(map[string]any)
+		keys := make([]string, 0, len(p))
+		for k := range p {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if _, seen := props[k]; !seen {
+				props[k] = cloneJSON(p[k])
+				order = append(order, k)
+			}
+			usedBy[k] = append(usedBy[k], op.Name)
+		}
+	}
+	for _, k := range order {
+		if m, ok := props[k].(map[string]any); ok && len(usedBy[k]) < len(spec.Operations) {
+			d, _ := m["description"].(string)
+			m["description"] = strings.TrimSpace(d + " (" + strings.Join(usedBy[k], ", ") + ")")
+		}
+	}
+	names := make([]any, len(spec.Operations))
+	var lines []string
+	for i, op := range spec.Operations {
+		names[i] = op.Name
+		lines = append(lines, op.Name+": "+op.Description)
+	}
+	props[OperationArg] = map[string]any{
+		"type":        "string",
+		"enum":        names,
+		"description": "The operation to perform. " + strings.Join(lines, " "),
+	}
+	return json.Marshal(map[string]any{
+		"type":       "object",
+		"properties": props,
+		"required":   []string{OperationArg},
+	})
+}
+
+func cloneJSON(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

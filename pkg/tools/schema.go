@@ -1,0 +1,472 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/toold/toold/pkg/errdefs"
+)
+
+// Coercion records one argument converted by the schema before validation.
+type Coercion struct {
+	// Field is the JSON pointer of the argument ("/limit").
+	Field string
+	// From is the value as received, as JSON.
+	From string
+	// To is the value used, as JSON; empty when the argument was removed.
+	To string
+	// Rule says why ("string to integer").
+	Rule string
+}
+
+// compiledSchema is an operation's schema, compiled for validation and kept
+// as a plain value for coercion.
+type compiledSchema struct {
+	raw    map[string]any
+	schema *jsonschema.Schema
+}
+
+func compileSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("schema of %s: not a JSON object", name)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "toold:///" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	return &compiledSchema{raw: m, schema: s}, nil
+}
+
+// DecodeArguments parses a model's JSON argument text into an object. Empty
+// text (or only whitespace) means no arguments. Numbers are kept exact as
+// json.Number.
+func DecodeArguments(text string) (map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return map[string]any{}, nil
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrInvalidArgument, err,
+			"arguments are not valid JSON (%s); send one JSON object such as {\"path\": \"main.go\"}", jsonErrorText(err))
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errdefs.New(errdefs.ErrInvalidArgument,
+			"arguments must be a JSON object, got %s; send one JSON object such as {\"path\": \"main.go\"}", jsonTypeName(v))
+	}
+	return m, nil
+}
+
+func jsonErrorText(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s[:i], "jsonschema") {
+		s = s[i+2:]
+	}
+	return s
+}
+
+// coerce converts arguments whose JSON type disagrees with the schema in the
+// few ways models commonly get wrong, and only where the schema says so:
+// a string holding an integer, number or boolean; a string holding a JSON
+// array or object; "null", "None" or null for an optional property that does
+// not accept null (removed). It recurses into object properties and array
+// items. args is changed in place; every change is returned.
+func coerce(schema map[string]any, args map[string]any) []Coercion {
+	var out []Coercion
+	coerceObject(schema, args, "", &out)
+	return out
+}
+
+func coerceObject(schema map[string]any, obj map[string]any, ptr string, out *[]Coercion) {
+	props, _ := schema["properties"].(map[string]any)
+	if props == nil {
+		return
+	}
+	required := map[string]bool{}
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				required[s] = true
+			}
+		}
+	}
+	// Sorted so coercions are reported in a stable order.
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ps, ok := props[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		field := ptr + "/" + escapePointer(k)
+		v := obj[k]
+		if isNullish(v) && !required[k] && !allowsType(ps, "null") && !(isString(v) && allowsType(ps, "string")) {
+			delete(obj, k)
+			*out = append(*out, Coercion{Field: field, From: toJSON(v), Rule: "null for optional argument removed"})
+			continue
+		}
+		nv, rule := coerceValue(ps, v)
+		if rule != "" {
+			obj[k] = nv
+			*out = append(*out, Coercion{Field: field, From: toJSON(v), To: toJSON(nv), Rule: rule})
+			v = nv
+		}
+		coerceInside(ps, v, field, out)
+	}
+}
+
+func coerceInside(schema map[string]any, v any, ptr string, out *[]Coercion) {
+	switch x := v.(type) {
+	case map[string]any:
+		coerceObject(schema, x, ptr, out)
+	case []any:
+		items, ok := schema["items"].(map[string]any)
+		if !ok {
+			return
+		}
+		for i, e := range x {
+			field := ptr + "/" + strconv.Itoa(i)
+			nv, rule := coerceValue(items, e)
+			if rule != "" {
+				x[i] = nv
+				*out = append(*out, Coercion{Field: field, From: toJSON(e), To: toJSON(nv), Rule: rule})
+				e = nv
+			}
+			coerceInside(items, e, field, out)
+		}
+	}
+}
+
+// coerceValue converts one value when its schema wants another JSON type.
+// It returns the rule applied, or "" when nothing changed.
+func coerceValue(schema map[string]any, v any) (any, string) {
+	s, ok := v.(string)
+	if !ok || allowsType(schema, "string") {
+		return v, ""
+	}
+	t := strings.TrimSpace(s)
+	switch {
+	case allowsType(schema, "integer"):
+		if i, err := strconv.ParseInt(t, 10, 64); err == nil {
+			return json.Number(strconv.FormatInt(i, 10)), "string to integer"
+		}
+		if f, err := strconv.ParseFloat(t, 64); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) && math.Abs(f) < 1<<53 {
+			return json.Number(strconv.FormatInt(int64(f), 10)), "string to integer"
+		}
+	case allowsType(schema, "number"):
+		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return json.Number(t), "string to number"
+		}
+	}
+	if allowsType(schema, "boolean") {
+		switch strings.ToLower(t) {
+		case "true":
+			return true, "string to boolean"
+		case "false":
+			return false, "string to boolean"
+		}
+	}
+	if allowsType(schema, "array") && strings.HasPrefix(t, "[") {
+		if a, err := jsonschema.UnmarshalJSON(strings.NewReader(t)); err == nil {
+			if arr, ok := a.([]any); ok {
+				return arr, "string to array"
+			}
+		}
+	}
+	if allowsType(schema, "object") && strings.HasPrefix(t, "{") {
+		if o, err := jsonschema.UnmarshalJSON(strings.NewReader(t)); err == nil {
+			if obj, ok := o.(map[string]any); ok {
+				return obj, "string to object"
+			}
+		}
+	}
+	return v, ""
+}
+
+// allowsType reports whether the schema's "type" names t. A schema without
+// "type" allows nothing in particular (no coercion happens).
+func allowsType(schema map[string]any, t string) bool {
+	switch x := schema["type"].(type) {
+	case string:
+		return x == t
+	case []any:
+		for _, e := range x {
+			if e == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+func isNullish(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == "null" || x == "None"
+	}
+	return false
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func toJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+var printer = message.NewPrinter(language.English)
+
+// validate checks args against the schema and turns the first failure into
+// an INVALID_ARGUMENTS error naming the field and the rule.
+func (c *compiledSchema) validate(args map[string]any) error {
+	err := c.schema.Validate(any(args))
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return errdefs.Wrap(errdefs.ErrInvalidArgument, err, "arguments are invalid: %v", err)
+	}
+	leaves := collectLeaves(ve, nil)
+	// Unknown arguments first: they usually explain a "missing" one.
+	sort.SliceStable(leaves, func(i, j int) bool {
+		return ruleName(leaves[i].ErrorKind) == "additionalProperties" && ruleName(leaves[j].ErrorKind) != "additionalProperties"
+	})
+	var msgs []string
+	seen := map[string]bool{}
+	for _, l := range leaves {
+		m := describeFailure(c.raw, l, fieldOf(l))
+		if !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
+		}
+	}
+	first := leaves[0]
+	e := errdefs.Invalid(fieldOf(first), ruleName(first.ErrorKind), "%s", strings.Join(msgs, "; "))
+	e.Cause = err
+	return e
+}
+
+func fieldOf(e *jsonschema.ValidationError) string {
+	if len(e.InstanceLocation) == 0 {
+		return ""
+	}
+	return "/" + strings.Join(pointerTokens(e.InstanceLocation), "/")
+}
+
+// collectLeaves gathers the most specific failures. Under anyOf/oneOf only
+// the first branch's failures are kept, to stay readable.
+func collectLeaves(e *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return append(out, e)
+	}
+	switch e.ErrorKind.(type) {
+	case *kind.AnyOf, *kind.OneOf:
+		return collectLeaves(e.Causes[0], out)
+	}
+	for _, c := range e.Causes {
+		out = collectLeaves(c, out)
+	}
+	return out
+}
+
+func pointerTokens(loc []string) []string {
+	out := make([]string, len(loc))
+	for i, t := range loc {
+		out[i] = escapePointer(t)
+	}
+	return out
+}
+
+func ruleName(k jsonschema.ErrorKind) string {
+	p := k.KeywordPath()
+	if len(p) == 0 {
+		return "schema"
+	}
+	return p[len(p)-1]
+}
+
+// describeFailure writes the validation failure for a model: which argument,
+// what rule, and what to send instead.
+func describeFailure(schema map[string]any, e *jsonschema.ValidationError, field string) string {
+	where := "arguments"
+	if field != "" {
+		where = fmt.Sprintf("argument %q", strings.TrimPrefix(field, "/"))
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		names := make([]string, len(k.Missing))
+		for i, m := range k.Missing {
+			names[i] = strconv.Quote(m)
+		}
+		return fmt.Sprintf("missing required argument %s%s", strings.Join(names, ", "), propertyHint(schema, e.InstanceLocation, k.Missing))
+	case *kind.AdditionalProperties:
+		var parts []string
+		for _, p := range k.Properties {
+			s := fmt.Sprintf("unknown argument %q", p)
+			if sug := closest(p, propertyNames(schema, e.InstanceLocation), 1); len(sug) > 0 {
+				s += fmt.Sprintf(" (did you mean %q?)", sug[0])
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "; ") + "; allowed arguments: " + strings.Join(propertyNames(schema, e.InstanceLocation), ", ")
+	case *kind.Type:
+		return fmt.Sprintf("%s must be %s, got %s", where, strings.Join(k.Want, " or "), k.Got)
+	}
+	return fmt.Sprintf("%s: %s", where, e.ErrorKind.LocalizedString(printer))
+}
+
+func propertyHint(schema map[string]any, loc []string, missing []string) string {
+	props := propertiesAt(schema, loc)
+	var hints []string
+	for _, m := range missing {
+		if p, ok := props[m].(map[string]any); ok {
+			if d, ok := p["description"].(string); ok && d != "" {
+				hints = append(hints, fmt.Sprintf("%s: %s", m, d))
+			}
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hints, "; ") + ")"
+}
+
+func propertiesAt(schema map[string]any, loc []string) map[string]any {
+	s := schema
+	for _, tok := range loc {
+		props, _ := s["properties"].(map[string]any)
+		next, ok := props[tok].(map[string]any)
+		if !ok {
+			if items, ok := s["items"].(map[string]any); ok {
+				next = items
+			} else {
+				return nil
+			}
+		}
+		s = next
+	}
+	props, _ := s["properties"].(map[string]any)
+	return props
+}
+
+func propertyNames(schema map[string]any, loc []string) []string {
+	props := propertiesAt(schema, loc)
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// closest returns up to n candidates nearest to name by edit distance,
+// among those close enough to be a plausible typo or variant.
+func closest(name string, candidates []string, n int) []string {
+	type scored struct {
+		s string
+		d int
+	}
+	lname := strings.ToLower(name)
+	var out []scored
+	for _, c := range candidates {
+		lc := strings.ToLower(c)
+		d := levenshtein(lname, lc)
+		limit := max(2, len(lname)/3)
+		switch {
+		case d <= limit:
+		case len(lname) >= 3 && (strings.Contains(lc, lname) || strings.Contains(lname, lc)):
+			d = limit + 1
+		default:
+			continue
+		}
+		out = append(out, scored{c, d})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].d != out[j].d {
+			return out[i].d < out[j].d
+		}
+		return out[i].s < out[j].s
+	})
+	res := make([]string, 0, n)
+	for i := 0; i < len(out) && i < n; i++ {
+		res = append(res, out[i].s)
+	}
+	return res
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,214 @@
+// Package tools defines what a tool is, the ordered registry that resolves a
+// model's tool name to a tool and operation, and the argument pipeline that
+// runs before a tool: decode, coerce by the schema, validate.
+//
+// Tools speak plain Go types; pkg/service converts them to and from the wire.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Risk is how much harm a call can do if it is wrong.
+type Risk int
+
+// Risk levels, in increasing order. RiskUnknown is treated as high by policy.
+const (
+	RiskUnknown Risk = iota
+	RiskLow
+	RiskMedium
+	RiskHigh
+)
+
+func (r Risk) String() string {
+	switch r {
+	case RiskLow:
+		return "low"
+	case RiskMedium:
+		return "medium"
+	case RiskHigh:
+		return "high"
+	}
+	return "unknown"
+}
+
+// Spec describes a tool.
+type Spec struct {
+	// Name is the tool's name; unique in a registry.
+	Name string
+	// Description is for the model.
+	Description string
+	// Operations lists what the tool does. A simple tool has exactly one
+	// operation named like the tool. A consolidated tool has several; the
+	// model selects one with the "operation" argument, and each is also
+	// callable by its own flat name.
+	Operations []OperationSpec
+	// Aliases are other names that resolve to the tool.
+	Aliases []string
+	// Source is "builtin" or "mcp:SERVER".
+	Source string
+}
+
+// Consolidated reports whether the tool routes an "operation" argument.
+func (s Spec) Consolidated() bool {
+	return len(s.Operations) > 1 || (len(s.Operations) == 1 && s.Operations[0].Name != s.Name)
+}
+
+// OperationSpec describes one operation.
+type OperationSpec struct {
+	// Name of the operation; for a simple tool, the tool's name.
+	Name string
+	// Description is for the model.
+	Description string
+	// Risk is the operation's base risk; Describe may raise it per call.
+	Risk Risk
+	// Schema is the JSON Schema (an object schema) of the operation's
+	// arguments, without the "operation" selector.
+	Schema json.RawMessage
+}
+
+// Call is one resolved, validated invocation.
+type Call struct {
+	// ID is the client's call_id.
+	ID string
+	// ConversationID is the stream's conversation.
+	ConversationID string
+	// Tool and Operation are resolved names.
+	Tool, Operation string
+	// Args are the validated arguments (JSON types: string, json.Number,
+	// bool, nil, []any, map[string]any), without the "operation" selector.
+	Args map[string]any
+}
+
+// Bind decodes the call's arguments into v (a pointer to a struct with json
+// tags). Arguments are already validated, so an error here is a bug.
+func (c *Call) Bind(v any) error {
+	b, err := json.Marshal(c.Args)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Effect describes what a call would do, for display and for policy.
+type Effect struct {
+	// Display is a short line for people ("Reading file: main.go").
+	Display string
+	// Risk, when set, overrides the operation's base risk for this call.
+	Risk Risk
+	// Reads and Writes are paths as the model gave them.
+	Reads, Writes []string
+	// Command is the command line a call runs, if any.
+	Command string
+	// Hosts are the network hosts a call reaches.
+	Hosts []string
+}
+
+// Sink receives a running call's progress and output. Its methods may block
+// when the client reads slowly (backpressure); they return an error when the
+// call's stream is gone, and the tool should then stop.
+type Sink interface {
+	// Progress reports a status line and, when known (0 <= fraction <= 1),
+	// how much is done; pass a negative fraction when unknown.
+	Progress(msg string, fraction float64) error
+	// Output appends bytes of the call's output stream. p may be reused by
+	// the caller after Output returns.
+	Output(stream Stream, p []byte) error
+}
+
+// Stream names an output stream.
+type Stream int
+
+// Output streams.
+const (
+	Stdout Stream = iota + 1
+	Stderr
+	PTY
+)
+
+// Tool is something a model can call.
+type Tool interface {
+	// Spec describes the tool; it does not change after registration.
+	Spec() Spec
+	// Describe says what call would do. It is cheap and does no I/O beyond
+	// what policy needs; the call's arguments are already validated.
+	Describe(call *Call) Effect
+	// Run executes the call. It stops promptly when ctx is done. A returned
+	// error should be an *errdefs.Error (or wrap an errdefs class) with a
+	// message for the model; anything else becomes INTERNAL.
+	Run(ctx context.Context, call *Call, sink Sink) (*Result, error)
+}
+
+// Result is a call's outcome, shaped for the model.
+type Result struct {
+	// Text is what the model sees.
+	Text string
+	// JSON, when set, is a JSON document the model sees after Text.
+	JSON json.RawMessage
+	// Structured is machine-readable data for the client.
+	Structured map[string]any
+	// Truncation says what was cut, if anything.
+	Truncation *Truncation
+	// Metadata holds further facts about the call.
+	Metadata map[string]any
+}
+
+// Truncation says how much of a result the model sees and how to get more.
+type Truncation struct {
+	ShownBytes, TotalBytes uint64
+	ShownItems, TotalItems uint64
+	// Continuation tells the model how to read on.
+	Continuation string
+}
+
+// Limits are the shaping limits for results the model sees. Zero values mean
+// the defaults from DefaultLimits.
+type Limits struct {
+	// ReadBytes caps the bytes of file content one read_file returns.
+	ReadBytes int
+	// ReadLines caps the lines one read_file returns when no limit is given.
+	ReadLines int
+	// LineChars caps the characters of one line shown.
+	LineChars int
+	// ListItems caps entries of a directory listing or glob.
+	ListItems int
+	// SearchMatches caps matches of a search.
+	SearchMatches int
+	// OutputBytes caps command output shown to the model (head + tail).
+	OutputBytes int
+}
+
+// DefaultLimits are the limits used where a Limits field is zero.
+var DefaultLimits = Limits{
+	ReadBytes:     256 << 10,
+	ReadLines:     2000,
+	LineChars:     2000,
+	ListItems:     1000,
+	SearchMatches: 200,
+	OutputBytes:   32 << 10,
+}
+
+// WithDefaults returns l with zero fields replaced by DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	if l.ReadBytes > 0 {
+		d.ReadBytes = l.ReadBytes
+	}
+	if l.ReadLines > 0 {
+		d.ReadLines = l.ReadLines
+	}
+	if l.LineChars > 0 {
+		d.LineChars = l.LineChars
+	}
+	if l.ListItems > 0 {
+		d.ListItems = l.ListItems
+	}
+	if l.SearchMatches > 0 {
+		d.SearchMatches = l.SearchMatches
+	}
+	if l.OutputBytes > 0 {
+		d.OutputBytes = l.OutputBytes
+	}
+	return d
+}
