@@ -98,7 +98,7 @@ func testTools(observed chan<- string) []tools.Tool {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *service.Server
 	gs     *grpc.Server
 	client pb.ToolServiceClient
@@ -107,7 +107,7 @@ type harness struct {
 }
 
 // start serves a service on a temp unix socket and connects a client.
-func start(t *testing.T, cfg service.Config, ts ...tools.Tool) *harness {
+func start(t testing.TB, cfg service.Config, ts ...tools.Tool) *harness {
 	t.Helper()
 	reg := tools.NewRegistry()
 	if err := reg.Register(ts...); err != nil {
@@ -150,7 +150,7 @@ func start(t *testing.T, cfg service.Config, ts ...tools.Tool) *harness {
 
 // convo is one ExecuteTool stream with a reader collecting every event.
 type convo struct {
-	t      *testing.T
+	t      testing.TB
 	stream pb.ToolService_ExecuteToolClient
 	cancel context.CancelFunc
 

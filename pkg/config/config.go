@@ -1,0 +1,179 @@
+// Package config holds toold's settings, read from an optional YAML file and
+// overridden by command-line flags.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Config is the daemon's configuration. The YAML keys are the field tags.
+// Zero values take the defaults of Default.
+type Config struct {
+	// Socket is the unix socket path (default ./toold.sock). "-" disables it.
+	Socket string `yaml:"socket"`
+	// Listen is an optional TCP address ("127.0.0.1:7777"). A non-loopback
+	// address requires a token.
+	Listen string `yaml:"listen"`
+	// Workspace is the directory tools work in (default: current directory).
+	Workspace string `yaml:"workspace"`
+	// Token, when set, is required as "authorization: bearer TOKEN" on every
+	// RPC except health. TokenFile reads it from a file instead.
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+	// ApprovalMode is yolo, auto (default) or ask.
+	ApprovalMode string `yaml:"approval_mode"`
+	// Timeouts of calls.
+	Timeouts Timeouts `yaml:"timeouts"`
+	// Limits on concurrency.
+	Limits Limits `yaml:"limits"`
+	// Output shapes results for the model.
+	Output Output `yaml:"output"`
+	// ShutdownGrace is how long running calls may finish on SIGTERM before
+	// they are canceled (default 10s).
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Keepalive is the idle interval after which a stream gets a Keepalive
+	// event (default 15s; "-1s" disables).
+	Keepalive Duration `yaml:"keepalive"`
+	// Log configures logging.
+	Log Log `yaml:"log"`
+}
+
+// Timeouts of calls.
+type Timeouts struct {
+	// Default applies when a call asks for none (default 2m).
+	Default Duration `yaml:"default"`
+	// Max caps what a call may ask for (default 30m).
+	Max Duration `yaml:"max"`
+}
+
+// Limits on concurrency.
+type Limits struct {
+	// CallsPerStream bounds concurrent calls on one stream (default 64).
+	CallsPerStream int `yaml:"calls_per_stream"`
+	// Calls bounds concurrent calls on the daemon (default 1024).
+	Calls int `yaml:"calls"`
+}
+
+// Output shapes results for the model; see tools.Limits.
+type Output struct {
+	ReadBytes     int `yaml:"read_bytes"`
+	ReadLines     int `yaml:"read_lines"`
+	LineChars     int `yaml:"line_chars"`
+	ListItems     int `yaml:"list_items"`
+	SearchMatches int `yaml:"search_matches"`
+	OutputBytes   int `yaml:"output_bytes"`
+}
+
+// ToolLimits returns the output limits for tools.
+func (o Output) ToolLimits() tools.Limits {
+	return tools.Limits{
+		ReadBytes: o.ReadBytes, ReadLines: o.ReadLines, LineChars: o.LineChars,
+		ListItems: o.ListItems, SearchMatches: o.SearchMatches, OutputBytes: o.OutputBytes,
+	}.WithDefaults()
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is text (default) or json.
+	Format string `yaml:"format"`
+}
+
+// Duration is a time.Duration written as "30s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Socket:        "./toold.sock",
+		Workspace:     ".",
+		ApprovalMode:  "auto",
+		Timeouts:      Timeouts{Default: Duration(2 * time.Minute), Max: Duration(30 * time.Minute)},
+		Limits:        Limits{CallsPerStream: 64, Calls: 1024},
+		ShutdownGrace: Duration(10 * time.Second),
+		Keepalive:     Duration(15 * time.Second),
+		Log:           Log{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads a YAML file over the defaults. Unknown keys are errors, so a
+// typo does not silently leave a setting at its default.
+func Load(path string) (Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks the configuration and resolves the token file.
+func (c *Config) Validate() error {
+	if _, err := authz.ParseMode(c.ApprovalMode); err != nil {
+		return err
+	}
+	if c.Socket == "" && c.Listen == "" {
+		return errors.New("nothing to listen on: set socket or listen")
+	}
+	if c.TokenFile != "" {
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return fmt.Errorf("token_file: %w", err)
+		}
+		c.Token = string(bytes.TrimSpace(b))
+		if c.Token == "" {
+			return fmt.Errorf("token_file %s is empty", c.TokenFile)
+		}
+	}
+	if c.Listen != "" {
+		host, _, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return fmt.Errorf("listen %q: %w", c.Listen, err)
+		}
+		ip := net.ParseIP(host)
+		loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+		if !loopback && c.Token == "" {
+			return fmt.Errorf("listen %q is not a loopback address: set a token (--token or token_file) so that only your agents can run tools", c.Listen)
+		}
+	}
+	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
+		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("log.format %q: want text or json", c.Log.Format)
+	}
+	return nil
+}
