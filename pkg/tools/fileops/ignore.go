@@ -1,0 +1,254 @@
+package fileops
+
+import (
+	"bytes"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// .gitignore matching.
+//
+// This is hand-written on purpose. go-git's plumbing/format/gitignore, the
+// well-kept library for it, matches every pattern against every component of
+// an entry's path (simpleNameMatch loops over the whole path), so its cost per
+// entry grows with patterns x depth, and it takes the path as a []string that
+// a walker would have to build for every entry; its ParsePattern also leaves
+// comments, "\#" and "\!" escapes to the caller. A walk never enters an
+// ignored directory, so only the entry's own name (for patterns without a
+// slash) or its path below the .gitignore's directory (for patterns with one)
+// has to be matched, which is what ignoreRule does, with fast paths for the
+// usual shapes ("node_modules", "*.log", "build/") and doublestar, whose
+// semantics for *, ?, [...] and ** are those of gitignore(5), for the rest.
+
+// maxIgnoreFile bounds how much of a .gitignore file is read.
+const maxIgnoreFile = 1 << 20
+
+// ignoreRule is one pattern line of a .gitignore file.
+type ignoreRule struct {
+	g        globMatcher
+	negate   bool // "!pattern": re-include
+	dirOnly  bool // "pattern/": only directories
+	anchored bool // the pattern has a slash: match the path below the file's directory
+}
+
+// parseIgnore parses the contents of a .gitignore file as gitignore(5)
+// describes. Lines that are not valid patterns are skipped.
+func parseIgnore(data []byte) []ignoreRule {
+	var rules []ignoreRule
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		if r, ok := parseIgnoreLine(string(bytes.TrimSuffix(line, []byte{'\r'}))); ok {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+func parseIgnoreLine(line string) (ignoreRule, bool) {
+	var r ignoreRule
+	if line == "" || line[0] == '#' {
+		return r, false
+	}
+	// Trailing spaces are ignored unless escaped with a backslash.
+	for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, `\ `) {
+		line = line[:len(line)-1]
+	}
+	if strings.HasPrefix(line, "!") {
+		r.negate = true
+		line = line[1:]
+	}
+	if strings.HasSuffix(line, "/") {
+		r.dirOnly = true
+		line = strings.TrimRight(line, "/")
+	}
+	if line == "" {
+		return r, false
+	}
+	r.anchored = strings.Contains(line, "/")
+	line = strings.TrimPrefix(line, "/")
+	if rest, ok := strings.CutPrefix(line, "**/"); ok && !strings.Contains(rest, "/") {
+		// "**/name" matches name at any depth, like a pattern without a slash.
+		r.anchored, line = false, rest
+	}
+	g, ok := compileGlob(escapeBraces(line))
+	if !ok {
+		return r, false
+	}
+	r.g = g
+	return r, true
+}
+
+// escapeBraces escapes { and }, which gitignore patterns take literally and
+// doublestar would read as alternatives.
+func escapeBraces(p string) string {
+	if !strings.ContainsAny(p, "{}") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '\\':
+			b.WriteByte(c)
+			if i+1 < len(p) {
+				i++
+				b.WriteByte(p[i])
+			}
+		case '{', '}':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// ignoreList is the set of .gitignore rules in force in one directory: the
+// rules of the .gitignore in base, then, through parent, those of each
+// directory above it. It is immutable and shared by the goroutines of a walk.
+type ignoreList struct {
+	parent *ignoreList
+	base   string // workspace-relative directory of the .gitignore; "." for the root
+	rules  []ignoreRule
+}
+
+// push returns a list with the rules of the .gitignore file in base on top of
+// l, or l itself when there are none.
+func (l *ignoreList) push(base string, rules []ignoreRule) *ignoreList {
+	if len(rules) == 0 {
+		return l
+	}
+	return &ignoreList{parent: l, base: base, rules: rules}
+}
+
+// ignored reports whether the entry at rel (workspace-relative, inside the
+// directory l belongs to) with the given base name is ignored. The last
+// matching rule of the deepest .gitignore that has one decides, as in git.
+func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
+	for ; l != nil; l = l.parent {
+		sub := ""
+		for i := len(l.rules) - 1; i >= 0; i-- {
+			r := &l.rules[i]
+			if r.dirOnly && !isDir {
+				continue
+			}
+			var ok bool
+			if r.anchored {
+				if sub == "" {
+					sub = below(l.base, rel)
+				}
+				ok = r.g.match(sub)
+			} else {
+				ok = r.g.match(name)
+			}
+			if ok {
+				return !r.negate
+			}
+		}
+	}
+	return false
+}
+
+// below returns rel relative to the directory base, which contains it.
+func below(base, rel string) string {
+	if base == "." {
+		return rel
+	}
+	return rel[len(base)+1:]
+}
+
+// loadAncestorIgnores returns the .gitignore rules of the directories from
+// the workspace root down to, but not including, rel; the walk reads rel's
+// own .gitignore itself. Unreadable files are skipped.
+func loadAncestorIgnores(ws *workspace.Workspace, rel string) *ignoreList {
+	if rel == "." {
+		return nil
+	}
+	var l *ignoreList
+	dir := "."
+	for _, part := range strings.Split(rel, "/") {
+		l = l.push(dir, readIgnoreFile(ws, path.Join(dir, ".gitignore")))
+		dir = path.Join(dir, part)
+	}
+	return l
+}
+
+func readIgnoreFile(ws *workspace.Workspace, name string) []ignoreRule {
+	f, err := ws.Root().Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile))
+	if err != nil {
+		return nil
+	}
+	return parseIgnore(data)
+}
+
+// globMatcher matches a doublestar pattern, with fast paths for the common
+// shapes. The zero value matches nothing.
+type globMatcher struct {
+	kind globKind
+	lit  string
+	pat  string
+}
+
+type globKind uint8
+
+const (
+	globNone   globKind = iota
+	globExact           // "name"
+	globSuffix          // "*.go"
+	globPrefix          // "Makefile*"
+	globAny             // "*"
+	globFull            // anything else, by doublestar
+)
+
+// compileGlob compiles a doublestar pattern; ok is false when it is malformed.
+func compileGlob(p string) (globMatcher, bool) {
+	if !doublestar.ValidatePattern(p) {
+		return globMatcher{}, false
+	}
+	const meta = `*?[\{`
+	switch {
+	case !strings.ContainsAny(p, meta):
+		return globMatcher{kind: globExact, lit: p}, true
+	case p == "*":
+		return globMatcher{kind: globAny}, true
+	case p[0] == '*' && !strings.ContainsAny(p[1:], meta):
+		return globMatcher{kind: globSuffix, lit: p[1:]}, true
+	case p[len(p)-1] == '*' && !strings.ContainsAny(p[:len(p)-1], meta):
+		return globMatcher{kind: globPrefix, lit: p[:len(p)-1]}, true
+	}
+	return globMatcher{kind: globFull, pat: p}, true
+}
+
+// match reports whether s, a slash-separated path or a name, matches.
+func (g *globMatcher) match(s string) bool {
+	switch g.kind {
+	case globExact:
+		return s == g.lit
+	case globAny:
+		return !strings.Contains(s, "/")
+	case globSuffix:
+		return strings.HasSuffix(s, g.lit) && !strings.Contains(s[:len(s)-len(g.lit)], "/")
+	case globPrefix:
+		return strings.HasPrefix(s, g.lit) && !strings.Contains(s[len(g.lit):], "/")
+	case globFull:
+		return doublestar.MatchUnvalidated(g.pat, s)
+	}
+	return false
+}

@@ -1,0 +1,453 @@
+package fileops
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io/fs"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// The parallel directory walk of list_dir, glob and grep_search.
+//
+// Confinement. The start directory is opened through the workspace's
+// os.Root, which refuses every way out of the tree. From there the walk opens
+// each directory and file with openat(2) relative to its parent's open
+// descriptor, by a single name read from that directory (never "..", never
+// containing "/"), with O_NOFOLLOW: a symlink is never followed, so nothing
+// the walk opens can be outside the directory it started in. This is the
+// guarantee os.Root gives (and, like os.Root, it does not stop a directory
+// that is open already from being moved elsewhere meanwhile), at one system
+// call per open. Going through os.Root for every entry doubles the time of
+// opening and reading every file of GOROOT/src (80 ms instead of 40 ms on two
+// cores): its Open also tries to register each file with the poller and sets
+// and clears O_NONBLOCK. Directories are read with getdents64 directly for
+// the same reason.
+//
+// Filters. Entries named ".git" are always skipped, hidden entries (a name
+// starting with ".") unless walkConfig.hidden, and entries matched by the
+// .gitignore files of the workspace root down to the directory unless
+// walkConfig.noIgnore. Symlinks are reported as entries and never descended.
+//
+// Order. Workers take entries from a shared LIFO stack, so the walk is depth
+// first and visits entries in no particular order; callers sort.
+
+// walkConfig says what a walk visits.
+type walkConfig struct {
+	hidden   bool // visit entries whose names start with "." (".git" never)
+	noIgnore bool // do not apply .gitignore files
+	maxDepth int  // 0: no limit; 1: only the start directory's entries
+	inline   bool // visit files while reading their directory instead of queuing them
+	workers  int  // goroutines; 0 means GOMAXPROCS
+}
+
+// visitor receives the entries of a walk. Its methods are called
+// concurrently from the walk's workers; worker is in [0, workers) and no two
+// calls with the same worker run at once.
+type visitor interface {
+	// dir is called for each directory that passes the filters, with its
+	// workspace-relative path; it reports whether to descend into it.
+	dir(worker int, parent *dirNode, name, rel string) bool
+	// file is called for every other entry (files, symlinks, devices...)
+	// that passes the filters. parent.fd stays open during the call.
+	file(worker int, parent *dirNode, name string, typ fs.FileMode)
+}
+
+// dirNode is a directory open during a walk. Its descriptor stays open while
+// entries of the directory wait in the queue, and is closed after the last.
+type dirNode struct {
+	rel   string // workspace-relative, slash-separated; "." for the root
+	fd    int    // owned: closed after the last reference is dropped
+	ign   *ignoreList
+	depth int // 0 for the start directory
+	refs  atomic.Int32
+}
+
+// child returns the workspace-relative path of the entry name in d.
+func (d *dirNode) child(name string) string {
+	if d.rel == "." {
+		return name
+	}
+	return d.rel + "/" + name
+}
+
+func (d *dirNode) release() {
+	if d.refs.Add(-1) == 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// item is a queued entry; it holds a reference on its directory.
+type item struct {
+	dir  *dirNode
+	name string
+	typ  fs.FileMode
+}
+
+// walker runs one walk.
+type walker struct {
+	cfg     walkConfig
+	v       visitor
+	stop    atomic.Bool
+	ignored atomic.Int64 // entries skipped by a .gitignore
+	errs    atomic.Int64 // directories that could not be opened or read
+	scratch []dirScratch // per worker
+
+	ctxDone <-chan struct{} // the run's ctx.Done(), polled between entries
+
+	mu    sync.Mutex
+	cond  sync.Cond
+	items []item
+	busy  int // items taken and not yet finished
+	idle  int // workers waiting for items
+	done  bool
+}
+
+func newWalker(cfg walkConfig, v visitor) *walker {
+	if cfg.workers <= 0 {
+		cfg.workers = runtime.GOMAXPROCS(0)
+	}
+	w := &walker{cfg: cfg, v: v, scratch: make([]dirScratch, cfg.workers)}
+	w.cond.L = &w.mu
+	return w
+}
+
+// abort stops the walk: workers finish the entry in hand and exit. It is
+// safe to call from any goroutine, more than once.
+func (w *walker) abort() {
+	w.stop.Store(true)
+	w.mu.Lock()
+	w.done = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// openStart opens the directory rel through the workspace root.
+func openStart(ws *workspace.Workspace, rel string) (*dirNode, error) {
+	f, err := ws.Root().Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, unix.ENOTDIR
+	}
+	// A descriptor of our own, to read with getdents and open entries in.
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &dirNode{rel: rel, fd: fd}, nil
+}
+
+// run walks the tree below start, which it takes over (and closes). It
+// returns when every entry has been visited, or early when ctx is done or
+// abort is called; complete is false then. Either way every goroutine and
+// descriptor of the walk is gone when it returns.
+func (w *walker) run(ctx context.Context, start *dirNode) (complete bool) {
+	// The AfterFunc wakes idle workers; busy ones see ctxDone themselves,
+	// without waiting for it to be scheduled.
+	w.ctxDone = ctx.Done()
+	stopAfter := context.AfterFunc(ctx, w.abort)
+	defer stopAfter()
+
+	w.items = w.readDir(0, start, nil)
+	var wg sync.WaitGroup
+	for i := range w.cfg.workers {
+		wg.Go(func() { w.work(i) })
+	}
+	wg.Wait()
+	for _, it := range w.items { // left over after an abort
+		it.dir.release()
+	}
+	w.items = nil
+	return !w.stop.Load()
+}
+
+func (w *walker) work(id int) {
+	var batch []item
+	for {
+		it, ok := w.take()
+		if !ok {
+			return
+		}
+		batch = batch[:0]
+		if it.typ.IsDir() {
+			batch = w.enter(id, it, batch)
+		} else {
+			w.v.file(id, it.dir, it.name, it.typ)
+			it.dir.release()
+		}
+		w.finish(batch)
+	}
+}
+
+func (w *walker) take() (item, bool) {
+	select {
+	case <-w.ctxDone:
+		w.abort()
+	default:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.items) == 0 && !w.done {
+		if w.busy == 0 {
+			w.done = true
+			w.cond.Broadcast()
+			break
+		}
+		w.idle++
+		w.cond.Wait()
+		w.idle--
+	}
+	if w.done {
+		return item{}, false
+	}
+	it := w.items[len(w.items)-1]
+	w.items[len(w.items)-1] = item{}
+	w.items = w.items[:len(w.items)-1]
+	w.busy++
+	return it, true
+}
+
+func (w *walker) finish(batch []item) {
+	w.mu.Lock()
+	w.items = append(w.items, batch...)
+	w.busy--
+	if w.idle > 0 {
+		switch {
+		case len(batch) > 1, w.busy == 0 && len(w.items) == 0:
+			w.cond.Broadcast()
+		case len(batch) == 1:
+			w.cond.Signal()
+		}
+	}
+	w.mu.Unlock()
+}
+
+// enter opens the directory of it and reads it.
+func (w *walker) enter(id int, it item, batch []item) []item {
+	fd, err := openAt(it.dir.fd, it.name, unix.O_DIRECTORY)
+	it.dir.release()
+	if err != nil {
+		w.errs.Add(1)
+		return batch
+	}
+	d := &dirNode{
+		rel:   it.dir.child(it.name),
+		fd:    fd,
+		ign:   it.dir.ign,
+		depth: it.dir.depth + 1,
+	}
+	return w.readDir(id, d, batch)
+}
+
+// readDir reads the directory d, visits or queues its entries, and appends
+// the queued ones to batch. It drops the caller's reference on d.
+func (w *walker) readDir(id int, d *dirNode, batch []item) []item {
+	ents, err := w.scratch[id].list(d.fd)
+	if err != nil {
+		w.errs.Add(1)
+	}
+	if !w.cfg.noIgnore {
+		for _, e := range ents {
+			if e.name == ".gitignore" && e.typ.IsRegular() {
+				d.ign = d.ign.push(d.rel, readIgnoreAt(d.fd))
+				break
+			}
+		}
+	}
+	n0 := len(batch)
+	descend := w.cfg.maxDepth <= 0 || d.depth+1 < w.cfg.maxDepth
+	for _, e := range ents {
+		name := e.name
+		if name == ".git" || (!w.cfg.hidden && name[0] == '.') {
+			continue
+		}
+		typ := e.typ
+		isDir := typ.IsDir()
+		var rel string
+		if isDir {
+			rel = d.child(name)
+		}
+		if d.ign != nil && !w.cfg.noIgnore {
+			if rel == "" {
+				rel = d.child(name)
+			}
+			if d.ign.ignored(rel, name, isDir) {
+				w.ignored.Add(1)
+				continue
+			}
+		}
+		switch {
+		case isDir:
+			if w.v.dir(id, d, name, rel) && descend {
+				batch = append(batch, item{dir: d, name: name, typ: fs.ModeDir})
+			}
+		case w.cfg.inline:
+			w.v.file(id, d, name, typ)
+		default:
+			batch = append(batch, item{dir: d, name: name, typ: typ})
+		}
+	}
+	d.refs.Store(int32(len(batch)-n0) + 1)
+	d.release()
+	return batch
+}
+
+// openAt opens name, a single path component, in the directory dirfd,
+// read-only, without following a symlink and without blocking on a FIFO.
+func openAt(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// readFull reads from fd into p until p is full, end of file or an error;
+// eof reports the end of the file.
+func readFull(fd int, p []byte) (n int, eof bool, err error) {
+	for n < len(p) {
+		m, err := unix.Read(fd, p[n:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, false, err
+		case m == 0:
+			return n, true, nil
+		}
+		n += m
+	}
+	return n, false, nil
+}
+
+// readIgnoreAt reads the .gitignore file in the directory dirfd.
+func readIgnoreAt(dirfd int) []ignoreRule {
+	fd, err := openAt(dirfd, ".gitignore", 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n := 0
+	for {
+		m, eof, err := readFull(fd, buf[n:])
+		n += m
+		if eof || err != nil || n >= maxIgnoreFile {
+			break
+		}
+		buf = append(buf, make([]byte, len(buf))...)
+	}
+	return parseIgnore(buf[:n])
+}
+
+// dirent is a directory entry: a name and its type bits.
+type dirent struct {
+	name string
+	typ  fs.FileMode
+}
+
+// dirScratch holds a worker's buffers for reading directories.
+type dirScratch struct {
+	buf  []byte
+	ents []dirent
+}
+
+// list reads the entries of the directory fd, "." and ".." left out. The
+// result is valid until the next call. Entries whose type the file system
+// does not report are lstat'ed.
+func (sc *dirScratch) list(fd int) ([]dirent, error) {
+	if sc.buf == nil {
+		sc.buf = make([]byte, 32<<10)
+	}
+	sc.ents = sc.ents[:0]
+	for {
+		n, err := unix.Getdents(fd, sc.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return sc.ents, err
+		}
+		if n <= 0 {
+			return sc.ents, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for b := sc.buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			ino, dt, name := binary.NativeEndian.Uint64(b[0:8]), b[18], b[19:reclen]
+			b = b[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ino == 0 || len(name) == 0 || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			e := dirent{name: string(name), typ: direntType(dt)}
+			if dt == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					continue // gone meanwhile
+				}
+				e.typ = statType(st.Mode)
+			}
+			sc.ents = append(sc.ents, e)
+		}
+	}
+}
+
+func direntType(dt byte) fs.FileMode {
+	switch dt {
+	case unix.DT_REG:
+		return 0
+	case unix.DT_DIR:
+		return fs.ModeDir
+	case unix.DT_LNK:
+		return fs.ModeSymlink
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe
+	case unix.DT_SOCK:
+		return fs.ModeSocket
+	case unix.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.DT_BLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+func statType(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
