@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -321,8 +322,11 @@ func quoteJoin(s []string, sep string) string {
 // validated against the selected operation's own schema, so the union only
 // documents.
 func consolidatedSchema(spec Spec, ops map[string]*compiledOp) (json.RawMessage, error) {
-	props := map[string]any{}
-	usedBy := map[string][]string{}
+	type use struct {
+		op     string
+		schema map[string]any
+	}
+	uses := map[string][]use{}
 	var order []string
 	for _, op := range spec.Operations {
 		p, _ := ops[op.Name].schema.raw["properties"].(map[string]any)
@@ -332,18 +336,57 @@ func consolidatedSchema(spec Spec, ops map[string]*compiledOp) (json.RawMessage,
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if _, seen := props[k]; !seen {
-				props[k] = cloneJSON(p[k])
+			if _, seen := uses[k]; !seen {
 				order = append(order, k)
 			}
-			usedBy[k] = append(usedBy[k], op.Name)
+			m, _ := cloneJSON(p[k]).(map[string]any)
+			uses[k] = append(uses[k], use{op.Name, m})
 		}
 	}
+	props := map[string]any{}
 	for _, k := range order {
-		if m, ok := props[k].(map[string]any); ok && len(usedBy[k]) < len(spec.Operations) {
-			d, _ := m["description"].(string)
-			m["description"] = strings.TrimSpace(d + " (" + strings.Join(usedBy[k], ", ") + ")")
+		us := uses[k]
+		same := true
+		for _, u := range us[1:] {
+			if !reflect.DeepEqual(u.schema, us[0].schema) {
+				same = false
+			}
 		}
+		var names []string
+		for _, u := range us {
+			names = append(names, u.op)
+		}
+		if same {
+			m := us[0].schema
+			if len(us) < len(spec.Operations) {
+				d, _ := m["description"].(string)
+				m["description"] = strings.TrimSpace(d + " (" + strings.Join(names, ", ") + ")")
+			}
+			props[k] = m
+			continue
+		}
+		// Operations disagree on the property: keep what they share (the
+		// type, when it is the same) and each operation's own description;
+		// each operation's full rules still apply when it is validated.
+		merged := map[string]any{}
+		if t := us[0].schema["type"]; t != nil {
+			common := true
+			for _, u := range us[1:] {
+				if !reflect.DeepEqual(u.schema["type"], t) {
+					common = false
+				}
+			}
+			if common {
+				merged["type"] = t
+			}
+		}
+		var descs []string
+		for _, u := range us {
+			d, _ := u.schema["description"].(string)
+			descs = append(descs, u.op+": "+strings.TrimSpace(d))
+		}
+		merged["description"] = strings.Join(descs, " ")
+		props[k] = merged
 	}
 	names := make([]any, len(spec.Operations))
 	var lines []string

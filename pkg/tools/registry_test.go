@@ -236,16 +236,16 @@ func TestPrepareValidation(t *testing.T) {
 		wantRule  string
 		wantMsg   string
 	}{
-		{name: "missing required", tool: "read_file", args: `{}`, wantRule: "required", wantMsg: `missing required argument "path" (path: File to read.)`},
+		{name: "missing required", tool: "read_file", args: `{}`, wantField: "/path", wantRule: "required", wantMsg: `missing required argument "path" (path: File to read.)`},
 		{name: "wrong type", tool: "read_file", args: `{"path":5}`, wantField: "/path", wantRule: "type", wantMsg: `argument "path" must be string, got number`},
 		{name: "uncoercible integer", tool: "read_file", args: `{"path":"a","limit":"ten"}`, wantField: "/limit", wantRule: "type", wantMsg: "must be integer, got string"},
 		{name: "fraction for integer", tool: "read_file", args: `{"path":"a","limit":2.5}`, wantField: "/limit", wantRule: "type"},
 		{name: "below minimum", tool: "read_file", args: `{"path":"a","limit":0}`, wantField: "/limit", wantRule: "minimum", wantMsg: "minimum"},
 		{name: "above maximum", tool: "read_file", args: `{"path":"a","limit":99999}`, wantField: "/limit", wantRule: "maximum"},
-		{name: "unknown argument with hint", tool: "read_file", args: `{"path":"a","limt":3}`, wantRule: "additionalProperties", wantMsg: `unknown argument "limt" (did you mean "limit"?)`},
-		{name: "nested unknown", tool: "read_file", args: `{"path":"a","opts":{"x":1}}`, wantField: "/opts", wantRule: "additionalProperties"},
+		{name: "unknown argument with hint", tool: "read_file", args: `{"path":"a","limt":3}`, wantField: "/limt", wantRule: "additionalProperties", wantMsg: `unknown argument "limt" (did you mean "limit"?)`},
+		{name: "nested unknown", tool: "read_file", args: `{"path":"a","opts":{"x":1}}`, wantField: "/opts/x", wantRule: "additionalProperties"},
 		{name: "array item type", tool: "read_file", args: `{"path":"a","tags":[1,"x"]}`, wantField: "/tags/1", wantRule: "type"},
-		{name: "operation prefix in message", tool: "write_file", args: `{"path":"a"}`, wantRule: "required", wantMsg: `file_operations.write_file: missing required argument "content"`},
+		{name: "operation prefix in message", tool: "write_file", args: `{"path":"a"}`, wantField: "/content", wantRule: "required", wantMsg: `file_operations.write_file: missing required argument "content"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,5 +339,36 @@ func TestPreview(t *testing.T) {
 		if got := tools.Preview(tt.in, tt.n); got != tt.want {
 			t.Errorf("Preview(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
+	}
+}
+
+// Operations sharing a property name with different rules: the union keeps
+// each operation's description and only the rules they share.
+func TestConsolidatedSchemaMergesSharedProperties(t *testing.T) {
+	r := tools.NewRegistry()
+	err := r.Register(&fakeTool{spec: tools.Spec{Name: "fs", Operations: []tools.OperationSpec{
+		{Name: "read", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"description":"File to read."}}}`)},
+		{Name: "list", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","default":".","description":"Directory to list."}}}`)},
+		{Name: "stat", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"description":"File to read."}}}`)},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	json.Unmarshal(r.List()[0].Schema, &s)
+	p := s.Properties["path"]
+	if p["type"] != "string" || p["minLength"] != nil || p["default"] != nil {
+		t.Fatalf("path = %v: want the shared type only", p)
+	}
+	if d := p["description"].(string); d != "read: File to read. list: Directory to list. stat: File to read." {
+		t.Fatalf("description = %q", d)
+	}
+	// Validation still uses each operation's own schema.
+	args := map[string]any{"path": ""}
+	tg, _ := r.Resolve("read", args)
+	if _, err := tg.Prepare(args); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("read with empty path: %v", err)
 	}
 }

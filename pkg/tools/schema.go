@@ -302,11 +302,24 @@ func (c *compiledSchema) validate(args map[string]any) error {
 	return e
 }
 
+// fieldOf returns the JSON pointer of the offending argument; for a missing
+// required argument, the pointer it should have been at.
 func fieldOf(e *jsonschema.ValidationError) string {
-	if len(e.InstanceLocation) == 0 {
+	loc := e.InstanceLocation
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		if len(k.Missing) > 0 {
+			loc = append(slices.Clone(loc), k.Missing[0])
+		}
+	case *kind.AdditionalProperties:
+		if len(k.Properties) > 0 {
+			loc = append(slices.Clone(loc), k.Properties[0])
+		}
+	}
+	if len(loc) == 0 {
 		return ""
 	}
-	return "/" + strings.Join(pointerTokens(e.InstanceLocation), "/")
+	return "/" + strings.Join(pointerTokens(loc), "/")
 }
 
 // collectLeaves gathers the most specific failures. Under anyOf/oneOf only
