@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+)
+
+func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgFile, []byte("socket: /from/file.sock\nworkspace: /from/file\napproval_mode: ask\n"), 0o644)
+	t.Setenv("TOOLD_TOKEN", "from-env")
+	tests := []struct {
+		name      string
+		args      []string
+		socket    string
+		workspace string
+		mode      string
+		token     string
+		wantErr   string
+	}{
+		{name: "defaults", args: nil, socket: "./toold.sock", workspace: ".", mode: "auto", token: "from-env"},
+		{name: "file", args: []string{"--config", cfgFile}, socket: "/from/file.sock", workspace: "/from/file", mode: "ask", token: "from-env"},
+		{name: "flags override file", args: []string{"--config", cfgFile, "--socket", "x.sock", "--token", "flag"}, socket: "x.sock", workspace: "/from/file", mode: "ask", token: "flag"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "not defined"},
+		{name: "missing config", args: []string{"--config", filepath.Join(dir, "missing.yaml")}, wantErr: "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := parseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Config
+			if c.Socket != tt.socket || c.Workspace != tt.workspace || c.ApprovalMode != tt.mode || c.Token != tt.token {
+				t.Fatalf("config = %+v", c)
+			}
+		})
+	}
+}
+
+// The real binary: serves on its socket, and on SIGTERM ends open streams
+// with OK, removes the socket and exits 0.
+func TestBinarySIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "toold")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	sockDir, _ := os.MkdirTemp("", "toold-bin")
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "toold.sock")
+	ws := t.TempDir()
+	cmd := exec.Command(bin, "--socket", sock, "--workspace", ws, "--shutdown-grace", "1s")
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// WaitForReady rides out the daemon's start.
+	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatalf("health: %v\n%s", err, logs.String())
+	}
+	s, err := pb.NewToolServiceClient(conn).ExecuteTool(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "1", Name: "think", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: `{"thought":"x"}`}}}})
+	for {
+		ev, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEnd() != nil {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err == nil || err.Error() != "EOF" {
+		t.Fatalf("open stream after SIGTERM: %v, want a clean end (EOF)", err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("toold did not exit after SIGTERM\n%s", logs.String())
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+	if !strings.Contains(logs.String(), "shutting down") {
+		t.Fatalf("logs: %s", logs.String())
+	}
+}

@@ -1,0 +1,362 @@
+// Package daemon wires toold together: it builds every dependency in order
+// from a config.Config, serves gRPC on a unix socket and optionally TCP, and
+// shuts down gracefully. cmd/toold is a thin wrapper around Main; end-to-end
+// tests use the same Main to start a real daemon on a temp socket.
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/telemetry"
+	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/fileops"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// Version is toold's version, reported in Welcome and traces.
+var Version = "0.1.0-dev"
+
+// Main is a toold daemon. Set Config (and optionally Logger and
+// TracerProvider), call Run, and Close when done.
+type Main struct {
+	// Config is the daemon's configuration.
+	Config config.Config
+	// Logger receives the daemon's logs; nil builds one from Config.Log
+	// writing to stderr.
+	Logger *slog.Logger
+	// TracerProvider makes the spans; nil builds one from the OTEL_*
+	// environment (see pkg/telemetry).
+	TracerProvider *sdktrace.TracerProvider
+
+	ws        *workspace.Workspace
+	registry  *tools.Registry
+	svc       *service.Server
+	health    *health.Server
+	grpc      *grpc.Server
+	listeners []net.Listener
+	socket    string // the socket path we created, removed on Close
+	tpClose   func(context.Context) error
+	serveWG   sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Run builds the daemon and starts serving. It returns once the listeners
+// are open (or with the error that prevented it); serving continues until
+// Close.
+func (m *Main) Run(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			m.release()
+		}
+	}()
+	cfg := &m.Config
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if m.Logger == nil {
+		m.Logger = NewLogger(cfg.Log, os.Stderr)
+	}
+	if m.TracerProvider == nil {
+		tp, shutdown, err := telemetry.Setup(ctx, Version)
+		if err != nil {
+			return err
+		}
+		m.TracerProvider, m.tpClose = tp, shutdown
+	}
+	mode, _ := authz.ParseMode(cfg.ApprovalMode)
+
+	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
+		return err
+	}
+	m.registry = tools.NewRegistry()
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits())...); err != nil {
+		return err
+	}
+	m.svc = service.New(service.Config{
+		Registry:          m.registry,
+		Authorizer:        authz.AllowAll{},
+		Mode:              mode,
+		DefaultTimeout:    time.Duration(cfg.Timeouts.Default),
+		MaxTimeout:        time.Duration(cfg.Timeouts.Max),
+		MaxCallsPerStream: cfg.Limits.CallsPerStream,
+		MaxCalls:          cfg.Limits.Calls,
+		KeepaliveInterval: time.Duration(cfg.Keepalive),
+		Version:           Version,
+		Workspace:         m.ws.Dir(),
+		Logger:            m.Logger,
+		Tracer:            m.TracerProvider.Tracer("github.com/toold/toold"),
+	})
+	m.grpc = m.newGRPCServer()
+	m.health = health.NewServer()
+	healthpb.RegisterHealthServer(m.grpc, m.health)
+	pb.RegisterToolServiceServer(m.grpc, m.svc)
+	reflection.Register(m.grpc)
+	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+
+	if cfg.Socket != "" && cfg.Socket != "-" {
+		l, err := listenUnix(cfg.Socket)
+		if err != nil {
+			return err
+		}
+		m.socket = cfg.Socket
+		m.listeners = append(m.listeners, l)
+	}
+	if cfg.Listen != "" {
+		l, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return err
+		}
+		m.listeners = append(m.listeners, l)
+	}
+	for _, l := range m.listeners {
+		m.serveWG.Add(1)
+		go func() {
+			defer m.serveWG.Done()
+			if err := m.grpc.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				m.Logger.Error("serve failed", "addr", l.Addr().String(), "err", err)
+			}
+		}()
+	}
+	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
+		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))
+	return nil
+}
+
+// BuiltinTools lists the built-in tools, in the order ListTools shows them.
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits) []tools.Tool {
+	return []tools.Tool{
+		&tools.Think{},
+		fileops.New(ws, limits),
+	}
+}
+
+// SocketPath returns the unix socket path, or "" when none.
+func (m *Main) SocketPath() string { return m.socket }
+
+// TCPAddr returns the TCP address being served, or "" when none.
+func (m *Main) TCPAddr() string {
+	for _, l := range m.listeners {
+		if l.Addr().Network() == "tcp" {
+			return l.Addr().String()
+		}
+	}
+	return ""
+}
+
+// Workspace returns the workspace directory.
+func (m *Main) Workspace() string { return m.ws.Dir() }
+
+// Registry returns the tool registry (tests add tools to it).
+func (m *Main) Registry() *tools.Registry { return m.registry }
+
+// Close shuts down gracefully: health reports NOT_SERVING, new calls are
+// refused, running calls get Config.ShutdownGrace to finish and are then
+// canceled (each still gets its ToolCallEnd), streams end, listeners close.
+// A second call returns the first's result.
+func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.shutdown() })
+	return m.closeErr
+}
+
+func (m *Main) shutdown() error {
+	if m.health != nil {
+		m.health.Shutdown()
+	}
+	if m.svc != nil {
+		grace := time.Duration(m.Config.ShutdownGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		m.svc.Shutdown(ctx)
+		cancel()
+	}
+	if m.grpc != nil {
+		// Streams end on their own once their calls have ended; unary RPCs
+		// are short. Force the rest after a moment.
+		done := make(chan struct{})
+		go func() { m.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			m.Logger.Warn("graceful stop timed out; forcing")
+			m.grpc.Stop()
+			<-done
+		}
+	}
+	m.serveWG.Wait()
+	return m.release()
+}
+
+// release frees what Run acquired.
+func (m *Main) release() error {
+	var errs []error
+	for _, l := range m.listeners {
+		_ = l.Close()
+	}
+	m.listeners = nil
+	if m.socket != "" {
+		if err := os.Remove(m.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if m.ws != nil {
+		errs = append(errs, m.ws.Close())
+	}
+	if m.tpClose != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, m.tpClose(ctx))
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// newGRPCServer builds the server with the house-style chain: the otelgrpc
+// stats handler, then logging (with trace ids), auth (health exempt), and
+// recovery last, so a panic in a handler becomes INTERNAL for that RPC.
+func (m *Main) newGRPCServer() *grpc.Server {
+	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+	logOpts := []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithFieldsFromContext(traceFields),
+		logging.WithLevels(func(c codes.Code) logging.Level {
+			if c == codes.OK || c == codes.Canceled {
+				return logging.LevelDebug
+			}
+			return logging.DefaultServerCodeToLevel(c)
+		}),
+	}
+	authFn := m.authFunc()
+	notHealth := selector.MatchFunc(func(_ context.Context, cm interceptors.CallMeta) bool {
+		return cm.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	recoveryOpt := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		m.Logger.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error; the details are in the toold log")
+	})
+	return grpc.NewServer(
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
+		grpc.ChainUnaryInterceptor(
+			logging.UnaryServerInterceptor(logger, logOpts...),
+			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
+			recovery.UnaryServerInterceptor(recoveryOpt),
+		),
+		grpc.ChainStreamInterceptor(
+			logging.StreamServerInterceptor(logger, logOpts...),
+			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
+			recovery.StreamServerInterceptor(recoveryOpt),
+		),
+	)
+}
+
+func traceFields(ctx context.Context) logging.Fields {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return logging.Fields{"trace_id", sc.TraceID().String()}
+	}
+	return nil
+}
+
+// authFunc checks the bearer token when one is configured.
+func (m *Main) authFunc() auth.AuthFunc {
+	want := []byte(m.Config.Token)
+	return func(ctx context.Context) (context.Context, error) {
+		if len(want) == 0 {
+			return ctx, nil
+		}
+		got, err := auth.AuthFromMD(ctx, "bearer")
+		if err != nil {
+			return nil, status.Error(codes.Unauthenticated, "missing token: send \"authorization: bearer TOKEN\"")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			return nil, status.Error(codes.Unauthenticated, "invalid token")
+		}
+		return ctx, nil
+	}
+}
+
+// listenUnix listens on a unix socket with mode 0600. A stale socket file
+// (nobody listening) is replaced; a live one is an error.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another toold is listening there", path)
+		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// net.Listen created the socket under the umask (typically 0755: no one
+	// else may connect, since connecting needs write permission); narrow it.
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	return l, nil
+}
+
+// NewLogger builds the daemon's slog logger.
+func NewLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	switch strings.ToLower(c.Level) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "warn":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
