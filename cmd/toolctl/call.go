@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+)
+
+// callID is the call_id of the one call toolctl makes on its stream.
+const callID = "toolctl-1"
+
+// drainTimeout bounds the wait for toold to end the stream after the call
+// ended and toolctl closed its side.
+const drainTimeout = 2 * time.Second
+
+type callOptions struct {
+	name    string
+	args    string // --args: JSON object text, or "-" for stdin
+	argsSet bool
+	pairs   []string // key=value and key:=JSON
+	timeout time.Duration
+	json    bool
+}
+
+func (a *app) newCallCmd() *cobra.Command {
+	var o callOptions
+	cmd := &cobra.Command{
+		Use:   "call NAME [key=value | key:=JSON ...]",
+		Short: "Run one tool call, showing its progress, and print its result",
+		Long: `Run one tool call on an ExecuteTool stream and print the result's content on
+stdout. The display line and live progress go to stderr, as does the output
+of the tool's stderr; its stdout and terminal output go to stdout.
+
+NAME is a tool ("think"), a tool and operation ("file_operations.read_file")
+or a flat operation name ("read_file").
+
+The arguments object is built from --args, then the pairs after NAME:
+  key=value    sets key to the string value; toold converts it by the tool's
+               schema ("42" becomes 42 where an integer is expected)
+  key:=JSON    sets key to a raw JSON value: n:=3, flag:=true, tags:='["a"]'
+Pairs override keys of --args. --args - reads the JSON object from stdin.
+
+--json prints every ServerEvent of the stream as one protojson object per
+line on stdout, and nothing else there.
+
+Ctrl-C cancels the call and waits for it to end; a second Ctrl-C quits at
+once. Approvals the call needs are shown and denied (toolctl cannot answer
+them yet).
+
+Exit status: 0 when the call succeeds, 1 when it ends in error (printed as
+"error: CODE: message" on stderr), 2 on usage errors and when toold cannot be
+reached.`,
+		Example: `  toolctl call think thought="plan the refactor"
+  toolctl call read_file path=go.mod limit=5
+  toolctl call file_operations operation=grep_search pattern='func main' --json
+  echo '{"path":"README.md"}' | toolctl call read_file --args -`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.name, o.pairs = args[0], args[1:]
+			o.argsSet = cmd.Flags().Changed("args")
+			return a.runCall(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.args, "args", "", "arguments as a JSON object; - reads it from stdin")
+	f.DurationVar(&o.timeout, "timeout", 0, "upper bound on the call's run time (default: toold's)")
+	f.BoolVar(&o.json, "json", false, "print every ServerEvent as protojson, one per line")
+	return cmd
+}
+
+func (a *app) runCall(ctx context.Context, o callOptions) error {
+	if o.name == "" {
+		return usageError("the tool NAME is empty")
+	}
+	if o.timeout < 0 {
+		return usageError("--timeout must be positive, got %s", o.timeout)
+	}
+	args, err := buildArguments(o.args, o.argsSet, o.pairs, a.stdin)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	call := &pb.ToolCall{CallId: callID, Name: o.name}
+	if args != "" {
+		call.Arguments = &pb.ToolCall_ArgumentsJson{ArgumentsJson: args}
+	}
+	if o.timeout > 0 {
+		call.Timeout = durationpb.New(o.timeout)
+	}
+	mode := a.outputMode(o.json)
+
+	conn, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	view := a.newCallView(mode)
+	defer view.close()
+	return a.executeCall(ctx, conn, call, view, denyAsker{show: view.note})
+}
+
+// received is one result of Recv.
+type received struct {
+	ev  *pb.ServerEvent
+	err error
+}
+
+// executeCall runs call on a new ExecuteTool stream: it sends Hello and the
+// call, shows every event on view, answers questions with ask, and returns
+// once the call has ended (nil when it succeeded, exit status 1 when it
+// failed) or the stream broke (exit status 2).
+//
+// Canceling ctx (Ctrl-C) does not break the stream: it sends a Cancel for
+// the call and keeps waiting for its ToolCallEnd. After the end, toolctl
+// closes its side of the stream and waits briefly for toold to end it, so
+// that nothing is left running.
+//
+// This goroutine is the only one that sends on the stream; a receiver
+// goroutine feeds it the events and exits before executeCall returns.
+func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, call *pb.ToolCall, view callView, ask asker) error {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stream, err := pb.NewToolServiceClient(conn).ExecuteTool(sctx)
+	if err != nil {
+		cancel()
+		return a.rpcError("call", err)
+	}
+	events := make(chan received)
+	recvDone := make(chan struct{})
+	go func() {
+		defer close(recvDone)
+		for {
+			ev, err := stream.Recv()
+			select {
+			case events <- received{ev, err}:
+			case <-sctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-recvDone
+	}()
+
+	// A failed Send says only io.EOF when the stream is gone; the receiver
+	// then gets the reason, so only other errors end the call here.
+	send := func(m *pb.ClientMessage) error {
+		if err := stream.Send(m); err != nil && !errors.Is(err, io.EOF) {
+			return a.rpcError("call", err)
+		}
+		return nil
+	}
+	hello := &pb.Hello{ClientName: "toolctl/" + version}
+	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: hello}}); err != nil {
+		return err
+	}
+	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: call}}); err != nil {
+		return err
+	}
+
+	id := call.GetCallId()
+	interrupt := ctx.Done()
+	var end *pb.ToolCallEnd
+	for end == nil {
+		select {
+		case <-interrupt:
+			interrupt = nil // a second Ctrl-C is main's to handle: it exits
+			view.note("canceling the call (press Ctrl-C again to quit)")
+			cancelMsg := &pb.Cancel{CallId: id, Reason: "interrupted in toolctl"}
+			if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: cancelMsg}}); err != nil {
+				return err
+			}
+		case r := <-events:
+			if errors.Is(r.err, io.EOF) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("call: toold at %s ended the stream before the call ended", a.where())}
+			}
+			if r.err != nil {
+				return a.rpcError("call", r.err)
+			}
+			view.event(r.ev)
+			if r.ev.GetCallId() != id {
+				continue // stream-level events
+			}
+			var reply *pb.ClientMessage
+			switch e := r.ev.GetEvent().(type) {
+			case *pb.ServerEvent_RequiresApproval:
+				d := ask.approve(ctx, id, e.RequiresApproval)
+				reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Approval{Approval: d}}
+			case *pb.ServerEvent_InputRequired:
+				if text, ok := ask.answer(ctx, id, e.InputRequired); ok {
+					in := &pb.Input{CallId: id, RequestId: e.InputRequired.GetRequestId(), Payload: &pb.Input_Text{Text: text}}
+					reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Input{Input: in}}
+				} else {
+					c := &pb.Cancel{CallId: id, Reason: "toolctl cannot answer the question"}
+					reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: c}}
+				}
+			case *pb.ServerEvent_End:
+				end = e.End
+			}
+			if reply != nil {
+				if err := send(reply); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	// The call is over. Close our side; toold then ends the stream.
+	_ = stream.CloseSend()
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+drain:
+	for {
+		select {
+		case r := <-events:
+			if r.err != nil {
+				break drain
+			}
+		case <-timer.C:
+			break drain
+		}
+	}
+	if end.GetResult().GetSuccess() {
+		return nil
+	}
+	return &exitError{code: exitFailure}
+}
+
+// buildArguments returns the call's arguments as JSON object text: the
+// object of --args (argsJSON, or stdin when it is "-") with the pairs set
+// over it. A pair is key=value (a string) or key:=JSON (a raw JSON value).
+// It returns "" when no arguments were given. Numbers keep their exact text.
+func buildArguments(argsJSON string, argsSet bool, pairs []string, stdin io.Reader) (string, error) {
+	if !argsSet && len(pairs) == 0 {
+		return "", nil
+	}
+	obj := map[string]any{}
+	if argsSet {
+		src := "--args"
+		if argsJSON == "-" {
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				return "", fmt.Errorf("--args -: reading stdin: %w", err)
+			}
+			argsJSON, src = string(b), "--args - (stdin)"
+		}
+		v, err := decodeJSON(argsJSON)
+		if err != nil {
+			return "", fmt.Errorf("%s is not valid JSON: %w", src, err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("%s must be a JSON object like {\"path\": \"main.go\"}, got %s", src, jsonKind(v))
+		}
+		obj = m
+	}
+	for _, p := range pairs {
+		i := strings.IndexByte(p, '=')
+		switch {
+		case i < 0:
+			return "", fmt.Errorf("argument %q: want key=value or key:=JSON", p)
+		case i > 0 && p[i-1] == ':':
+			key := p[:i-1]
+			if key == "" {
+				return "", fmt.Errorf("argument %q: the key is empty", p)
+			}
+			v, err := decodeJSON(p[i+1:])
+			if err != nil {
+				return "", fmt.Errorf("argument %q: the value after := is not valid JSON (%v); use key=value for a string", p, err)
+			}
+			obj[key] = v
+		case i == 0:
+			return "", fmt.Errorf("argument %q: the key is empty", p)
+		default:
+			obj[p[:i]] = p[i+1:]
+		}
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// decodeJSON decodes one JSON value, keeping numbers as json.Number.
+func decodeJSON(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty input")
+		}
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("extra data after the JSON value")
+	}
+	return v, nil
+}
+
+// jsonKind names the type of a decoded JSON value for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return "an object"
+}
+
+// writeLine writes s and ends it with a newline if it has none.
+func writeLine(w io.Writer, s string) {
+	var b bytes.Buffer
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+	_, _ = w.Write(b.Bytes())
+}
