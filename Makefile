@@ -86,7 +86,7 @@ test-deps: $(BIN)/grpcurl ## Install what the tests drive (grpcurl).
 
 .PHONY: test
 test: lint check-generate test-deps ## Lint, check gen/ is clean, and run every test with -race.
-	PATH=$(BIN):$$PATH $(GO) test -race -count=1 -timeout 20m ./...
+	PATH=$(BIN):$$PATH TOOLD_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
 bench: test-deps ## Run the Go benchmarks.
