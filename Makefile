@@ -49,6 +49,7 @@ tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl 
 
 .PHONY: generate
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc ## Regenerate gen/ from proto/ with buf.
+	$(BIN)/buf build
 	rm -rf gen
 	$(BIN)/buf generate
 
