@@ -101,11 +101,18 @@ type Verdict struct {
 	Rule string
 	// Risk is the call's judged risk.
 	Risk tools.Risk
-	// For Ask: what to show and what may be granted.
+	// For Ask: what to show and what may be granted. Summary says in one
+	// line what would happen; Commands are the parsed parts of a command
+	// line (also set on allow and deny, for Explain).
 	Summary  string
-	Diff     string
 	Commands []ParsedCommand
 	Scopes   []Scope
+	// Outside lists the absolute paths outside the workspace that this
+	// decision lets the call touch (after an allow, or after the person
+	// approves an ask). Tools refuse any other path outside.
+	Outside []string
+	// Grant is the grant that allowed the call, if one did.
+	Grant *Grant
 }
 
 // Scope is one way a person may approve a call; it says exactly what a
@@ -148,4 +155,40 @@ var _ Authorizer = AllowAll{}
 // Authorize implements Authorizer.
 func (AllowAll) Authorize(_ context.Context, req *Request) (Verdict, error) {
 	return Verdict{Decision: Allow, Reason: "no policy configured", Risk: req.Risk}, nil
+}
+
+// Grant is a person's approval that lets matching calls of one conversation
+// run without asking again, until it expires or, when Once, until one call
+// used it.
+type Grant struct {
+	ID             string
+	ConversationID string
+	// Scope says what the grant covers (tool, operation, path or command
+	// prefix).
+	Scope Scope
+	// Once grants are consumed by the first call they allow.
+	Once      bool
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// GrantedBy says who approved ("client toolctl/0.1", "user_collaboration").
+	GrantedBy string
+}
+
+// Granter records and manages grants. An Authorizer that supports approvals
+// implements it; the executor calls Grant when a person approves a call for
+// the conversation.
+type Granter interface {
+	// Grant records a grant for the conversation and returns it.
+	Grant(conversationID string, scope Scope, once bool, ttl time.Duration, grantedBy string) (Grant, error)
+	// Grants lists the live grants of a conversation, or of all
+	// conversations when conversationID is empty, oldest first.
+	Grants(conversationID string) []Grant
+	// Revoke removes a grant; it reports whether it existed.
+	Revoke(id string) bool
+}
+
+// Explainer says how a call would be decided, without side effects: no grant
+// is consumed and nothing is logged as a decision.
+type Explainer interface {
+	Explain(ctx context.Context, req *Request) (Verdict, error)
 }

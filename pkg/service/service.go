@@ -5,8 +5,7 @@ package service
 
 import (
 	"context"
-	"errors"
-	"log/slog"
+		"log/slog"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -31,6 +31,10 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps what a call may ask for (default 30 min).
 	MaxTimeout time.Duration
+	// ApprovalTimeout ends a call waiting for an approval or an answer with
+	// APPROVAL_TIMEOUT; zero waits until the call is canceled or the stream
+	// ends.
+	ApprovalTimeout time.Duration
 	// MaxCallsPerStream bounds concurrent calls on one stream (default 64).
 	MaxCallsPerStream int
 	// MaxCalls bounds concurrent calls on the daemon (default 1024).
@@ -82,20 +86,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Errors that say why a call's context ended.
-var (
-	errCanceledByClient = errors.New("canceled by the client")
-	errStreamEnded      = errors.New("the stream ended")
-	errShutdown         = errors.New("toold is shutting down")
-	errCallTimeout      = errors.New("call timeout")
-)
-
 // Server implements the ToolService. Create it with New; stop it with
 // Shutdown.
 type Server struct {
 	pb.UnimplementedToolServiceServer
 
-	cfg Config
+	cfg  Config
+	exec *Executor
 
 	mu       sync.Mutex
 	active   int           // calls running on the daemon
@@ -108,8 +105,12 @@ type Server struct {
 // New returns a Server.
 func New(cfg Config) *Server {
 	kill, killFn := context.WithCancelCause(context.Background())
-	return &Server{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn}
+	s := &Server{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn}
+	s.exec = &Executor{cfg: &s.cfg}
+	return s
 }
+
+
 
 var _ pb.ToolServiceServer = (*Server)(nil)
 
@@ -201,3 +202,32 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 	}
 	return resp, nil
 }
+
+// RunCall runs one call for a transport other than ExecuteTool (the MCP
+// server) under the daemon's rules: it counts against the daemon-wide call
+// limit, is refused (UNAVAILABLE) while toold shuts down, and is canceled
+// when the shutdown grace ends. ctx is the call's context. It returns the
+// call's End; refused calls emit no events.
+func (s *Server) RunCall(ctx context.Context, req *CallRequest, host Host) *events.End {
+	if req.Received.IsZero() {
+		req.Received = time.Now()
+	}
+	if isClosed(s.draining) {
+		return &events.End{Err: errdefs.New(errdefs.ErrUnavailable, "toold is shutting down and accepts no new calls"), Duration: time.Since(req.Received)}
+	}
+	if !s.acquire() {
+		return &events.End{Err: errdefs.New(errdefs.ErrResourceExhausted, "too many calls running on toold (limit %d); wait and retry", s.cfg.MaxCalls), Duration: time.Since(req.Received)}
+	}
+	defer s.release()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.kill, func() { cancel(context.Cause(s.kill)) })
+	defer stop()
+	if req.Mode == authz.ModeUnset {
+		req.Mode = s.cfg.Mode
+	}
+	return s.exec.Execute(ctx, req, host)
+}
+
+// Mode returns the server's approval mode.
+func (s *Server) Mode() authz.Mode { return s.cfg.Mode }

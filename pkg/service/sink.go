@@ -8,28 +8,42 @@ import (
 	"github.com/toold/toold/pkg/tools"
 )
 
-// callSink feeds a call's progress and output into its stream's queue. Its
-// methods block while the queue is full (backpressure) and fail once the
-// call's context ends.
+// callSink feeds a call's progress and output to its host. Its methods block
+// while the client reads slowly (backpressure) and fail once the call's
+// context ends. It is a tools.Asker: questions go to the host.
 type callSink struct {
-	st          *stream
+	host        Host
 	ctx         context.Context
 	callID      string
 	outputBytes atomic.Int64
 }
 
-var _ tools.Sink = (*callSink)(nil)
+var (
+	_ tools.Sink  = (*callSink)(nil)
+	_ tools.Asker = (*callSink)(nil)
+)
 
 // Progress implements tools.Sink.
 func (s *callSink) Progress(msg string, fraction float64) error {
 	if fraction > 1 {
 		fraction = 1
 	}
-	return s.st.q.Push(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction}})
+	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction}})
 }
 
 // Output implements tools.Sink.
 func (s *callSink) Output(stream tools.Stream, p []byte) error {
 	s.outputBytes.Add(int64(len(p)))
-	return s.st.q.Output(s.ctx, s.callID, stream, p)
+	return s.host.Output(s.ctx, s.callID, stream, p)
+}
+
+// Ask implements tools.Asker.
+func (s *callSink) Ask(ctx context.Context, q tools.Question) (string, error) {
+	return s.host.Ask(ctx, s.callID, &events.Question{
+		RequestID:          newID("q-"),
+		Prompt:             q.Prompt,
+		Choices:            q.Choices,
+		Approval:           q.Approval,
+		AuthorizeOperation: q.AuthorizeOperation,
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // stream is the state of one ExecuteTool stream. The receiver goroutine
@@ -32,9 +33,20 @@ type stream struct {
 	accepting      bool // new calls are accepted
 	calls          map[string]*runningCall
 	conversationID string
+	client         string
 	mode           authz.Mode
 	omitExecuting  bool
 	wg             sync.WaitGroup // running calls
+	// waiting holds the calls waiting for a person, by approval_id or
+	// request_id; an answer is delivered to exactly the call that asked.
+	waiting map[string]*waiter
+}
+
+// waiter is a call waiting for an ApprovalDecision or an Input answer.
+type waiter struct {
+	callID string
+	scopes []authz.Scope // for approvals: the offered scopes
+	answer chan any      // receives one Approval or string; buffered
 }
 
 type runningCall struct {
@@ -55,6 +67,7 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 		log:       s.cfg.Logger,
 		accepting: true,
 		calls:     map[string]*runningCall{},
+		waiting:   map[string]*waiter{},
 		mode:      s.cfg.Mode,
 	}
 	sendDone := make(chan error, 1)
@@ -181,10 +194,9 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 	case *pb.ClientMessage_Cancel:
 		st.cancelCall(m.Cancel)
 	case *pb.ClientMessage_Approval:
-		st.reject("", errdefs.New(errdefs.ErrInvalidArgument, "no call is waiting for approval_id %q", m.Approval.GetApprovalId()), m.Approval.GetApprovalId())
+		st.answerApproval(m.Approval)
 	case *pb.ClientMessage_Input:
-		ref := m.Input.GetRequestId()
-		st.reject(m.Input.GetCallId(), errdefs.New(errdefs.ErrInvalidArgument, "call %q is not waiting for input", m.Input.GetCallId()), ref)
+		st.answerInput(m.Input)
 	default:
 		st.reject("", errdefs.New(errdefs.ErrInvalidArgument, "empty client message: set one of hello, call, approval, cancel, input"), "")
 	}
@@ -196,6 +208,7 @@ func (st *stream) welcome(h *pb.Hello) {
 		st.conversationID = h.GetConversationId()
 		st.mode = authz.Stricter(st.srv.cfg.Mode, modeFromPB(h.GetApprovalMode()))
 		st.omitExecuting = h.GetOmitExecuting()
+		st.client = h.GetClientName()
 	}
 	if st.conversationID == "" {
 		st.conversationID = newID("conv-")
@@ -251,14 +264,33 @@ func (st *stream) startCall(c *pb.ToolCall) {
 	ctx, cancel := context.WithCancelCause(st.ctx)
 	st.calls[id] = &runningCall{cancel: cancel}
 	st.wg.Add(1)
-	conv, mode, omitExec := st.conversationID, st.mode, st.omitExecuting
+	req := &CallRequest{
+		CallID:         id,
+		ConversationID: st.conversationID,
+		Name:           c.GetName(),
+		Mode:           st.mode,
+		TraceContext:   c.GetTraceContext(),
+		Received:       received,
+		OmitExecuting:  st.omitExecuting,
+		Client:         st.client,
+	}
 	st.mu.Unlock()
+	switch a := c.GetArguments().(type) {
+	case *pb.ToolCall_ArgumentsJson:
+		req.ArgsJSON = a.ArgumentsJson
+	case *pb.ToolCall_ArgumentsStruct:
+		req.Args = a.ArgumentsStruct.AsMap()
+	}
+	if d := c.GetTimeout(); d != nil {
+		req.Timeout = d.AsDuration()
+	}
 
 	go func() {
 		defer st.finish(id, cancel)
 		stop := context.AfterFunc(st.srv.kill, func() { cancel(context.Cause(st.srv.kill)) })
 		defer stop()
-		st.run(ctx, &callInfo{msg: c, conversationID: conv, mode: mode, omitExecuting: omitExec, received: received})
+		end := st.srv.exec.Execute(ctx, req, st)
+		st.push(events.Event{CallID: id, End: end})
 	}()
 }
 
@@ -284,4 +316,119 @@ func newID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// Emit implements Host: call events go into the stream's queue. The stream's
+// context (not the call's) bounds the wait, so the events of a canceled call
+// still reach the client.
+func (st *stream) Emit(_ context.Context, ev events.Event) error {
+	return st.q.Push(st.ctx, ev)
+}
+
+// Output implements Host.
+func (st *stream) Output(ctx context.Context, callID string, s tools.Stream, p []byte) error {
+	return st.q.Output(ctx, callID, s, p)
+}
+
+// Approve implements Host: it sends RequiresApproval and waits for the
+// ApprovalDecision carrying its approval_id, or for ctx to end.
+func (st *stream) Approve(ctx context.Context, callID string, req *events.ApprovalRequest) (Approval, error) {
+	v, err := st.wait(ctx, callID, req.ApprovalID, req.Scopes, events.Event{CallID: callID, Approval: req})
+	if err != nil {
+		return Approval{}, err
+	}
+	return v.(Approval), nil
+}
+
+// Ask implements Host: it sends InputRequired and waits for the Input
+// carrying its request_id, or for ctx to end.
+func (st *stream) Ask(ctx context.Context, callID string, q *events.Question) (string, error) {
+	v, err := st.wait(ctx, callID, q.RequestID, nil, events.Event{CallID: callID, Question: q})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+func (st *stream) wait(ctx context.Context, callID, id string, scopes []authz.Scope, ev events.Event) (any, error) {
+	w := &waiter{callID: callID, scopes: scopes, answer: make(chan any, 1)}
+	st.mu.Lock()
+	st.waiting[id] = w
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		delete(st.waiting, id)
+		st.mu.Unlock()
+	}()
+	if err := st.q.Push(ctx, ev); err != nil {
+		return nil, err
+	}
+	select {
+	case v := <-w.answer:
+		return v, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// take removes the waiter for id if it is of the wanted kind.
+func (st *stream) take(id string, approval bool) *waiter {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w := st.waiting[id]
+	if w == nil || (w.scopes != nil) != approval {
+		return nil
+	}
+	delete(st.waiting, id)
+	return w
+}
+
+func (st *stream) answerApproval(d *pb.ApprovalDecision) {
+	id := d.GetApprovalId()
+	st.mu.Lock()
+	w := st.waiting[id]
+	valid := w != nil && w.scopes != nil
+	scopeOK := !valid || d.GetScopeId() == "" || !d.GetApprove()
+	if valid {
+		for _, s := range w.scopes {
+			if s.ID == d.GetScopeId() {
+				scopeOK = true
+			}
+		}
+	}
+	st.mu.Unlock()
+	switch {
+	case !valid:
+		st.reject("", errdefs.New(errdefs.ErrInvalidArgument, "no call is waiting for approval_id %q; an approval_id answers only the RequiresApproval event it came with", id), id)
+		return
+	case !scopeOK:
+		st.reject(w.callID, errdefs.New(errdefs.ErrInvalidArgument, "scope_id %q was not offered for approval_id %q; choose one of the offered scopes (the call is still waiting)", d.GetScopeId(), id), id)
+		return
+	}
+	if w = st.take(id, true); w == nil {
+		return // answered concurrently
+	}
+	a := Approval{Approve: d.GetApprove(), ScopeID: d.GetScopeId(), Reason: d.GetReason()}
+	if t := d.GetTtl(); t != nil {
+		a.TTL = t.AsDuration()
+	}
+	w.answer <- a
+}
+
+func (st *stream) answerInput(in *pb.Input) {
+	id := in.GetRequestId()
+	if id == "" {
+		st.reject(in.GetCallId(), errdefs.New(errdefs.ErrInvalidArgument, "call %q is not waiting for input; Input needs the request_id of an InputRequired event", in.GetCallId()), "")
+		return
+	}
+	w := st.take(id, false)
+	if w == nil {
+		st.reject(in.GetCallId(), errdefs.New(errdefs.ErrInvalidArgument, "no call is waiting for request_id %q", id), id)
+		return
+	}
+	text := in.GetText()
+	if text == "" && len(in.GetData()) > 0 {
+		text = string(in.GetData())
+	}
+	w.answer <- text
 }

@@ -8,6 +8,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Risk is how much harm a call can do if it is wrong.
@@ -79,6 +80,21 @@ type Call struct {
 	// Args are the validated arguments (JSON types: string, json.Number,
 	// bool, nil, []any, map[string]any), without the "operation" selector.
 	Args map[string]any
+	// Outside lists the absolute paths outside the workspace that policy
+	// allowed this call to touch (a path equal to one of them, or below
+	// one). Tools refuse every other path outside the workspace.
+	Outside []string
+}
+
+// OutsideAllowed reports whether policy allowed this call to touch abs, an
+// absolute, resolved path outside the workspace.
+func (c *Call) OutsideAllowed(abs string) bool {
+	for _, p := range c.Outside {
+		if abs == p || strings.HasPrefix(abs, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct with json
@@ -126,6 +142,31 @@ const (
 	Stderr
 	PTY
 )
+
+// Previewer is implemented by tools that can show what a call would change
+// (a unified diff for an edit) before it runs; the preview is shown when a
+// person is asked to approve the call. It must not change anything.
+type Previewer interface {
+	Preview(ctx context.Context, call *Call) (string, error)
+}
+
+// Question is something a tool asks the person (user_collaboration).
+type Question struct {
+	Prompt  string
+	Choices []string
+	// Approval is true when an approving answer grants AuthorizeOperation
+	// ("tool.operation") for the conversation.
+	Approval           bool
+	AuthorizeOperation string
+}
+
+// Asker is implemented by sinks whose client can answer questions. A tool
+// that needs an answer type-asserts its Sink; when the sink is no Asker the
+// question cannot be asked.
+type Asker interface {
+	// Ask blocks until the person answers, or ctx ends.
+	Ask(ctx context.Context, q Question) (string, error)
+}
 
 // Tool is something a model can call.
 type Tool interface {

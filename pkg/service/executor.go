@@ -1,0 +1,489 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Span and attribute names of the per-call trace.
+const (
+	spanCall      = "toold.call"
+	spanValidate  = "toold.validate"
+	spanAuthorize = "toold.authorize"
+	spanExecute   = "toold.execute"
+
+	attrTool         = attribute.Key("toold.tool")
+	attrOperation    = attribute.Key("toold.operation")
+	attrRequested    = attribute.Key("toold.requested_name")
+	attrCallID       = attribute.Key("toold.call_id")
+	attrConversation = attribute.Key("toold.conversation_id")
+	attrOutcome      = attribute.Key("toold.outcome")
+	attrErrorCode    = attribute.Key("toold.error_code")
+	attrBytes        = attribute.Key("toold.result_bytes")
+	attrOutputBytes  = attribute.Key("toold.output_bytes")
+	attrRisk         = attribute.Key("toold.risk")
+	attrDecision     = attribute.Key("toold.decision")
+	attrRule         = attribute.Key("toold.rule")
+	attrCoercions    = attribute.Key("toold.coercions")
+)
+
+var propagator = propagation.TraceContext{}
+
+// Errors that say why a call's context ended.
+var (
+	errCanceledByClient = errors.New("canceled by the client")
+	errStreamEnded      = errors.New("the stream ended")
+	errShutdown         = errors.New("toold is shutting down")
+	errCallTimeout      = errors.New("call timeout")
+	errApprovalTimeout  = errors.New("approval timeout")
+)
+
+// CallRequest is one tool call as a transport received it.
+type CallRequest struct {
+	CallID         string
+	ConversationID string
+	// Name is the tool name as the model wrote it.
+	Name string
+	// Args, when not nil, are the decoded arguments; otherwise ArgsJSON is
+	// decoded (empty means no arguments).
+	Args     map[string]any
+	ArgsJSON string
+	// Timeout is what the call asked for; zero means the server default.
+	// It is capped at the server's maximum.
+	Timeout time.Duration
+	// Mode is the approval mode in force for the call.
+	Mode authz.Mode
+	// TraceContext is the client's W3C trace context for the call, if any.
+	TraceContext map[string]string
+	// Received is when the call arrived (its Start event's time).
+	Received time.Time
+	// OmitExecuting suppresses the Executing event.
+	OmitExecuting bool
+	// Client names the client, for logs and grants ("toolctl/0.1").
+	Client string
+}
+
+// Approval is a person's answer to an approval request.
+type Approval struct {
+	Approve bool
+	// ScopeID is one of the offered scopes' IDs; empty means once.
+	ScopeID string
+	// Reason is why a person denied.
+	Reason string
+	// TTL, when positive, shortens a conversation grant.
+	TTL time.Duration
+}
+
+// Host is what a call needs from the transport it came on: a way to emit its
+// events and to ask the person. A gRPC stream is one host; the MCP server is
+// another.
+type Host interface {
+	// Emit delivers one of the call's events (Start, Executing, Progress,
+	// RequiresApproval, InputRequired); it blocks while the client reads
+	// slowly and fails when ctx ends or the client is gone.
+	Emit(ctx context.Context, ev events.Event) error
+	// Output delivers bytes of the call's output stream, coalesced.
+	Output(ctx context.Context, callID string, s tools.Stream, p []byte) error
+	// Approve shows the request to the person and returns their answer. It
+	// returns when they answer or ctx ends. A host whose client cannot
+	// answer returns an ErrDenied error saying how to allow the call.
+	Approve(ctx context.Context, callID string, req *events.ApprovalRequest) (Approval, error)
+	// Ask asks the person a question and returns the answer text, under
+	// the same rules as Approve.
+	Ask(ctx context.Context, callID string, q *events.Question) (string, error)
+}
+
+// Executor runs calls through the pipeline: resolve the name, decode,
+// coerce and validate the arguments, describe the effect, authorize (asking
+// the host when policy says ask), execute under the call's timeout, and
+// shape the result. Each step is a span under the call's span.
+type Executor struct {
+	cfg *Config
+}
+
+// Execute runs one call. ctx is the call's context: canceling it (with a
+// cause such as errCanceledByClient) stops the call. Execute emits the
+// call's events through host, Start first, and returns the End, which the
+// caller delivers: every call ends with exactly one End.
+func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *events.End {
+	if req.Received.IsZero() {
+		req.Received = time.Now()
+	}
+	parent := ctx
+	if tc := req.TraceContext; len(tc) > 0 {
+		parent = propagator.Extract(ctx, propagation.MapCarrier(tc))
+	}
+	ctx, span := x.cfg.Tracer.Start(parent, spanCall, trace.WithAttributes(
+		attrCallID.String(req.CallID),
+		attrConversation.String(req.ConversationID),
+		attrRequested.String(req.Name),
+	))
+	defer span.End()
+
+	start := &events.Start{RequestedName: req.Name}
+	if sc := span.SpanContext(); sc.HasTraceID() {
+		start.TraceID = sc.TraceID().String()
+	}
+	end := &events.End{}
+	sink := &callSink{host: host, ctx: ctx, callID: req.CallID}
+
+	target, call, coercions, err := x.prepare(ctx, req)
+	end.Coercions = coercions
+	var effect tools.Effect
+	if target != nil {
+		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
+		span.SetAttributes(attrTool.String(target.ToolName), attrOperation.String(target.Operation))
+	}
+	if err == nil {
+		effect, err = describe(target.Tool, call)
+		if effect.Risk != tools.RiskUnknown {
+			start.Risk = effect.Risk
+		}
+		start.Display = effect.Display
+	}
+	if start.Display == "" {
+		start.Display = displayFallback(start, req.Name)
+	}
+	span.SetAttributes(attrRisk.String(start.Risk.String()))
+	_ = host.Emit(ctx, events.Event{CallID: req.CallID, Time: req.Received, Start: start})
+
+	if err == nil {
+		err = x.authorize(ctx, req, target, call, effect, start.Risk, host)
+	}
+	if err == nil {
+		if !req.OmitExecuting {
+			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
+		}
+		end.Result, err = x.execute(ctx, req, target, call, sink)
+	}
+	end.Err = err
+	end.Duration = time.Since(req.Received)
+	x.finishSpan(span, end, sink)
+	x.logEnd(req, start, end)
+	return end
+}
+
+// prepare resolves the name, decodes and coerces the arguments, and
+// validates them, in the "validate" span.
+func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target, *tools.Call, []tools.Coercion, error) {
+	_, span := x.cfg.Tracer.Start(ctx, spanValidate)
+	defer span.End()
+	args := req.Args
+	if args == nil {
+		var err error
+		if args, err = tools.DecodeArguments(req.ArgsJSON); err != nil {
+			spanError(span, err)
+			return nil, nil, nil, err
+		}
+	}
+	target, err := x.cfg.Registry.Resolve(req.Name, args)
+	if err != nil {
+		spanError(span, err)
+		return nil, nil, nil, err
+	}
+	coercions, err := target.Prepare(args)
+	span.SetAttributes(attrCoercions.Int(len(coercions)))
+	if err != nil {
+		spanError(span, err)
+		return target, nil, coercions, err
+	}
+	call := &tools.Call{
+		ID:             req.CallID,
+		ConversationID: req.ConversationID,
+		Tool:           target.ToolName,
+		Operation:      target.Operation,
+		Args:           args,
+	}
+	return target, call, coercions, nil
+}
+
+// describe asks the tool what the call would do; a panic there is a bug in
+// the tool and ends the call INTERNAL.
+func describe(t tools.Tool, call *tools.Call) (eff tools.Effect, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(call, "Describe", r)
+		}
+	}()
+	return t.Describe(call), nil
+}
+
+func panicError(call *tools.Call, where string, r any) error {
+	return &errdefs.Error{Class: errdefs.ErrInternal, Msg: "internal error; the details are in the toold log",
+		Cause: fmt.Errorf("panic in %s of %s.%s: %v\n%s", where, call.Tool, call.Operation, r, debug.Stack())}
+}
+
+func displayFallback(s *events.Start, requested string) string {
+	switch {
+	case s.Tool == "":
+		return "Calling " + tools.Preview(requested, 60)
+	case s.Operation == s.Tool:
+		return "Calling " + s.Tool
+	}
+	return "Calling " + s.Tool + "." + s.Operation
+}
+
+// authorize asks the policy, in the "authorize" span; on ask it asks the
+// person through the host and waits.
+func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, effect tools.Effect, risk tools.Risk, host Host) error {
+	ctx, span := x.cfg.Tracer.Start(ctx, spanAuthorize)
+	defer span.End()
+	areq := &authz.Request{
+		ConversationID: req.ConversationID,
+		CallID:         req.CallID,
+		Mode:           req.Mode,
+		Tool:           target.ToolName,
+		Operation:      target.Operation,
+		Args:           call.Args,
+		Effect:         effect,
+		Risk:           risk,
+	}
+	v, err := x.cfg.Authorizer.Authorize(ctx, areq)
+	if err != nil {
+		spanError(span, err)
+		return err
+	}
+	span.SetAttributes(attrDecision.String(v.Decision.String()), attrRule.String(v.Rule))
+	decision := []attribute.KeyValue{
+		attrDecision.String(v.Decision.String()),
+		attrRule.String(v.Rule),
+		attribute.String("toold.reason", v.Reason),
+		attrRisk.String(v.Risk.String()),
+	}
+	if v.Grant != nil {
+		decision = append(decision, attribute.String("toold.grant", v.Grant.ID))
+	}
+	span.AddEvent("decision", trace.WithAttributes(decision...))
+	x.cfg.Logger.InfoContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
+		"tool", target.ToolName, "operation", target.Operation, "decision", v.Decision.String(),
+		"rule", v.Rule, "reason", v.Reason, "risk", v.Risk.String())
+
+	switch v.Decision {
+	case authz.Allow:
+		call.Outside = v.Outside
+		return nil
+	case authz.Deny:
+		err := &errdefs.Error{Class: errdefs.ErrDenied, Msg: deniedMessage(v), Rule: v.Rule}
+		spanError(span, err)
+		return err
+	case authz.Ask:
+		if err := x.askApproval(ctx, req, target, call, effect, v, host, span); err != nil {
+			spanError(span, err)
+			return err
+		}
+		call.Outside = v.Outside
+		return nil
+	}
+	err = errdefs.New(errdefs.ErrInternal, "internal error; the details are in the toold log")
+	spanError(span, err)
+	return err
+}
+
+func deniedMessage(v authz.Verdict) string {
+	msg := "denied by policy"
+	if v.Rule != "" {
+		msg += " (rule " + v.Rule + ")"
+	}
+	if v.Reason != "" {
+		msg += ": " + v.Reason
+	}
+	return msg
+}
+
+// askApproval sends the approval request through the host and waits for the
+// person, a cancel, the stream's end or the approval timeout. Nothing runs
+// unless the answer approves.
+func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, effect tools.Effect, v authz.Verdict, host Host, span trace.Span) error {
+	ar := &events.ApprovalRequest{
+		ApprovalID: newID("appr-"),
+		Effect:     effect,
+		Summary:    v.Summary,
+		Commands:   v.Commands,
+		Reason:     v.Reason,
+		Rule:       v.Rule,
+		Risk:       v.Risk,
+		Scopes:     v.Scopes,
+	}
+	if len(ar.Scopes) == 0 {
+		ar.Scopes = []authz.Scope{{ID: "once", Tool: target.ToolName, Operation: target.Operation, Description: "this call only"}}
+	}
+	if p, ok := target.Tool.(tools.Previewer); ok {
+		diff, err := p.Preview(ctx, call)
+		if err != nil {
+			return err
+		}
+		ar.Diff = diff
+	}
+	actx := ctx
+	if t := x.cfg.ApprovalTimeout; t > 0 {
+		ar.ExpiresAt = time.Now().Add(t)
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, t, errApprovalTimeout)
+		defer cancel()
+	}
+	ans, err := host.Approve(actx, req.CallID, ar)
+	if err != nil {
+		if actx.Err() != nil {
+			return x.contextError(actx, 0, err)
+		}
+		return err
+	}
+	answer := []attribute.KeyValue{
+		attribute.Bool("toold.approved", ans.Approve),
+		attribute.String("toold.scope", ans.ScopeID),
+		attribute.String("toold.answered_by", req.Client),
+	}
+	span.AddEvent("approval", trace.WithAttributes(answer...))
+	x.cfg.Logger.InfoContext(ctx, "approval answered", "call_id", req.CallID, "conversation_id", req.ConversationID,
+		"approved", ans.Approve, "scope", ans.ScopeID, "reason", ans.Reason, "client", req.Client)
+	if !ans.Approve {
+		msg := "the user rejected this call"
+		if ans.Reason != "" {
+			msg += ": " + ans.Reason
+		}
+		return &errdefs.Error{Class: errdefs.ErrRejected, Msg: msg}
+	}
+	scope, ok := findScope(ar.Scopes, ans.ScopeID)
+	if !ok || !scope.Conversation {
+		return nil
+	}
+	g, isGranter := x.cfg.Authorizer.(authz.Granter)
+	if !isGranter {
+		return nil
+	}
+	ttl := scope.TTL
+	if ans.TTL > 0 && (ttl <= 0 || ans.TTL < ttl) {
+		ttl = ans.TTL
+	}
+	grant, err := g.Grant(req.ConversationID, scope, false, ttl, req.Client)
+	if err != nil {
+		return err
+	}
+	span.AddEvent("grant", trace.WithAttributes(attribute.String("toold.grant", grant.ID), attribute.String("toold.scope", scope.Description)))
+	x.cfg.Logger.InfoContext(ctx, "grant recorded", "grant_id", grant.ID, "conversation_id", req.ConversationID,
+		"tool", scope.Tool, "operation", scope.Operation, "path_prefix", scope.PathPrefix,
+		"command_prefix", scope.CommandPrefix, "expires_at", grant.ExpiresAt)
+	return nil
+}
+
+func findScope(scopes []authz.Scope, id string) (authz.Scope, bool) {
+	if id == "" {
+		for _, s := range scopes {
+			if !s.Conversation {
+				return s, true
+			}
+		}
+		return authz.Scope{}, true
+	}
+	for _, s := range scopes {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return authz.Scope{}, false
+}
+
+// execute runs the tool under the call's timeout, in the "execute" span. A
+// panic in the tool ends this call INTERNAL; the daemon lives on.
+func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, sink *callSink) (res *tools.Result, err error) {
+	ctx, span := x.cfg.Tracer.Start(ctx, spanExecute)
+	defer span.End()
+	timeout := x.cfg.DefaultTimeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	timeout = min(timeout, x.cfg.MaxTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
+	defer cancel()
+	sink.ctx = ctx
+
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, panicError(call, "Run", r)
+			}
+		}()
+		res, err = target.Tool.Run(ctx, call, sink)
+	}()
+	if err != nil && ctx.Err() != nil {
+		err = x.contextError(ctx, timeout, err)
+	}
+	if err != nil {
+		spanError(span, err)
+	}
+	return res, err
+}
+
+// contextError says why a call's context ended, for the model.
+func (x *Executor) contextError(ctx context.Context, timeout time.Duration, cause error) error {
+	switch why := context.Cause(ctx); {
+	case errors.Is(why, errCallTimeout):
+		return errdefs.Wrap(errdefs.ErrTimeout, cause,
+			"the call did not finish within its timeout of %s and was stopped; narrow the request or ask for a longer timeout (at most %s)", timeout, x.cfg.MaxTimeout)
+	case errors.Is(why, errApprovalTimeout):
+		return errdefs.Wrap(errdefs.ErrApprovalTimeout, cause, "nobody answered the approval request within %s; nothing was done", x.cfg.ApprovalTimeout)
+	case errors.Is(why, errCanceledByClient):
+		return errdefs.Wrap(errdefs.ErrCanceled, cause, "the call was canceled by the client")
+	case errors.Is(why, errShutdown):
+		return errdefs.Wrap(errdefs.ErrCanceled, cause, "the call was canceled because toold is shutting down")
+	default:
+		return errdefs.Wrap(errdefs.ErrDisconnected, cause, "the call was canceled because its stream ended")
+	}
+}
+
+func spanError(span trace.Span, err error) {
+	e := errdefs.As(err)
+	span.SetStatus(otelcodes.Error, e.Msg)
+	span.SetAttributes(attrErrorCode.String(ErrorCode(e).String()))
+}
+
+func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) {
+	var n int
+	if end.Result != nil {
+		n = len(end.Result.Text) + len(end.Result.JSON)
+	}
+	span.SetAttributes(attrBytes.Int(n), attrOutputBytes.Int64(sink.outputBytes.Load()))
+	if end.Err != nil {
+		span.SetAttributes(attrOutcome.String("error"))
+		spanError(span, end.Err)
+		return
+	}
+	span.SetAttributes(attrOutcome.String("ok"))
+}
+
+func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End) {
+	attrs := []any{
+		"call_id", req.CallID,
+		"conversation_id", req.ConversationID,
+		"tool", start.Tool,
+		"operation", start.Operation,
+		"duration", end.Duration,
+	}
+	if start.TraceID != "" {
+		attrs = append(attrs, "trace_id", start.TraceID)
+	}
+	if end.Err == nil {
+		x.cfg.Logger.Info("call ok", attrs...)
+		return
+	}
+	e := errdefs.As(end.Err)
+	attrs = append(attrs, "code", ErrorCode(e).String(), "message", e.Msg)
+	if errors.Is(e, errdefs.ErrInternal) && e.Cause != nil {
+		x.cfg.Logger.Error("call failed: internal error", append(attrs, "cause", e.Cause.Error())...)
+		return
+	}
+	x.cfg.Logger.Info("call failed", attrs...)
+}
