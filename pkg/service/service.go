@@ -5,7 +5,7 @@ package service
 
 import (
 	"context"
-		"log/slog"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -109,8 +109,6 @@ func New(cfg Config) *Server {
 	s.exec = &Executor{cfg: &s.cfg}
 	return s
 }
-
-
 
 var _ pb.ToolServiceServer = (*Server)(nil)
 
