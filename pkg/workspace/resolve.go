@@ -1,0 +1,206 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/toold/toold/pkg/errdefs"
+)
+
+// maxSymlinks bounds symlink resolution, as the kernel does (40 on Linux).
+const maxSymlinks = 40
+
+// Location is where a path resolves, as the kernel would resolve it.
+type Location struct {
+	// Given is the path as the model gave it.
+	Given string
+	// Abs is the absolute path with every existing symlink resolved and
+	// each ".." applied to what the components before it resolved to, as
+	// open(2) does. Components that do not exist yet (a file to create) are
+	// appended as written.
+	Abs string
+	// Inside reports whether Abs is the workspace directory or below it.
+	Inside bool
+	// Rel is Abs relative to the workspace (slash-separated, "." for the
+	// root) when Inside; empty otherwise.
+	Rel string
+	// Exists reports whether Abs exists.
+	Exists bool
+}
+
+// Resolve resolves a path from a model (relative to the workspace, or
+// absolute) the way the kernel will: symlinks are followed, including one in
+// the last component, and ".." after a symlink goes to the parent of the
+// symlink's target, not of the link. It does no access check; use Inside to
+// decide, and RootFor to operate on the result without following anything
+// that changed since.
+func (w *Workspace) Resolve(p string) (Location, error) {
+	loc := Location{Given: p}
+	if strings.IndexByte(p, 0) >= 0 {
+		return loc, errdefs.Invalid("", "path", "path %q contains a NUL byte", p)
+	}
+	if p == "" {
+		p = "."
+	}
+	start := w.dir
+	if filepath.IsAbs(p) {
+		start = "/"
+		// A path given through the configured (unresolved) workspace
+		// directory means the workspace.
+		if rel, ok := cutDir(filepath.Clean(p), w.given); ok {
+			start, p = w.dir, rel
+		}
+	}
+	abs, exists, err := resolve(start, p)
+	if err != nil {
+		return loc, errdefs.Wrap(errdefs.ErrFailed, err, "cannot resolve %q: %v", loc.Given, err)
+	}
+	loc.Abs, loc.Exists = abs, exists
+	if rel, ok := cutDir(abs, w.dir); ok {
+		loc.Inside, loc.Rel = true, filepath.ToSlash(rel)
+	}
+	return loc, nil
+}
+
+// cutDir returns path relative to dir when path is dir or below it.
+func cutDir(path, dir string) (string, bool) {
+	if path == dir {
+		return ".", true
+	}
+	if dir == "/" {
+		return strings.TrimPrefix(path, "/"), true
+	}
+	if strings.HasPrefix(path, dir+"/") {
+		return path[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// resolve walks p component by component from the absolute directory start.
+func resolve(start, p string) (string, bool, error) {
+	cur := start // resolved, absolute, existing
+	todo := splitPath(p)
+	links := 0
+	for i := 0; i < len(todo); i++ {
+		c := todo[i]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The rest does not exist: append it lexically. A ".." after a
+			// missing component would fail in the kernel (ENOENT); Clean
+			// gives the path it would name once the component exists.
+			rest := filepath.Join(append([]string{next}, todo[i+1:]...)...)
+			return filepath.Clean(rest), false, nil
+		}
+		if err != nil {
+			if errors.Is(err, syscall.ENOTDIR) {
+				return "", false, fmt.Errorf("%s is not a directory", cur)
+			}
+			return "", false, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", false, fmt.Errorf("too many levels of symbolic links")
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false, err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(splitPath(target), todo[i+1:]...)
+		i = -1
+	}
+	return cur, true, nil
+}
+
+func splitPath(p string) []string {
+	return strings.Split(filepath.ToSlash(p), "/")
+}
+
+// RootFor opens what an operation on loc goes through: for a location inside
+// the workspace, the workspace root and loc.Rel; for one outside, a root on
+// the parent directory of loc.Abs and its base name. The outside root is
+// checked to be the directory Resolve saw: if a component was swapped for a
+// symlink since, RootFor fails instead of following it. Operations through
+// the returned root never follow a symlink out of it. The caller calls close
+// when done.
+func (w *Workspace) RootFor(loc Location) (root *os.Root, name string, close func() error, err error) {
+	if loc.Inside {
+		return w.root, loc.Rel, func() error { return nil }, nil
+	}
+	if loc.Abs == "" || !filepath.IsAbs(loc.Abs) {
+		return nil, "", nil, errdefs.New(errdefs.ErrInternal, "RootFor needs a resolved location")
+	}
+	dir, base := filepath.Dir(loc.Abs), filepath.Base(loc.Abs)
+	if loc.Abs == "/" {
+		dir, base = "/", "."
+	}
+	// Open the parent without following symlinks in any component, so the
+	// directory is the one Resolve found (which had none).
+	fd, err := openDirNoFollow(dir)
+	if err != nil {
+		return nil, "", nil, MapError(loc.Given, fmt.Errorf("%s changed since it was checked: %w", dir, err))
+	}
+	defer syscall.Close(fd)
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", nil, MapError(loc.Given, err)
+	}
+	var want, got syscall.Stat_t
+	if err := syscall.Fstat(fd, &want); err != nil {
+		r.Close()
+		return nil, "", nil, MapError(loc.Given, err)
+	}
+	fi, err := r.Stat(".")
+	if err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			got = *st
+		}
+	}
+	if err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		r.Close()
+		return nil, "", nil, errdefs.New(errdefs.ErrDenied, "%s changed while it was being opened; nothing was done", dir)
+	}
+	return r, base, r.Close, nil
+}
+
+// openDirNoFollow opens an absolute directory path component by component
+// with O_NOFOLLOW, failing on any symlink.
+func openDirNoFollow(dir string) (int, error) {
+	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range splitPath(strings.TrimPrefix(dir, "/")) {
+		if c == "" {
+			continue
+		}
+		next, err := syscall.Openat(fd, c, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		syscall.Close(fd)
+		if err != nil {
+			if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+				return -1, fmt.Errorf("%s is not a plain directory (a symlink?)", c)
+			}
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}

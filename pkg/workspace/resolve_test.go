@@ -1,0 +1,118 @@
+package workspace_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+func TestResolve(t *testing.T) {
+	base := t.TempDir()
+	base, _ = filepath.EvalSymlinks(base)
+	ws := filepath.Join(base, "ws")
+	out := filepath.Join(base, "out")
+	for _, d := range []string{"ws/a/b", "ws/c", "out/deep"} {
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(ws, "a/b/f.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(out, "secret"), nil, 0o644)
+	os.Symlink(out, filepath.Join(ws, "to-out"))                        // absolute link out
+	os.Symlink("../../out/secret", filepath.Join(ws, "c/secret"))       // relative link to a file out
+	os.Symlink("a/b", filepath.Join(ws, "ab"))                          // link inside
+	os.Symlink("loop2", filepath.Join(ws, "loop1"))                     // a loop
+	os.Symlink("loop1", filepath.Join(ws, "loop2"))                     //
+	os.Symlink(filepath.Join(base, "ws"), filepath.Join(base, "alias")) // the workspace through a symlink
+
+	w, err := workspace.Open(filepath.Join(base, "alias"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	tests := []struct {
+		path   string
+		abs    string
+		inside bool
+		rel    string
+		exists bool
+		errIs  error
+	}{
+		{path: "a/b/f.txt", abs: ws + "/a/b/f.txt", inside: true, rel: "a/b/f.txt", exists: true},
+		{path: "", abs: ws, inside: true, rel: ".", exists: true},
+		{path: "new/file.go", abs: ws + "/new/file.go", inside: true, rel: "new/file.go"},
+		{path: "a/../c", abs: ws + "/c", inside: true, rel: "c", exists: true},
+		{path: "..", abs: base, exists: true},
+		{path: "../out/secret", abs: out + "/secret", exists: true},
+		{path: "a/../../out", abs: out, exists: true},
+		{path: ws + "/a", abs: ws + "/a", inside: true, rel: "a", exists: true},
+		{path: base + "/alias/a", abs: ws + "/a", inside: true, rel: "a", exists: true},
+		{path: "/etc/passwd", abs: "/etc/passwd", exists: true},
+		{path: "/", abs: "/", exists: true},
+		{path: "to-out/secret", abs: out + "/secret", exists: true},
+		{path: "to-out/new", abs: out + "/new"},
+		{path: "c/secret", abs: out + "/secret", exists: true},
+		// ".." after a symlink goes to the target's parent, as the kernel does.
+		{path: "ab/..", abs: ws + "/a", inside: true, rel: "a", exists: true},
+		{path: "to-out/deep/../..", abs: base, exists: true},
+		{path: "loop1", errIs: errdefs.ErrFailed},
+		{path: "a/b/f.txt/x", errIs: errdefs.ErrFailed},
+		{path: "a\x00b", errIs: errdefs.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			loc, err := w.Resolve(tt.path)
+			if tt.errIs != nil {
+				if !errors.Is(err, tt.errIs) {
+					t.Fatalf("err = %v, want %v", err, tt.errIs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loc.Abs != tt.abs || loc.Inside != tt.inside || loc.Rel != tt.rel || loc.Exists != tt.exists {
+				t.Fatalf("got %+v, want abs=%s inside=%v rel=%q exists=%v", loc, tt.abs, tt.inside, tt.rel, tt.exists)
+			}
+		})
+	}
+}
+
+func TestRootFor(t *testing.T) {
+	base := t.TempDir()
+	base, _ = filepath.EvalSymlinks(base)
+	ws, out := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	os.MkdirAll(ws, 0o755)
+	os.MkdirAll(filepath.Join(out, "d"), 0o755)
+	os.WriteFile(filepath.Join(out, "d", "f"), []byte("outside"), 0o644)
+	w, _ := workspace.Open(ws)
+	defer w.Close()
+
+	loc, _ := w.Resolve(filepath.Join(out, "d", "f"))
+	root, name, closeFn, err := w.RootFor(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := root.ReadFile(name)
+	closeFn()
+	if err != nil || string(b) != "outside" {
+		t.Fatalf("read through the outside root: %q %v", b, err)
+	}
+
+	// The directory is swapped for a symlink after the check: RootFor
+	// refuses instead of following it.
+	os.Rename(filepath.Join(out, "d"), filepath.Join(out, "d.real"))
+	os.Symlink("/etc", filepath.Join(out, "d"))
+	if _, _, _, err := w.RootFor(loc); err == nil {
+		t.Fatal("RootFor followed a symlink swapped in after the check")
+	}
+
+	in, _ := w.Resolve("x")
+	root, name, closeFn, err = w.RootFor(in)
+	if err != nil || root != w.Root() || name != "x" {
+		t.Fatalf("inside: %v %q %v", root, name, err)
+	}
+	closeFn()
+}
