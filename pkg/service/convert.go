@@ -212,25 +212,30 @@ func scopeToPB(s authz.Scope) *pb.ApprovalScope {
 	}
 }
 
+func effectToPB(e tools.Effect, summary, diff string, cmds []authz.ParsedCommand) *pb.Effect {
+	out := &pb.Effect{
+		Reads:   e.Reads,
+		Writes:  e.Writes,
+		Command: e.Command,
+		Diff:    diff,
+		Hosts:   e.Hosts,
+		Summary: summary,
+	}
+	for _, c := range cmds {
+		out.Commands = append(out.Commands, &pb.ParsedCommand{
+			Args: c.Args, Wrappers: c.Wrappers, Redirects: c.Redirects, Decision: c.Decision, Rule: c.Rule,
+		})
+	}
+	return out
+}
+
 func approvalToPB(a *events.ApprovalRequest) *pb.RequiresApproval {
 	out := &pb.RequiresApproval{
 		ApprovalId: a.ApprovalID,
 		Reason:     a.Reason,
 		Rule:       a.Rule,
 		Risk:       riskToPB(a.Risk),
-		Effect: &pb.Effect{
-			Reads:   a.Effect.Reads,
-			Writes:  a.Effect.Writes,
-			Command: a.Effect.Command,
-			Diff:    a.Diff,
-			Hosts:   a.Effect.Hosts,
-			Summary: a.Summary,
-		},
-	}
-	for _, c := range a.Commands {
-		out.Effect.Commands = append(out.Effect.Commands, &pb.ParsedCommand{
-			Args: c.Args, Wrappers: c.Wrappers, Redirects: c.Redirects, Decision: c.Decision, Rule: c.Rule,
-		})
+		Effect:     effectToPB(a.Effect, a.Summary, a.Diff, a.Commands),
 	}
 	for _, s := range a.Scopes {
 		out.Scopes = append(out.Scopes, scopeToPB(s))

@@ -1,0 +1,120 @@
+package collab
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// askSink is a func-field fake sink whose person answers with answer.
+type askSink struct {
+	answer func(tools.Question) (string, error)
+	asked  []tools.Question
+}
+
+func (s *askSink) Progress(string, float64) error    { return nil }
+func (s *askSink) Output(tools.Stream, []byte) error { return nil }
+func (s *askSink) Ask(_ context.Context, q tools.Question) (string, error) {
+	s.asked = append(s.asked, q)
+	return s.answer(q)
+}
+
+// plainSink cannot ask.
+type plainSink struct{}
+
+func (plainSink) Progress(string, float64) error    { return nil }
+func (plainSink) Output(tools.Stream, []byte) error { return nil }
+
+// grants is a func-field fake Granter recording grants.
+type grants struct{ got []authz.Grant }
+
+func (g *grants) Grant(conv string, s authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
+	gr := authz.Grant{ID: "g1", ConversationID: conv, Scope: s, Once: once, ExpiresAt: time.Now().Add(ttl), GrantedBy: by}
+	g.got = append(g.got, gr)
+	return gr, nil
+}
+func (g *grants) Grants(string) []authz.Grant { return g.got }
+func (g *grants) Revoke(string) bool          { return false }
+
+func TestUserCollaboration(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      map[string]any
+		answer    string
+		wantText  string
+		wantGrant bool
+		wantErr   error
+	}{
+		{name: "question", args: map[string]any{"prompt": "Which port?", "choices": []any{"80", "8080"}}, answer: "8080", wantText: "User response: 8080"},
+		{name: "approval yes", args: map[string]any{"prompt": "May I write /etc/x?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
+			answer: "Yes, proceed", wantText: "You may now run file_operations.write_file once", wantGrant: true},
+		{name: "approval no", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
+			answer: "no, not now", wantText: "did not approve"},
+		{name: "approval unclear grants nothing", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
+			answer: "hmm, what for?", wantText: "neither a clear yes nor no"},
+		{name: "approval without operation", args: map[string]any{"prompt": "Continue?", "require_approval": true}, answer: "ok", wantText: "The user approved: ok"},
+		{name: "operation without approval", args: map[string]any{"prompt": "x", "authorize_operation": "file_operations.write_file"}, wantErr: errdefs.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &grants{}
+			u := &UserCollaboration{Granter: g, TTL: time.Minute}
+			sink := &askSink{answer: func(tools.Question) (string, error) { return tt.answer, nil }}
+			res, err := u.Run(context.Background(), &tools.Call{ConversationID: "conv", Args: tt.args}, sink)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Text, tt.wantText) {
+				t.Fatalf("text = %q, want %q", res.Text, tt.wantText)
+			}
+			if (len(g.got) == 1) != tt.wantGrant {
+				t.Fatalf("grants = %+v", g.got)
+			}
+			if tt.wantGrant {
+				gr := g.got[0]
+				if !gr.Once || gr.Scope.Tool != "file_operations" || gr.Scope.Operation != "write_file" || gr.ConversationID != "conv" || gr.GrantedBy != "user_collaboration" {
+					t.Fatalf("grant = %+v", gr)
+				}
+				if q := sink.asked[0]; !q.Approval || !strings.Contains(q.Prompt, "once within 1m0s") {
+					t.Fatalf("question = %+v: the person must see exactly what is granted", q)
+				}
+			}
+		})
+	}
+}
+
+func TestUserCollaborationWithoutAsker(t *testing.T) {
+	u := &UserCollaboration{}
+	_, err := u.Run(context.Background(), &tools.Call{Args: map[string]any{"prompt": "?"}}, plainSink{})
+	if !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	for _, tt := range []struct {
+		in                string
+		approved, decided bool
+	}{
+		{"yes", true, true}, {"Y", true, true}, {"OK!", true, true}, {"go ahead", true, true},
+		{"No.", false, true}, {"don't", false, true}, {"cancel that", false, true},
+		{"yesterday", false, false}, {"nope", false, false}, {"", false, false}, {"maybe", false, false},
+	} {
+		a, d := judge(tt.in)
+		if a != tt.approved || d != tt.decided {
+			t.Errorf("judge(%q) = %v,%v; want %v,%v", tt.in, a, d, tt.approved, tt.decided)
+		}
+	}
+}
