@@ -33,8 +33,9 @@ func TestTools(t *testing.T) {
 				{"glob", "low"},
 				{"grep_search", "low"},
 			}
-			if len(lines) != len(want)+1 {
-				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want)+1, out)
+			// The listing starts with these; later tools may follow.
+			if len(lines) < len(want)+1 {
+				t.Fatalf("%d lines, want at least %d:\n%s", len(lines), len(want)+1, out)
 			}
 			for i, fields := range want {
 				line := lines[i+1]
@@ -57,7 +58,7 @@ func TestTools(t *testing.T) {
 			for _, tool := range resp.GetTools() {
 				names = append(names, tool.GetName())
 			}
-			if !slices.Equal(names, []string{"think", "file_operations"}) {
+			if len(names) < 2 || !slices.Equal(names[:2], []string{"think", "file_operations"}) {
 				t.Errorf("tools %v", names)
 			}
 			if ops := resp.GetTools()[1].GetOperations(); len(ops) != 4 || ops[0].GetName() != "read_file" {
@@ -84,7 +85,7 @@ func TestTools(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &tools); err != nil {
 				t.Fatalf("not a JSON array: %v\n%s", err, out)
 			}
-			if len(tools) != 2 || tools[0].Function.Name != "think" || tools[0].Type != "function" {
+			if len(tools) < 2 || tools[0].Function.Name != "think" || tools[0].Type != "function" {
 				t.Errorf("openai tools %+v", tools)
 			}
 		}},

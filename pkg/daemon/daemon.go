@@ -41,6 +41,7 @@ import (
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/workspace"
 )
@@ -59,6 +60,8 @@ type Main struct {
 	// TracerProvider makes the spans; nil builds one from the OTEL_*
 	// environment (see pkg/telemetry).
 	TracerProvider *sdktrace.TracerProvider
+	// Authorizer, when set, replaces the policy built from Config (tests).
+	Authorizer authz.Authorizer
 
 	ws        *workspace.Workspace
 	registry  *tools.Registry
@@ -102,12 +105,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.registry = tools.NewRegistry()
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits())...); err != nil {
+	if m.Authorizer == nil {
+		m.Authorizer = authz.AllowAll{}
+	}
+	granter, _ := m.Authorizer.(authz.Granter)
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter)...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
 		Registry:          m.registry,
-		Authorizer:        authz.AllowAll{},
+		Authorizer:        m.Authorizer,
 		Mode:              mode,
 		DefaultTimeout:    time.Duration(cfg.Timeouts.Default),
 		MaxTimeout:        time.Duration(cfg.Timeouts.Max),
@@ -123,6 +130,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -157,10 +165,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 }
 
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits) []tools.Tool {
+// granter records the grants of user_collaboration; nil disables them.
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter) []tools.Tool {
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits),
+		&collab.UserCollaboration{Granter: granter},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 )
@@ -31,14 +32,18 @@ type Daemon struct {
 	Client pb.ToolServiceClient
 }
 
-// Option changes the daemon's configuration before it starts.
-type Option func(*config.Config)
+// Option changes the daemon before it starts.
+type Option func(*daemon.Main)
 
 // WithWorkspace sets the workspace directory.
-func WithWorkspace(dir string) Option { return func(c *config.Config) { c.Workspace = dir } }
+func WithWorkspace(dir string) Option { return func(m *daemon.Main) { m.Config.Workspace = dir } }
 
-// WithConfig applies an arbitrary change.
-func WithConfig(f func(*config.Config)) Option { return Option(f) }
+// WithAuthorizer replaces the daemon's policy (a test's fake, or an engine
+// the test built).
+func WithAuthorizer(a authz.Authorizer) Option { return func(m *daemon.Main) { m.Authorizer = a } }
+
+// WithConfig applies an arbitrary change to the configuration.
+func WithConfig(f func(*config.Config)) Option { return func(m *daemon.Main) { f(&m.Config) } }
 
 // Start runs a daemon until the test ends. Its logs go to the test log when
 // the TOOLD_TEST_LOG environment variable is set, and nowhere otherwise.
@@ -54,14 +59,15 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	cfg.Socket = filepath.Join(sockDir, "toold.sock")
 	cfg.Workspace = t.TempDir()
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
-	for _, o := range opts {
-		o(&cfg)
-	}
 	var w io.Writer = io.Discard
 	if os.Getenv("TOOLD_TEST_LOG") != "" {
 		w = testWriter{t}
 	}
 	m := &daemon.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, o := range opts {
+		o(m)
+	}
+	cfg = m.Config
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("start toold: %v", err)
 	}
