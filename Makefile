@@ -86,12 +86,25 @@ build: ## Build toold and toolctl into ./bin.
 test-deps: $(BIN)/grpcurl ## Install what the tests drive (grpcurl).
 
 .PHONY: test
-test: lint check-generate test-deps ## Lint, check gen/ is clean, and run every test with -race.
+test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.
 	PATH=$(BIN):$$PATH TOOLD_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) bench-smoke
+
+.PHONY: bench-deps
+bench-deps: ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
+	@command -v rg >/dev/null && { command -v fdfind >/dev/null || command -v fd >/dev/null; } || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep fd-find grep >/dev/null; }
 
 .PHONY: bench
-bench: test-deps ## Run the Go benchmarks.
+bench: build bench-deps test-deps ## Run the benchmark harness (bench/results.md, bench/results.json) and the Go benchmarks.
+	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
+	$(BIN)/toolbench -toold $(BIN)/toold -json bench/results.json -md bench/results.md -profiles bench/profiles
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+.PHONY: bench-smoke
+bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it cannot rot.
+	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
+	$(BIN)/toolbench -toold $(BIN)/toold -smoke
 
 .PHONY: run
 run: ## Start toold on ./toold.sock with the current directory as workspace.

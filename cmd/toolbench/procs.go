@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+)
+
+var sockSeq atomic.Int32
+
+// daemon is a toold process the harness started.
+type daemon struct {
+	cmd     *exec.Cmd
+	sock    string
+	conn    *grpc.ClientConn
+	client  pb.ToolServiceClient
+	startup time.Duration // from exec to health SERVING
+	log     string
+}
+
+// startToold starts the toold binary on a fresh socket with workspace and
+// waits until its health check reports SERVING.
+func (b *bench) startToold(ctx context.Context, workspace string, extra ...string) (*daemon, error) {
+	sock := filepath.Join(b.tmp, fmt.Sprintf("toold%d.sock", sockSeq.Add(1)))
+	logPath := sock + ".log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	args := append([]string{"--socket", sock, "--workspace", workspace, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(b.toold, args...)
+	cmd.Stderr = logf
+	cmd.Stdout = logf
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, sock: sock, log: logPath}
+	// Retry the connection every millisecond while toold starts, so the
+	// measured startup is toold's, not the client's reconnect backoff.
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: time.Millisecond, Multiplier: 1, MaxDelay: time.Millisecond}, MinConnectTimeout: time.Second}))
+	if err != nil {
+		d.stop()
+		return nil, err
+	}
+	d.conn, d.client = conn, pb.NewToolServiceClient(conn)
+	hc := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			d.startup = time.Since(t0)
+			return d, nil
+		}
+		if time.Now().After(deadline) {
+			d.stop()
+			log, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("toold did not become SERVING: %v\n%s", err, log)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pid returns the daemon's process id.
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// stop ends the daemon with SIGTERM and waits.
+func (d *daemon) stop() {
+	if d.conn != nil {
+		d.conn.Close()
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssMB reads a process's resident set size.
+func rssMB(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, err := strconv.Atoi(f[1])
+			return float64(kb) / 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// conv is one ExecuteTool stream.
+type conv struct {
+	s   pb.ToolService_ExecuteToolClient
+	seq int
+}
+
+func openConv(ctx context.Context, c pb.ToolServiceClient, hello *pb.Hello) (*conv, error) {
+	s, err := c.ExecuteTool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if hello != nil {
+		if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: hello}}); err != nil {
+			return nil, err
+		}
+		if _, err := s.Recv(); err != nil { // Welcome
+			return nil, err
+		}
+	}
+	return &conv{s: s}, nil
+}
+
+// call sends one call and reads until its end.
+func (c *conv) call(name, args string) (*pb.ToolResult, error) {
+	c.seq++
+	id := strconv.Itoa(c.seq)
+	err := c.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
+		CallId: id, Name: name, Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: args},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := c.s.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if e := ev.GetEnd(); e != nil && ev.GetCallId() == id {
+			return e.GetResult(), nil
+		}
+	}
+}
+
+// close ends the client side of the stream.
+func (c *conv) close() { _ = c.s.CloseSend() }
+
+// bareServer is the limit: toold's service and messages on the same kind of
+// socket, answering each call with one reply and doing nothing else. It runs
+// as its own process, like toold.
+type bareServer struct {
+	cmd    *exec.Cmd
+	conn   *grpc.ClientConn
+	client pb.ToolServiceClient
+}
+
+// startBare starts `toolbench serve-bare` replying with reply to every call.
+func (b *bench) startBare(reply *pb.ServerEvent) (*bareServer, error) {
+	sock := filepath.Join(b.tmp, fmt.Sprintf("bare%d.sock", sockSeq.Add(1)))
+	replyPath := sock + ".reply"
+	raw, err := proto.Marshal(reply)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(replyPath, raw, 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(b.self, "serve-bare", "-socket", sock, "-reply", replyPath)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("bare server did not start: %q %v", line, err)
+	}
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	return &bareServer{cmd: cmd, conn: conn, client: pb.NewToolServiceClient(conn)}, nil
+}
+
+func (s *bareServer) stop() {
+	s.conn.Close()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+// pingPong answers every ToolCall with one copy of reply.
+type pingPong struct {
+	pb.UnimplementedToolServiceServer
+	reply *pb.ServerEvent
+}
+
+func (p *pingPong) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			return nil
+		}
+		if m.GetCall() == nil {
+			continue
+		}
+		r := proto.Clone(p.reply).(*pb.ServerEvent)
+		r.CallId = m.GetCall().GetCallId()
+		if err := s.Send(r); err != nil {
+			return err
+		}
+	}
+}
+
+// serveBare is the serve-bare mode: serve until SIGTERM.
+func serveBare(args []string) error {
+	fs := flag.NewFlagSet("serve-bare", flag.ContinueOnError)
+	sock := fs.String("socket", "", "unix socket to serve on")
+	replyPath := fs.String("reply", "", "file with the ServerEvent to answer with")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(*replyPath)
+	if err != nil {
+		return err
+	}
+	reply := &pb.ServerEvent{}
+	if err := proto.Unmarshal(raw, reply); err != nil {
+		return err
+	}
+	l, err := net.Listen("unix", *sock)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer()
+	pb.RegisterToolServiceServer(gs, &pingPong{reply: reply})
+	go func() {
+		sigs := make(chan os.Signal, 1)
+		signalNotify(sigs)
+		<-sigs
+		gs.Stop()
+	}()
+	fmt.Println("ready")
+	return gs.Serve(l)
+}
+
+func signalNotify(c chan<- os.Signal) { signal.Notify(c, syscall.SIGTERM, os.Interrupt) }
+
+func protoSize(m proto.Message) int { return proto.Size(m) }
