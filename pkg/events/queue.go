@@ -64,6 +64,7 @@ type Queue struct {
 	closed   bool
 	seq      uint64
 	lastSent time.Time
+	timer    *time.Timer // the keepalive timer; only Next (one goroutine) uses it
 }
 
 // NewQueue returns an empty queue.
@@ -178,12 +179,6 @@ func (q *Queue) Output(ctx context.Context, callID string, stream tools.Stream, 
 // ErrClosed. If idle is positive and nothing was sent for that long, Next
 // returns a Keepalive event.
 func (q *Queue) Next(ctx context.Context, idle time.Duration) (Event, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		q.mu.Lock()
 		if q.head < len(q.items) {
@@ -226,12 +221,12 @@ func (q *Queue) Next(ctx context.Context, idle time.Duration) (Event, error) {
 				q.mu.Unlock()
 				return ev, nil
 			}
-			if timer == nil {
-				timer = time.NewTimer(wait)
+			if q.timer == nil {
+				q.timer = time.NewTimer(wait)
 			} else {
-				timer.Reset(wait)
+				q.timer.Reset(wait) // Go 1.23+: Reset discards a pending tick
 			}
-			tick = timer.C
+			tick = q.timer.C
 		}
 		q.mu.Unlock()
 		select {

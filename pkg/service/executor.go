@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -41,6 +42,23 @@ const (
 )
 
 var propagator = propagation.TraceContext{}
+
+// childSpan starts a child of the call's span. When the call's span does not
+// record (no exporter, or not sampled) its children would not either; then
+// the call's span stands in for them and nothing is allocated.
+func (x *Executor) childSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, nonRecording{parent}
+	}
+	return x.cfg.Tracer.Start(ctx, name)
+}
+
+// nonRecording is a span that is not recorded; End does nothing (the call's
+// span it wraps ends on its own).
+type nonRecording struct{ trace.Span }
+
+func (nonRecording) End(...trace.SpanEndOption) {}
 
 // Errors that say why a call's context ended.
 var (
@@ -179,7 +197,7 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 // prepare resolves the name, decodes and coerces the arguments, and
 // validates them, in the "validate" span.
 func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target, *tools.Call, []tools.Coercion, error) {
-	_, span := x.cfg.Tracer.Start(ctx, spanValidate)
+	_, span := x.childSpan(ctx, spanValidate)
 	defer span.End()
 	args := req.Args
 	if args == nil {
@@ -239,7 +257,7 @@ func displayFallback(s *events.Start, requested string) string {
 // authorize asks the policy, in the "authorize" span; on ask it asks the
 // person through the host and waits.
 func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, effect tools.Effect, risk tools.Risk, host Host) error {
-	ctx, span := x.cfg.Tracer.Start(ctx, spanAuthorize)
+	ctx, span := x.childSpan(ctx, spanAuthorize)
 	defer span.End()
 	areq := &authz.Request{
 		ConversationID: req.ConversationID,
@@ -267,9 +285,11 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		decision = append(decision, attribute.String("toold.grant", v.Grant.ID))
 	}
 	span.AddEvent("decision", trace.WithAttributes(decision...))
-	x.cfg.Logger.InfoContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
-		"tool", target.ToolName, "operation", target.Operation, "decision", v.Decision.String(),
-		"rule", v.Rule, "reason", v.Reason, "risk", v.Risk.String())
+	if x.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
+		x.cfg.Logger.InfoContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
+			"tool", target.ToolName, "operation", target.Operation, "decision", v.Decision.String(),
+			"rule", v.Rule, "reason", v.Reason, "risk", v.Risk.String())
+	}
 
 	switch v.Decision {
 	case authz.Allow:
@@ -399,7 +419,7 @@ func findScope(scopes []authz.Scope, id string) (authz.Scope, bool) {
 // execute runs the tool under the call's timeout, in the "execute" span. A
 // panic in the tool ends this call INTERNAL; the daemon lives on.
 func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, sink *callSink) (res *tools.Result, err error) {
-	ctx, span := x.cfg.Tracer.Start(ctx, spanExecute)
+	ctx, span := x.childSpan(ctx, spanExecute)
 	defer span.End()
 	timeout := x.cfg.DefaultTimeout
 	if req.Timeout > 0 {
@@ -465,6 +485,13 @@ func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) 
 }
 
 func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End) {
+	level := slog.LevelInfo
+	if end.Err != nil && errors.Is(end.Err, errdefs.ErrInternal) {
+		level = slog.LevelError
+	}
+	if !x.cfg.Logger.Enabled(context.Background(), level) {
+		return
+	}
 	attrs := []any{
 		"call_id", req.CallID,
 		"conversation_id", req.ConversationID,
