@@ -90,6 +90,11 @@ type Request struct {
 	Effect         tools.Effect
 	// Risk is the operation's base risk, or Effect.Risk when set.
 	Risk tools.Risk
+	// Dir, when set, is the absolute directory a command line runs in (a
+	// terminal session's current directory); relative paths in
+	// Effect.Command are resolved from it as well as from the workspace
+	// root. Empty means the workspace root.
+	Dir string
 }
 
 // Verdict is the decision on a call and why.
@@ -97,7 +102,10 @@ type Verdict struct {
 	Decision Decision
 	// Reason is for the model (on deny) and for people (on ask).
 	Reason string
-	// Rule names the rule that decided, empty when the mode decided.
+	// Rule names what decided: a policy rule's name, "builtin:NAME" for a
+	// check toold always makes (sensitive paths, unparseable commands,
+	// writes outside the workspace), "grant:ID" for a grant, or "mode:auto"
+	// (yolo, ask) when the approval mode decided. The Engine always sets it.
 	Rule string
 	// Risk is the call's judged risk.
 	Risk tools.Risk
@@ -134,11 +142,23 @@ type Scope struct {
 
 // ParsedCommand is one simple command of a command line, after unwrapping.
 type ParsedCommand struct {
-	Args      []string
-	Wrappers  []string
+	// Args are the command's words after quote removal and unwrapping;
+	// Args[0] is the command name. A word that is expanded when the command
+	// runs ($VAR, $(...)) is shown as written.
+	Args []string
+	// Wrappers are the wrappers that were unwrapped, outermost first
+	// ("sudo -u bob", "bash -c", "timeout 10").
+	Wrappers []string
+	// Redirects are the redirections of the command ("> out.txt", "2>&1").
 	Redirects []string
-	Decision  string
-	Rule      string
+	// Decision is "allow", "ask" or "deny", and Rule the rule that made it
+	// (as Verdict.Rule).
+	Decision string
+	Rule     string
+	// Env lists variable assignments that apply to the command ("GOOS=linux").
+	Env []string
+	// Reason says why the command got its decision.
+	Reason string
 }
 
 // Authorizer decides on calls. Implementations are safe for concurrent use.

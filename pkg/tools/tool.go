@@ -117,6 +117,10 @@ type Effect struct {
 	Reads, Writes []string
 	// Command is the command line a call runs, if any.
 	Command string
+	// Dir is the directory Command runs in, as the model gave it (relative
+	// to the workspace, or absolute); empty means the workspace root.
+	// Relative paths in the command line start there.
+	Dir string
 	// Hosts are the network hosts a call reaches.
 	Hosts []string
 }
@@ -166,6 +170,14 @@ type Question struct {
 type Asker interface {
 	// Ask blocks until the person answers, or ctx ends.
 	Ask(ctx context.Context, q Question) (string, error)
+}
+
+// ProgressTimed is implemented by tools whose calls may rightly run long as
+// long as they make progress (proxies such as MCP tools). For them a call's
+// timeout counts time without progress or output, and the server's maximum
+// timeout caps the whole call.
+type ProgressTimed interface {
+	ProgressResetsTimeout() bool
 }
 
 // Tool is something a model can call.

@@ -1,0 +1,321 @@
+package authz
+
+import (
+	"fmt"
+	"strings"
+)
+
+// execOptions are options and subcommands that make a program run another
+// program or load code chosen on the command line, in the syntax of command
+// patterns. A command that has one is not allowed by a rule: rg is safe to
+// allow, rg --pre=./x is not.
+var execOptions = []*cmdPattern{
+	mustCmdPattern("rg --pre|--pre-glob"),
+	mustCmdPattern("sort --compress-program"),
+	mustCmdPattern("tar -I|-F|--use-compress-program|--to-command|--checkpoint-action|--info-script|--new-volume-script|--rsh-command|--rmt-command"),
+	mustCmdPattern("rsync -e|--rsh|--rsync-path"),
+	mustCmdPattern("zip -TT|--unzip-command"),
+	mustCmdPattern("man -P|-H|--pager|--html"),
+	mustCmdPattern("less -o|-O|--log-file|--LOG-FILE"),
+	mustCmdPattern("go -exec|-toolexec|-overlay"),
+	mustCmdPattern("go env -w|-u"),
+	mustCmdPattern("go generate"),
+	mustCmdPattern("cargo --config"),
+	mustCmdPattern("make --eval|-E"),
+	mustCmdPattern("git grep -O|--open-files-in-pager"),
+	mustCmdPattern("git fetch|pull|clone|ls-remote|archive|submodule --upload-pack|--exec|-u"),
+	mustCmdPattern("git push --receive-pack|--exec"),
+	mustCmdPattern("git rebase|pull -x|--exec"),
+	mustCmdPattern("git difftool|mergetool"),
+	mustCmdPattern("git submodule foreach"),
+	mustCmdPattern("git bisect run"),
+	mustCmdPattern("git filter-branch|filter-repo"),
+	mustCmdPattern("git config"),
+	mustCmdPattern("git -c|--config-env"),
+	mustCmdPattern("ssh -o|-F"),
+	mustCmdPattern("npm|pnpm|yarn --script-shell"),
+	mustCmdPattern("jq|yq --from-file|-f"),
+	mustCmdPattern("vim|vi|nvim|ex -c|-S|--cmd"),
+	mustCmdPattern("tree -o"),
+	mustCmdPattern("file -C|-m|--compile|--magic-file"),
+	mustCmdPattern("diff|git --ext-diff|--external-diff"),
+}
+
+// readOnly lists commands whose path arguments are only read, with the
+// options that make them write (or run something). Path arguments of every
+// other command may be written: outside the workspace they need a person
+// in every mode.
+var readOnly = map[string][]string{
+	"cat": nil, "tac": nil, "head": nil, "tail": nil, "less": {"-o", "-O", "--log-file", "--LOG-FILE"},
+	"more": nil, "ls": nil, "tree": {"-o"}, "stat": nil, "file": {"-C", "--compile"}, "wc": nil,
+	"du": nil, "df": nil, "grep": nil, "egrep": nil, "fgrep": nil, "rg": {"--pre"}, "ag": nil,
+	"find": {"-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-exec", "-execdir", "-ok", "-okdir"},
+	"diff": nil, "cmp": nil, "md5sum": nil, "sha1sum": nil, "sha256sum": nil, "sha512sum": nil,
+	"b2sum": nil, "cksum": nil, "readlink": nil, "realpath": nil, "basename": nil, "dirname": nil,
+	"test": nil, "[": nil, "echo": nil, "printf": nil, "which": nil, "type": nil, "jq": nil,
+	"sort": {"-o", "--output"}, "cut": nil, "nl": nil, "od": nil, "hexdump": nil, "strings": nil,
+	"column": nil, "comm": nil, "pwd": nil, "ldd": nil, "nm": nil, "objdump": nil, "readelf": nil,
+	"bat": nil, "batcat": nil, "fd": {"-x", "-X", "--exec", "--exec-batch"}, "fdfind": {"-x", "-X", "--exec", "--exec-batch"},
+	"zcat": nil, "bzcat": nil, "xzcat": nil, "zgrep": nil, "lsattr": nil, "getfacl": nil,
+}
+
+// readOnlyArgs reports whether c's path arguments are only read.
+func readOnlyArgs(c *shellCommand) bool {
+	writing, ok := readOnly[c.name()]
+	if !ok {
+		return false
+	}
+	for _, w := range c.args()[1:] {
+		if !w.literal {
+			continue
+		}
+		for _, o := range writing {
+			if w.text == o || strings.HasPrefix(w.text, o+"=") || (len(o) == 2 && o[1] != '-' && strings.HasPrefix(w.text, o)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkCommand records the problems of c's innermost command.
+func checkCommand(c *shellCommand) {
+	if c.privileged {
+		c.addProblem(problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.wrappers, ", ") + "), where no path check holds", true})
+	}
+	if c.wrapperOnly {
+		return
+	}
+	args := c.args()
+	if len(args) == 0 {
+		return
+	}
+	name := c.name()
+	switch name {
+	case "source", ".":
+		c.addProblem(problem{ruleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
+	case "cd", "pushd":
+		judgeCd(c, args)
+	case "alias", "bind", "complete", "enable", "hash":
+		c.addProblem(problem{ruleExecOption, name + " changes what later commands run", false})
+	case "awk", "gawk", "mawk", "nawk":
+		judgeAwk(c, args)
+	case "sed", "gsed":
+		judgeSed(c, args)
+	}
+	for _, p := range execOptions {
+		if p.match(args, false, "") {
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files", p.src, name), false})
+			break
+		}
+	}
+	for _, w := range args[1:] {
+		if !w.literal {
+			c.addProblem(problem{ruleDynamicArgs, fmt.Sprintf("the argument %s is only known when it runs", w.src), false})
+			break
+		}
+	}
+	if c.dynArgs {
+		c.addProblem(problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", false})
+	}
+}
+
+// judgeCd asks for a directory change that cannot be followed: to a place
+// only known at run time, home, or the previous directory.
+func judgeCd(c *shellCommand, args []word) {
+	var target []word
+	for _, w := range args[1:] {
+		if w.literal && strings.HasPrefix(w.text, "-") && w.text != "-" {
+			continue
+		}
+		target = append(target, w)
+	}
+	switch {
+	case len(target) == 0:
+		c.addProblem(problem{ruleCd, "cd without a directory goes to the home directory, outside the workspace", true})
+	case !target[0].literal:
+		c.addProblem(problem{ruleCd, "it changes to a directory only known when it runs (" + target[0].src + "), so later paths cannot be judged", true})
+	case target[0].text == "-":
+		c.addProblem(problem{ruleCd, "cd - changes to the previous directory, which cannot be judged", true})
+	}
+}
+
+// judgeAwk flags awk programs that can run commands or write files:
+// system(), pipes, getline, output redirection.
+func judgeAwk(c *shellCommand, args []word) {
+	prog, file := "", false
+	for i := 1; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "-f" || strings.HasPrefix(t, "--file") || (strings.HasPrefix(t, "-f") && len(t) > 2):
+			file = true
+		case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
+			i++
+		case strings.HasPrefix(t, "-"):
+		default:
+			if prog == "" {
+				prog = t
+			}
+		}
+		if prog != "" {
+			break
+		}
+	}
+	if file {
+		c.addProblem(problem{ruleExecOption, "awk runs a program from a file, which cannot be judged", false})
+		return
+	}
+	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON"} {
+		if strings.Contains(prog, s) {
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), false})
+			return
+		}
+	}
+}
+
+// judgeSed flags sed scripts with commands that run programs (e, s///e) or
+// read and write files (r, R, w, W, s///w), and scripts from files.
+func judgeSed(c *shellCommand, args []word) {
+	var scripts []string
+	explicit := false
+	var rest []string
+	for i := 1; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "-e" || t == "--expression":
+			if i+1 < len(args) {
+				scripts = append(scripts, args[i+1].text)
+				i++
+			}
+			explicit = true
+		case strings.HasPrefix(t, "--expression="):
+			scripts = append(scripts, strings.TrimPrefix(t, "--expression="))
+			explicit = true
+		case t == "-f" || strings.HasPrefix(t, "--file"):
+			c.addProblem(problem{ruleExecOption, "sed runs a script from a file, which cannot be judged", false})
+			return
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+			if strings.HasPrefix(t, "-e") && len(t) > 2 {
+				scripts = append(scripts, t[2:])
+				explicit = true
+			}
+		default:
+			rest = append(rest, t)
+		}
+	}
+	if !explicit && len(rest) > 0 {
+		scripts = append(scripts, rest[0])
+	}
+	for _, s := range scripts {
+		if cmd, bad := sedUnsafe(s); bad {
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), false})
+			return
+		}
+	}
+}
+
+// sedUnsafe scans a sed script for the commands e, r, R, w, W and the s
+// flags e and w. A script it cannot follow counts as unsafe.
+func sedUnsafe(s string) (string, bool) {
+	i := 0
+	skipRegex := func(delim byte) bool {
+		for i < len(s) {
+			switch s[i] {
+			case '\\':
+				i += 2
+				continue
+			case delim:
+				i++
+				return true
+			}
+			i++
+		}
+		return false
+	}
+	for i < len(s) {
+		// Address: numbers, $, /re/, \cREc, ranges, steps, !.
+		for i < len(s) {
+			ch := s[i]
+			switch {
+			case ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == ',' || ch == '!' || ch == '~' || ch == '$' || ch == '+' || (ch >= '0' && ch <= '9'):
+				i++
+				continue
+			case ch == '/':
+				i++
+				if !skipRegex('/') {
+					return "/", true
+				}
+				for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
+					i++
+				}
+				continue
+			case ch == '\\' && i+1 < len(s):
+				d := s[i+1]
+				i += 2
+				if !skipRegex(d) {
+					return "\\", true
+				}
+				continue
+			}
+			break
+		}
+		if i >= len(s) {
+			return "", false
+		}
+		cmd := s[i]
+		i++
+		switch cmd {
+		case 'e', 'r', 'R', 'w', 'W':
+			return string(cmd), true
+		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'l', 'n', 'N', 'p', 'P', 'x', 'z', 'F', 'q', 'Q', 'L':
+			// Optional exit code of q/Q, line length of l.
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		case ':', 'b', 't', 'T':
+			for i < len(s) && s[i] != ';' && s[i] != '\n' {
+				i++
+			}
+		case 'a', 'i', 'c':
+			for i < len(s) && s[i] != '\n' {
+				if s[i] == '\\' {
+					i++
+				}
+				i++
+			}
+		case 'y':
+			if i >= len(s) {
+				return "y", true
+			}
+			d := s[i]
+			i++
+			if !skipRegex(d) || !skipRegex(d) {
+				return "y", true
+			}
+		case 's':
+			if i >= len(s) {
+				return "s", true
+			}
+			d := s[i]
+			if d == '\\' || d == '\n' {
+				return "s", true
+			}
+			i++
+			if !skipRegex(d) || !skipRegex(d) {
+				return "s", true
+			}
+			for i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+				switch s[i] {
+				case 'e':
+					return "s///e", true
+				case 'w', 'W':
+					return "s///w", true
+				}
+				i++
+			}
+		default:
+			return string(cmd), true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,1074 @@
+package authz
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// Names of the engine's own decisions (Verdict.Rule).
+const (
+	ruleSensitive    = "builtin:sensitive-path"
+	ruleInvalidPath  = "builtin:invalid-path"
+	ruleUnresolvable = "builtin:unresolvable-path"
+	ruleOutsideWrite = "builtin:outside-write"
+	ruleReadRoot     = "builtin:read-root"
+	ruleWrapper      = "builtin:wrapper"
+	ruleNoCommand    = "builtin:no-command"
+	ruleCommandArg   = "builtin:command-argument"
+	ruleTooMany      = "builtin:too-many-paths"
+)
+
+// maxFacets bounds the parts of one call that are judged.
+const maxFacets = 4096
+
+// facetKind says what part of a call a facet is.
+type facetKind int
+
+const (
+	facetCall    facetKind = iota + 1 // the call as a whole (no paths, commands or hosts)
+	facetPath                         // a path it touches
+	facetCommand                      // a command of its command line
+	facetHost                         // a host it reaches
+)
+
+// facet is one part of a call, judged on its own.
+type facet struct {
+	kind  facetKind
+	acc   access
+	given string
+	// Paths: where it resolves, and the path as written made absolute
+	// without resolving symlinks (deny checks look at both).
+	loc        workspace.Location
+	lexical    string
+	resolveErr error
+	// cmd is the index of the command the facet belongs to, or -1.
+	cmd  int
+	host string
+	// words are a command facet's words, for grants.
+	words []string
+
+	decision     Decision
+	rule, reason string
+	risk         tools.Risk
+	// hard: an ask that no rule lifts and only a grant without prefix
+	// covers. neutral: allowed because something else decides (a command's
+	// argument inside the workspace is judged with its command). byRule:
+	// decided by a policy rule.
+	hard, neutral, byRule, preset bool
+	// workdir: the directory a command runs in (Effect.Reads and
+	// Effect.Writes of a call with a command line).
+	workdir bool
+	grant   *Grant
+}
+
+// judgement is a call taken apart and judged.
+type judgement struct {
+	e      *Engine
+	req    *Request
+	mode   Mode
+	base   tools.Risk
+	cmds   []*shellCommand
+	facets []*facet
+	seen   map[string]bool
+	dirs   []string
+	// workdir is the resolved directory the command line runs in, from
+	// the call's effect.
+	workdir string
+}
+
+func (e *Engine) decide(req *Request, consume bool) Verdict {
+	j := e.judge(req)
+	j.applyGrants(consume)
+	return j.verdict()
+}
+
+func (e *Engine) judge(req *Request) *judgement {
+	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk, seen: map[string]bool{}}
+	if j.mode == ModeUnset {
+		j.mode = ModeAuto
+	}
+	if j.base == tools.RiskUnknown {
+		j.base = tools.RiskHigh
+	}
+	// A tool that runs a command line names the directory it runs in in
+	// Effect.Dir (or, for tools that predate it, in Reads and Writes): that
+	// directory is where relative paths start, and is judged as a directory
+	// the command may change anything in.
+	cmdDir := req.Effect.Command != "" && req.Effect.Dir == ""
+	if req.Effect.Command != "" && req.Effect.Dir != "" {
+		j.effectPath(req.Effect.Dir, accWrite, true)
+	}
+	for _, p := range req.Effect.Reads {
+		j.effectPath(p, accRead, cmdDir)
+	}
+	for _, p := range req.Effect.Writes {
+		j.effectPath(p, accWrite, cmdDir)
+	}
+	if req.Effect.Command != "" {
+		j.commandLine(req.Effect.Command)
+	}
+	for _, h := range req.Effect.Hosts {
+		j.addHost(h, -1)
+	}
+	if len(j.facets) == 0 {
+		j.facets = append(j.facets, &facet{kind: facetCall, cmd: -1})
+	}
+	if len(j.facets) > maxFacets {
+		j.facets = append(j.facets[:maxFacets], &facet{kind: facetCall, cmd: -1, preset: true, hard: true,
+			decision: Ask, rule: ruleTooMany, risk: tools.RiskHigh,
+			reason: fmt.Sprintf("the call touches more than %d paths, too many to judge one by one", maxFacets)})
+	}
+	for _, f := range j.facets {
+		if !f.preset {
+			j.decideFacet(f)
+		}
+	}
+	return j
+}
+
+// add records f unless an equal facet is recorded.
+func (j *judgement) add(f *facet) {
+	key := fmt.Sprint(f.kind, "|", f.acc, "|", f.cmd, "|", f.loc.Abs, "|", f.lexical, "|", f.host, "|", f.given)
+	if f.kind == facetCommand {
+		key = fmt.Sprint(f.kind, "|", f.cmd, "|", len(j.facets))
+	}
+	if j.seen[key] || len(j.facets) > maxFacets {
+		return
+	}
+	j.seen[key] = true
+	j.facets = append(j.facets, f)
+}
+
+// expandHome expands a leading ~ of p.
+func (j *judgement) expandHome(p string) string {
+	if j.e.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return j.e.home + p[1:]
+	}
+	return p
+}
+
+// effectPath adds a path from Effect.Reads or Effect.Writes, resolved as
+// the tool resolves it; workdir marks the directory of a command line.
+func (j *judgement) effectPath(given string, acc access, workdir bool) {
+	f := &facet{kind: facetPath, acc: acc, given: given, cmd: -1, workdir: workdir}
+	if workdir {
+		f.acc = accArg
+	}
+	f.loc, f.resolveErr = j.e.ws.Resolve(given)
+	if workdir && j.workdir == "" && f.resolveErr == nil {
+		if fi, err := os.Stat(f.loc.Abs); err == nil && fi.IsDir() {
+			j.workdir = f.loc.Abs
+		}
+	}
+	if strings.IndexByte(given, 0) < 0 {
+		lex := j.expandHome(given)
+		if !filepath.IsAbs(lex) {
+			lex = filepath.Join(j.e.wsDir, lex)
+		}
+		f.lexical = filepath.Clean(lex)
+	}
+	j.add(f)
+}
+
+// commandLine adds the commands of a command line and what they touch.
+func (j *judgement) commandLine(line string) {
+	pl := parseCommandLine(line, j.e.home)
+	for _, pr := range pl.problems {
+		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
+			rule: pr.rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.reason})
+	}
+	j.cmds = pl.commands
+	base := j.e.wsDir
+	if j.workdir != "" {
+		base = j.workdir
+	}
+	if d := j.req.Dir; d != "" && filepath.IsAbs(d) {
+		base = filepath.Clean(d)
+		if loc, err := j.e.ws.Resolve(base); err == nil {
+			base = loc.Abs
+		}
+	}
+	j.dirs = []string{base}
+	// Relative paths are resolved from every directory the line changes
+	// to, as well as from where it starts.
+	for _, c := range j.cmds {
+		if n := c.name(); (n == "cd" || n == "pushd") && !c.wrapperOnly {
+			for _, w := range c.args()[1:] {
+				if w.literal && !strings.HasPrefix(w.text, "-") {
+					j.addDir(&j.dirs, w.text, base)
+					break
+				}
+			}
+		}
+	}
+	for i, c := range j.cmds {
+		j.commandFacets(i, c)
+	}
+}
+
+// addDir adds the directory p (relative to base) to dirs.
+func (j *judgement) addDir(dirs *[]string, p, base string) {
+	p = j.expandHome(p)
+	if !filepath.IsAbs(p) {
+		p = base + "/" + p
+	}
+	loc, err := j.e.ws.Resolve(p)
+	if err != nil || !loc.Exists || slices.Contains(*dirs, loc.Abs) {
+		return
+	}
+	if fi, err := os.Stat(loc.Abs); err == nil && fi.IsDir() {
+		*dirs = append(*dirs, loc.Abs)
+	}
+}
+
+// commandFacets adds command c (index i) and the paths and hosts it names.
+func (j *judgement) commandFacets(i int, c *shellCommand) {
+	args := c.args()
+	words := make([]string, 0, len(args))
+	for _, w := range args {
+		words = append(words, w.String())
+	}
+	j.add(&facet{kind: facetCommand, cmd: i, given: c.src, words: words})
+
+	dirs := slices.Clone(j.dirs)
+	for _, w := range c.cwds {
+		if w.literal {
+			j.addDir(&dirs, w.text, j.dirs[0])
+		}
+	}
+	if !c.wrapperOnly && len(args) > 0 {
+		if a := args[0]; a.literal && strings.Contains(a.text, "/") && !inSystemBin(a.text) {
+			j.commandPath(i, a, accExec, dirs)
+		}
+		acc := accArg
+		if readOnlyArgs(c) {
+			acc = accRead
+		}
+		for _, w := range args[1:] {
+			j.argWord(i, w, acc, dirs)
+		}
+	}
+	for _, w := range c.own {
+		j.argWord(i, w, accArg, dirs)
+	}
+	for _, a := range c.env {
+		if a.value.literal && isPathLike(a.value.text) {
+			j.commandPath(i, a.value, accValue, dirs)
+		}
+	}
+	for _, r := range c.redirects {
+		if !r.read && !r.write {
+			continue
+		}
+		acc := accRead
+		if r.write {
+			acc = accWrite
+		}
+		if !r.target.literal {
+			if r.write {
+				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.src), true})
+			} else {
+				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s)", r.src), false})
+			}
+			j.prefixPath(i, r.target, acc, dirs)
+			continue
+		}
+		j.commandPath(i, r.target, acc, dirs)
+	}
+}
+
+// argWord adds what an argument names: a path, a URL's host; for a word
+// only known at run time, the directory its literal beginning names.
+func (j *judgement) argWord(i int, w word, acc access, dirs []string) {
+	if !w.literal {
+		j.prefixPath(i, w, acc, dirs)
+		return
+	}
+	for _, cand := range argCandidates(w.text) {
+		if h, ok := urlHost(cand); ok {
+			j.addHost(h, i)
+			continue
+		}
+		cw := word{text: cand, literal: true, glob: w.glob, src: w.src}
+		if isPathLike(cand) || w.glob || j.existsIn(cand, dirs) {
+			j.commandPath(i, cw, acc, dirs)
+		}
+	}
+}
+
+// prefixPath adds the directory named by the literal beginning of a word
+// only known at run time: "$HOME/.ssh/$X" names ~/.ssh.
+func (j *judgement) prefixPath(i int, w word, acc access, dirs []string) {
+	k := strings.LastIndexByte(w.prefix, '/')
+	if k < 0 {
+		return
+	}
+	d := w.prefix[:k]
+	if d == "" {
+		d = "/"
+	}
+	j.commandPath(i, word{text: d, literal: true, src: w.src}, acc, dirs)
+}
+
+// argCandidates returns the texts in an argument that may be paths: the
+// word, the value of --opt=VALUE or KEY=VALUE, what follows host: or REF:,
+// and the file of @file (curl -d @file, response files).
+func argCandidates(t string) []string {
+	var out []string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		out = append(out, s)
+		if len(s) > 1 && s[0] == '@' {
+			out = append(out, s[1:])
+		}
+	}
+	if strings.HasPrefix(t, "-") {
+		if k := strings.IndexByte(t, '='); k > 0 {
+			add(t[k+1:])
+		} else if !strings.HasPrefix(t, "--") && len(t) > 2 && strings.Contains(t[2:], "/") {
+			add(t[2:])
+		}
+		return out
+	}
+	add(t)
+	if k := strings.IndexByte(t, '='); k > 0 && !strings.Contains(t[:k], "/") {
+		add(t[k+1:])
+	}
+	if !strings.Contains(t, "://") {
+		if k := strings.LastIndexByte(t, ':'); k >= 0 {
+			add(t[k+1:])
+		}
+	}
+	return out
+}
+
+// existsIn reports whether name exists in one of dirs.
+func (j *judgement) existsIn(name string, dirs []string) bool {
+	for _, d := range dirs {
+		if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// pseudoDevices are paths that read or write nothing on disk.
+var pseudoDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2"}
+
+// commandPath adds a path a command names, resolved from each directory
+// the line may be in; a glob is expanded (bounded) and its fixed
+// directory added.
+func (j *judgement) commandPath(i int, w word, acc access, dirs []string) {
+	t := j.expandHome(w.text)
+	if slices.Contains(pseudoDevices, path.Clean(t)) {
+		return
+	}
+	if w.glob {
+		j.globPaths(i, t, acc, dirs)
+		return
+	}
+	if filepath.IsAbs(t) {
+		j.pathFacet(i, t, acc, w.text)
+		return
+	}
+	for _, d := range dirs {
+		j.pathFacet(i, d+"/"+t, acc, w.text)
+	}
+}
+
+func (j *judgement) pathFacet(i int, p string, acc access, given string) {
+	f := &facet{kind: facetPath, acc: acc, given: given, cmd: i, lexical: filepath.Clean(p)}
+	f.loc, f.resolveErr = j.e.ws.Resolve(p)
+	j.add(f)
+}
+
+// maxGlobEntries bounds the directory entries a glob may read.
+const maxGlobEntries = 20000
+
+// globPaths adds what a glob in a command matches now, and the directory
+// before its first wildcard.
+func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
+	bases := dirs
+	if filepath.IsAbs(t) {
+		bases = []string{""}
+	}
+	for _, d := range bases {
+		pattern := t
+		if d != "" {
+			pattern = d + "/" + t
+		}
+		fixed := pattern[:strings.IndexAny(pattern, "*?[")]
+		if k := strings.LastIndexByte(fixed, '/'); k >= 0 {
+			fd := fixed[:k]
+			if fd == "" {
+				fd = "/"
+			}
+			if fd != d {
+				j.pathFacet(i, fd, acc, t)
+			}
+		}
+		matches, complete := boundedGlob(pattern, maxGlobEntries)
+		for _, m := range matches {
+			j.pathFacet(i, m, acc, t)
+		}
+		if !complete && i >= 0 && i < len(j.cmds) {
+			j.cmds[i].addProblem(problem{ruleTooMany, fmt.Sprintf("the pattern %s matches too many files to judge", t), false})
+		}
+	}
+}
+
+// boundedGlob expands an absolute glob as bash does (no dot files unless the
+// pattern names them), reading at most limit directory entries.
+func boundedGlob(pattern string, limit int) ([]string, bool) {
+	parts := strings.Split(filepath.Clean(pattern), "/")
+	cur := []string{"/"}
+	read := 0
+	for _, part := range parts[1:] {
+		if part == "" {
+			continue
+		}
+		var next []string
+		if !strings.ContainsAny(part, "*?[") {
+			for _, c := range cur {
+				next = append(next, filepath.Join(c, part))
+			}
+			cur = next
+			continue
+		}
+		for _, c := range cur {
+			ents, err := os.ReadDir(c)
+			if err != nil {
+				continue
+			}
+			read += len(ents)
+			if read > limit {
+				return nil, false
+			}
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(part, ".") {
+					continue
+				}
+				if ok, _ := filepath.Match(part, e.Name()); ok {
+					next = append(next, filepath.Join(c, e.Name()))
+				}
+			}
+		}
+		cur = next
+		if len(cur) == 0 {
+			return nil, true
+		}
+	}
+	var out []string
+	for _, c := range cur {
+		if _, err := os.Lstat(c); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, true
+}
+
+func (j *judgement) addHost(h string, cmd int) {
+	n := normalizeHost(h)
+	if n == "" {
+		return
+	}
+	j.add(&facet{kind: facetHost, host: n, given: h, cmd: cmd})
+}
+
+// ---- decisions ----
+
+func (j *judgement) decideFacet(f *facet) {
+	switch f.kind {
+	case facetPath:
+		j.decidePath(f)
+	case facetCommand:
+		j.decideCommand(f)
+	case facetHost:
+		j.decideHost(f)
+	default:
+		j.decideCall(f)
+	}
+}
+
+// strictest returns, for each decision, the first matching rule among the
+// rules of kind (for which match is asked) and the rules that judge the
+// call as a whole, which match every part of a call they match. A rule of
+// the kind is preferred to a rule on the whole call: it names the part.
+func (j *judgement) strictest(kind ruleKind, match func(*rule) bool) (deny, ask, allow *rule) {
+	var found, general [Deny + 1]*rule
+	for _, r := range j.e.rules {
+		if !r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) {
+			continue
+		}
+		switch k := r.kind(); {
+		case k == kindCall:
+			if general[r.decision] == nil {
+				general[r.decision] = r
+			}
+		case k == kind && found[r.decision] == nil && match(r):
+			found[r.decision] = r
+		}
+	}
+	pick := func(d Decision) *rule {
+		if found[d] != nil {
+			return found[d]
+		}
+		return general[d]
+	}
+	return pick(Deny), pick(Ask), pick(Allow)
+}
+
+// sensitiveAllow returns the first allow rule with sensitive: true that
+// names abs.
+func (j *judgement) sensitiveAllow(abs string, acc access) *rule {
+	for _, r := range j.e.rules {
+		if r.decision == Allow && r.sensitive && r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) &&
+			r.pathMatches([]string{abs}, acc, j.e.scope) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (j *judgement) byRule(f *facet, r *rule, risk tools.Risk) {
+	f.decision, f.rule, f.risk, f.byRule = r.decision, r.name, risk, true
+	why := r.reason
+	if why == "" {
+		why = "rule " + r.name
+	}
+	switch r.decision {
+	case Allow:
+		f.reason = j.subject(f) + " is allowed: " + why
+	case Ask:
+		f.reason = j.subject(f) + " needs approval: " + why
+	default:
+		f.reason = j.subject(f) + " is denied: " + why
+	}
+}
+
+func (j *judgement) set(f *facet, d Decision, rule, reason string, risk tools.Risk) {
+	f.decision, f.rule, f.reason, f.risk = d, rule, reason, risk
+}
+
+// byMode lets the approval mode decide a part of the given risk.
+func (j *judgement) byMode(f *facet, risk tools.Risk, why string) {
+	rule := "mode:" + j.mode.String()
+	switch j.mode {
+	case ModeYOLO:
+		j.set(f, Allow, rule, j.subject(f)+" is allowed in YOLO mode", risk)
+	case ModeAuto:
+		if risk <= tools.RiskLow {
+			j.set(f, Allow, rule, j.subject(f)+" is low risk, allowed in AUTO mode", risk)
+			return
+		}
+		j.set(f, Ask, rule, fmt.Sprintf("%s is %s risk (%s); AUTO mode asks", j.subject(f), risk, why), risk)
+	default:
+		j.set(f, Ask, rule, fmt.Sprintf("%s: ASK mode asks before anything a rule does not allow (%s)", j.subject(f), why), risk)
+	}
+}
+
+// subject names a part of the call for reasons.
+func (j *judgement) subject(f *facet) string {
+	switch f.kind {
+	case facetPath:
+		s := fmt.Sprintf("%q", f.given)
+		if f.loc.Abs != "" && f.loc.Abs != f.given {
+			s += " (" + f.loc.Abs + ")"
+		}
+		return s
+	case facetCommand:
+		if f.cmd >= 0 {
+			return "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "`"
+		}
+		return "the command line"
+	case facetHost:
+		return "host " + f.host
+	}
+	return j.req.Tool + "." + j.req.Operation
+}
+
+func (j *judgement) decidePath(f *facet) {
+	e := j.e
+	if f.resolveErr != nil {
+		if errors.Is(f.resolveErr, errdefs.ErrInvalidArgument) {
+			j.set(f, Deny, ruleInvalidPath, fmt.Sprintf("%q is not a valid path: %v", f.given, f.resolveErr), tools.RiskHigh)
+			return
+		}
+		f.hard = true
+		j.set(f, Ask, ruleUnresolvable, fmt.Sprintf("%q cannot be resolved, so where it leads cannot be judged (%v)", f.given, f.resolveErr), tools.RiskHigh)
+		return
+	}
+	forms := []string{f.loc.Abs}
+	if f.lexical != "" && f.lexical != f.loc.Abs {
+		forms = append(forms, f.lexical)
+	}
+	sens := ""
+	for _, p := range forms {
+		if pat, ok := e.sensitive.Match(p); ok {
+			sens = pat
+			break
+		}
+	}
+	deny, ask, allow := j.strictest(kindPath, func(r *rule) bool {
+		if r.decision == Allow {
+			// What the kernel will touch must be allowed.
+			return r.pathMatches(forms[:1], f.acc, e.scope)
+		}
+		return r.pathMatches(forms, f.acc, e.scope)
+	})
+	outside := !f.loc.Inside
+	risk := tools.RiskLow
+	switch {
+	case outside && f.acc != accValue:
+		risk = tools.RiskHigh
+	case f.acc == accWrite:
+		risk = tools.RiskMedium
+	}
+	if f.cmd < 0 && !f.workdir {
+		risk = max(risk, j.base)
+	}
+	if deny != nil {
+		j.byRule(f, deny, risk)
+		return
+	}
+	if sens != "" {
+		sa := j.sensitiveAllow(f.loc.Abs, f.acc)
+		if sa == nil {
+			j.set(f, Deny, ruleSensitive, fmt.Sprintf("%s is a sensitive path (it matches %q); toold never lets a call read or write it (a policy rule with sensitive: true can allow it)", j.subject(f), sens), tools.RiskHigh)
+			return
+		}
+		if ask == nil {
+			allow = sa
+		}
+	}
+	if ask != nil {
+		j.byRule(f, ask, risk)
+		return
+	}
+	if allow != nil && (!outside || allow.kind() == kindPath) {
+		j.byRule(f, allow, risk)
+		return
+	}
+	if !outside {
+		if (f.cmd >= 0 && f.acc != accWrite) || f.workdir {
+			f.neutral = true
+			j.set(f, Allow, ruleCommandArg, j.subject(f)+" is inside the workspace; its command decides", tools.RiskLow)
+			return
+		}
+		what := "reads inside the workspace"
+		if f.acc == accWrite {
+			what = "writes inside the workspace"
+		}
+		j.byMode(f, risk, what)
+		return
+	}
+	switch f.acc {
+	case accValue:
+		f.neutral = true
+		j.set(f, Allow, ruleCommandArg, j.subject(f)+" is only named, not opened", tools.RiskLow)
+	case accRead, accExec:
+		switch {
+		case j.mode == ModeAuto && e.readRoot(f.loc.Abs):
+			j.set(f, Allow, ruleReadRoot, j.subject(f)+" is under a read root, readable in AUTO mode", risk)
+		default:
+			j.byMode(f, risk, "it reads outside the workspace")
+		}
+	default:
+		what := "the call writes " + f.loc.Abs
+		switch {
+		case f.workdir:
+			what = "the command runs in " + f.loc.Abs
+		case f.cmd >= 0 && f.acc == accArg:
+			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` may write " + f.loc.Abs
+		case f.cmd >= 0:
+			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` writes " + f.loc.Abs
+		}
+		j.set(f, Ask, ruleOutsideWrite, what+", outside the workspace; that needs a person's approval in every mode", tools.RiskHigh)
+	}
+}
+
+func (j *judgement) decideCommand(f *facet) {
+	c := j.cmds[f.cmd]
+	deny, ask, allow := j.strictest(kindCommand, func(r *rule) bool { return r.commandMatches(c, j.e.home) })
+	if deny != nil {
+		j.byRule(f, deny, tools.RiskHigh)
+		return
+	}
+	if p, ok := c.hardProblem(); ok {
+		f.hard = true
+		j.set(f, Ask, p.rule, fmt.Sprintf("%s cannot be judged: %s", j.subject(f), p.reason), tools.RiskHigh)
+		return
+	}
+	if ask != nil {
+		j.byRule(f, ask, tools.RiskHigh)
+		return
+	}
+	soft, hasSoft := c.softProblem()
+	if c.wrapperOnly && !hasSoft {
+		f.neutral = true
+		j.set(f, Allow, ruleWrapper, j.subject(f)+" runs the commands judged after it", tools.RiskLow)
+		return
+	}
+	if len(c.args()) == 0 {
+		if !hasSoft {
+			f.neutral = true
+			j.set(f, Allow, ruleNoCommand, j.subject(f)+" runs no command", tools.RiskLow)
+			return
+		}
+	} else if allow != nil && !hasSoft {
+		j.byRule(f, allow, tools.RiskLow)
+		return
+	}
+	if j.mode == ModeYOLO {
+		j.byMode(f, tools.RiskHigh, "")
+		return
+	}
+	rule := "mode:" + j.mode.String()
+	why := "no rule allows it"
+	if hasSoft {
+		rule, why = soft.rule, soft.reason
+		if allow != nil {
+			why += "; so rule " + allow.name + " does not allow it"
+		}
+	}
+	modeWhy := "AUTO mode asks before commands no rule allows"
+	if j.mode == ModeAsk {
+		modeWhy = "ASK mode asks before anything a rule does not allow"
+	}
+	j.set(f, Ask, rule, fmt.Sprintf("%s needs approval: %s (%s)", j.subject(f), why, modeWhy), tools.RiskHigh)
+}
+
+func (j *judgement) decideHost(f *facet) {
+	deny, ask, allow := j.strictest(kindHost, func(r *rule) bool { return r.hostMatches(f.host) })
+	risk := j.base
+	if f.cmd >= 0 {
+		risk = tools.RiskLow
+	}
+	switch {
+	case deny != nil:
+		j.byRule(f, deny, tools.RiskHigh)
+	case ask != nil:
+		j.byRule(f, ask, risk)
+	case allow != nil:
+		j.byRule(f, allow, risk)
+	case f.cmd >= 0:
+		f.neutral = true
+		j.set(f, Allow, ruleCommandArg, j.subject(f)+" is reached by a command; the command decides", tools.RiskLow)
+	default:
+		j.byMode(f, risk, "it reaches the network")
+	}
+}
+
+func (j *judgement) decideCall(f *facet) {
+	deny, ask, allow := j.strictest(kindCall, func(*rule) bool { return false })
+	switch {
+	case deny != nil:
+		j.byRule(f, deny, j.base)
+	case ask != nil:
+		j.byRule(f, ask, j.base)
+	case allow != nil:
+		j.byRule(f, allow, j.base)
+	default:
+		j.byMode(f, j.base, "the tool's risk")
+	}
+}
+
+// applyGrants turns the asks of a call into allows when live grants of the
+// conversation cover every one of them; with consume, one-time grants used
+// are removed.
+func (j *judgement) applyGrants(consume bool) {
+	var asks []*facet
+	for _, f := range j.facets {
+		switch f.decision {
+		case Deny:
+			return
+		case Ask:
+			asks = append(asks, f)
+		}
+	}
+	if len(asks) == 0 {
+		return
+	}
+	used, ok := j.e.grants.cover(j.req.ConversationID, j.req.Tool, j.req.Operation, asks, consume, j.e.now())
+	if !ok {
+		return
+	}
+	for i, f := range asks {
+		g := used[i]
+		f.decision, f.rule, f.grant = Allow, "grant:"+g.ID, &g
+		what := g.Scope.Description
+		if what == "" {
+			what = describeScope(g.Scope)
+		}
+		f.reason = fmt.Sprintf("%s is allowed by grant %s (%s, granted by %s)", j.subject(f), g.ID, what, g.GrantedBy)
+	}
+}
+
+// ---- the verdict ----
+
+func (j *judgement) verdict() Verdict {
+	v := Verdict{Decision: Allow, Risk: tools.RiskLow}
+	for _, f := range j.facets {
+		v.Decision = max(v.Decision, f.decision)
+		v.Risk = max(v.Risk, f.risk)
+	}
+	d := j.deciding(j.facets, v.Decision)
+	v.Rule, v.Reason = d.rule, d.reason
+	if v.Decision == Ask {
+		var reasons []string
+		for _, f := range j.facets {
+			if f.decision == Ask && !slices.Contains(reasons, f.reason) && len(reasons) < 3 {
+				reasons = append(reasons, f.reason)
+			}
+		}
+		v.Reason = strings.Join(reasons, "; ")
+	}
+	for _, f := range j.facets {
+		if f.grant != nil {
+			v.Grant = f.grant
+			break
+		}
+	}
+	v.Commands = j.parsedCommands()
+	v.Summary = j.summary()
+	if v.Decision != Deny {
+		v.Outside = j.outside()
+	}
+	if v.Decision == Ask {
+		v.Scopes = j.scopes()
+	}
+	return v
+}
+
+// deciding picks the facet that names a decision: for deny the first
+// denied; for ask the first asked by a rule or a check rather than by the
+// mode; for allow the first allowed by a grant, then by a policy rule, then
+// any that is not neutral.
+func (j *judgement) deciding(fs []*facet, d Decision) *facet {
+	switch d {
+	case Deny:
+		for _, f := range fs {
+			if f.decision == d {
+				return f
+			}
+		}
+	case Ask:
+		for _, f := range fs {
+			if f.decision == d && !strings.HasPrefix(f.rule, "mode:") {
+				return f
+			}
+		}
+		for _, f := range fs {
+			if f.decision == d {
+				return f
+			}
+		}
+	}
+	for _, pick := range []func(*facet) bool{
+		func(f *facet) bool { return f.grant != nil },
+		func(f *facet) bool { return f.byRule },
+		func(f *facet) bool { return !f.neutral },
+		func(*facet) bool { return true },
+	} {
+		for _, f := range fs {
+			if f.decision == d && pick(f) {
+				return f
+			}
+		}
+	}
+	return &facet{rule: "mode:" + j.mode.String(), reason: "nothing to judge"}
+}
+
+func (j *judgement) parsedCommands() []ParsedCommand {
+	if len(j.cmds) == 0 {
+		return nil
+	}
+	out := make([]ParsedCommand, 0, len(j.cmds))
+	for i, c := range j.cmds {
+		pc := ParsedCommand{Wrappers: c.wrappers}
+		for _, w := range c.args() {
+			pc.Args = append(pc.Args, w.String())
+		}
+		for _, r := range c.redirects {
+			pc.Redirects = append(pc.Redirects, r.src)
+		}
+		for _, a := range c.env {
+			pc.Env = append(pc.Env, a.src)
+		}
+		var fs []*facet
+		d := Allow
+		for _, f := range j.facets {
+			if f.cmd == i {
+				fs = append(fs, f)
+				d = max(d, f.decision)
+			}
+		}
+		df := j.deciding(fs, d)
+		pc.Decision, pc.Rule, pc.Reason = d.String(), df.rule, df.reason
+		out = append(out, pc)
+	}
+	return out
+}
+
+// outside lists the resolved paths outside the workspace the call touches.
+func (j *judgement) outside() []string {
+	var out []string
+	for _, f := range j.facets {
+		if f.kind == facetPath && f.resolveErr == nil && !f.loc.Inside && f.loc.Abs != "" && f.acc != accValue && !slices.Contains(out, f.loc.Abs) {
+			out = append(out, f.loc.Abs)
+		}
+	}
+	return out
+}
+
+func (j *judgement) summary() string {
+	var s string
+	switch {
+	case j.req.Effect.Command != "":
+		s = "Run `" + tools.Preview(strings.TrimSpace(j.req.Effect.Command), 100) + "`"
+		if n := len(j.cmds); n > 1 {
+			s += fmt.Sprintf(" (%d commands)", n)
+		}
+	case j.req.Effect.Display != "":
+		s = j.req.Effect.Display
+	default:
+		s = "Call " + j.req.Tool
+		if j.req.Operation != "" && j.req.Operation != j.req.Tool {
+			s += "." + j.req.Operation
+		}
+	}
+	if out := j.outside(); len(out) > 0 {
+		more := ""
+		if len(out) > 2 {
+			more = fmt.Sprintf(" and %d more", len(out)-2)
+			out = out[:2]
+		}
+		s += " — outside the workspace: " + strings.Join(out, ", ") + more
+	}
+	return s
+}
+
+// maxScopes bounds the conversation scopes offered.
+const maxScopes = 4
+
+// scopes offers approving this call once, and, for each part that asks
+// and may be granted, a conversation grant narrowed to the tool, the
+// operation and the part's directory or command prefix.
+func (j *judgement) scopes() []Scope {
+	tool, op := j.req.Tool, j.req.Operation
+	out := []Scope{{ID: "once", Tool: tool, Operation: op, Description: "this call only"}}
+	seen := map[string]bool{}
+	ttl := j.e.defaultTTL
+	for _, f := range j.facets {
+		if f.decision != Ask || f.hard || len(out) > maxScopes {
+			continue
+		}
+		s := Scope{Conversation: true, Tool: tool, Operation: op, TTL: ttl}
+		switch f.kind {
+		case facetPath:
+			if s.PathPrefix = j.scopeDir(f); s.PathPrefix == "" {
+				continue
+			}
+		case facetCommand:
+			if s.CommandPrefix = commandPrefix(f.words); s.CommandPrefix == "" {
+				continue
+			}
+		}
+		key := s.PathPrefix + "\x00" + s.CommandPrefix
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		s.Description = describeScope(s)
+		s.ID = fmt.Sprintf("conversation-%d", len(out))
+		out = append(out, s)
+	}
+	return out
+}
+
+// describeScope says in words what a grant of s covers.
+func describeScope(s Scope) string {
+	target := s.Tool
+	if s.Operation != "" && s.Operation != s.Tool {
+		target += "." + s.Operation
+	}
+	var what string
+	switch {
+	case s.PathPrefix != "":
+		what = fmt.Sprintf("%s on paths under %s", target, s.PathPrefix)
+	case s.CommandPrefix != "":
+		what = fmt.Sprintf("%s running commands that start with %q", target, s.CommandPrefix)
+	default:
+		what = "every " + target + " call"
+	}
+	if !s.Conversation {
+		return what + ", once"
+	}
+	return fmt.Sprintf("%s, in this conversation for %s (deny rules and sensitive paths still apply)", what, s.TTL)
+}
+
+// scopeDir is the directory a path grant is narrowed to: the path itself
+// when it is a directory, else its parent; never / or the home directory.
+func (j *judgement) scopeDir(f *facet) string {
+	if f.resolveErr != nil || f.loc.Abs == "" {
+		return ""
+	}
+	d := f.loc.Abs
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		d = filepath.Dir(d)
+	}
+	if d == "/" || d == j.e.home {
+		return ""
+	}
+	return d
+}
+
+// subcommandTools are programs whose first argument is a subcommand, so
+// that a grant for "git push" does not cover "git reset".
+var subcommandTools = []string{
+	"git", "go", "npm", "pnpm", "yarn", "bun", "deno", "cargo", "rustup", "docker", "podman", "kubectl",
+	"helm", "make", "pip", "pip3", "uv", "poetry", "pdm", "gh", "glab", "terraform", "tofu", "systemctl",
+	"apt", "apt-get", "brew", "dotnet", "mvn", "gradle", "gradlew", "bazel", "nix", "conda", "aws",
+	"gcloud", "az", "composer", "bundle", "rake", "mix", "stack", "cabal", "dune", "opam", "swift",
+	"flutter", "dart", "just", "task", "nx", "turbo", "lerna", "vagrant", "ansible-galaxy", "hg", "svn",
+}
+
+// commandPrefix is what a command grant is narrowed to: the command name,
+// and for programs with subcommands the subcommand ("git push").
+func commandPrefix(words []string) string {
+	if len(words) == 0 || words[0] == "" || strings.ContainsAny(words[0], "$`*?[") {
+		return ""
+	}
+	name := words[0]
+	if inSystemBin(name) {
+		name = path.Base(name)
+	}
+	if len(words) > 1 && slices.Contains(subcommandTools, path.Base(name)) && isSubcommand(words[1]) {
+		return name + " " + words[1]
+	}
+	return name
+}
+
+func isSubcommand(s string) bool {
+	if s == "" || len(s) > 32 || !(s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}

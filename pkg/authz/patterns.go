@@ -1,0 +1,565 @@
+package authz
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Patterns of the policy file: word globs (tools, hosts, command words),
+// command patterns, and path patterns.
+
+// wordGlob matches one word: * any run of characters (including /), ? one
+// character, [abc] a class, \x a literal x, and | separates alternatives.
+type wordGlob struct {
+	src string
+	re  *regexp.Regexp
+	// any reports an alternative "*", which also matches a word only
+	// known at run time.
+	any bool
+}
+
+func compileWordGlob(s string) (*wordGlob, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty pattern")
+	}
+	g := &wordGlob{src: s}
+	var alts []string
+	for _, alt := range splitUnescaped(s, '|') {
+		if alt == "*" {
+			g.any = true
+		}
+		re, err := globRegexp(alt)
+		if err != nil {
+			return nil, fmt.Errorf("pattern %q: %w", s, err)
+		}
+		alts = append(alts, re)
+	}
+	re, err := regexp.Compile("^(?:" + strings.Join(alts, "|") + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", s, err)
+	}
+	g.re = re
+	return g, nil
+}
+
+func (g *wordGlob) match(s string) bool { return g.re.MatchString(s) }
+
+// splitUnescaped splits s at sep characters not preceded by a backslash.
+func splitUnescaped(s string, sep byte) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case sep:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// globRegexp translates one glob alternative to a regular expression.
+func globRegexp(g string) (string, error) {
+	var sb strings.Builder
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch c {
+		case '*':
+			sb.WriteString(".*")
+		case '?':
+			sb.WriteString(".")
+		case '\\':
+			if i+1 < len(g) {
+				i++
+				sb.WriteString(regexp.QuoteMeta(g[i : i+1]))
+			} else {
+				sb.WriteString(`\\`)
+			}
+		case '[':
+			j := strings.IndexByte(g[i+1:], ']')
+			if j < 0 {
+				return "", fmt.Errorf("unterminated [")
+			}
+			class := g[i+1 : i+1+j]
+			if class == "" {
+				return "", fmt.Errorf("empty []")
+			}
+			if class[0] == '!' {
+				class = "^" + class[1:]
+			}
+			sb.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		default:
+			sb.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	return sb.String(), nil
+}
+
+// cmdPattern matches a simple command. Its first word matches the command
+// name (its base name, unless the pattern word has a /). A word starting
+// with - is a flag the command must have anywhere before "--": -rf is
+// satisfied by -rf, -fr or -r -f; --force by --force or --force=x;
+// alternatives separated by | (-r|-R|--recursive). The other words match
+// the command's other words (its positional words) in order, as a prefix:
+// "git push" matches "git push origin main". A word ** matches any number
+// of words: "rm -r ** /" matches "rm -r a b /".
+type cmdPattern struct {
+	src       string
+	name      *wordGlob
+	nameSlash bool
+	flags     [][]string // alternatives per required flag
+	pos       []*wordGlob
+}
+
+// splitPatternWords splits a command pattern into words at unquoted
+// spaces. Quotes group words; what they quote is literal (glob characters
+// are escaped). Backslashes outside quotes are kept for the glob.
+func splitPatternWords(s string) ([]string, error) {
+	var out []string
+	var sb strings.Builder
+	in := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			sb.WriteByte(c)
+			sb.WriteByte(s[i+1])
+			i++
+			in = true
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(s[i+1:], c)
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated quote")
+			}
+			for _, q := range []byte(s[i+1 : i+1+j]) {
+				if strings.IndexByte(`*?[]\|`, q) >= 0 {
+					sb.WriteByte('\\')
+				}
+				sb.WriteByte(q)
+			}
+			i += j + 1
+			in = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				out = append(out, sb.String())
+				sb.Reset()
+				in = false
+			}
+		default:
+			sb.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, sb.String())
+	}
+	return out, nil
+}
+
+func compileCmdPattern(s string) (*cmdPattern, error) {
+	words, err := splitPatternWords(s)
+	if err != nil {
+		return nil, fmt.Errorf("command pattern %q: %w", s, err)
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty command pattern")
+	}
+	p := &cmdPattern{src: s}
+	if strings.HasPrefix(words[0], "-") || words[0] == "**" {
+		return nil, fmt.Errorf("command pattern %q must start with the command name", s)
+	}
+	if p.name, err = compileWordGlob(words[0]); err != nil {
+		return nil, fmt.Errorf("command pattern %q: %w", s, err)
+	}
+	p.nameSlash = strings.Contains(words[0], "/")
+	for _, w := range words[1:] {
+		switch {
+		case w == "**":
+			p.pos = append(p.pos, nil)
+		case len(w) > 1 && w[0] == '-':
+			alts := splitUnescaped(w, '|')
+			for _, a := range alts {
+				if len(a) < 2 || a[0] != '-' || a == "--" {
+					return nil, fmt.Errorf("command pattern %q: flag %q: every alternative must be a flag such as -r or --recursive", s, w)
+				}
+			}
+			p.flags = append(p.flags, alts)
+		default:
+			g, err := compileWordGlob(w)
+			if err != nil {
+				return nil, fmt.Errorf("command pattern %q: %w", s, err)
+			}
+			p.pos = append(p.pos, g)
+		}
+	}
+	return p, nil
+}
+
+func mustCmdPattern(s string) *cmdPattern {
+	p, err := compileCmdPattern(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// systemBinDirs hold programs that a command name with a / may name and
+// still match a rule written for the bare name (/usr/bin/git is git).
+var systemBinDirs = []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
+
+func inSystemBin(name string) bool {
+	d := path.Dir(path.Clean(name))
+	for _, s := range systemBinDirs {
+		if d == s {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdShape is a command's words sorted into flags and positional words.
+type cmdShape struct {
+	longs   []string // --name (value dropped)
+	singles []string // -abc as written
+	letters map[byte]bool
+	pos     []word
+}
+
+func shapeOf(words []word) cmdShape {
+	s := cmdShape{letters: map[byte]bool{}}
+	dashdash := false
+	for _, w := range words[1:] {
+		if !dashdash && w.literal {
+			t := w.text
+			if t == "--" {
+				dashdash = true
+				continue
+			}
+			if strings.HasPrefix(t, "--") {
+				name, _, _ := strings.Cut(t, "=")
+				s.longs = append(s.longs, name)
+				continue
+			}
+			if len(t) > 1 && t[0] == '-' {
+				s.singles = append(s.singles, t)
+				for i := 1; i < len(t); i++ {
+					s.letters[t[i]] = true
+				}
+				continue
+			}
+		}
+		s.pos = append(s.pos, w)
+	}
+	return s
+}
+
+// match reports whether the pattern matches words (a command after
+// unwrapping). strictName refuses to match a command run by a path outside
+// the system's bin directories by its base name: an allow rule for "ls"
+// does not allow ./ls or /tmp/x/ls.
+func (p *cmdPattern) match(words []word, strictName bool, home string) bool {
+	if len(words) == 0 || !words[0].literal || words[0].glob {
+		return false
+	}
+	name := words[0].text
+	if p.nameSlash {
+		if !p.name.match(name) && !p.name.match(path.Clean(name)) {
+			return false
+		}
+	} else {
+		if strictName && strings.Contains(name, "/") && !inSystemBin(name) {
+			return false
+		}
+		if !p.name.match(path.Base(name)) {
+			return false
+		}
+	}
+	sh := shapeOf(words)
+	for _, alts := range p.flags {
+		if !sh.hasFlag(alts) {
+			return false
+		}
+	}
+	return matchSeq(p.pos, sh.pos, home)
+}
+
+func (s cmdShape) hasFlag(alts []string) bool {
+	for _, a := range alts {
+		if strings.HasPrefix(a, "--") {
+			for _, l := range s.longs {
+				if l == a {
+					return true
+				}
+			}
+			continue
+		}
+		for _, w := range s.singles {
+			if w == a {
+				return true
+			}
+		}
+		all := true
+		for i := 1; i < len(a); i++ {
+			if !s.letters[a[i]] {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSeq matches positional patterns (nil is **) against words, as a
+// prefix.
+func matchSeq(pats []*wordGlob, ws []word, home string) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	if pats[0] == nil {
+		for k := 0; k <= len(ws); k++ {
+			if matchSeq(pats[1:], ws[k:], home) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(ws) == 0 || !matchWord(pats[0], ws[0], home) {
+		return false
+	}
+	return matchSeq(pats[1:], ws[1:], home)
+}
+
+// matchWord matches one command word: as written, as a clean path, and
+// with the home directory written as ~. A word only known at run time
+// matches only *.
+func matchWord(g *wordGlob, w word, home string) bool {
+	if !w.literal {
+		return g.any
+	}
+	for _, c := range wordForms(w.text, home) {
+		if g.match(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func wordForms(t, home string) []string {
+	forms := []string{t}
+	if strings.Contains(t, "/") || strings.HasPrefix(t, ".") {
+		if c := path.Clean(t); c != t {
+			forms = append(forms, c)
+		}
+	}
+	if home != "" {
+		for _, f := range forms {
+			if rest, ok := cutDir(path.Clean(f), home); ok {
+				if rest == "." {
+					forms = append(forms, "~")
+				} else {
+					forms = append(forms, "~/"+rest)
+				}
+			}
+		}
+	}
+	return forms
+}
+
+// cutDir returns p relative to dir when p is dir or below it.
+func cutDir(p, dir string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	if p == dir {
+		return ".", true
+	}
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/"), true
+	}
+	if strings.HasPrefix(p, dir+"/") {
+		return p[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// pathKind says what a path pattern is anchored to.
+type pathKind int
+
+const (
+	pathAbs  pathKind = iota + 1 // /etc/shadow
+	pathHome                     // ~/.ssh
+	pathRel                      // .github/workflows/** (the workspace)
+	pathName                     // *.pem: any component
+)
+
+// pathPattern matches a path or any directory above it, gitignore-like:
+// "~/.ssh" matches ~/.ssh/id_rsa. Globs are doublestar's (** crosses
+// directories). A pattern without / matches any component of the path
+// (inside the workspace: of the path relative to it).
+type pathPattern struct {
+	src    string
+	kind   pathKind
+	glob   string
+	negate bool
+}
+
+func compilePathPattern(s string) (pathPattern, error) {
+	pp := pathPattern{src: s}
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "!") {
+		pp.negate = true
+		t = t[1:]
+	}
+	if t == "" {
+		return pp, fmt.Errorf("empty path pattern")
+	}
+	if t != "/" {
+		t = strings.TrimSuffix(t, "/")
+	}
+	switch {
+	case t == "~":
+		pp.kind, t = pathHome, "~"
+	case strings.HasPrefix(t, "~/"):
+		pp.kind = pathHome
+		t = "~/" + cleanGlob(t[2:])
+	case strings.HasPrefix(t, "/"):
+		pp.kind = pathAbs
+		t = cleanGlob(t)
+		if !strings.HasPrefix(t, "/") {
+			t = "/" + t
+		}
+	case strings.Contains(t, "/"):
+		pp.kind = pathRel
+		t = cleanGlob(strings.TrimPrefix(t, "./"))
+	default:
+		pp.kind = pathName
+	}
+	if !doublestar.ValidatePattern(t) {
+		return pp, fmt.Errorf("path pattern %q is not a valid glob", s)
+	}
+	pp.glob = t
+	return pp, nil
+}
+
+// cleanGlob cleans a glob like a path, keeping a leading /.
+func cleanGlob(g string) string {
+	if g == "" {
+		return g
+	}
+	c := path.Clean(g)
+	if c == "." {
+		return g
+	}
+	return c
+}
+
+// pathScope is what a path pattern is matched in: the workspace and the
+// home directories whose ~ forms apply.
+type pathScope struct {
+	ws string
+	// homes are home directories; ~/x patterns match below any of them.
+	homes []string
+	// anyHome also treats /home/NAME and /root as homes (sensitive paths
+	// of every user).
+	anyHome bool
+}
+
+func (sc pathScope) homeForms(abs string) []string {
+	var out []string
+	add := func(h string) {
+		if rest, ok := cutDir(abs, h); ok {
+			f := "~"
+			if rest != "." {
+				f = "~/" + rest
+			}
+			for _, o := range out {
+				if o == f {
+					return
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	for _, h := range sc.homes {
+		add(h)
+	}
+	if sc.anyHome {
+		add("/root")
+		if rest, ok := strings.CutPrefix(abs, "/home/"); ok {
+			user, _, _ := strings.Cut(rest, "/")
+			if user != "" {
+				add("/home/" + user)
+			}
+		}
+	}
+	return out
+}
+
+// match reports whether abs (absolute, clean) or a directory above it
+// matches.
+func (pp pathPattern) match(abs string, sc pathScope) bool {
+	ok, _ := pp.matchLevel(abs, sc)
+	return ok
+}
+
+// matchLevel is match, and reports whether the path itself matched (leaf)
+// rather than only a directory above it.
+func (pp pathPattern) matchLevel(abs string, sc pathScope) (ok, leaf bool) {
+	abs = filepath.ToSlash(abs)
+	switch pp.kind {
+	case pathAbs:
+		return matchOrAncestor(pp.glob, abs)
+	case pathHome:
+		for _, f := range sc.homeForms(abs) {
+			if ok, leaf := matchOrAncestor(pp.glob, f); ok {
+				return ok, leaf
+			}
+		}
+	case pathRel:
+		if rel, ok := cutDir(abs, sc.ws); ok && rel != "." {
+			return matchOrAncestor(pp.glob, rel)
+		}
+	case pathName:
+		p := abs
+		if rel, ok := cutDir(abs, sc.ws); ok {
+			p = rel
+		}
+		comps := strings.Split(p, "/")
+		for i, c := range comps {
+			if c == "" || c == "." {
+				continue
+			}
+			if ok, _ := doublestar.Match(pp.glob, c); ok {
+				return true, i == len(comps)-1
+			}
+		}
+	}
+	return false, false
+}
+
+// matchOrAncestor reports whether glob matches p or a directory above it,
+// and whether it matched p itself.
+func matchOrAncestor(glob, p string) (ok, leaf bool) {
+	leaf = true
+	for {
+		if ok, _ := doublestar.Match(glob, p); ok {
+			return true, leaf
+		}
+		parent := path.Dir(p)
+		if parent == p || parent == "." || p == "~" {
+			return false, false
+		}
+		p, leaf = parent, false
+	}
+}

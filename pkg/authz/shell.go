@@ -1,0 +1,829 @@
+package authz
+
+import (
+	"fmt"
+	"os/user"
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// How a command line is judged.
+//
+// A command line (run_command's command, or text typed into a terminal
+// session) is parsed with mvdan.cc/sh as bash. Every simple command found
+// anywhere in it — through &&, ||, ;, newlines, pipes, &, subshells, { }
+// blocks, if/while/for/case, function bodies, $(...), backticks, <(...),
+// >(...), parameter expansions such as ${x:-$(cmd)}, arithmetic and [[ ]] —
+// becomes one shellCommand. Each is then unwrapped: wrappers that run
+// another command (sudo, env, timeout, xargs, bash -c "...", eval, find
+// -exec, ...) are peeled off layer by layer, so that the command that
+// actually runs is what rules see. A string that a wrapper runs as shell
+// code (bash -c, eval, watch, su -c, trap) is parsed recursively.
+//
+// What cannot be judged is recorded as a problem on the command instead of
+// being guessed: a line that does not parse, a command name that is only
+// known at run time ($CMD, $(...), a glob), eval of a non-literal string,
+// source, a redirect to a file whose name is computed. Hard problems ask in
+// every mode; soft problems (arguments computed at run time, options that
+// make a program run other programs, assignments to variables such as
+// LD_PRELOAD or PATH) only stop a rule from allowing the command.
+
+// Limits of the parser.
+const (
+	// maxLineBytes bounds a command line that is judged; a longer one asks.
+	maxLineBytes = 256 << 10
+	// maxParseDepth bounds strings parsed within strings (bash -c "bash -c
+	// '...'"); deeper nesting asks.
+	maxParseDepth = 8
+	// maxNodeDepth bounds the syntax tree's nesting.
+	maxNodeDepth = 512
+	// maxWords bounds the words that brace expansion may produce.
+	maxWords = 1024
+	// maxCommands bounds the simple commands of one line.
+	maxCommands = 512
+)
+
+// word is one word of a command after brace expansion and quote removal.
+type word struct {
+	// text is the value with quotes removed, a leading ~ and $HOME
+	// expanded; in a word that is not literal, each expansion stays as
+	// written.
+	text string
+	// literal is false when the word has a part only known at run time: a
+	// parameter expansion, command or process substitution, arithmetic.
+	literal bool
+	// glob reports unquoted glob characters (* ? [ or an extended glob).
+	glob bool
+	// prefix is the literal text before the first run-time part of a word
+	// that is not literal.
+	prefix string
+	// src is the word as written.
+	src string
+	// subst reports a command or process substitution in the word.
+	subst bool
+}
+
+func (w word) String() string {
+	if w.literal {
+		return w.text
+	}
+	return w.src
+}
+
+// problem is why a command cannot be judged or cannot be allowed by a rule.
+type problem struct {
+	rule   string
+	reason string
+	// hard problems ask in every mode and no rule lifts them; soft ones
+	// only keep an allow rule from allowing.
+	hard bool
+}
+
+// redirect is one redirection of a command.
+type redirect struct {
+	op     string
+	target word
+	// read and write say what the redirect does to the file target; both
+	// are false for a duplication of a descriptor (2>&1) or a here-doc.
+	read, write bool
+	// body is the here-document or here-string, for a shell that reads its
+	// script from stdin.
+	body    word
+	hasBody bool
+	src     string
+}
+
+// assignment is NAME=VALUE before a command, through env, or alone.
+type assignment struct {
+	name  string
+	value word
+	src   string
+}
+
+// shellCommand is one simple command of a line, after unwrapping.
+type shellCommand struct {
+	// layers are the command's words, outermost wrapper first; the last
+	// layer is the command that runs. A layer of a wrapper that runs a
+	// shell string (bash -c) is the last one and wrapperOnly is set: the
+	// commands of the string are commands of their own.
+	layers      [][]word
+	wrapperOnly bool
+	// script describes the wrapper that runs a shell string ("bash -c").
+	script string
+	// wrappers describe the outer layers for people ("sudo -u bob").
+	wrappers []string
+	// own are the option words wrappers consumed (sudo -D DIR, time -o
+	// FILE): checked as paths.
+	own       []word
+	redirects []redirect
+	env       []assignment
+	// piped reports that stdin is a pipe; pipedFrom names the commands
+	// (every layer) that write to it.
+	piped     bool
+	pipedFrom []string
+	// privileged reports a privilege-raising wrapper (sudo, doas, su,
+	// pkexec, run0, chroot).
+	privileged bool
+	// dynArgs reports arguments added at run time (xargs, find -exec {}).
+	dynArgs  bool
+	problems []problem
+	// cwds are directories the command changes to for itself (git -C,
+	// env -C, sudo -D): relative paths are also resolved from them.
+	cwds []word
+	src  string
+}
+
+// args returns the words of the command that runs.
+func (c *shellCommand) args() []word { return c.layers[len(c.layers)-1] }
+
+// name returns the base name of the command that runs, or "".
+func (c *shellCommand) name() string {
+	a := c.args()
+	if len(a) == 0 || !a[0].literal {
+		return ""
+	}
+	return path.Base(a[0].text)
+}
+
+func (c *shellCommand) addProblem(p problem) {
+	for _, q := range c.problems {
+		if q == p {
+			return
+		}
+	}
+	c.problems = append(c.problems, p)
+}
+
+func (c *shellCommand) hardProblem() (problem, bool) {
+	for _, p := range c.problems {
+		if p.hard {
+			return p, true
+		}
+	}
+	return problem{}, false
+}
+
+func (c *shellCommand) softProblem() (problem, bool) {
+	for _, p := range c.problems {
+		if !p.hard {
+			return p, true
+		}
+	}
+	return problem{}, false
+}
+
+// parsedLine is a command line taken apart.
+type parsedLine struct {
+	commands []*shellCommand
+	// problems of the line itself (does not parse, too long).
+	problems []problem
+}
+
+// Rule names of the checks on command lines.
+const (
+	ruleUnparseable  = "builtin:unparseable-command"
+	ruleDynamicName  = "builtin:dynamic-command"
+	ruleDynamicArgs  = "builtin:dynamic-arguments"
+	ruleDynamicPath  = "builtin:dynamic-redirect"
+	ruleExecOption   = "builtin:exec-option"
+	ruleDangerousEnv = "builtin:dangerous-env"
+	rulePrivileged   = "builtin:privileged"
+	ruleWrapperOpt   = "builtin:unknown-wrapper-option"
+	ruleCd           = "builtin:change-directory"
+)
+
+// lineParser parses one command line and the strings inside it.
+type lineParser struct {
+	home     string
+	commands []*shellCommand
+	problems []problem
+}
+
+// parseCommandLine takes a command line apart; home expands ~.
+func parseCommandLine(line, home string) *parsedLine {
+	p := &lineParser{home: home}
+	cmds := p.parse(line, 0, nil)
+	if len(cmds) > maxCommands {
+		p.problems = append(p.problems, problem{ruleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
+	}
+	return &parsedLine{commands: cmds, problems: p.problems}
+}
+
+// controlChars reports characters a terminal acts on (escape sequences,
+// ^C, ^U, ^R history search) that the line cannot be judged with.
+func controlChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// parse parses src (the line, or a string inside it at depth > 0) and
+// returns its commands; parent, when set, is the wrapper whose string it
+// is, and gets the problems of a string that cannot be judged.
+func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shellCommand {
+	fail := func(reason string) []*shellCommand {
+		pr := problem{ruleUnparseable, reason, true}
+		if parent != nil {
+			parent.addProblem(pr)
+			return nil
+		}
+		p.problems = append(p.problems, pr)
+		return nil
+	}
+	if depth > maxParseDepth {
+		return fail(fmt.Sprintf("shell strings are nested more than %d deep", maxParseDepth))
+	}
+	if len(src) > maxLineBytes {
+		return fail(fmt.Sprintf("the command is longer than %d bytes", maxLineBytes))
+	}
+	// A terminal ends a line at a carriage return, so treat one as a
+	// newline: both halves are judged.
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
+	if strings.IndexByte(src, 0) >= 0 {
+		return fail("it contains a NUL byte")
+	}
+	if controlChars(src) {
+		return fail("it contains control characters (terminal keys such as escape sequences or ^C) whose effect cannot be judged")
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return fail(fmt.Sprintf("it cannot be parsed as a shell command (%v)", err))
+	}
+	// Nesting depth.
+	d, deepest := 0, 0
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			d--
+			return true
+		}
+		d++
+		deepest = max(deepest, d)
+		return d <= maxNodeDepth
+	})
+	if deepest > maxNodeDepth {
+		return fail("it is nested too deeply to judge")
+	}
+
+	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*shellCommand{}}
+	bp.collect(f)
+	bp.pipes(f)
+	bp.functions(f)
+	if parent != nil {
+		for _, c := range bp.order {
+			inherit(c, parent)
+		}
+	}
+	return bp.order
+}
+
+// inherit applies what the wrapper parent implies to c, a command of the
+// string it runs. Pipes are marked later, on the whole statement.
+func inherit(c *shellCommand, parent *shellCommand) {
+	c.wrappers = append(append(append([]string(nil), parent.wrappers...), parent.script), c.wrappers...)
+	c.privileged = c.privileged || parent.privileged
+	c.env = append(append([]assignment(nil), parent.env...), c.env...)
+	for _, a := range parent.env {
+		checkEnv(c, a)
+	}
+	c.cwds = append(append([]word(nil), parent.cwds...), c.cwds...)
+}
+
+// blockParser collects the commands of one parsed string.
+type blockParser struct {
+	p      *lineParser
+	src    string
+	depth  int
+	byStmt map[*syntax.Stmt][]*shellCommand
+	order  []*shellCommand
+}
+
+func (b *blockParser) text(n syntax.Node) string {
+	return b.span(n.Pos(), n.End())
+}
+
+func (b *blockParser) span(start, end syntax.Pos) string {
+	s, e := int(start.Offset()), int(end.Offset())
+	if s < 0 || e > len(b.src) || s > e {
+		return ""
+	}
+	return b.src[s:e]
+}
+
+// stmtText is a statement without its terminator (; or &).
+func (b *blockParser) stmtText(st *syntax.Stmt) string {
+	if st.Cmd == nil {
+		return b.text(st)
+	}
+	end := st.Cmd.End()
+	for _, r := range st.Redirs {
+		if r.End().After(end) {
+			end = r.End()
+		}
+	}
+	return strings.TrimSpace(b.span(st.Pos(), end))
+}
+
+// collect builds a shellCommand for every simple command in the tree.
+func (b *blockParser) collect(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		var cmds []*shellCommand
+		switch x := st.Cmd.(type) {
+		case *syntax.CallExpr:
+			cmds = b.call(st, x)
+		case *syntax.DeclClause:
+			cmds = b.decl(st, x)
+		default:
+			if len(st.Redirs) > 0 {
+				// Redirections of a compound command ({ ...; } > f).
+				c := &shellCommand{layers: [][]word{nil}, src: b.stmtText(st)}
+				b.redirects(c, st)
+				cmds = []*shellCommand{c}
+			}
+		}
+		b.byStmt[st] = cmds
+		b.order = append(b.order, cmds...)
+		return true
+	})
+}
+
+// pipes marks the commands that read a pipe, and what writes to it.
+func (b *blockParser) pipes(f *syntax.File) {
+	names := func(n syntax.Node) []string {
+		var out []string
+		syntax.Walk(n, func(m syntax.Node) bool {
+			if st, ok := m.(*syntax.Stmt); ok {
+				for _, c := range b.byStmt[st] {
+					out = append(out, c.layerNames()...)
+				}
+			}
+			return true
+		})
+		return out
+	}
+	mark := func(n syntax.Node, from []string) {
+		syntax.Walk(n, func(m syntax.Node) bool {
+			if st, ok := m.(*syntax.Stmt); ok {
+				for _, c := range b.byStmt[st] {
+					c.piped = true
+					c.pipedFrom = append(c.pipedFrom, from...)
+				}
+			}
+			return true
+		})
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.BinaryCmd:
+			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+				mark(x.Y, names(x.X))
+			}
+		case *syntax.Stmt:
+			// <(cmd) as an argument: the command reads cmd's output.
+			// >(cmd): cmd reads the command's output.
+			for _, c := range b.byStmt[x] {
+				if ce, ok := x.Cmd.(*syntax.CallExpr); ok {
+					for _, w := range ce.Args {
+						for _, part := range w.Parts {
+							ps, ok := part.(*syntax.ProcSubst)
+							if !ok {
+								continue
+							}
+							if ps.Op == syntax.CmdIn {
+								c.piped = true
+								c.pipedFrom = append(c.pipedFrom, names(ps)...)
+							} else {
+								mark(ps, c.layerNames())
+							}
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// functions flags functions that call themselves (:(){ :|:& };:).
+func (b *blockParser) functions(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		fd, ok := n.(*syntax.FuncDecl)
+		if !ok || fd.Name == nil {
+			return true
+		}
+		syntax.Walk(fd.Body, func(m syntax.Node) bool {
+			st, ok := m.(*syntax.Stmt)
+			if !ok {
+				return true
+			}
+			for _, c := range b.byStmt[st] {
+				if c.name() == fd.Name.Value {
+					c.addProblem(problem{ruleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
+				}
+			}
+			return true
+		})
+		return true
+	})
+}
+
+// layerNames returns the command names of every layer.
+func (c *shellCommand) layerNames() []string {
+	var out []string
+	for _, l := range c.layers {
+		if len(l) > 0 && l[0].literal {
+			out = append(out, path.Base(l[0].text))
+		}
+	}
+	return out
+}
+
+// call builds the commands of one simple command.
+func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*shellCommand {
+	c := &shellCommand{src: b.stmtText(st)}
+	for _, a := range ce.Assigns {
+		c.env = append(c.env, b.assign(a))
+	}
+	var words []word
+	for _, w := range ce.Args {
+		ws, ok := b.words(w)
+		if !ok {
+			c.addProblem(problem{ruleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.text(w), maxWords), true})
+		}
+		words = append(words, ws...)
+	}
+	c.layers = [][]word{words}
+	b.redirects(c, st)
+	for _, a := range c.env {
+		checkEnv(c, a)
+	}
+	if len(words) == 0 {
+		return []*shellCommand{c}
+	}
+	return b.p.unwrap(c, b.depth)
+}
+
+// decl builds the command of export, declare, local, readonly, typeset.
+func (b *blockParser) decl(st *syntax.Stmt, dc *syntax.DeclClause) []*shellCommand {
+	c := &shellCommand{src: b.stmtText(st)}
+	words := []word{{text: dc.Variant.Value, literal: true, src: dc.Variant.Value}}
+	for _, a := range dc.Args {
+		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
+			if a.Value != nil {
+				ws, _ := b.words(a.Value)
+				words = append(words, ws...)
+			} else if a.Name != nil {
+				words = append(words, word{text: a.Name.Value, literal: true, src: a.Name.Value})
+			}
+			continue
+		}
+		as := b.assign(a)
+		c.env = append(c.env, as)
+		words = append(words, word{text: as.src, literal: as.value.literal, src: as.src})
+		checkEnv(c, as)
+	}
+	c.layers = [][]word{words}
+	b.redirects(c, st)
+	return []*shellCommand{c}
+}
+
+func (b *blockParser) assign(a *syntax.Assign) assignment {
+	as := assignment{src: b.text(a)}
+	if a.Name != nil {
+		as.name = a.Name.Value
+	}
+	switch {
+	case a.Array != nil:
+		as.value = word{text: b.text(a.Array), src: b.text(a.Array)}
+		syntax.Walk(a.Array, func(n syntax.Node) bool {
+			switch n.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ParamExp, *syntax.ArithmExp:
+				as.value.literal = false
+			}
+			return true
+		})
+	case a.Value != nil:
+		as.value = b.evalWord(a.Value, true)
+	default:
+		as.value = word{literal: true}
+	}
+	return as
+}
+
+// redirects records the redirections of st on c.
+func (b *blockParser) redirects(c *shellCommand, st *syntax.Stmt) {
+	for _, r := range st.Redirs {
+		rd := redirect{op: r.Op.String(), src: b.text(r)}
+		if r.Word != nil {
+			rd.target = b.evalWord(r.Word, false)
+		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+			rd.write = true
+		case syntax.RdrIn:
+			rd.read = true
+		case syntax.RdrInOut:
+			rd.read, rd.write = true, true
+		case syntax.DplOut:
+			// >&file (not a descriptor number or -) writes the file.
+			if !isFD(rd.target) {
+				rd.write = true
+			}
+		case syntax.DplIn:
+			if !isFD(rd.target) {
+				rd.read = true
+			}
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc != nil {
+				rd.body, rd.hasBody = b.hdocBody(r), true
+			} else {
+				rd.body, rd.hasBody = word{literal: true}, true
+			}
+		case syntax.WordHdoc:
+			rd.body, rd.hasBody = rd.target, true
+			rd.target = word{}
+		}
+		c.redirects = append(c.redirects, rd)
+	}
+}
+
+// hdocBody returns a here-document's body; it is literal when nothing in
+// it is expanded.
+func (b *blockParser) hdocBody(r *syntax.Redirect) word {
+	w := word{literal: true, src: b.text(r.Hdoc)}
+	var sb strings.Builder
+	for _, part := range r.Hdoc.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			sb.WriteString(l.Value)
+			continue
+		}
+		w.literal = false
+	}
+	w.text = sb.String()
+	if r.Op == syntax.DashHdoc {
+		lines := strings.Split(w.text, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimLeft(l, "\t")
+		}
+		w.text = strings.Join(lines, "\n")
+	}
+	return w
+}
+
+func isFD(w word) bool {
+	if !w.literal {
+		return false
+	}
+	t := strings.TrimSuffix(w.text, "-")
+	if t == "" {
+		return true
+	}
+	for _, r := range t {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// words evaluates w after brace expansion; ok is false when the expansion
+// is too large.
+func (b *blockParser) words(w *syntax.Word) ([]word, bool) {
+	src := b.text(w)
+	// Split a copy: the tree is still being walked.
+	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
+	if !syntax.SplitBraces(cp) {
+		ev := b.evalWord(w, false)
+		ev.src = src
+		return []word{ev}, true
+	}
+	var out []word
+	for x, err := range expand.BracesSeq(nil, cp) {
+		if err != nil || len(out) >= maxWords {
+			return out, false
+		}
+		ev := b.evalWord(x, false)
+		ev.src = src
+		out = append(out, ev)
+	}
+	return out, true
+}
+
+// evalWord removes quotes from w and expands what can be known before the
+// command runs: a leading ~ and $HOME. assign marks the value of an
+// assignment (where ~ after = is also expanded).
+func (b *blockParser) evalWord(w *syntax.Word, assign bool) word {
+	out := word{literal: true, src: b.text(w)}
+	var sb strings.Builder
+	dynamic := func(part syntax.Node) {
+		if out.literal {
+			out.prefix = sb.String()
+		}
+		out.literal = false
+		sb.WriteString(b.text(part))
+	}
+	for i, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			s := x.Value
+			if i == 0 && strings.HasPrefix(s, "~") {
+				s = b.tilde(s, len(w.Parts) == 1)
+			}
+			text, glob := unescapeLit(s)
+			out.glob = out.glob || glob
+			sb.WriteString(text)
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				v, err := expand.Literal(&expand.Config{}, &syntax.Word{Parts: []syntax.WordPart{x}})
+				if err != nil {
+					dynamic(x)
+					continue
+				}
+				sb.WriteString(v)
+				continue
+			}
+			sb.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				switch y := q.(type) {
+				case *syntax.Lit:
+					sb.WriteString(unescapeDbl(y.Value))
+				case *syntax.ParamExp:
+					if v, ok := b.knownParam(y); ok {
+						sb.WriteString(v)
+						continue
+					}
+					dynamic(y)
+				case *syntax.CmdSubst:
+					out.subst = true
+					dynamic(y)
+				default:
+					dynamic(q)
+				}
+			}
+		case *syntax.ParamExp:
+			if v, ok := b.knownParam(x); ok {
+				sb.WriteString(v)
+				continue
+			}
+			dynamic(x)
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			out.subst = true
+			dynamic(x)
+		case *syntax.ExtGlob:
+			out.glob = true
+			sb.WriteString(b.text(x))
+		default:
+			dynamic(part)
+		}
+	}
+	out.text = sb.String()
+	if assign && out.literal && strings.HasPrefix(out.text, "~") {
+		out.text = b.tilde(out.text, true)
+	}
+	return out
+}
+
+// knownParam returns the value of a parameter expansion known before the
+// command runs: $HOME.
+func (b *blockParser) knownParam(pe *syntax.ParamExp) (string, bool) {
+	if pe.Param == nil || b.p.home == "" {
+		return "", false
+	}
+	if pe.Param.Value != "HOME" || pe.Excl || pe.Length || pe.Width || pe.Index != nil ||
+		pe.Slice != nil || pe.Repl != nil || pe.Exp != nil || pe.Names != 0 || len(pe.Modifiers) > 0 {
+		return "", false
+	}
+	return b.p.home, true
+}
+
+// tilde expands a leading ~ or ~user of s, the first literal part of a
+// word; whole says the word has no other part.
+func (b *blockParser) tilde(s string, whole bool) string {
+	i := strings.IndexByte(s, '/')
+	if i < 0 && !whole {
+		return s
+	}
+	prefix, rest := s, ""
+	if i >= 0 {
+		prefix, rest = s[:i], s[i:]
+	}
+	if strings.ContainsAny(prefix, `\'"`) {
+		return s
+	}
+	name := prefix[1:]
+	switch {
+	case name == "":
+		if b.p.home == "" {
+			return s
+		}
+		return b.p.home + rest
+	case name == "+" || name == "-":
+		return s
+	}
+	u, err := user.Lookup(name)
+	if err != nil || u.HomeDir == "" {
+		return s
+	}
+	return u.HomeDir + rest
+}
+
+// unescapeLit removes backslash escapes from an unquoted literal and
+// reports unescaped glob characters.
+func unescapeLit(s string) (string, bool) {
+	if !strings.ContainsAny(s, `\*?[`) {
+		return s, false
+	}
+	var sb strings.Builder
+	glob := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] != '\n' {
+				sb.WriteByte(s[i])
+			}
+			continue
+		case c == '*' || c == '?':
+			glob = true
+		case c == '[' && strings.IndexByte(s[i+1:], ']') >= 0:
+			glob = true
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String(), glob
+}
+
+// unescapeDbl removes the backslash escapes that double quotes honor.
+func unescapeDbl(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				sb.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
+}
+
+// layerDisplay shows the wrapper part of a layer ("sudo -u bob").
+func layerDisplay(ws []word) string {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		parts = append(parts, w.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// dangerousEnv reports environment variables that change which program
+// runs or make a program run another: PATH, LD_PRELOAD, GIT_SSH_COMMAND...
+func dangerousEnv(name string) bool {
+	switch name {
+	case "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
+		"HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "BROWSER",
+		"SUDO_ASKPASS", "SSH_ASKPASS", "LESSOPEN", "LESSCLOSE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
+		"PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
+		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GOFLAGS", "GOTOOLCHAIN", "RUSTC_WRAPPER",
+		"RUSTC", "CARGO_BUILD_RUSTC_WRAPPER", "MAKEFLAGS", "MFLAGS", "TERMINFO", "GCONV_PATH", "HOSTALIASES",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
+		"https_proxy", "http_proxy", "all_proxy", "TMOUT":
+		return true
+	}
+	up := strings.ToUpper(name)
+	for _, p := range []string{"LD_", "DYLD_", "GIT_", "NPM_CONFIG_", "BASH_FUNC_", "PIP_", "CARGO_TARGET_"} {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkEnv(c *shellCommand, a assignment) {
+	if dangerousEnv(a.name) {
+		c.addProblem(problem{ruleDangerousEnv, fmt.Sprintf("it sets %s, which changes what programs run", a.name), false})
+	}
+}

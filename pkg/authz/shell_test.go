@@ -1,0 +1,242 @@
+package authz
+
+import (
+	"strings"
+	"testing"
+)
+
+// render shows the commands of a line as "wrappers: args" entries and the
+// rules of their problems.
+func render(pl *parsedLine) (cmds []string, problems []string) {
+	for _, c := range pl.commands {
+		var args []string
+		for _, w := range c.args() {
+			args = append(args, w.String())
+		}
+		s := strings.Join(args, " ")
+		if len(c.wrappers) > 0 {
+			s = strings.Join(c.wrappers, " | ") + ": " + s
+		}
+		if c.wrapperOnly {
+			s += " (wrapper)"
+		}
+		if c.piped {
+			s += " <" + strings.Join(c.pipedFrom, ",")
+		}
+		cmds = append(cmds, s)
+		for _, p := range c.problems {
+			problems = append(problems, p.rule)
+		}
+	}
+	for _, p := range pl.problems {
+		problems = append(problems, p.rule)
+	}
+	return cmds, problems
+}
+
+func TestParseCommandLine(t *testing.T) {
+	tests := []struct {
+		line     string
+		cmds     []string
+		problems []string
+	}{
+		{"ls -la", []string{"ls -la"}, nil},
+		{"a && b || c; d & e", []string{"a", "b", "c", "d", "e"}, nil},
+		{"a | b | c", []string{"a", "b <a", "c <a,b"}, nil},
+		{"echo $(a `b`)", []string{"echo $(a `b`)", "a `b`", "b"}, []string{ruleDynamicArgs, ruleDynamicArgs}},
+		{"sudo -u bob timeout 5 nice -n 3 ls", []string{"sudo -u bob | timeout 5 | nice -n 3: ls"}, []string{rulePrivileged}},
+		{"env -i A=1 B=2 make", []string{"env -i A=1 B=2: make"}, nil},
+		{"bash -c 'a; b'", []string{"bash -c a; b (wrapper)", "bash -c: a", "bash -c: b"}, nil},
+		{`sh -c "sh -c 'x'"`, []string{"sh -c sh -c 'x' (wrapper)", "sh -c: sh -c x (wrapper)", "sh -c | sh -c: x"}, nil},
+		{"xargs -0 -n1 grep foo", []string{"xargs -0 -n1: grep foo"}, []string{ruleDynamicArgs}},
+		{"find . -name x -exec rm {} + -o -execdir cat {} \\;", []string{"find . -name x -exec rm {} + -o -execdir cat {} ;", "find -exec: rm {}", "find -exec: cat {}"}, []string{ruleDynamicArgs, ruleDynamicArgs}},
+		{"git -C sub -c a=b --no-pager log", []string{"git -C sub -c a=b --no-pager: git log"}, []string{ruleExecOption}},
+		{"command -v git", []string{"command -v git"}, nil},
+		{"command git status", []string{"command: git status"}, nil},
+		{"watch -n1 ls -l", []string{"watch -n1 ls -l (wrapper)", "watch: ls -l"}, nil},
+		{"eval 'a' b", []string{"eval a b (wrapper)", "eval: a b"}, nil},
+		{"eval $X", []string{"eval $X (wrapper)"}, []string{ruleUnparseable}},
+		{"timeout --bogus 5 ls", []string{"timeout --bogus 5: ls"}, []string{ruleWrapperOpt}},
+		{"{a,b}c", []string{"ac bc"}, nil},
+		{"echo ~/x", []string{"echo /home/u/x"}, nil},
+		{`echo "~/x" '$HOME' "$HOME"`, []string{"echo ~/x $HOME /home/u"}, nil},
+		{"X=1 Y=$(id) cmd", []string{"cmd", "id"}, nil},
+		{"PATH=/x ls", []string{"ls"}, []string{ruleDangerousEnv}},
+		{"export LD_PRELOAD=x", []string{"export LD_PRELOAD=x"}, []string{ruleDangerousEnv}},
+		{"f() { f | f & }; f", []string{"f", "f <f", "f"}, []string{ruleUnparseable, ruleUnparseable}},
+		{"cd", []string{"cd"}, []string{ruleCd}},
+		{"source x", []string{"source x"}, []string{ruleUnparseable}},
+		{"echo x > $F", []string{"echo x"}, nil},
+		{"ls\x1b[A", nil, []string{ruleUnparseable}},
+		{"'unterminated", nil, []string{ruleUnparseable}},
+		{"sh <<'E'\nrm x\nE", []string{"sh (wrapper)", "sh <<: rm x"}, nil},
+		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged}},
+		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{ruleDynamicArgs}},
+		{"tee >(sh) < f", []string{"tee >(sh)", "sh <tee"}, []string{ruleDynamicArgs}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			cmds, problems := render(parseCommandLine(tc.line, "/home/u"))
+			if strings.Join(cmds, "\n") != strings.Join(tc.cmds, "\n") {
+				t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(cmds, "\n"), strings.Join(tc.cmds, "\n"))
+			}
+			if strings.Join(problems, ",") != strings.Join(tc.problems, ",") {
+				t.Errorf("problems %v, want %v", problems, tc.problems)
+			}
+		})
+	}
+}
+
+func TestCmdPattern(t *testing.T) {
+	tests := []struct {
+		pattern, line string
+		strict        bool
+		want          bool
+	}{
+		{"git push", "git push origin main", false, true},
+		{"git push", "git pull", false, false},
+		{"git push", "git", false, false},
+		{"git push", "git commit -m push", false, false},
+		{"rm -rf", "rm -fr x", false, true},
+		{"rm -rf", "rm -r -f x", false, true},
+		{"rm -rf", "rm -r x", false, false},
+		{"rm -r|--recursive", "rm --recursive x", false, true},
+		{"rm -r|--recursive", "rm --recursive=always x", false, true},
+		{"rm -r ** /", "rm -r a b /", false, true},
+		{"rm -r ** /", "rm -r a b", false, false},
+		{"rm -r ** /", "rm -r -- /", false, true},
+		{`rm ** /\*`, "rm /*", false, true},
+		{`rm ** /\*`, "rm /etc", false, false},
+		{"rm ** ~", "rm /home/u/", false, true},
+		{"ls", "/usr/bin/ls", true, true},
+		{"ls", "./ls", true, false},
+		{"ls", "./ls", false, true},
+		{"./gradlew build", "./gradlew build", true, true},
+		{"git status|log", "git log -3", false, true},
+		{"'a b' c", "'a b' c", false, true},
+		{"find -delete", "find . -name x -delete", false, true},
+		{"npm run test|lint", "npm run --silent lint", false, true},
+		{"python* -m pytest", "python3 -m pytest -x", false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pattern+"~"+tc.line, func(t *testing.T) {
+			p, err := compileCmdPattern(tc.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := parseCommandLine(tc.line, "/home/u")
+			if len(pl.commands) != 1 {
+				t.Fatalf("commands %d", len(pl.commands))
+			}
+			if got := p.match(pl.commands[0].args(), tc.strict, "/home/u"); got != tc.want {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}
+
+func TestPathPattern(t *testing.T) {
+	sc := pathScope{ws: "/w", homes: []string{"/h"}}
+	tests := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"~/.ssh", "/h/.ssh/id_rsa", true},
+		{"~/.ssh", "/h/.sshx", false},
+		{"~/.ssh", "/w/.ssh", false},
+		{"/etc/shadow", "/etc/shadow", true},
+		{"/etc", "/etc/x/y", true},
+		{".github/workflows", "/w/.github/workflows/ci.yml", true},
+		{".github/workflows", "/x/.github/workflows/ci.yml", false},
+		{"**/.git/hooks", "/w/a/b/.git/hooks/pre-commit", true},
+		{"*.pem", "/w/a/b.pem", true},
+		{"*.pem", "/elsewhere/b.pem", true},
+		{"*.pem", "/w/a.pem.txt", false},
+		{"node_modules", "/w/a/node_modules/x/y", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pattern+"~"+tc.path, func(t *testing.T) {
+			pp, err := compilePathPattern(tc.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pp.match(tc.path, sc); got != tc.want {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}
+
+func TestSedUnsafe(t *testing.T) {
+	tests := []struct {
+		script string
+		unsafe bool
+	}{
+		{"s/foo/bar/g", false},
+		{"s/hello world/e/g", false},
+		{"1,20p", false},
+		{"/start/,/end/d", false},
+		{`s|a\|b|c|`, false},
+		{"y/abc/xyz/", false},
+		{"$!N;P;D", false},
+		{"/x/{s/a/b/;p}", false},
+		{"1a\\hello", false},
+		{"e id", true},
+		{"1e id", true},
+		{"s/x/id/e", true},
+		{"s/x/y/w /tmp/out", true},
+		{"w /tmp/out", true},
+		{"r /etc/passwd", true},
+		{"/x/R f", true},
+		{"s/x", true},
+		{"K", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.script, func(t *testing.T) {
+			if _, got := sedUnsafe(tc.script); got != tc.unsafe {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}
+
+func TestWordGlob(t *testing.T) {
+	tests := []struct {
+		glob, s string
+		want    bool
+	}{
+		{"a*", "abc/def", true},
+		{"a?c", "abc", true},
+		{"[ab]x", "bx", true},
+		{"[!ab]x", "bx", false},
+		{`\*`, "*", true},
+		{`\*`, "x", false},
+		{"a|b", "b", true},
+		{`a\|b`, "a|b", true},
+		{"169.254.*", "169.254.1.1", true},
+		{"x.y", "xzy", false},
+	}
+	for _, tc := range tests {
+		g, err := compileWordGlob(tc.glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.match(tc.s); got != tc.want {
+			t.Errorf("%q ~ %q: got %v", tc.glob, tc.s, got)
+		}
+	}
+}
+
+func FuzzParseCommandLine(f *testing.F) {
+	for _, s := range []string{"ls && rm -rf /", "bash -c 'x'", "a=(1 2); ${a[@]}", "cat <<E\nx\nE", "{a,b}{c,d}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		pl := parseCommandLine(line, "/home/u")
+		for _, c := range pl.commands {
+			if len(c.layers) == 0 {
+				t.Fatal("command without layers")
+			}
+		}
+	})
+}
