@@ -250,3 +250,53 @@ func TestQuestionThroughStream(t *testing.T) {
 		t.Fatalf("grants = %+v", pol.grants)
 	}
 }
+
+// progressTool reports progress every tick for total, then succeeds.
+type progressTool struct {
+	*fakeTool
+}
+
+func (progressTool) ProgressResetsTimeout() bool { return true }
+
+func newProgressTool(name string, tick, total time.Duration) tools.Tool {
+	return progressTool{simple(name, `{"type":"object"}`, func(ctx context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+		deadline := time.Now().Add(total)
+		for time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(tick):
+			}
+			if tick < total {
+				_ = s.Progress("working", -1)
+			}
+		}
+		return &tools.Result{Text: "finished"}, nil
+	})}
+}
+
+// For a ProgressTimed tool the call's timeout counts time without progress;
+// the server's maximum caps the whole call.
+func TestProgressResetsTimeout(t *testing.T) {
+	h := start(t, service.Config{MaxTimeout: 600 * time.Millisecond},
+		newProgressTool("chatty", 20*time.Millisecond, 300*time.Millisecond),
+		newProgressTool("silent", 300*time.Millisecond, 300*time.Millisecond),
+		newProgressTool("endless", 20*time.Millisecond, time.Hour),
+	)
+	c := h.open(nil)
+	c.callTimeout("chatty", "chatty", `{}`, 100*time.Millisecond)
+	if res, _ := c.end("chatty"); !res.GetSuccess() {
+		t.Fatalf("a call making progress outlived its timeout: %v", res)
+	}
+	c.callTimeout("silent", "silent", `{}`, 100*time.Millisecond)
+	res, _ := c.end("silent")
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_TIMEOUT || !strings.Contains(res.GetError().GetMessage(), "no progress") {
+		t.Fatalf("silent call: %v", res)
+	}
+	began := time.Now()
+	c.callTimeout("endless", "endless", `{}`, 100*time.Millisecond)
+	res, _ = c.end("endless")
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_TIMEOUT || time.Since(began) > 5*time.Second {
+		t.Fatalf("endless call not capped by the maximum: %v after %v", res, time.Since(began))
+	}
+}

@@ -60,12 +60,21 @@ type nonRecording struct{ trace.Span }
 
 func (nonRecording) End(...trace.SpanEndOption) {}
 
+// Causes a transport gives when it cancels a call's context, so the call
+// ends with the right code: CANCELED for ErrCanceledByClient, DISCONNECTED
+// for ErrClientGone.
+var (
+	ErrCanceledByClient = errors.New("canceled by the client")
+	ErrClientGone       = errors.New("the client is gone")
+)
+
 // Errors that say why a call's context ended.
 var (
-	errCanceledByClient = errors.New("canceled by the client")
-	errStreamEnded      = errors.New("the stream ended")
+	errCanceledByClient = ErrCanceledByClient
+	errStreamEnded      = ErrClientGone
 	errShutdown         = errors.New("toold is shutting down")
 	errCallTimeout      = errors.New("call timeout")
+	errIdleTimeout      = errors.New("no progress within the call timeout")
 	errApprovalTimeout  = errors.New("approval timeout")
 )
 
@@ -341,6 +350,9 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		ar.Scopes = []authz.Scope{{ID: "once", Tool: target.ToolName, Operation: target.Operation, Description: "this call only"}}
 	}
 	if p, ok := target.Tool.(tools.Previewer); ok {
+		// The preview may read what the call would touch, outside the
+		// workspace too, to show the person a diff; it changes nothing.
+		call.Outside = v.Outside
 		diff, err := p.Preview(ctx, call)
 		if err != nil {
 			return err
@@ -426,8 +438,23 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.
 		timeout = req.Timeout
 	}
 	timeout = min(timeout, x.cfg.MaxTimeout)
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
-	defer cancel()
+	if pt, ok := target.Tool.(tools.ProgressTimed); ok && pt.ProgressResetsTimeout() && timeout < x.cfg.MaxTimeout {
+		// The timeout counts time without progress; the maximum caps it all.
+		var cancelCap context.CancelFunc
+		ctx, cancelCap = context.WithTimeoutCause(ctx, x.cfg.MaxTimeout, errCallTimeout)
+		defer cancelCap()
+		var cancelIdle context.CancelCauseFunc
+		ctx, cancelIdle = context.WithCancelCause(ctx)
+		defer cancelIdle(nil)
+		idle := time.AfterFunc(timeout, func() { cancelIdle(errIdleTimeout) })
+		defer idle.Stop()
+		sink.activity = func() { idle.Reset(timeout) }
+		timeout = x.cfg.MaxTimeout
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCallTimeout)
+		defer cancel()
+	}
 	sink.ctx = ctx
 
 	func() {
@@ -453,6 +480,9 @@ func (x *Executor) contextError(ctx context.Context, timeout time.Duration, caus
 	case errors.Is(why, errCallTimeout):
 		return errdefs.Wrap(errdefs.ErrTimeout, cause,
 			"the call did not finish within its timeout of %s and was stopped; narrow the request or ask for a longer timeout (at most %s)", timeout, x.cfg.MaxTimeout)
+	case errors.Is(why, errIdleTimeout):
+		return errdefs.Wrap(errdefs.ErrTimeout, cause,
+			"the call made no progress within its timeout and was stopped; retry, or ask for a longer timeout (at most %s)", x.cfg.MaxTimeout)
 	case errors.Is(why, errApprovalTimeout):
 		return errdefs.Wrap(errdefs.ErrApprovalTimeout, cause, "nobody answered the approval request within %s; nothing was done", x.cfg.ApprovalTimeout)
 	case errors.Is(why, errCanceledByClient):

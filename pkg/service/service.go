@@ -5,6 +5,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -204,8 +205,10 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 // RunCall runs one call for a transport other than ExecuteTool (the MCP
 // server) under the daemon's rules: it counts against the daemon-wide call
 // limit, is refused (UNAVAILABLE) while toold shuts down, and is canceled
-// when the shutdown grace ends. ctx is the call's context. It returns the
-// call's End; refused calls emit no events.
+// when the shutdown grace ends. ctx is the call's context: canceling it
+// cancels the call, as the client's doing (CANCELED) unless its cause is
+// ErrClientGone (DISCONNECTED). It returns the call's End; refused calls
+// emit no events.
 func (s *Server) RunCall(ctx context.Context, req *CallRequest, host Host) *events.End {
 	if req.Received.IsZero() {
 		req.Received = time.Now()
@@ -217,8 +220,17 @@ func (s *Server) RunCall(ctx context.Context, req *CallRequest, host Host) *even
 		return &events.End{Err: errdefs.New(errdefs.ErrResourceExhausted, "too many calls running on toold (limit %d); wait and retry", s.cfg.MaxCalls), Duration: time.Since(req.Received)}
 	}
 	defer s.release()
-	ctx, cancel := context.WithCancelCause(ctx)
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
+	stopParent := context.AfterFunc(parent, func() {
+		if cause := context.Cause(parent); errors.Is(cause, ErrClientGone) {
+			cancel(ErrClientGone)
+			return
+		}
+		cancel(ErrCanceledByClient)
+	})
+	defer stopParent()
 	stop := context.AfterFunc(s.kill, func() { cancel(context.Cause(s.kill)) })
 	defer stop()
 	if req.Mode == authz.ModeUnset {

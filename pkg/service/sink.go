@@ -16,6 +16,9 @@ type callSink struct {
 	ctx         context.Context
 	callID      string
 	outputBytes atomic.Int64
+	// activity, when set, is called on every progress and output (it resets
+	// the idle timeout of a ProgressTimed tool).
+	activity func()
 }
 
 var (
@@ -28,12 +31,18 @@ func (s *callSink) Progress(msg string, fraction float64) error {
 	if fraction > 1 {
 		fraction = 1
 	}
+	if s.activity != nil {
+		s.activity()
+	}
 	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction}})
 }
 
 // Output implements tools.Sink.
 func (s *callSink) Output(stream tools.Stream, p []byte) error {
 	s.outputBytes.Add(int64(len(p)))
+	if s.activity != nil {
+		s.activity()
+	}
 	return s.host.Output(s.ctx, s.callID, stream, p)
 }
 
