@@ -1,0 +1,283 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// HelperName is argv[0] of a helper process. RunHelperIfRequested runs the
+// helper when the process was started under this name.
+const HelperName = "toold-helper"
+
+// protocolVersion is the version of Spec and of the status messages; a
+// helper refuses a spec of another version.
+const protocolVersion = 1
+
+// Spec is what a helper runs.
+type Spec struct {
+	// Version is the protocol version; Start sets it.
+	Version int `json:"v"`
+	// Path is the absolute path of the program; Args its argv (Args[0]
+	// included).
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	// Env is the command's whole environment; nothing of the daemon's
+	// environment is passed on implicitly.
+	Env []string `json:"env"`
+	// Dir is the working directory.
+	Dir string `json:"dir"`
+	// Terminal says the standard files are a terminal; stopping the tree
+	// then also sends SIGHUP, as a terminal hangup would.
+	Terminal bool `json:"terminal"`
+	// KeepTree lets the processes the command started run on after it
+	// exits (a server that daemonizes); the helper then ends when the last
+	// of them does, or when it is stopped. By default they are stopped as
+	// soon as the command exits.
+	KeepTree bool `json:"keep_tree"`
+	// Grace is how long processes get between SIGTERM and SIGKILL when the
+	// tree is stopped.
+	Grace time.Duration `json:"grace"`
+	// Policy, when set, confines the tree (see the package documentation).
+	Policy *Policy `json:"policy,omitempty"`
+}
+
+// Exit is how a command's process tree ended.
+type Exit struct {
+	// Code is the command's exit status, or -1 when a signal ended it.
+	Code int `json:"code"`
+	// Signal is the signal that ended the command, or 0.
+	Signal syscall.Signal `json:"signal"`
+	// Stopped is true when the tree was stopped on request (Stop, or the
+	// context of Start ended) rather than ending on its own.
+	Stopped bool `json:"stopped"`
+	// Leftovers counts processes that were still running when the command
+	// exited; the helper stopped them unless Spec.KeepTree.
+	Leftovers int `json:"leftovers"`
+	// Err is set when the helper itself failed (it was killed after not
+	// stopping the tree in time, or crashed); Code is then -1.
+	Err error `json:"-"`
+}
+
+// String describes the exit for people and models: "exit code 0",
+// "killed by signal TERM".
+func (e Exit) String() string {
+	if e.Signal != 0 {
+		return "killed by signal " + signalName(e.Signal)
+	}
+	if e.Err != nil {
+		return "lost: " + e.Err.Error()
+	}
+	return fmt.Sprintf("exit code %d", e.Code)
+}
+
+// SignalName returns the short name of the signal that ended the command
+// ("TERM", "KILL"), or "" when it exited.
+func (e Exit) SignalName() string {
+	if e.Signal == 0 {
+		return ""
+	}
+	return signalName(e.Signal)
+}
+
+// signalName returns the short name of a signal ("TERM", "KILL").
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n[3:] // without "SIG"
+	}
+	return fmt.Sprintf("%d", int(s))
+}
+
+// message is one status line from the helper to the daemon.
+type message struct {
+	// Started reports that the command runs.
+	Started *started `json:"started,omitempty"`
+	// Error reports that the command could not start.
+	Error string `json:"error,omitempty"`
+	// Exit reports that the tree is gone.
+	Exit *Exit `json:"exit,omitempty"`
+}
+
+type started struct {
+	PID int `json:"pid"`
+}
+
+// IsHelper reports whether this process was started as a helper.
+func IsHelper() bool {
+	return len(os.Args) > 0 && filepath.Base(os.Args[0]) == HelperName
+}
+
+// RunHelperIfRequested runs the helper and exits when this process was
+// started as one (argv[0] == HelperName); otherwise it returns at once.
+// Call it first thing in main, and in TestMain of tests that run commands:
+//
+//	func TestMain(m *testing.M) {
+//		sandbox.RunHelperIfRequested()
+//		os.Exit(m.Run())
+//	}
+func RunHelperIfRequested() {
+	if IsHelper() {
+		os.Exit(HelperMain())
+	}
+}
+
+// HelperMain is the helper: it reads a Spec on fd 3, reports on fd 4, runs
+// the command and supervises its tree until it is gone. It returns the
+// helper's exit status: 0 when it reported an outcome on fd 4.
+func HelperMain() int {
+	specFile, status := os.NewFile(3, "spec"), os.NewFile(4, "status")
+	if specFile == nil || status == nil {
+		fmt.Fprintln(os.Stderr, HelperName+": started without its spec and status descriptors; this mode is for toold only")
+		return 125
+	}
+	var spec Spec
+	err := json.NewDecoder(specFile).Decode(&spec)
+	specFile.Close()
+	enc := json.NewEncoder(status)
+	if err != nil {
+		_ = enc.Encode(message{Error: "reading the spec: " + err.Error()})
+		return 0
+	}
+	if spec.Version != protocolVersion {
+		_ = enc.Encode(message{Error: fmt.Sprintf("helper speaks protocol %d, the daemon %d: use the helper of the same toold build", protocolVersion, spec.Version)})
+		return 0
+	}
+	exit, err := supervise(spec, func(pid int) { _ = enc.Encode(message{Started: &started{PID: pid}}) })
+	if err != nil {
+		_ = enc.Encode(message{Error: err.Error()})
+		return 0
+	}
+	_ = enc.Encode(message{Exit: &exit})
+	return 0
+}
+
+// supervise runs spec's command and returns once its whole tree is gone.
+// It calls onStart once the command runs; an error means it did not start.
+func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return Exit{}, fmt.Errorf("becoming a subreaper: %w", err)
+	}
+	// Catch (rather than ignore) the signals a terminal or the daemon may
+	// send: caught signals are reset to their defaults in the command, while
+	// ignored ones would stay ignored there.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	if spec.Policy != nil {
+		if err := confine(*spec.Policy); err != nil {
+			return Exit{}, err
+		}
+	}
+	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{0, 1, 2},
+		// Should the helper be killed outright, take the command with it.
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		if spec.Dir != "" && errors.Is(err, syscall.ENOENT) {
+			if _, serr := os.Stat(spec.Dir); serr != nil {
+				return Exit{}, fmt.Errorf("working directory %s: %w", spec.Dir, serr)
+			}
+		}
+		return Exit{}, fmt.Errorf("starting %s: %w", spec.Path, err)
+	}
+	onStart(pid)
+
+	// The reaper waits for every child: the command, its children that
+	// were reparented here, and (after the command) the leftovers. It ends
+	// when no child is left.
+	var (
+		mu        sync.Mutex
+		status    unix.WaitStatus
+		cmdDone   = make(chan struct{})
+		treeEmpty = make(chan struct{})
+	)
+	go func() {
+		defer close(treeEmpty)
+		for {
+			var ws unix.WaitStatus
+			p, err := unix.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil { // ECHILD: nothing left
+				return
+			}
+			if p == pid {
+				mu.Lock()
+				status = ws
+				mu.Unlock()
+				close(cmdDone)
+			}
+		}
+	}()
+
+	self := os.Getpid()
+	var (
+		exit     Exit
+		stopping bool
+		killAt   <-chan time.Time
+		killTick <-chan time.Time
+	)
+	stop := func() {
+		stopping = true
+		sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT}
+		if spec.Terminal {
+			sigs = append(sigs, syscall.SIGHUP)
+		}
+		signalAll(Descendants(self), sigs...)
+		killAt = time.After(spec.Grace)
+	}
+	for {
+		select {
+		case <-cmdDone:
+			cmdDone = nil
+			if !stopping && hasChildren() {
+				exit.Leftovers = len(Descendants(self))
+				if !spec.KeepTree {
+					stop()
+				}
+			}
+		case <-treeEmpty:
+			mu.Lock()
+			ws := status
+			mu.Unlock()
+			exit.Code = ws.ExitStatus()
+			if ws.Signaled() {
+				exit.Code, exit.Signal = -1, ws.Signal()
+			}
+			return exit, nil
+		case s := <-sigs:
+			if (s == unix.SIGTERM || s == unix.SIGHUP) && !stopping {
+				exit.Stopped = true
+				stop()
+			}
+		case <-killAt:
+			killAt = nil
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			killTick = t.C
+			signalAll(Descendants(self), syscall.SIGKILL)
+		case <-killTick:
+			// Processes forked while the previous round ran are found now.
+			signalAll(Descendants(self), syscall.SIGKILL)
+		}
+	}
+}
+
+// hasChildren reports whether the calling process has a child, without
+// reaping it.
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil
+}

@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperMargin is how long the daemon waits, beyond the grace period, for
+// a helper that was asked to stop before it kills the helper itself.
+const helperMargin = 3 * time.Second
+
+// Runner starts commands through a helper. The zero Runner re-executes the
+// running binary, which must call RunHelperIfRequested at the start of main.
+// A Runner is safe for concurrent use.
+type Runner struct {
+	// Helper is the path of the helper executable: a binary that calls
+	// RunHelperIfRequested first thing. Empty means the running binary
+	// (/proc/self/exe, which stays valid when the file is replaced).
+	Helper string
+}
+
+// Stdio are the standard files of the helper, which the command inherits.
+// A nil Stdin reads from /dev/null; nil Stdout and Stderr go to /dev/null.
+// The caller keeps ownership and may close its copies once Start returns.
+type Stdio struct {
+	Stdin, Stdout, Stderr *os.File
+	// Terminal says Stdin is a terminal: the helper becomes the leader of a
+	// new session with it as the controlling terminal.
+	Terminal bool
+}
+
+// ErrNotHelper is returned by Start when the helper executable did not
+// behave as one (it lacks the RunHelperIfRequested call).
+var ErrNotHelper = errors.New("the helper executable did not start the command")
+
+// StartError is returned by Start when the helper could not start the
+// command (a missing working directory, a program that does not exist, a
+// policy the kernel cannot enforce). Its message is fit for a model.
+type StartError struct{ Msg string }
+
+func (e *StartError) Error() string { return e.Msg }
+
+// Process is a command running under a helper. Its methods are safe for
+// concurrent use.
+type Process struct {
+	cmd    *exec.Cmd
+	pid    int
+	cancel context.CancelFunc
+	done   chan struct{}
+	exit   Exit
+}
+
+// Start starts spec's command under a helper and returns once it runs.
+// When ctx ends (or Stop is called) the helper stops the whole tree:
+// SIGTERM, then SIGKILL after spec.Grace. The Process's own goroutine waits
+// for the helper; Done is closed once the tree is gone and reaped.
+func (r Runner) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, error) {
+	spec.Version = protocolVersion
+	path := r.Helper
+	if path == "" {
+		path = "/proc/self/exe"
+	}
+	args := []string{HelperName}
+	if testing.Testing() {
+		// A test binary that lacks the RunHelperIfRequested call then runs
+		// no tests and exits, and Start reports ErrNotHelper.
+		args = append(args, "-test.run=^$")
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(pctx, path)
+	cmd.Args = args
+	// The helper needs no environment (the command's is in spec). A
+	// race-enabled build would sleep a second at every helper's exit.
+	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
+	if stdio.Stdin != nil {
+		cmd.Stdin = stdio.Stdin
+	}
+	if stdio.Stdout != nil {
+		cmd.Stdout = stdio.Stdout
+	}
+	if stdio.Stderr != nil {
+		cmd.Stderr = stdio.Stderr
+	}
+	cmd.ExtraFiles = []*os.File{specR, statW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setsid:  true,
+		Setctty: stdio.Terminal,
+		Ctty:    0,
+		// If the daemon dies, the helper stops the tree.
+		Pdeathsig: syscall.SIGTERM,
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = spec.Grace + helperMargin
+	err = cmd.Start()
+	specR.Close()
+	statW.Close()
+	if err != nil {
+		specW.Close()
+		statR.Close()
+		cancel()
+		return nil, fmt.Errorf("starting the command helper %s: %w", path, err)
+	}
+	// A failed write means the helper went away; its answer says how.
+	_ = json.NewEncoder(specW).Encode(spec)
+	specW.Close()
+	br := bufio.NewReader(statR)
+	var first message
+	line, rerr := br.ReadBytes('\n')
+	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Started == nil && first.Error == "") {
+		cancel()
+		werr := cmd.Wait()
+		statR.Close()
+		return nil, fmt.Errorf("%w: %s exited (%v) without answering; a binary that embeds toold must call sandbox.RunHelperIfRequested first in main (and in TestMain)", ErrNotHelper, path, werr)
+	}
+	if first.Error != "" {
+		cancel()
+		_ = cmd.Wait()
+		statR.Close()
+		return nil, &StartError{Msg: first.Error}
+	}
+	p := &Process{cmd: cmd, pid: first.Started.PID, cancel: cancel, done: make(chan struct{})}
+	go p.wait(br, statR)
+	return p, nil
+}
+
+// wait is the Process's goroutine: it waits for the helper and reads its
+// final report.
+func (p *Process) wait(br *bufio.Reader, statR *os.File) {
+	defer close(p.done)
+	werr := p.cmd.Wait()
+	// The helper has exited: its report, if any, is in the pipe.
+	rest, _ := io.ReadAll(br)
+	statR.Close()
+	p.cancel()
+	for _, line := range bytes.Split(rest, []byte{'\n'}) {
+		var m message
+		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
+			p.exit = *m.Exit
+			return
+		}
+	}
+	// The helper died without a report: killed after not stopping the tree
+	// in time, or crashed. Its process group is the last handle on what it
+	// left behind.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if werr == nil {
+		werr = errors.New("the helper exited without a report")
+	}
+	p.exit = Exit{Code: -1, Err: werr}
+}
+
+// Pid returns the command's process id (not the helper's).
+func (p *Process) Pid() int { return p.pid }
+
+// HelperPid returns the helper's process id.
+func (p *Process) HelperPid() int { return p.cmd.Process.Pid }
+
+// Stop asks the helper to stop the tree: SIGTERM to every process, SIGKILL
+// after the grace period. It returns at once; Done says when the tree is
+// gone. Stopping a finished process does nothing.
+func (p *Process) Stop() { p.cancel() }
+
+// Done is closed when the tree is gone and the helper reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exit returns how the command ended; it is valid once Done is closed.
+func (p *Process) Exit() Exit {
+	<-p.done
+	return p.exit
+}

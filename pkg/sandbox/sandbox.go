@@ -1,0 +1,132 @@
+// Package sandbox runs the commands and terminal sessions of toold in a
+// supervised and optionally confined process tree.
+//
+// # The helper
+//
+// toold never runs a command as its own direct child. It starts a helper —
+// its own executable again (/proc/self/exe, or a configured binary), in a
+// hidden mode selected by argv[0] == HelperName — and the helper runs the
+// command. The helper:
+//
+//   - marks itself a child subreaper (PR_SET_CHILD_SUBREAPER), so every
+//     process the command starts stays below it, even one that calls setsid
+//     and whose parent exits ("setsid sleep 100 &");
+//   - optionally confines itself with Landlock before it starts the command,
+//     so the command and everything it starts inherit the restriction
+//     (Landlock restricts the calling process and its future children; the
+//     daemon itself is never restricted);
+//   - reaps every process of the tree, so no zombie is left;
+//   - when the command exits and processes it started are still running
+//     ("leftovers"), stops them: the command is over, and nothing it
+//     started outlives it — unless Spec.KeepTree, for background processes
+//     whose servers daemonize: then it supervises them until they end or
+//     are stopped;
+//   - on SIGTERM (or SIGHUP, or the daemon's death) stops the whole tree:
+//     SIGTERM (and SIGHUP and SIGCONT for terminals) to every descendant,
+//     then SIGKILL to whatever is left after the grace period, repeated
+//     until the tree is empty. Descendants are found through /proc; because
+//     the helper is a subreaper, that walk finds all of them.
+//
+// The daemon holds one os/exec Cmd per helper: Cmd.Cancel sends SIGTERM to
+// the helper (which stops the tree), and Cmd.WaitDelay kills the helper if
+// it has not finished within the grace period plus a margin; the helper's
+// process group is then killed as a last resort.
+//
+// Protocol: the daemon writes a JSON Spec on the helper's fd 3 and closes
+// it; the helper answers on fd 4 with one JSON line when the command started
+// (its pid) or could not start, and one when the tree is gone (the exit
+// status). A binary that embeds toold's daemon must call
+// RunHelperIfRequested first thing in main (and in TestMain, where the test
+// binary stands in for toold); Start explains the mistake when it was not.
+//
+// # Confinement
+//
+// With a Policy, the helper applies Landlock: the whole file system is
+// readable and executable, but only Policy.Writable directories (the
+// workspace and a temp dir), a few device files and the terminal devices
+// are writable; with NoNetwork, TCP connect and bind are refused as well
+// (Landlock does not cover UDP on ABI < 10, nor unix sockets by path); and
+// on ABI >= 6 the tree cannot signal processes outside it or connect to
+// abstract unix sockets outside it. Landlock also sets no_new_privs, so
+// setuid programs (sudo) do not gain privileges.
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// Policy confines a command's process tree. The zero Policy allows writes
+// nowhere; callers list the workspace and a temp dir in Writable.
+type Policy struct {
+	// Writable are directories the tree may create, change and delete
+	// files in (recursively). They must exist.
+	Writable []string `json:"writable"`
+	// NoNetwork refuses TCP connect and bind.
+	NoNetwork bool `json:"no_network"`
+	// Require makes the helper refuse to run the command when the kernel
+	// has no Landlock at all. Either way, the helper enforces as much of
+	// the policy as the kernel's ABI supports (see Describe).
+	Require bool `json:"require"`
+}
+
+// LandlockABI returns the Landlock ABI version the kernel offers, 0 when it
+// has none (not built in, or disabled at boot).
+func LandlockABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// Describe says in one line what p enforces on this kernel, for logs.
+func (p Policy) Describe() string {
+	abi := LandlockABI()
+	if abi == 0 {
+		return "landlock unavailable on this kernel: commands run unconfined"
+	}
+	s := fmt.Sprintf("landlock ABI %d: writes only in %s", abi, strings.Join(p.Writable, ", "))
+	if p.NoNetwork {
+		if abi >= 4 {
+			s += "; no TCP connect or bind"
+		} else {
+			s += "; network NOT restricted (needs ABI 4)"
+		}
+	}
+	return s
+}
+
+// devices are device files any command may open for writing (and use
+// terminal ioctls on).
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+// confine applies p to the calling process (all its threads) and its future
+// children. It is called in the helper, never in the daemon.
+func confine(p Policy) error {
+	if p.Require && LandlockABI() == 0 {
+		return fmt.Errorf("landlock is required but this kernel does not offer it")
+	}
+	cfg := landlock.V7 // file system (with ioctl on devices), TCP, scopes
+	if !p.NoNetwork {
+		cfg.HandledAccessNet = 0
+	}
+	cfg = cfg.BestEffort()
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWFiles(devices...).WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/shm").IgnoreIfMissing(),
+	}
+	if len(p.Writable) > 0 {
+		// Refer lets mv and ln work between directories of the workspace.
+		rules = append(rules, landlock.RWDirs(p.Writable...).WithRefer())
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}

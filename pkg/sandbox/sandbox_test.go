@@ -1,0 +1,388 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/toold/toold/pkg/sandbox"
+)
+
+// The test binary stands in for toold as the helper.
+func TestMain(m *testing.M) {
+	sandbox.RunHelperIfRequested()
+	code := m.Run()
+	if z := sandbox.ZombieChildren(os.Getpid()); len(z) > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "zombie children left after the tests: %v\n", z)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// run runs script under bash through a helper and returns its exit and
+// combined output.
+func run(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (sandbox.Exit, string) {
+	t.Helper()
+	p, out := start(t, ctx, spec, script)
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end")
+	}
+	return p.Exit(), out()
+}
+
+// start starts script and returns the process and a function that returns
+// its whole output once the process is done.
+func start(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Path, spec.Args = "/bin/bash", []string{"bash", "-c", script}
+	if spec.Env == nil {
+		spec.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	}
+	if spec.Grace == 0 {
+		spec.Grace = 500 * time.Millisecond
+	}
+	p, err := sandbox.Runner{}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatalf("start: %v", err)
+	}
+	var buf bytes.Buffer
+	copied := make(chan struct{})
+	go func() { io.Copy(&buf, r); r.Close(); close(copied) }()
+	return p, func() string { <-p.Done(); <-copied; return buf.String() }
+}
+
+// token returns a string unique to this test run, used in sleep arguments
+// ("sleep 100.<token>") so that the process table can be searched for
+// survivors.
+func token(t *testing.T) string {
+	return strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+}
+
+// survivors returns the pids whose command line contains tok.
+func survivors(tok string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(tok)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func checkClean(t *testing.T, tok string) {
+	t.Helper()
+	// Reaping by init or the helper may lag a moment behind the kill.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s := survivors(tok)
+		z := sandbox.ZombieChildren(os.Getpid())
+		if len(s) == 0 && len(z) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("survivors %v, zombie children %v", s, z)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExit(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		code   int
+		signal syscall.Signal
+		out    string
+	}{
+		{name: "success", script: "echo hello", code: 0, out: "hello\n"},
+		{name: "exit code", script: "echo out; echo err >&2; exit 3", code: 3, out: "out\nerr\n"},
+		{name: "signal", script: "kill -TERM $$", code: -1, signal: syscall.SIGTERM},
+		{name: "environment is the spec's only", script: `echo "${TOOLD_SECRET-unset}"`, out: "unset\n"},
+		{name: "stdin is /dev/null", script: "cat; echo done", out: "done\n"},
+	}
+	t.Setenv("TOOLD_SECRET", "s3cret")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exit, out := run(t, t.Context(), sandbox.Spec{}, tt.script)
+			if exit.Code != tt.code || exit.Signal != tt.signal || exit.Err != nil || exit.Stopped {
+				t.Errorf("exit %+v, want code %d signal %v", exit, tt.code, tt.signal)
+			}
+			if tt.out != "" && out != tt.out {
+				t.Errorf("output %q, want %q", out, tt.out)
+			}
+		})
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		runner sandbox.Runner
+		spec   sandbox.Spec
+		want   string
+		is     error
+	}{
+		{name: "missing working directory", spec: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: "/nonexistent/dir"},
+			want: "working directory /nonexistent/dir"},
+		{name: "missing program", spec: sandbox.Spec{Path: "/nonexistent/prog", Args: []string{"prog"}},
+			want: "starting /nonexistent/prog"},
+		{name: "not a helper", runner: sandbox.Runner{Helper: "/bin/true"}, spec: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}},
+			is: sandbox.ErrNotHelper, want: "RunHelperIfRequested"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.runner.Start(t.Context(), tt.spec, sandbox.Stdio{})
+			if err == nil {
+				p.Stop()
+				<-p.Done()
+				t.Fatal("Start succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q lacks %q", err, tt.want)
+			}
+			var se *sandbox.StartError
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %v is not %v", err, tt.is)
+			} else if tt.is == nil && !errors.As(err, &se) {
+				t.Errorf("error %v (%T) is not a StartError", err, err)
+			}
+		})
+	}
+}
+
+// Stopping a tree kills every process in it: children, a grandchild that
+// called setsid and was orphaned, and one that ignores SIGTERM (SIGKILL
+// after the grace period).
+func TestStopKillsWholeTree(t *testing.T) {
+	t.Parallel()
+	tok := token(t)
+	script := fmt.Sprintf(`
+sleep 100.%[1]s &
+setsid sleep 100.%[1]s &
+(setsid sleep 100.%[1]s &)
+bash -c 'trap "" TERM; sleep 100.%[1]s' &
+echo ready
+sleep 100.%[1]s`, tok)
+	p, out := start(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
+	waitFor(t, func() bool { return len(survivors(tok)) >= 5 })
+	// Every process of the tree, the orphaned setsid one included, is
+	// below the helper.
+	if d, s := sandbox.Descendants(p.HelperPid()), survivors(tok); len(d) < len(s) {
+		t.Errorf("the helper has descendants %v; the tree is %v", d, s)
+	}
+	begin := time.Now()
+	p.Stop()
+	<-p.Done()
+	exit := p.Exit()
+	took := time.Since(begin)
+	if !exit.Stopped || exit.Err != nil {
+		t.Errorf("exit %+v, want stopped", exit)
+	}
+	if took < 250*time.Millisecond || took > 10*time.Second {
+		t.Errorf("stopping took %s; want about the grace period (300ms), as one process ignores SIGTERM", took)
+	}
+	if !strings.Contains(out(), "ready") {
+		t.Errorf("output %q", out())
+	}
+	checkClean(t, tok)
+}
+
+// The context of Start bounds the tree like Stop does.
+func TestContextStops(t *testing.T) {
+	t.Parallel()
+	tok := token(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	exit, _ := run(t, ctx, sandbox.Spec{}, fmt.Sprintf("setsid sleep 100.%s & sleep 100.%[1]s", tok))
+	if !exit.Stopped || exit.Signal != syscall.SIGTERM {
+		t.Errorf("exit %+v, want stopped by SIGTERM", exit)
+	}
+	checkClean(t, tok)
+}
+
+// What a command leaves running when it exits is stopped: nothing a command
+// started outlives it.
+func TestLeftoversStopped(t *testing.T) {
+	t.Parallel()
+	tok := token(t)
+	begin := time.Now()
+	exit, out := run(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s & echo started", tok))
+	if exit.Code != 0 || exit.Stopped || exit.Leftovers != 2 {
+		t.Errorf("exit %+v, want code 0 with 2 leftovers", exit)
+	}
+	if out != "started\n" {
+		t.Errorf("output %q", out)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("took %s; leftovers should be stopped at once", took)
+	}
+	checkClean(t, tok)
+}
+
+// A terminal's tree gets SIGHUP too: an interactive shell, which ignores
+// SIGTERM, ends at once.
+func TestTerminalHangup(t *testing.T) {
+	t.Parallel()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	go io.Copy(io.Discard, ptmx)
+	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb"}, Terminal: true, Grace: 5 * time.Second}
+	p, err := sandbox.Runner{}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
+	tty.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	begin := time.Now()
+	p.Stop()
+	<-p.Done()
+	if took := time.Since(begin); took > 4*time.Second {
+		t.Errorf("stopping an interactive shell took %s; SIGHUP should end it at once (the grace is 5s)", took)
+	}
+	if exit := p.Exit(); !exit.Stopped || exit.Signal != syscall.SIGHUP {
+		t.Errorf("exit %+v, want stopped by SIGHUP", exit)
+	}
+}
+
+func TestConfine(t *testing.T) {
+	t.Parallel()
+	if abi := sandbox.LandlockABI(); abi < 6 {
+		t.Skipf("Landlock ABI %d on this kernel; these tests need ABI >= 6", abi)
+	}
+	ws, tmp, home := t.TempDir(), t.TempDir(), t.TempDir()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	etc := "/etc/toold-sandbox-test-" + token(t)
+	t.Cleanup(func() { os.Remove(etc) })
+	tests := []struct {
+		name    string
+		network bool
+		script  string
+		ok      bool
+	}{
+		{name: "write in the workspace", script: "echo hi > x && mkdir -p d/e && mv x d/e/y && cat d/e/y", ok: true},
+		{name: "write in the temp dir", script: `touch "$TMPDIR/t"`, ok: true},
+		{name: "write to /dev/null", script: "echo hi > /dev/null", ok: true},
+		{name: "touch in /etc", script: "touch " + etc},
+		{name: "write in HOME", script: `echo x > "$HOME/.bashrc"`},
+		{name: "move out of the workspace", script: `echo x > f && mv f "$HOME/f"`},
+		{name: "no network", script: fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port)},
+		{name: "network allowed", network: true, script: fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port), ok: true},
+		{name: "signal a process outside", script: fmt.Sprintf("kill -0 %d", os.Getpid())},
+		{name: "signal a process inside", script: "sleep 10 & kill $!", ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := sandbox.Spec{
+				Dir:    ws,
+				Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp},
+				Policy: &sandbox.Policy{Writable: []string{ws, tmp}, NoNetwork: !tt.network},
+			}
+			exit, out := run(t, t.Context(), spec, tt.script)
+			if got := exit.Code == 0; got != tt.ok {
+				t.Errorf("exit %+v (output %q); want success %v", exit, out, tt.ok)
+			}
+		})
+	}
+	if _, err := os.Stat(etc); err == nil {
+		t.Errorf("%s was created", etc)
+	}
+	if ents, _ := os.ReadDir(home); len(ents) > 0 {
+		t.Errorf("HOME got %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d", "e", "y")); err != nil {
+		t.Errorf("workspace write: %v", err)
+	}
+}
+
+func TestDescendants(t *testing.T) {
+	t.Parallel()
+	tok := token(t)
+	p, _ := start(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("sleep 100.%s & sleep 100.%[1]s & wait", tok))
+	waitFor(t, func() bool { return len(survivors(tok)) == 3 }) // bash and two sleeps
+	d := sandbox.Descendants(p.HelperPid())
+	if len(d) != 3 || d[0] != p.Pid() {
+		t.Errorf("descendants %v, want bash (%d) first, then its two children", d, p.Pid())
+	}
+	p.Stop()
+	<-p.Done()
+	checkClean(t, tok)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// With KeepTree, what the command started runs on after it exits (a server
+// that daemonizes) until it ends or the tree is stopped.
+func TestKeepTree(t *testing.T) {
+	t.Parallel()
+	tok := token(t)
+	p, out := start(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
+	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-p.Done():
+		t.Fatalf("the tree ended with the command: %+v", p.Exit())
+	default:
+	}
+	p.Stop()
+	<-p.Done()
+	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {
+		t.Errorf("exit %+v, want the command's code 0, 1 leftover, stopped", exit)
+	}
+	if out() != "started\n" {
+		t.Errorf("output %q", out())
+	}
+	checkClean(t, tok)
+}

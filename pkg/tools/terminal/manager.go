@@ -1,0 +1,287 @@
+package terminal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// Config configures a Manager. Zero fields take the defaults noted.
+type Config struct {
+	// Workspace is where commands run; working directories are confined to
+	// it. Required; the caller keeps it open while the Manager is in use.
+	Workspace *workspace.Workspace
+	// Shell is the shell that runs commands (Shell -c COMMAND) and the
+	// default program of sessions. Default "bash".
+	Shell string
+	// SessionArgs are the arguments of Shell in sessions (default: -il for
+	// bash and zsh, an interactive login shell; -i for other shells).
+	SessionArgs []string
+	// PassEnv names the variables of toold's environment commands inherit
+	// (default DefaultPassEnv). Names starting with TOOLD_ are never passed.
+	PassEnv []string
+	// Env is added to every command's environment.
+	Env map[string]string
+	// Sandbox, when set, confines every command and session with Landlock.
+	// The workspace and the Manager's temp dir are added to its Writable.
+	Sandbox *sandbox.Policy
+	// Runner starts the helper that supervises (and confines) each
+	// command. When Runner.Helper is empty, a toold-helper binary next to
+	// the running executable is used if it answers a probe, and otherwise
+	// the running binary is re-executed (which must then call
+	// sandbox.RunHelperIfRequested first thing).
+	Runner sandbox.Runner
+	// KillGrace is how long a process tree gets between SIGTERM and
+	// SIGKILL when it is stopped (default 2s).
+	KillGrace time.Duration
+	// Dir is where the Manager creates its directory of kept outputs and
+	// the commands' temp dir (default os.TempDir()). The directory is
+	// removed by Close.
+	Dir string
+	// KeepPerCall caps the bytes kept of one command's output (default
+	// 64 MiB); KeepTotal caps all kept output together (default 1 GiB).
+	// See store for what happens at the limits.
+	KeepPerCall, KeepTotal int64
+	// SessionBuffer is how many bytes of output a session keeps (default
+	// 1 MiB); older output is dropped.
+	SessionBuffer int
+	// MaxProcesses caps the running background processes of a conversation
+	// (default 16), MaxSessions its open sessions (default 16). The daemon
+	// as a whole allows 16 times as many of each.
+	MaxProcesses, MaxSessions int
+	// Limits shape results for the model (OutputBytes, LineChars,
+	// SearchMatches).
+	Limits tools.Limits
+	// Logger receives start-up notes and process lifecycle events.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Shell == "" {
+		c.Shell = "bash"
+	}
+	if c.KillGrace <= 0 {
+		c.KillGrace = 2 * time.Second
+	}
+	if c.Dir == "" {
+		c.Dir = os.TempDir()
+	}
+	if c.KeepPerCall <= 0 {
+		c.KeepPerCall = 64 << 20
+	}
+	if c.KeepTotal <= 0 {
+		c.KeepTotal = 1 << 30
+	}
+	if c.SessionBuffer <= 0 {
+		c.SessionBuffer = 1 << 20
+	}
+	if c.MaxProcesses <= 0 {
+		c.MaxProcesses = 16
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = 16
+	}
+	c.Limits = c.Limits.WithDefaults()
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// errManagerClosed is the cause of the Manager's context after Close.
+var errManagerClosed = errors.New("toold is shutting down")
+
+// Manager owns the commands, background processes, terminal sessions and
+// kept outputs of a daemon. It is safe for concurrent use.
+//
+// Lifetimes: a foreground command lives within its call. Background
+// processes and sessions belong to a conversation and outlive the call and
+// the stream that started them: a client that reconnects with the same
+// conversation id finds them again. They end when killed or closed, when
+// they exit, or when Close stops everything (toold's shutdown). Every
+// goroutine the Manager starts belongs to a process or a session and ends
+// with it; Close waits for all of them.
+type Manager struct {
+	cfg    Config
+	ws     *workspace.Workspace
+	shell  string // absolute path of cfg.Shell
+	policy *sandbox.Policy
+	dir    string // the Manager's own directory
+	tmp    string // TMPDIR of sandboxed commands
+	store  *store
+	env    map[string]string
+
+	ctx    context.Context // ends at Close; background work derives from it
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // goroutines of processes and sessions
+
+	mu       sync.Mutex
+	closed   bool
+	procs    map[string]*process // running and recently ended, by id
+	sessions map[string]*Session // by id
+}
+
+// NewManager checks cfg and prepares the Manager's directory. It reports
+// on the sandbox through cfg.Logger and fails when the sandbox is required
+// and the kernel lacks Landlock.
+func NewManager(cfg Config) (*Manager, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Workspace == nil {
+		return nil, errors.New("terminal: a workspace is required")
+	}
+	shell, err := exec.LookPath(cfg.Shell)
+	if err != nil {
+		return nil, fmt.Errorf("terminal: shell %q: %w", cfg.Shell, err)
+	}
+	if shell, err = filepath.Abs(shell); err != nil {
+		return nil, err
+	}
+	if cfg.Sandbox != nil && cfg.Sandbox.Require && sandbox.LandlockABI() == 0 {
+		return nil, errors.New("terminal: the sandbox is required (sandbox: require) but this kernel does not offer Landlock; use sandbox: landlock to run unconfined with a warning, or off")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "toold-")
+	if err != nil {
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	m := &Manager{
+		cfg: cfg, ws: cfg.Workspace, shell: shell, dir: dir, tmp: filepath.Join(dir, "tmp"),
+		env: baseEnv(cfg.PassEnv, cfg.Env), procs: map[string]*process{}, sessions: map[string]*Session{},
+	}
+	if err := os.Mkdir(m.tmp, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	if m.store, err = newStore(filepath.Join(dir, "outputs"), cfg.KeepPerCall, cfg.KeepTotal, cfg.Limits.OutputBytes); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	if cfg.Sandbox != nil {
+		p := *cfg.Sandbox
+		p.Writable = append([]string{m.ws.Dir(), m.tmp}, p.Writable...)
+		m.policy = &p
+		m.env["TMPDIR"] = m.tmp
+		if sandbox.LandlockABI() == 0 {
+			cfg.Logger.Warn("sandbox: this kernel does not offer Landlock; commands and sessions run UNCONFINED", "sandbox", "landlock")
+		} else {
+			cfg.Logger.Info("sandbox: "+p.Describe(), "sandbox", "landlock")
+		}
+	}
+	if m.cfg.Runner.Helper == "" {
+		m.cfg.Runner.Helper = m.findHelper()
+	}
+	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	return m, nil
+}
+
+// findHelper returns the path of a toold-helper next to the running
+// executable that runs a command correctly, or "" (re-execute this binary).
+func (m *Manager) findHelper() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	path := filepath.Join(filepath.Dir(exe), sandbox.HelperName)
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := sandbox.Runner{Helper: path}.Start(ctx, sandbox.Spec{
+		Path: m.shell, Args: []string{filepath.Base(m.shell), "-c", "exit 0"}, Env: environ(m.env), Dir: m.ws.Dir(), Grace: time.Second,
+	}, sandbox.Stdio{})
+	if err == nil {
+		if exit := p.Exit(); exit.Code != 0 || exit.Err != nil {
+			err = fmt.Errorf("probe: %s", exit)
+		}
+	}
+	if err != nil {
+		m.cfg.Logger.Warn("ignoring the command helper next to toold; toold runs as its own helper", "helper", path, "err", err)
+		return ""
+	}
+	m.cfg.Logger.Debug("command helper", "path", path)
+	return path
+}
+
+// Close stops every command, background process and session (SIGTERM to
+// each tree, SIGKILL after the kill grace), waits for them until ctx ends,
+// and deletes the kept outputs. Calls after Close fail with ErrUnavailable.
+// It is safe to call more than once.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel(errManagerClosed)
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// The helpers are killed by their own deadline (grace + margin);
+		// the goroutines end shortly after.
+		err = fmt.Errorf("terminal: processes still stopping at close: %w", context.Cause(ctx))
+	}
+	m.store.close()
+	if rerr := os.RemoveAll(m.dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// enter fails when the Manager is closed.
+func (m *Manager) enterLocked() error {
+	if m.closed {
+		return errdefs.New(errdefs.ErrUnavailable, "toold is shutting down and starts no new processes")
+	}
+	return nil
+}
+
+// resolveDir confines a working directory from a model to the workspace.
+// It returns the directory's absolute path (symlinks resolved) and its
+// path relative to the workspace.
+func (m *Manager) resolveDir(p string) (abs, rel string, err error) {
+	rel, err = m.ws.Rel(p)
+	if err != nil {
+		return "", "", err
+	}
+	fi, err := m.ws.Root().Stat(rel)
+	if err != nil {
+		return "", "", workspace.MapError(p, err)
+	}
+	if !fi.IsDir() {
+		return "", "", errdefs.Failed("working_dir %q is not a directory", p)
+	}
+	abs, err = filepath.EvalSymlinks(m.ws.Abs(rel))
+	if err != nil {
+		return "", "", workspace.MapError(p, err)
+	}
+	if abs != m.ws.Dir() && !strings.HasPrefix(abs, m.ws.Dir()+string(filepath.Separator)) {
+		return "", "", &errdefs.Error{Class: errdefs.ErrDenied, Rule: "workspace",
+			Msg: fmt.Sprintf("working_dir %q resolves outside the workspace; use a directory inside it", p)}
+	}
+	return abs, rel, nil
+}
+
+// newID returns prefix followed by 8 random hex digits.
+func newID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,447 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Why a process tree was stopped before it ended on its own.
+const (
+	stopTimeout  = "timeout"
+	stopIdle     = "idle"
+	stopKilled   = "killed"
+	stopCanceled = "canceled"
+	stopDeadline = "deadline"
+	stopShutdown = "shutdown"
+)
+
+// maxEndedPerConversation bounds the ended background processes a
+// conversation's list keeps; their output stays in the store.
+const maxEndedPerConversation = 32
+
+// commandSpec is what starts a command.
+type commandSpec struct {
+	conv, callID string
+	command      string
+	workingDir   string
+	env          map[string]string
+	timeout      time.Duration // 0: none (the call's own deadline still applies)
+	idle         time.Duration // 0: none
+	background   bool
+}
+
+// process is a command running under a helper: the command of a
+// run_command call, or a background process. Its goroutine (run) owns the
+// helper and the two output readers; done is closed when the tree is gone,
+// every byte of output is recorded, and the record is finished.
+type process struct {
+	m          *Manager
+	id         string
+	conv       string
+	callID     string
+	command    string
+	dir        string // relative to the workspace
+	background bool
+	timeout    time.Duration
+	idle       time.Duration
+	started    time.Time
+	h          *sandbox.Process
+	rec        *record
+	// sink receives output chunks while a foreground call runs; nil for
+	// background processes. After a failed Output it is no longer used.
+	sink       tools.Sink
+	sinkFailed atomic.Bool
+	// lastOutput (unix nanoseconds) is when output was last read or
+	// delivered; delivering counts readers blocked in sink.Output. A
+	// command is idle when no reader delivers and lastOutput is old: time
+	// spent waiting for a slow client does not count as idle.
+	lastOutput atomic.Int64
+	delivering atomic.Int32
+	done       chan struct{}
+
+	mu     sync.Mutex
+	why    string // why it was stopped, if it was
+	exit   sandbox.Exit
+	ended  time.Time
+	cursor int64 // where the model's next get_output starts
+}
+
+// start starts a command. A foreground command is bound to ctx (the call's
+// context) and sends its output to sink as it comes; a background one
+// lives until it exits, is killed, or the Manager closes.
+func (m *Manager) start(ctx context.Context, cs commandSpec, sink tools.Sink) (*process, error) {
+	abs, rel, err := m.resolveDir(cs.workingDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEnv(cs.env); err != nil {
+		return nil, err
+	}
+	// Reserve the process's place (and its goroutine's) before starting it,
+	// so that Close either refuses it here or waits for it.
+	m.mu.Lock()
+	if err := m.enterLocked(); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	if cs.background {
+		mine, all := 0, 0
+		for _, p := range m.procs {
+			if p.background && !p.isDone() {
+				all++
+				if p.conv == cs.conv {
+					mine++
+				}
+			}
+		}
+		if mine >= m.cfg.MaxProcesses || all >= 16*m.cfg.MaxProcesses {
+			m.mu.Unlock()
+			return nil, errdefs.New(errdefs.ErrResourceExhausted,
+				"too many background processes are running (limit %d per conversation); kill one you no longer need (list_processes shows them)", m.cfg.MaxProcesses)
+		}
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	p, err := m.launch(ctx, cs, abs, rel, sink)
+	if err != nil {
+		m.wg.Done()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, sink tools.Sink) (*process, error) {
+	rec, err := m.store.create(cs.conv, cs.callID, cs.command)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		rec.finish("did not start")
+		return nil, errdefs.Wrap(errdefs.ErrResourceExhausted, err, "cannot create a pipe: %v", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		rec.finish("did not start")
+		return nil, errdefs.Wrap(errdefs.ErrResourceExhausted, err, "cannot create a pipe: %v", err)
+	}
+	// A larger pipe means fewer wake-ups for a fast producer (best effort:
+	// the kernel caps it at /proc/sys/fs/pipe-max-size).
+	growPipe(outW)
+	// The tree is stopped when its context ends: the call's (foreground) or
+	// the Manager's (background, and foreground at shutdown).
+	parent := m.ctx
+	if !cs.background {
+		parent = ctx
+	}
+	pctx, cancel := context.WithCancel(parent)
+	stopOnClose := context.AfterFunc(m.ctx, cancel)
+	env := map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+	h, err := m.cfg.Runner.Start(pctx, sandbox.Spec{
+		Path:   m.shell,
+		Args:   []string{filepath.Base(m.shell), "-c", cs.command},
+		Env:    environ(m.env, env, cs.env),
+		Dir:    abs,
+		Grace:  m.cfg.KillGrace,
+		Policy: m.policy,
+		// A background process lives as long as its tree: a server that
+		// daemonizes keeps running under it.
+		KeepTree: cs.background,
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stopOnClose()
+		cancel()
+		outR.Close()
+		errR.Close()
+		rec.finish("did not start")
+		return nil, m.startError(ctx, err)
+	}
+	now := time.Now()
+	p := &process{
+		m: m, id: newID("proc-"), conv: cs.conv, callID: cs.callID, command: cs.command, dir: rel,
+		background: cs.background, timeout: cs.timeout, idle: cs.idle, started: now,
+		h: h, rec: rec, sink: sink, done: make(chan struct{}),
+	}
+	p.lastOutput.Store(now.UnixNano())
+	m.mu.Lock()
+	m.procs[p.id] = p
+	m.mu.Unlock()
+	go p.run(outR, errR, func() { stopOnClose(); cancel() })
+	m.cfg.Logger.Debug("command started", "process_id", p.id, "pid", h.Pid(), "conversation_id", cs.conv,
+		"call_id", cs.callID, "background", cs.background)
+	return p, nil
+}
+
+// startError turns a failure to start into an error for the model.
+func (m *Manager) startError(ctx context.Context, err error) error {
+	var se *sandbox.StartError
+	switch {
+	case errors.As(err, &se):
+		return errdefs.Wrap(errdefs.ErrFailed, err, "the command could not start: %s", se.Msg)
+	case ctx.Err() != nil:
+		return errdefs.Wrap(errdefs.ErrCanceled, err, "the call ended before the command started")
+	case m.ctx.Err() != nil:
+		return errdefs.Wrap(errdefs.ErrUnavailable, err, "toold is shutting down and starts no new processes")
+	}
+	m.cfg.Logger.Error("command helper failed", "err", err)
+	return errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
+}
+
+// run is the process's goroutine. It reads the output, enforces the
+// timeouts, and finishes the record when the tree is gone.
+func (p *process) run(outR, errR *os.File, release func()) {
+	defer p.m.wg.Done()
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); p.pump(tools.Stdout, outR, readSize) }()
+	go func() { defer readers.Done(); p.pump(tools.Stderr, errR, 64<<10) }()
+
+	var wall, tick <-chan time.Time
+	if p.timeout > 0 {
+		t := time.NewTimer(p.timeout)
+		defer t.Stop()
+		wall = t.C
+	}
+	if p.idle > 0 {
+		t := time.NewTicker(min(p.idle/4, 250*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+wait:
+	for {
+		select {
+		case <-p.h.Done():
+			break wait
+		case <-wall:
+			wall, tick = nil, nil
+			p.stop(stopTimeout)
+		case <-tick:
+			quiet := time.Since(time.Unix(0, p.lastOutput.Load()))
+			if p.delivering.Load() == 0 && quiet >= p.idle {
+				wall, tick = nil, nil
+				p.stop(stopIdle)
+			}
+		}
+	}
+	exit := p.h.Exit()
+	// The tree is gone, so every write end of the pipes is closed and the
+	// readers reach EOF. Should a process have escaped holding a pipe, stop
+	// reading after a moment.
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(2 * time.Second):
+		outR.Close()
+		errR.Close()
+		<-readersDone
+	}
+	outR.Close()
+	errR.Close()
+	release()
+
+	p.mu.Lock()
+	if exit.Stopped && p.why == "" {
+		p.why = stopCanceled
+		if p.m.ctx.Err() != nil {
+			p.why = stopShutdown
+		}
+	}
+	p.exit, p.ended = exit, time.Now()
+	outcome := p.outcomeLocked()
+	p.mu.Unlock()
+	p.rec.finish(outcome)
+	p.m.cfg.Logger.Debug("command ended", "process_id", p.id, "outcome", outcome)
+	close(p.done)
+	p.m.forget(p)
+}
+
+// pump copies one output stream into the record and, for a foreground
+// command, to the call's sink (which blocks while the client is slow: the
+// command then blocks on its pipe).
+func (p *process) pump(stream tools.Stream, r *os.File, size int) {
+	buf := make([]byte, size)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.lastOutput.Store(time.Now().UnixNano())
+			p.rec.write(stream, buf[:n])
+			if p.sink != nil && !p.sinkFailed.Load() {
+				p.delivering.Add(1)
+				if err := p.sink.Output(stream, buf[:n]); err != nil {
+					p.sinkFailed.Store(true)
+				}
+				p.delivering.Add(-1)
+				p.lastOutput.Store(time.Now().UnixNano())
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stop stops the tree for the given reason (the first reason given wins).
+func (p *process) stop(why string) {
+	p.mu.Lock()
+	if p.why == "" {
+		p.why = why
+	}
+	p.mu.Unlock()
+	p.h.Stop()
+}
+
+func (p *process) isDone() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// outcomeLocked says how the process ended, for the model.
+func (p *process) outcomeLocked() string {
+	var s string
+	switch p.why {
+	case stopTimeout:
+		s = fmt.Sprintf("stopped after its timeout of %s", seconds(p.timeout))
+	case stopIdle:
+		s = fmt.Sprintf("stopped after %s without output (idle_timeout)", seconds(p.idle))
+	case stopKilled:
+		s = "stopped by kill"
+	case stopCanceled:
+		s = "stopped because the call was canceled"
+	case stopDeadline:
+		s = "stopped at the call's deadline"
+	case stopShutdown:
+		s = "stopped because toold shut down"
+	default:
+		s = p.exit.String()
+	}
+	if p.why != "" {
+		s += " (" + p.exit.String() + ")"
+	}
+	switch {
+	case p.exit.Leftovers > 0 && p.background:
+		s += fmt.Sprintf("; %d process(es) it started ran on after it exited", p.exit.Leftovers)
+	case p.exit.Leftovers > 0:
+		s += fmt.Sprintf("; %d process(es) it left running were stopped (use is_background for servers)", p.exit.Leftovers)
+	}
+	return s
+}
+
+// forget drops a foreground process, and the oldest ended background
+// processes of its conversation beyond maxEndedPerConversation.
+func (m *Manager) forget(p *process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !p.background {
+		delete(m.procs, p.id)
+		return
+	}
+	var ended []*process
+	for _, q := range m.procs {
+		if q.background && q.conv == p.conv && q.isDone() {
+			ended = append(ended, q)
+		}
+	}
+	if len(ended) <= maxEndedPerConversation {
+		return
+	}
+	slices.SortFunc(ended, func(a, b *process) int { return a.started.Compare(b.started) })
+	for _, q := range ended[:len(ended)-maxEndedPerConversation] {
+		delete(m.procs, q.id)
+	}
+}
+
+// process returns a background process of conversation conv.
+func (m *Manager) process(conv, id string) (*process, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.procs[id]
+	if !ok || !p.background || p.conv != conv {
+		return nil, errdefs.Failed("no background process %q in this conversation; list_processes shows them", id)
+	}
+	return p, nil
+}
+
+// ProcessInfo describes a background process.
+type ProcessInfo struct {
+	ID, CallID, Command, Dir string
+	PID                      int
+	// State is "running" or "exited".
+	State   string
+	Started time.Time
+	// Ended is zero while it runs.
+	Ended time.Time
+	// Outcome says how it ended ("exit code 0", "stopped by kill (...)").
+	Outcome     string
+	ExitCode    int
+	OutputBytes int64
+}
+
+// processes lists the background processes of conv, oldest first.
+func (m *Manager) processes(conv string) []ProcessInfo {
+	m.mu.Lock()
+	var ps []*process
+	for _, p := range m.procs {
+		if p.background && p.conv == conv {
+			ps = append(ps, p)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(ps, func(a, b *process) int { return a.started.Compare(b.started) })
+	out := make([]ProcessInfo, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.info())
+	}
+	return out
+}
+
+func (p *process) info() ProcessInfo {
+	in := ProcessInfo{ID: p.id, CallID: p.callID, Command: p.command, Dir: p.dir, PID: p.h.Pid(), State: "running", Started: p.started}
+	if p.isDone() {
+		p.mu.Lock()
+		in.State, in.Ended, in.Outcome, in.ExitCode = "exited", p.ended, p.outcomeLocked(), p.exit.Code
+		p.mu.Unlock()
+	}
+	in.OutputBytes = p.rec.snap().total
+	return in
+}
+
+// seconds formats a duration for the model: "10s", "1.5s", "2m0s".
+func seconds(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// pipeSize is the capacity toold asks for a command's stdout pipe;
+// readSize is how much it reads at once. A fast producer then wakes toold
+// about 4 times per MiB instead of 16.
+const (
+	pipeSize = 1 << 20
+	readSize = 256 << 10
+)
+
+func growPipe(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+}
