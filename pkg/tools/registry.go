@@ -62,9 +62,25 @@ func (r *Registry) Register(ts ...Tool) error {
 }
 
 func (r *Registry) register(t Tool) error {
+	e, err := compileEntry(t)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkNamesLocked(e); err != nil {
+		return err
+	}
+	r.insertLocked(e)
+	r.entries = append(r.entries, e)
+	return nil
+}
+
+// compileEntry checks a tool's spec and compiles its schemas.
+func compileEntry(t Tool) (*entry, error) {
 	spec := t.Spec()
 	if spec.Name == "" || len(spec.Operations) == 0 {
-		return fmt.Errorf("tool %q: a tool needs a name and at least one operation", spec.Name)
+		return nil, fmt.Errorf("tool %q: a tool needs a name and at least one operation", spec.Name)
 	}
 	// Schemas are kept compact so listings are small and byte-stable.
 	spec.Operations = slices.Clone(spec.Operations)
@@ -72,7 +88,7 @@ func (r *Registry) register(t Tool) error {
 		if len(op.Schema) > 0 {
 			var buf bytes.Buffer
 			if err := json.Compact(&buf, op.Schema); err != nil {
-				return fmt.Errorf("schema of %s.%s: %w", spec.Name, op.Name, err)
+				return nil, fmt.Errorf("schema of %s.%s: %w", spec.Name, op.Name, err)
 			}
 			spec.Operations[i].Schema = buf.Bytes()
 		}
@@ -80,11 +96,11 @@ func (r *Registry) register(t Tool) error {
 	e := &entry{tool: t, spec: spec, ops: map[string]*compiledOp{}}
 	for _, op := range spec.Operations {
 		if _, dup := e.ops[op.Name]; dup {
-			return fmt.Errorf("tool %q: duplicate operation %q", spec.Name, op.Name)
+			return nil, fmt.Errorf("tool %q: duplicate operation %q", spec.Name, op.Name)
 		}
 		cs, err := compileSchema(spec.Name+"."+op.Name, op.Schema)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.ops[op.Name] = &compiledOp{spec: op, schema: cs}
 		e.risk = max(e.risk, op.Risk)
@@ -92,7 +108,7 @@ func (r *Registry) register(t Tool) error {
 	if spec.Consolidated() {
 		s, err := consolidatedSchema(spec, e.ops)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.schema = s
 	} else {
@@ -101,20 +117,26 @@ func (r *Registry) register(t Tool) error {
 			e.schema = json.RawMessage(`{"type":"object"}`)
 		}
 	}
+	return e, nil
+}
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	names := append([]string{spec.Name}, spec.Aliases...)
-	for _, n := range names {
+// checkNamesLocked fails when a name of e is taken.
+func (r *Registry) checkNamesLocked(e *entry) error {
+	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
 		if _, taken := r.byName[n]; taken {
 			return fmt.Errorf("tool name %q is already registered", n)
 		}
 	}
-	for _, n := range names {
+	return nil
+}
+
+// insertLocked indexes e's names; the caller places e in r.entries.
+func (r *Registry) insertLocked(e *entry) {
+	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
 		r.byName[n] = e
 	}
-	if spec.Consolidated() {
-		for _, op := range spec.Operations {
+	if e.spec.Consolidated() {
+		for _, op := range e.spec.Operations {
 			// The first tool to claim a flat name keeps it; tool names win
 			// over flat names at resolution.
 			if _, taken := r.flat[op.Name]; !taken {
@@ -122,8 +144,6 @@ func (r *Registry) register(t Tool) error {
 			}
 		}
 	}
-	r.entries = append(r.entries, e)
-	return nil
 }
 
 // Unregister removes a tool by name. It reports whether it was present.
@@ -134,6 +154,13 @@ func (r *Registry) Unregister(name string) bool {
 	if !ok || e.spec.Name != name {
 		return false
 	}
+	r.removeLocked(e)
+	return true
+}
+
+// removeLocked removes e and hands the flat names it held to the next tool
+// offering them.
+func (r *Registry) removeLocked(e *entry) {
 	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
 		delete(r.byName, n)
 	}
@@ -154,7 +181,6 @@ func (r *Registry) Unregister(name string) bool {
 			}
 		}
 	}
-	return true
 }
 
 // Info is a registered tool as listings show it.
@@ -380,10 +406,21 @@ func consolidatedSchema(spec Spec, ops map[string]*compiledOp) (json.RawMessage,
 				merged["type"] = t
 			}
 		}
-		var descs []string
+		// One description per distinct text, naming the operations that
+		// share it, in operation order.
+		var texts []string
+		byText := map[string][]string{}
 		for _, u := range us {
 			d, _ := u.schema["description"].(string)
-			descs = append(descs, u.op+": "+strings.TrimSpace(d))
+			d = strings.TrimSpace(d)
+			if _, seen := byText[d]; !seen {
+				texts = append(texts, d)
+			}
+			byText[d] = append(byText[d], u.op)
+		}
+		descs := make([]string, len(texts))
+		for i, d := range texts {
+			descs[i] = strings.Join(byText[d], ", ") + ": " + d
 		}
 		merged["description"] = strings.Join(descs, " ")
 		props[k] = merged

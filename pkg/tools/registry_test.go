@@ -362,7 +362,7 @@ func TestConsolidatedSchemaMergesSharedProperties(t *testing.T) {
 	if p["type"] != "string" || p["minLength"] != nil || p["default"] != nil {
 		t.Fatalf("path = %v: want the shared type only", p)
 	}
-	if d := p["description"].(string); d != "read: File to read. list: Directory to list. stat: File to read." {
+	if d := p["description"].(string); d != "read, stat: File to read. list: Directory to list." {
 		t.Fatalf("description = %q", d)
 	}
 	// Validation still uses each operation's own schema.

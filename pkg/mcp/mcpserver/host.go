@@ -1,0 +1,237 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// host is the service.Host of one MCP tool call: events become progress
+// notifications (when the client asked for progress), and questions for
+// the person become elicitation requests (when the client can show them).
+type host struct {
+	ss     *sdk.ServerSession
+	token  any // the call's progress token; nil when the client sent none
+	tool   string
+	client string
+
+	mu   sync.Mutex
+	last float64 // the last progress value sent; each must be larger
+}
+
+var _ service.Host = (*host)(nil)
+
+func newHost(ss *sdk.ServerSession, token any, tool string) *host {
+	client := "an MCP client"
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+		client = ip.ClientInfo.Name
+	}
+	return &host{ss: ss, token: token, tool: tool, client: client}
+}
+
+// Emit implements service.Host: Progress events become
+// notifications/progress; the others have no MCP counterpart (the result
+// carries the end).
+func (h *host) Emit(ctx context.Context, ev events.Event) error {
+	if ev.Progress == nil || h.token == nil {
+		return nil
+	}
+	return h.notify(ctx, ev.Progress.Message, ev.Progress.Fraction)
+}
+
+// outputPreview caps the output text one progress notification carries.
+const outputPreview = 1024
+
+// Output implements service.Host: output chunks are shown as progress
+// messages (at most 1 KiB each); the whole output is in the result.
+func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) error {
+	if h.token == nil || len(p) == 0 {
+		return nil
+	}
+	text := string(p)
+	if len(text) > outputPreview {
+		text = text[:outputPreview]
+		for !utf8.ValidString(text) {
+			text = text[:len(text)-1]
+		}
+		text += "…"
+	}
+	name := map[tools.Stream]string{tools.Stdout: "stdout", tools.Stderr: "stderr", tools.PTY: "pty"}[s]
+	return h.notify(ctx, "["+name+"] "+text, -1)
+}
+
+// notify sends a progress notification. Progress values must increase: a
+// known fraction is sent as percent of 100 when that increases the value,
+// otherwise the value grows by one and no total is given.
+func (h *host) notify(ctx context.Context, msg string, fraction float64) error {
+	h.mu.Lock()
+	p := &sdk.ProgressNotificationParams{ProgressToken: h.token, Message: msg}
+	if fraction >= 0 && fraction*100 > h.last {
+		p.Progress, p.Total = fraction*100, 100
+	} else {
+		p.Progress = h.last + 1
+	}
+	h.last = p.Progress
+	h.mu.Unlock()
+	return h.ss.NotifyProgress(ctx, p)
+}
+
+// canElicit reports whether the client declared form elicitation.
+func (h *host) canElicit() bool {
+	ip := h.ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil // both unset means form, for older clients
+}
+
+// Decisions offered in an approval elicitation, besides the conversation
+// scopes.
+const (
+	approveOnce = "approve once"
+	deny        = "deny"
+)
+
+// Approve implements service.Host: it asks the person through an
+// elicitation showing what would happen, with a choice of approving once,
+// approving for the conversation (each scope the policy offers), or
+// denying. Without the elicitation capability the call is denied with a
+// message saying how to allow it.
+func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalRequest) (service.Approval, error) {
+	if !h.canElicit() {
+		return service.Approval{}, errdefs.New(errdefs.ErrDenied,
+			"toold's policy asks a person to approve this call (%s), but %s cannot show approval requests: it does not declare the MCP elicitation capability. "+
+				"To run it, add a policy rule that allows %s, start toold with --approval-mode yolo for a trusted agent, or use an MCP client that supports elicitation",
+			orText(req.Reason, "risk "+req.Risk.String()), h.client, h.tool)
+	}
+	choices := []string{approveOnce}
+	scopeOf := map[string]string{approveOnce: ""}
+	for _, sc := range req.Scopes {
+		if !sc.Conversation {
+			scopeOf[approveOnce] = sc.ID
+			continue
+		}
+		c := "approve for this conversation: " + orText(sc.Description, sc.ID)
+		choices = append(choices, c)
+		scopeOf[c] = sc.ID
+	}
+	choices = append(choices, deny)
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"decision": map[string]any{"type": "string", "title": "Decision", "enum": choices, "default": approveOnce},
+			"reason":   map[string]any{"type": "string", "title": "Reason (when denying; shown to the model)"},
+		},
+		"required": []string{"decision"},
+	}
+	res, err := h.ss.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: approvalMessage(h.tool, req), RequestedSchema: schema})
+	if err != nil {
+		if ctx.Err() != nil {
+			return service.Approval{}, context.Cause(ctx)
+		}
+		return service.Approval{}, errdefs.Wrap(errdefs.ErrDenied, err, "the approval request to %s failed, so the call was not run: %v", h.client, err)
+	}
+	switch res.Action {
+	case "accept":
+		d, _ := res.Content["decision"].(string)
+		reason, _ := res.Content["reason"].(string)
+		if d == deny {
+			return service.Approval{Reason: reason}, nil
+		}
+		id, ok := scopeOf[d]
+		if !ok {
+			return service.Approval{}, errdefs.New(errdefs.ErrDenied, "the approval answer %q is none of the offered choices; nothing was run", d)
+		}
+		return service.Approval{Approve: true, ScopeID: id}, nil
+	case "decline":
+		return service.Approval{Reason: "declined in " + h.client}, nil
+	}
+	return service.Approval{Reason: "the approval request was dismissed in " + h.client}, nil
+}
+
+// approvalMessage says what the call would do, for the person.
+func approvalMessage(tool string, req *events.ApprovalRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "toold asks for approval to run %s", tool)
+	if d := orText(req.Summary, req.Effect.Display); d != "" {
+		fmt.Fprintf(&b, ": %s", d)
+	}
+	fmt.Fprintf(&b, "\nRisk: %s", req.Risk)
+	if req.Reason != "" {
+		fmt.Fprintf(&b, "\nWhy toold asks: %s", req.Reason)
+	}
+	if req.Rule != "" {
+		fmt.Fprintf(&b, " (rule %s)", req.Rule)
+	}
+	if req.Effect.Command != "" {
+		fmt.Fprintf(&b, "\nCommand: %s", req.Effect.Command)
+	}
+	if len(req.Effect.Writes) > 0 {
+		fmt.Fprintf(&b, "\nWrites: %s", strings.Join(req.Effect.Writes, ", "))
+	}
+	if len(req.Effect.Reads) > 0 {
+		fmt.Fprintf(&b, "\nReads: %s", strings.Join(req.Effect.Reads, ", "))
+	}
+	if len(req.Effect.Hosts) > 0 {
+		fmt.Fprintf(&b, "\nReaches: %s", strings.Join(req.Effect.Hosts, ", "))
+	}
+	if req.Diff != "" {
+		fmt.Fprintf(&b, "\n\n%s", tools.Preview(req.Diff, 4000))
+	}
+	return b.String()
+}
+
+// Ask implements service.Host: the question becomes an elicitation with a
+// text field (or a choice, when the tool offers choices). Without the
+// elicitation capability the call's question is denied, saying so.
+func (h *host) Ask(ctx context.Context, _ string, q *events.Question) (string, error) {
+	if !h.canElicit() {
+		return "", errdefs.New(errdefs.ErrDenied,
+			"%s needs an answer from the person (%q), but %s cannot ask: it does not declare the MCP elicitation capability; ask the person yourself and call again with the answer",
+			h.tool, tools.Preview(q.Prompt, 200), h.client)
+	}
+	field := map[string]any{"type": "string", "title": "Answer"}
+	if len(q.Choices) > 0 {
+		field["enum"] = q.Choices
+	}
+	res, err := h.ss.Elicit(ctx, &sdk.ElicitParams{
+		Mode:    "form",
+		Message: q.Prompt,
+		RequestedSchema: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"answer": field},
+			"required":   []string{"answer"},
+		},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		return "", errdefs.Wrap(errdefs.ErrDenied, err, "asking the person through %s failed: %v", h.client, err)
+	}
+	if res.Action != "accept" {
+		return "", errdefs.New(errdefs.ErrRejected, "the person declined to answer in %s", h.client)
+	}
+	a, ok := res.Content["answer"].(string)
+	if !ok {
+		return "", errdefs.New(errdefs.ErrDenied, "the answer from %s had no text; nothing was run", h.client)
+	}
+	return a, nil
+}
+
+func orText(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
+}

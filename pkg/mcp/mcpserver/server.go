@@ -1,0 +1,285 @@
+// Package mcpserver serves toold's tools to MCP clients (Claude Desktop,
+// Cursor, the MCP Inspector, agents built on an MCP SDK): over stdio for
+// `toold mcp`, and over streamable HTTP at /mcp on toold's TCP listener.
+//
+// Every call runs through service.Server.RunCall, so it gets the same
+// pipeline as a gRPC call: name resolution, coercion, validation, policy,
+// the daemon's concurrency limits, timeouts and shutdown. The MCP session is
+// the call's Host: progress goes out as notifications/progress when the
+// client sent a progress token, and a policy "ask" becomes an elicitation
+// request when the client declares that capability (else the call is
+// denied with a message saying how to allow it).
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/pkg/mcp"
+	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Service runs the calls. Required.
+	Service *service.Server
+	// Registry is the set of tools offered. Required.
+	Registry *tools.Registry
+	// Logger receives session and sync events.
+	Logger *slog.Logger
+	// Version is toold's version, announced as serverInfo.
+	Version string
+	// Instructions are sent to clients in the handshake.
+	Instructions string
+}
+
+// Server offers the registry's tools over MCP. Create it with New; it keeps
+// its MCP tool list in step with the registry when Sync is called (the
+// daemon calls it whenever MCP servers change the registry). Close ends
+// every session.
+type Server struct {
+	opts Options
+	sdk  *sdk.Server
+	// stdioConversation is the conversation of sessions that have no
+	// session id (stdio: one session per process).
+	stdioConversation string
+
+	mu     sync.Mutex
+	served map[string]string // MCP tool name -> fingerprint
+}
+
+// legacyVersions are the protocol versions the server negotiates: those
+// before 2026-07-28. That revision replaces server-to-client requests during
+// a call (elicitation while the call waits for an approval) with multi
+// round-trip requests, which would need a call parked across client
+// retries; toold's calls wait in place, so it speaks 2025-11-25 and older,
+// which every current client supports (the Go SDK falls back on its own).
+var legacyVersions = func() []string {
+	var out []string
+	for _, v := range sdk.SupportedProtocolVersions() {
+		if v < "2026-07-28" {
+			out = append(out, v)
+		}
+	}
+	return out
+}()
+
+// New returns a Server offering the registry's current tools.
+func New(opts Options) *Server {
+	if opts.Service == nil || opts.Registry == nil {
+		panic("mcpserver.New: Service and Registry are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts, served: map[string]string{}, stdioConversation: newID("mcp-")}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "toold", Title: "toold", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions:              opts.Instructions,
+		Logger:                    mcp.SDKLogger(opts.Logger),
+		HasTools:                  true,
+		SupportedProtocolVersions: legacyVersions,
+	})
+	s.Sync()
+	return s
+}
+
+// validName is what MCP allows in a tool name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// offered is one MCP tool and the registry name it calls.
+type offered struct {
+	tool   *sdk.Tool
+	target string
+}
+
+// toolsFromRegistry lists what the registry offers as MCP tools, in the
+// registry's order: a simple tool (and each MCP server's tool) under its
+// own name; a consolidated tool as one MCP tool per operation, under the
+// operation's flat name ("read_file"), or "tool.operation" when another
+// tool holds that flat name. Only operations are offered, not the
+// consolidated tool too: two names for one thing make a model hesitate, and
+// each operation has its exact schema, where the consolidated one only
+// documents a union.
+func (s *Server) toolsFromRegistry() []offered {
+	var out []offered
+	seen := map[string]bool{}
+	add := func(name, desc string, risk tools.Risk, schema json.RawMessage) {
+		if !validName.MatchString(name) || seen[name] {
+			s.opts.Logger.Warn("tool not offered over MCP: its name is not a valid, unique MCP tool name", "tool", name)
+			return
+		}
+		seen[name] = true
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out = append(out, offered{tool: &sdk.Tool{
+			Name:        name,
+			Description: desc,
+			InputSchema: schema,
+			Annotations: annotations(risk),
+		}, target: name})
+	}
+	for _, in := range s.opts.Registry.List() {
+		if !in.Spec.Consolidated() {
+			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
+			continue
+		}
+		for _, op := range in.Spec.Operations {
+			name := op.Name
+			if t, err := s.opts.Registry.Resolve(name, map[string]any{}); err != nil || t.ToolName != in.Spec.Name || t.Operation != op.Name {
+				name = in.Spec.Name + "." + op.Name
+			}
+			desc := op.Description
+			if desc == "" {
+				desc = in.Spec.Description
+			}
+			add(name, desc, op.Risk, op.Schema)
+		}
+	}
+	return out
+}
+
+// annotations are the hints a client shows for a tool's risk.
+func annotations(r tools.Risk) *sdk.ToolAnnotations {
+	destructive := r == tools.RiskHigh || r == tools.RiskUnknown
+	return &sdk.ToolAnnotations{ReadOnlyHint: r == tools.RiskLow, DestructiveHint: &destructive}
+}
+
+// Sync brings the MCP tool list in step with the registry: new and changed
+// tools are added, vanished ones removed. Connected clients get
+// notifications/tools/list_changed when something changed. It is safe to
+// call at any time and from any goroutine.
+func (s *Server) Sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := s.toolsFromRegistry()
+	keep := map[string]bool{}
+	for _, o := range want {
+		b, _ := json.Marshal(o.tool)
+		fp := string(b)
+		keep[o.tool.Name] = true
+		if s.served[o.tool.Name] == fp {
+			continue
+		}
+		s.sdk.AddTool(o.tool, s.handler(o.target))
+		s.served[o.tool.Name] = fp
+	}
+	var gone []string
+	for name := range s.served {
+		if !keep[name] {
+			gone = append(gone, name)
+			delete(s.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		s.sdk.RemoveTools(gone...)
+	}
+}
+
+// handler runs a call of the MCP tool that targets the registry name.
+func (s *Server) handler(target string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		h := newHost(req.Session, req.Params.GetProgressToken(), target)
+		creq := &service.CallRequest{
+			CallID:         newID("mcp-call-"),
+			ConversationID: s.conversation(req.Session),
+			Name:           target,
+			ArgsJSON:       string(req.Params.Arguments),
+			OmitExecuting:  true,
+			Client:         "mcp:" + h.client,
+		}
+		end := s.opts.Service.RunCall(ctx, creq, h)
+		return toResult(end), nil
+	}
+}
+
+// conversation is the toold conversation of a session: grants from
+// approvals last for it.
+func (s *Server) conversation(ss *sdk.ServerSession) string {
+	if id := ss.ID(); id != "" {
+		return "mcp-" + id
+	}
+	return s.stdioConversation
+}
+
+// ServeStdio serves one MCP session over in and out (newline-delimited
+// JSON-RPC, as `toold mcp` does on stdin and stdout) until the client closes
+// in or ctx ends. Nothing else may write to out.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	ss, err := s.sdk.Connect(ctx, &sdk.IOTransport{Reader: in, Writer: out}, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return nil
+	}
+}
+
+// HTTPHandler returns the streamable HTTP endpoint. When token is not
+// empty, every request must carry "Authorization: Bearer TOKEN" (401
+// otherwise), as gRPC calls must. Requests from browsers of other origins
+// are refused (cross-origin protection), and so are requests reaching a
+// loopback address under a non-loopback Host (DNS rebinding). Sessions idle
+// for 30 minutes are closed.
+func (s *Server) HTTPHandler(token string) http.Handler {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+		Logger:         mcp.SDKLogger(s.opts.Logger),
+		SessionTimeout: 30 * time.Minute,
+	})
+	protected := http.NewCrossOriginProtection().Handler(h)
+	if token == "" {
+		return protected
+	}
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			got, ok = strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
+		}
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toold"`)
+			http.Error(w, "toold requires \"Authorization: Bearer TOKEN\" (the token toold was started with)", http.StatusUnauthorized)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// Close ends every MCP session (calls still running are canceled by their
+// sessions' ends).
+func (s *Server) Close() {
+	for ss := range s.sdk.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

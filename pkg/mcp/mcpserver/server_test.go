@@ -1,0 +1,283 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/mcp/mcpserver"
+	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// fakeTool is a func-field fake of a toold tool.
+type fakeTool struct {
+	spec tools.Spec
+	run  func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+}
+
+func (f *fakeTool) Spec() tools.Spec { return f.spec }
+func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
+	return tools.Effect{Display: "doing " + c.Tool}
+}
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+	return f.run(ctx, c, s)
+}
+
+func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)) *fakeTool {
+	return &fakeTool{spec: tools.Spec{Name: name, Description: name + " tool", Source: "builtin", Operations: []tools.OperationSpec{{
+		Name: name, Risk: risk, Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+	}}}, run: run}
+}
+
+// askRisky is a func-field fake policy: it asks before "risky" and allows
+// everything else.
+type askRisky struct{}
+
+func (askRisky) Authorize(_ context.Context, r *authz.Request) (authz.Verdict, error) {
+	if r.Tool != "risky" {
+		return authz.Verdict{Decision: authz.Allow, Risk: r.Risk}, nil
+	}
+	return authz.Verdict{Decision: authz.Ask, Risk: r.Risk, Reason: "risky things need a person", Rule: "test-ask",
+		Scopes: []authz.Scope{
+			{ID: "once", Tool: "risky", Description: "this call only"},
+			{ID: "conv", Conversation: true, Tool: "risky", Description: "risky, for this conversation"},
+		}}, nil
+}
+
+func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
+	t.Helper()
+	reg := tools.NewRegistry()
+	err := reg.Register(
+		simple("slow", tools.RiskLow, func(_ context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+			for _, f := range []float64{0.25, 0.5, 1} {
+				if err := s.Progress("working", f); err != nil {
+					return nil, err
+				}
+			}
+			return &tools.Result{Text: "done", Structured: map[string]any{"steps": 3}}, nil
+		}),
+		simple("risky", tools.RiskHigh, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+			return &tools.Result{Text: "ran"}, nil
+		}),
+		simple("asker", tools.RiskLow, func(ctx context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+			a, err := s.(tools.Asker).Ask(ctx, tools.Question{Prompt: "Which color?", Choices: []string{"red", "blue"}})
+			if err != nil {
+				return nil, err
+			}
+			return &tools.Result{Text: "chose " + a}, nil
+		}),
+		&fakeTool{spec: tools.Spec{Name: "file_ops", Description: "files", Source: "builtin", Operations: []tools.OperationSpec{
+			{Name: "peek", Description: "Peek at a file.", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+			{Name: "slow", Description: "Same flat name as a tool.", Risk: tools.RiskMedium},
+		}}, run: func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+			return &tools.Result{Text: c.Tool + "." + c.Operation}, nil
+		}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := service.New(service.Config{Registry: reg, Authorizer: askRisky{}})
+	srv := mcpserver.New(mcpserver.Options{Service: svc, Registry: reg, Version: "test"})
+	t.Cleanup(srv.Close)
+	return srv, reg
+}
+
+// connect serves one stdio session of srv over pipes and connects a go-sdk
+// client to it.
+func connect(t *testing.T, srv *mcpserver.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeStdio(ctx, sr, sw) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, opts).
+		Connect(context.Background(), &sdk.IOTransport{Reader: cr, Writer: cw}, nil)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-served
+	})
+	return cs
+}
+
+func text(r *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestToolsList(t *testing.T) {
+	srv, reg := newServer(t)
+	changed := make(chan struct{}, 4)
+	cs := connect(t, srv, &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }})
+	ctx := context.Background()
+	names := func() map[string]*sdk.Tool {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*sdk.Tool{}
+		for _, tool := range res.Tools {
+			m[tool.Name] = tool
+		}
+		return m
+	}
+	got := names()
+	// The consolidated tool is offered as its operations: "peek" by its
+	// flat name, "slow" as file_ops.slow since the tool "slow" holds the name.
+	want := []string{"asker", "file_ops.slow", "peek", "risky", "slow"}
+	if keys := slices.Sorted(func(y func(string) bool) {
+		for k := range got {
+			if !y(k) {
+				return
+			}
+		}
+	}); !slices.Equal(keys, want) {
+		t.Fatalf("tools %v, want %v", keys, want)
+	}
+	if a := got["risky"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+		t.Fatalf("risky annotations %+v", a)
+	}
+	if a := got["peek"].Annotations; a == nil || !a.ReadOnlyHint {
+		t.Fatalf("peek annotations %+v", a)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "file_ops.slow"})
+	if err != nil || res.IsError || text(res) != "file_ops.slow" {
+		t.Fatalf("dotted operation: %v %v", text(res), err)
+	}
+
+	// A tool joining the registry reaches connected clients.
+	reg.Register(simple("late", tools.RiskLow, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+		return &tools.Result{Text: "late"}, nil
+	}))
+	srv.Sync()
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notifications/tools/list_changed")
+	}
+	if names()["late"] == nil {
+		t.Fatal("late tool not listed after Sync")
+	}
+}
+
+func TestProgressAndResult(t *testing.T) {
+	srv, _ := newServer(t)
+	var mu sync.Mutex
+	var got []*sdk.ProgressNotificationParams
+	cs := connect(t, srv, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, r.Params)
+		mu.Unlock()
+	}})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Meta: sdk.Meta{"progressToken": "p1"}})
+	if err != nil || res.IsError || text(res) != "done" {
+		t.Fatalf("%q %v", text(res), err)
+	}
+	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) {
+		t.Fatalf("structuredContent %v", res.StructuredContent)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d progress notifications, want 3", len(got))
+	}
+	for i, p := range got {
+		if want := []float64{25, 50, 100}[i]; p.Progress != want || p.Total != 100 || p.ProgressToken != "p1" {
+			t.Fatalf("notification %d: %+v", i, p)
+		}
+	}
+	// Invalid arguments are a result for the model, not a protocol error.
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"n": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "Error (INVALID_ARGUMENTS)") || res.Meta[mcpserver.MetaErrorCode] != "INVALID_ARGUMENTS" {
+		t.Fatalf("bad arguments: %q %v %v", text(res), res.Meta, err)
+	}
+}
+
+// A policy "ask" becomes an elicitation; the answer decides.
+func TestApprovalByElicitation(t *testing.T) {
+	tests := []struct {
+		name     string
+		answer   *sdk.ElicitResult // nil: the client has no elicitation capability
+		isError  bool
+		contains string
+	}{
+		{"approve once", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}, false, "ran"},
+		{"approve for the conversation", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve for this conversation: risky, for this conversation"}}, false, "ran"},
+		{"deny with a reason", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "not today"}}, true, "Error (REJECTED_BY_USER): the user rejected this call: not today"},
+		{"decline", &sdk.ElicitResult{Action: "decline"}, true, "REJECTED_BY_USER"},
+		{"no elicitation capability", nil, true, "Error (DENIED)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := newServer(t)
+			var asked *sdk.ElicitParams
+			opts := &sdk.ClientOptions{}
+			if tt.answer != nil {
+				opts.ElicitationHandler = func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked = r.Params
+					return tt.answer, nil
+				}
+			}
+			cs := connect(t, srv, opts)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "risky"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tt.isError || !strings.Contains(text(res), tt.contains) {
+				t.Fatalf("isError %v, %q; want %v, %q", res.IsError, text(res), tt.isError, tt.contains)
+			}
+			if tt.answer == nil {
+				if !strings.Contains(text(res), "elicitation capability") || !strings.Contains(text(res), "--approval-mode yolo") {
+					t.Fatalf("the denial does not say how to allow the call: %q", text(res))
+				}
+				return
+			}
+			if asked == nil || !strings.Contains(asked.Message, "risky things need a person") || !strings.Contains(asked.Message, "Risk: high") {
+				t.Fatalf("elicitation message: %+v", asked)
+			}
+		})
+	}
+}
+
+func TestAskByElicitation(t *testing.T) {
+	srv, _ := newServer(t)
+	cs := connect(t, srv, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		if r.Params.Message != "Which color?" {
+			t.Errorf("question %q", r.Params.Message)
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "blue"}}, nil
+	}})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "asker"})
+	if err != nil || res.IsError || text(res) != "chose blue" {
+		t.Fatalf("%q %v", text(res), err)
+	}
+}

@@ -1,0 +1,402 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Tool is one tool of an MCP server, registered as "SERVER__TOOL". Its
+// schema is the server's inputSchema, so toold coerces and validates the
+// arguments before the server sees them; its risk comes from the server's
+// annotations unless the configuration overrides it. Running it calls the
+// tool on the server's current session.
+type Tool struct {
+	up     *upstream
+	remote string // the tool's name on the server
+	spec   tools.Spec
+	hosts  []string
+}
+
+var (
+	_ tools.Tool          = (*Tool)(nil)
+	_ tools.ProgressTimed = (*Tool)(nil)
+)
+
+// ProgressResetsTimeout implements tools.ProgressTimed: a call of an MCP
+// tool may run as long as the server reports progress; the call's timeout
+// counts time without progress, and toold's maximum timeout caps the call.
+func (t *Tool) ProgressResetsTimeout() bool { return true }
+
+// notName matches what is replaced in a tool's name to make the toold name
+// valid for every model provider (OpenAI allows [A-Za-z0-9_-]).
+var notName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// newTool wraps rt, or says why it cannot be offered.
+func newTool(u *upstream, rt *sdk.Tool) (*Tool, error) {
+	if rt.Name == "" {
+		return nil, errors.New("it has no name")
+	}
+	if rt.InputSchema == nil {
+		return nil, errors.New("it has no inputSchema, which MCP requires; toold does not guess a tool's arguments (fix the server)")
+	}
+	schema, err := json.Marshal(rt.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("its inputSchema does not encode: %v", err)
+	}
+	var obj map[string]any
+	if json.Unmarshal(schema, &obj) != nil || obj["type"] != "object" {
+		return nil, errors.New(`its inputSchema is not an object schema ({"type": "object", ...}), which MCP requires`)
+	}
+	desc := rt.Description
+	if desc == "" {
+		desc = rt.Title
+	}
+	name := u.name + "__" + notName.ReplaceAllString(rt.Name, "_")
+	t := &Tool{
+		up:     u,
+		remote: rt.Name,
+		spec: tools.Spec{
+			Name:        name,
+			Description: desc,
+			Source:      u.source,
+			Operations: []tools.OperationSpec{{
+				Name:        name,
+				Description: desc,
+				Risk:        riskOf(u.cfg, rt),
+				Schema:      schema,
+			}},
+		},
+	}
+	if u.cfg.URL != "" {
+		if pu, err := url.Parse(u.cfg.URL); err == nil && pu.Host != "" {
+			t.hosts = []string{pu.Host}
+		}
+	}
+	// Compile the schema alone, so one bad tool is refused, not the server.
+	if err := tools.NewRegistry().Register(t); err != nil {
+		return nil, fmt.Errorf("its inputSchema is not usable: %v", err)
+	}
+	return t, nil
+}
+
+// riskOf maps a tool to a risk: the configured tool_risk, else the server's
+// configured risk, else the annotations (readOnlyHint low, destructiveHint
+// high), else medium. Annotations of an untrusted server are only hints,
+// which is why the configuration wins.
+func riskOf(cfg config.MCPServer, rt *sdk.Tool) tools.Risk {
+	if r, ok := cfg.Toold.ToolRisk[rt.Name]; ok {
+		return parseRisk(r)
+	}
+	if cfg.Toold.Risk != "" {
+		return parseRisk(cfg.Toold.Risk)
+	}
+	if a := rt.Annotations; a != nil {
+		if a.ReadOnlyHint {
+			return tools.RiskLow
+		}
+		if a.DestructiveHint != nil && *a.DestructiveHint {
+			return tools.RiskHigh
+		}
+	}
+	return tools.RiskMedium
+}
+
+func parseRisk(s string) tools.Risk {
+	switch r, _ := config.ParseRisk(s); r {
+	case "low":
+		return tools.RiskLow
+	case "medium":
+		return tools.RiskMedium
+	}
+	return tools.RiskHigh
+}
+
+// Spec implements tools.Tool.
+func (t *Tool) Spec() tools.Spec { return t.spec }
+
+// Describe implements tools.Tool: the display line names the server and
+// the tool; an HTTP server's host is the call's network effect.
+func (t *Tool) Describe(call *tools.Call) tools.Effect {
+	args, _ := json.Marshal(call.Args)
+	return tools.Effect{
+		Display: tools.Preview(fmt.Sprintf("MCP %s: %s %s", t.up.name, t.remote, args), 100),
+		Hosts:   t.hosts,
+	}
+}
+
+// Errors that say why a call's own context ended.
+var (
+	errIdle     = errors.New("the MCP server went idle")
+	errMaxTime  = errors.New("the MCP server's max_timeout passed")
+	errSinkGone = errors.New("the call's client is gone")
+)
+
+// Settling: progress notifications that preceded the result on the wire
+// may reach the handler after CallTool returned (the SDK delivers
+// notifications on another goroutine). After the result, toold waits for
+// the stragglers: until progress reaches its total (at most settleTotal),
+// or, without a total, until settleQuiet passes without one. Calls that
+// reported no progress do not wait.
+const (
+	settleTotal = 250 * time.Millisecond
+	settleQuiet = 20 * time.Millisecond
+	// progressInbox bounds the notes waiting for a slow client per call.
+	progressInbox = 64
+)
+
+// Run implements tools.Tool. It calls the tool with a progress token and
+// turns progress notifications into Progress events. The call ends when
+// the server answers, when it sends neither progress nor a result for the
+// server's idle timeout (TIMEOUT; progress resets it), when max_timeout
+// passes, or when ctx ends; ending early sends notifications/cancelled and
+// leaves the session usable. A result with isError and a JSON-RPC error
+// both end the call with a typed error; structuredContent is kept.
+func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+	u := t.up
+	cs, err := u.current()
+	if err != nil {
+		return nil, err
+	}
+	token := fmt.Sprintf("toold-%d", u.m.token.Add(1))
+	p := &pending{notes: make(chan progressNote, progressInbox)}
+	u.mu.Lock()
+	u.calls[token] = p
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		delete(u.calls, token)
+		u.mu.Unlock()
+	}()
+
+	idle := time.Duration(u.cfg.Toold.IdleTimeout)
+	if idle <= 0 {
+		idle = u.m.opts.IdleTimeout
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if mt := time.Duration(u.cfg.Toold.MaxTimeout); mt > 0 {
+		var stop context.CancelFunc
+		cctx, stop = context.WithTimeoutCause(cctx, mt, errMaxTime)
+		defer stop()
+	}
+	type outcome struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := cs.CallTool(cctx, &sdk.CallToolParams{
+			Name:      t.remote,
+			Arguments: call.Args,
+			Meta:      sdk.Meta{"progressToken": token},
+		})
+		done <- outcome{res, err}
+	}()
+
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	var last progressNote
+	seen := false
+	emit := func(n progressNote) {
+		seen, last = true, n
+		if sink.Progress(progressText(n), fraction(n)) != nil {
+			cancel(errSinkGone)
+		}
+	}
+	for {
+		select {
+		case o := <-done:
+			if seen {
+				t.settle(p, last, emit)
+			}
+			if o.err != nil {
+				return nil, t.callError(cctx, o.err, idle)
+			}
+			return t.result(o.res)
+		case n := <-p.notes:
+			timer.Reset(idle)
+			emit(n)
+		case <-timer.C:
+			cancel(errIdle)
+		}
+	}
+}
+
+// settle emits the progress that arrives shortly after the result.
+func (t *Tool) settle(p *pending, last progressNote, emit func(progressNote)) {
+	wait := settleQuiet
+	if last.total > 0 && last.progress < last.total {
+		wait = settleTotal
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		select {
+		case n := <-p.notes:
+			emit(n)
+			if n.total > 0 && n.progress >= n.total {
+				// Complete; take what is already queued and stop.
+				for {
+					select {
+					case n := <-p.notes:
+						emit(n)
+					default:
+						return
+					}
+				}
+			}
+			if n.total <= 0 {
+				deadline.Reset(settleQuiet)
+			}
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+func progressText(n progressNote) string {
+	if n.msg != "" {
+		return n.msg
+	}
+	if n.total > 0 {
+		return fmt.Sprintf("%g/%g", n.progress, n.total)
+	}
+	return fmt.Sprintf("%g", n.progress)
+}
+
+func fraction(n progressNote) float64 {
+	if n.total > 0 {
+		return min(max(n.progress/n.total, 0), 1)
+	}
+	return -1
+}
+
+// callError classifies a failed CallTool. ctx is the call's own context,
+// whose cause says why toold ended it; when the executor's context ended,
+// the executor reports that instead.
+func (t *Tool) callError(ctx context.Context, err error, idle time.Duration) error {
+	server := t.up.name
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errIdle):
+		return errdefs.Wrap(errdefs.ErrTimeout, err,
+			"MCP server %s sent neither progress nor a result for %s, so the call was canceled; retry, or raise toold.idle_timeout for the server", server, idle)
+	case errors.Is(cause, errMaxTime):
+		return errdefs.Wrap(errdefs.ErrTimeout, err,
+			"the call to MCP server %s ran past the server's max_timeout of %s and was canceled", server, time.Duration(t.up.cfg.Toold.MaxTimeout))
+	case errors.Is(cause, errSinkGone):
+		return errdefs.Wrap(errdefs.ErrDisconnected, err, "the call's client is gone; the call to MCP server %s was canceled", server)
+	case ctx.Err() != nil:
+		return errdefs.Wrap(errdefs.ErrCanceled, err, "the call to MCP server %s was canceled", server)
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case jsonrpc.CodeInvalidParams:
+			return errdefs.Wrap(errdefs.ErrInvalidArgument, err, "MCP server %s rejected the call: %s", server, tools.Preview(we.Message, 2000))
+		case jsonrpc.CodeMethodNotFound:
+			return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s does not implement tools/call: %s", server, tools.Preview(we.Message, 500))
+		}
+		return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s failed the call (JSON-RPC error %d): %s", server, we.Code, tools.Preview(we.Message, 2000))
+	}
+	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errdefs.Wrap(errdefs.ErrUnavailable, err,
+			"MCP server %s closed the connection during the call (it may have crashed); toold reconnects: retry in a few seconds", server)
+	}
+	return errdefs.Wrap(errdefs.ErrUnavailable, err, "the call to MCP server %s failed: %s", server, tools.Preview(err.Error(), 500))
+}
+
+// result converts a CallToolResult. isError becomes an ErrFailed error next
+// to the result, whose text and structured content are kept.
+func (t *Tool) result(res *sdk.CallToolResult) (*tools.Result, error) {
+	if res == nil {
+		res = &sdk.CallToolResult{}
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if s := contentText(c); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	out := &tools.Result{
+		Text:     strings.Join(parts, "\n"),
+		Metadata: map[string]any{"mcp_server": t.up.name, "mcp_tool": t.remote},
+	}
+	if res.StructuredContent != nil {
+		if m, ok := normalize(res.StructuredContent).(map[string]any); ok {
+			out.Structured = m
+		} else {
+			out.Structured = map[string]any{"value": normalize(res.StructuredContent)}
+		}
+		if out.Text == "" {
+			out.JSON, _ = json.Marshal(res.StructuredContent)
+		}
+	}
+	if limit := t.up.m.opts.Limits.ReadBytes; len(out.Text) > limit {
+		total := len(out.Text)
+		cut := limit
+		for cut > 0 && cut < len(out.Text) && out.Text[cut]&0xC0 == 0x80 {
+			cut-- // do not split a UTF-8 sequence
+		}
+		out.Text = out.Text[:cut]
+		out.Truncation = &tools.Truncation{
+			ShownBytes: uint64(cut), TotalBytes: uint64(total),
+			Continuation: "the MCP tool's output was cut to its first bytes; ask the tool for less (a narrower query or a page)",
+		}
+	}
+	if res.IsError {
+		msg := out.Text
+		if msg == "" {
+			msg = "no details"
+		}
+		return out, errdefs.New(errdefs.ErrFailed, "MCP tool %s.%s reported an error: %s", t.up.name, t.remote, tools.Preview(msg, 2000))
+	}
+	return out, nil
+}
+
+// contentText renders one content block as text for the model. Binary
+// blocks are described, not dumped.
+func contentText(c sdk.Content) string {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return c.Text
+	case *sdk.ImageContent:
+		return fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data))
+	case *sdk.AudioContent:
+		return fmt.Sprintf("[audio: %s, %d bytes]", c.MIMEType, len(c.Data))
+	case *sdk.ResourceLink:
+		return fmt.Sprintf("[resource link: %s %s]", c.Name, c.URI)
+	case *sdk.EmbeddedResource:
+		if r := c.Resource; r != nil {
+			if r.Text != "" {
+				return r.Text
+			}
+			return fmt.Sprintf("[resource: %s %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob))
+		}
+	}
+	return ""
+}
+
+// normalize turns a decoded JSON value into plain map/slice types.
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

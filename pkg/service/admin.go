@@ -1,0 +1,236 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/mcp"
+)
+
+// MCPAdmin is what the AdminService needs of the MCP client side;
+// *mcp.Manager implements it.
+type MCPAdmin interface {
+	// List returns every server's status, sorted by name.
+	List() []mcp.Status
+	// Add starts a server and returns its status after the first attempt.
+	Add(ctx context.Context, name string, cfg config.MCPServer) (mcp.Status, error)
+	// Remove stops a server and takes its tools out of the registry.
+	Remove(ctx context.Context, name string) error
+}
+
+var _ MCPAdmin = (*mcp.Manager)(nil)
+
+// Admin implements the AdminService over an MCPAdmin. Create it with
+// NewAdmin.
+type Admin struct {
+	pb.UnimplementedAdminServiceServer
+	mcp MCPAdmin
+	// tokenRequired says toold checks a bearer token on every RPC; then the
+	// changing RPCs are allowed over TCP too.
+	tokenRequired bool
+}
+
+var _ pb.AdminServiceServer = (*Admin)(nil)
+
+// NewAdmin returns the AdminService. tokenRequired tells whether the
+// daemon's auth interceptor requires a bearer token: without one, servers
+// may be added and removed only over the unix socket.
+func NewAdmin(m MCPAdmin, tokenRequired bool) *Admin {
+	return &Admin{mcp: m, tokenRequired: tokenRequired}
+}
+
+// ListMcpServers implements pb.AdminServiceServer.
+func (a *Admin) ListMcpServers(context.Context, *pb.ListMcpServersRequest) (*pb.ListMcpServersResponse, error) {
+	resp := &pb.ListMcpServersResponse{}
+	for _, st := range a.mcp.List() {
+		resp.Servers = append(resp.Servers, mcpStatusToPB(st))
+	}
+	return resp, nil
+}
+
+// AddMcpServer implements pb.AdminServiceServer.
+func (a *Admin) AddMcpServer(ctx context.Context, req *pb.AddMcpServerRequest) (*pb.AddMcpServerResponse, error) {
+	if err := a.mayChange(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" || req.GetConfig() == nil {
+		return nil, status.Error(codes.InvalidArgument, "name and config are required")
+	}
+	st, err := a.mcp.Add(ctx, req.GetName(), mcpConfigFromPB(req.GetConfig()))
+	if err != nil {
+		return nil, adminError(err)
+	}
+	return &pb.AddMcpServerResponse{Server: mcpStatusToPB(st)}, nil
+}
+
+// RemoveMcpServer implements pb.AdminServiceServer.
+func (a *Admin) RemoveMcpServer(ctx context.Context, req *pb.RemoveMcpServerRequest) (*pb.RemoveMcpServerResponse, error) {
+	if err := a.mayChange(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.mcp.Remove(ctx, req.GetName()); err != nil {
+		return nil, adminError(err)
+	}
+	return &pb.RemoveMcpServerResponse{}, nil
+}
+
+// mayChange refuses changes over TCP when no token guards it: adding a
+// stdio server runs a command outside the tool policy.
+func (a *Admin) mayChange(ctx context.Context) error {
+	if a.tokenRequired {
+		return nil
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil && p.Addr.Network() == "unix" {
+		return nil
+	}
+	return status.Error(codes.PermissionDenied,
+		"adding or removing MCP servers over TCP needs toold to run with a token (--token); use the unix socket, or set a token")
+}
+
+// adminError maps the Manager's errors to gRPC statuses.
+func adminError(err error) error {
+	switch {
+	case errors.Is(err, mcp.ErrServerExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, mcp.ErrServerNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	}
+	e := errdefs.As(err)
+	return status.Error(GRPCCode(e), e.Msg)
+}
+
+func mcpConfigFromPB(c *pb.McpServerConfig) config.MCPServer {
+	out := config.MCPServer{
+		Command:  c.GetCommand(),
+		Args:     c.GetArgs(),
+		Env:      c.GetEnv(),
+		Cwd:      c.GetCwd(),
+		URL:      c.GetUrl(),
+		Headers:  c.GetHeaders(),
+		Type:     c.GetType(),
+		Disabled: c.GetDisabled(),
+	}
+	out.Toold.Risk = riskName(c.GetRisk())
+	for tool, r := range c.GetToolRisk() {
+		if out.Toold.ToolRisk == nil {
+			out.Toold.ToolRisk = map[string]string{}
+		}
+		out.Toold.ToolRisk[tool] = riskName(r)
+		if out.Toold.ToolRisk[tool] == "" {
+			out.Toold.ToolRisk[tool] = "unspecified"
+		}
+	}
+	if d := c.GetIdleTimeout(); d != nil {
+		out.Toold.IdleTimeout = config.Duration(d.AsDuration())
+	}
+	if d := c.GetMaxTimeout(); d != nil {
+		out.Toold.MaxTimeout = config.Duration(d.AsDuration())
+	}
+	return out
+}
+
+func mcpConfigToPB(c config.MCPServer) *pb.McpServerConfig {
+	out := &pb.McpServerConfig{
+		Command:  c.Command,
+		Args:     c.Args,
+		Env:      c.Env,
+		Cwd:      c.Cwd,
+		Url:      c.URL,
+		Headers:  c.Headers,
+		Type:     c.Type,
+		Disabled: c.Disabled,
+		Risk:     riskFromName(c.Toold.Risk),
+	}
+	for tool, r := range c.Toold.ToolRisk {
+		if out.ToolRisk == nil {
+			out.ToolRisk = map[string]pb.RiskLevel{}
+		}
+		out.ToolRisk[tool] = riskFromName(r)
+	}
+	if c.Toold.IdleTimeout > 0 {
+		out.IdleTimeout = durationpb.New(time.Duration(c.Toold.IdleTimeout))
+	}
+	if c.Toold.MaxTimeout > 0 {
+		out.MaxTimeout = durationpb.New(time.Duration(c.Toold.MaxTimeout))
+	}
+	return out
+}
+
+func mcpStatusToPB(s mcp.Status) *pb.McpServerStatus {
+	out := &pb.McpServerStatus{
+		Name:            s.Name,
+		Config:          mcpConfigToPB(s.Config),
+		Transport:       s.Transport,
+		State:           mcpStateToPB(s.State),
+		Error:           s.Err,
+		Restarts:        int32(s.Restarts),
+		Pid:             int32(s.PID),
+		ServerName:      s.ServerName,
+		ServerVersion:   s.ServerVersion,
+		ProtocolVersion: s.ProtocolVersion,
+		Tools:           s.Tools,
+	}
+	if !s.Since.IsZero() {
+		out.Since = timestamppb.New(s.Since)
+	}
+	if !s.NextAttempt.IsZero() {
+		out.NextAttempt = timestamppb.New(s.NextAttempt)
+	}
+	for _, r := range s.Refused {
+		out.Refused = append(out.Refused, &pb.RefusedMcpTool{Name: r.Name, Reason: r.Reason})
+	}
+	return out
+}
+
+func mcpStateToPB(s mcp.State) pb.McpServerState {
+	switch s {
+	case mcp.StateConnecting:
+		return pb.McpServerState_MCP_SERVER_STATE_CONNECTING
+	case mcp.StateConnected:
+		return pb.McpServerState_MCP_SERVER_STATE_CONNECTED
+	case mcp.StateBackoff:
+		return pb.McpServerState_MCP_SERVER_STATE_BACKOFF
+	case mcp.StateDisabled:
+		return pb.McpServerState_MCP_SERVER_STATE_DISABLED
+	case mcp.StateStopped:
+		return pb.McpServerState_MCP_SERVER_STATE_STOPPED
+	}
+	return pb.McpServerState_MCP_SERVER_STATE_UNSPECIFIED
+}
+
+// riskName is the config spelling of a risk level; "" for unspecified.
+func riskName(r pb.RiskLevel) string {
+	switch r {
+	case pb.RiskLevel_RISK_LEVEL_LOW:
+		return "low"
+	case pb.RiskLevel_RISK_LEVEL_MEDIUM:
+		return "medium"
+	case pb.RiskLevel_RISK_LEVEL_HIGH:
+		return "high"
+	}
+	return ""
+}
+
+func riskFromName(s string) pb.RiskLevel {
+	switch r, _ := config.ParseRisk(s); r {
+	case "low":
+		return pb.RiskLevel_RISK_LEVEL_LOW
+	case "medium":
+		return pb.RiskLevel_RISK_LEVEL_MEDIUM
+	case "high":
+		return pb.RiskLevel_RISK_LEVEL_HIGH
+	}
+	return pb.RiskLevel_RISK_LEVEL_UNSPECIFIED
+}
