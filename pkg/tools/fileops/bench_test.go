@@ -38,7 +38,7 @@ func goSrc(b *testing.B) *FileOperations {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ws.Close() })
-	return New(ws, tools.Limits{})
+	return New(ws, tools.Limits{}, Options{})
 }
 
 func benchCall(b *testing.B, f *FileOperations, op string, args map[string]any) {

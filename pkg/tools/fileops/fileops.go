@@ -1,14 +1,23 @@
 // Package fileops implements file_operations, the consolidated built-in tool
-// that reads and searches the files of the workspace: read_file, list_dir,
-// glob and grep_search.
+// that reads, searches and changes the files of the workspace: read_file,
+// read_many_files, list_dir, glob and grep_search read; write_file,
+// create_file, edit_file (and its alias replace_string), delete_path,
+// move_path and make_dir change. The write side is described in place.go
+// (how paths are confined), atomic.go (how files are written) and locks.go
+// (which calls wait for which).
 //
-// Every path an operation touches is confined to the workspace. A path from
-// the model goes through workspace.Rel (lexical check), and the first open
-// goes through the workspace's os.Root, which refuses "..", absolute paths and
-// symlinks that lead outside. The directory walks of list_dir, glob and
-// grep_search then descend from that directory by opening one name at a time
-// relative to an open directory descriptor, never following a symlink (see
-// walk.go), so they cannot leave the tree either.
+// Every path an operation touches is inside the workspace, or outside it
+// where policy allowed this call (tools.Call.Outside). A path from the model
+// is resolved as the kernel will resolve it (workspace.Resolve), refused with
+// ErrDenied when it lands outside without that allowance, and opened through
+// a root (workspace.RootFor) whose final component is never followed if it
+// turned into a symlink after the check. The directory walks of list_dir,
+// glob and grep_search then descend from that directory by opening one name
+// at a time relative to an open directory descriptor, never following a
+// symlink (see walk.go), so they cannot leave the tree either. read_target.go
+// describes the read side, place.go the write side. Results name entries
+// inside the workspace by workspace-relative paths, and entries outside it
+// by absolute paths.
 //
 // Results are shaped for a model: bounded by tools.Limits, with a note saying
 // what was cut and how to get the rest, and with tools.Truncation set.
@@ -17,15 +26,23 @@
 // results compare with theirs: entries named .git always; entries matched by
 // a .gitignore file between the workspace root and the entry (nested files
 // too; applied whether or not the workspace is a git checkout, and without
-// git's global excludes or .git/info/exclude); hidden entries (names starting
-// with ".") in glob and grep_search unless the pattern names one, and never
-// in list_dir, which shows what is there; binary files (a NUL byte) in
-// grep_search. Symlinks are listed but never followed. A path the model gives
+// git's global excludes or .git/info/exclude; a walk of a directory outside
+// the workspace applies the .gitignore files from that directory down, and
+// none of the workspace's); hidden entries (names starting with ".") in
+// glob and grep_search unless the pattern names one, and never in list_dir,
+// which shows what is there; binary files (a NUL byte) in grep_search. Symlinks are listed but never followed. A path the model gives
 // explicitly is searched even when it is hidden or ignored.
 //
 // Orders: glob and grep_search sort by path (bytewise), grep_search then by
 // line; list_dir puts directories first, then other entries, each group in
 // bytewise name order.
+//
+// Sensitive files. Options.Hidden, when set, names files that policy
+// guards (.env, keys): the walks of list_dir, glob, grep_search and
+// read_many_files leave them out, and say how many they withheld, so that a
+// search of the tree cannot read what a read of the file would be denied;
+// walks outside the workspace too. A path the model names itself is not
+// filtered: policy judges it.
 //
 // Adding an operation is a new file that defines an *operation and one entry
 // in the operations table below.
@@ -37,6 +54,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
@@ -52,11 +70,28 @@ const ToolName = "file_operations"
 type FileOperations struct {
 	ws     *workspace.Workspace
 	limits tools.Limits
+	hidden func(abs string) bool
 	spec   tools.Spec
 	ops    map[string]*operation
+	locks  pathLocks
 }
 
-var _ tools.Tool = (*FileOperations)(nil)
+var (
+	_ tools.Tool      = (*FileOperations)(nil)
+	_ tools.Previewer = (*FileOperations)(nil)
+)
+
+// Options are the optional settings of the tool.
+type Options struct {
+	// Hidden, when set, reports whether the file or directory at abs (an
+	// absolute path) is sensitive: walks over the tree (list_dir, glob,
+	// grep_search, read_many_files patterns) skip it, and a directory's
+	// whole subtree, and report how many entries they withheld. It is called
+	// concurrently, once per entry walked, so it must be safe for concurrent
+	// use and cheap. Paths the model names explicitly are not filtered;
+	// policy judges those. The daemon passes the policy engine's matcher.
+	Hidden func(abs string) bool
+}
 
 // operation is one operation of FileOperations.
 type operation struct {
@@ -69,6 +104,8 @@ type operation struct {
 	describe func(f *FileOperations, call *tools.Call) tools.Effect
 	// run executes a call; it returns an error of an errdefs class.
 	run func(f *FileOperations, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	// preview, when set, says what a call would change, changing nothing.
+	preview func(f *FileOperations, ctx context.Context, call *tools.Call) (string, error)
 }
 
 // operations lists the operations in the order the model sees them. Keep the
@@ -78,25 +115,38 @@ var operations = []*operation{
 	listDirOp,
 	globOp,
 	grepSearchOp,
+	readManyFilesOp,
+	writeFileOp,
+	createFileOp,
+	editFileOp,
+	replaceStringOp,
+	deletePathOp,
+	movePathOp,
+	makeDirOp,
 }
 
-const toolDescription = "Read and search the files of the workspace. " +
-	"read_file reads a text file with line numbers (page with offset and limit); " +
+const toolDescription = "Read, search and change the files of the workspace. " +
+	"read_file reads a text file with line numbers (page with offset and limit), read_many_files several at once; " +
 	"list_dir lists a directory, optionally as a tree; " +
 	"glob finds files by a path pattern such as **/*_test.go; " +
-	"grep_search searches file contents with a regular expression, like ripgrep. " +
+	"grep_search searches file contents with a regular expression, like ripgrep; " +
+	"write_file writes a whole file, create_file creates a new one without overwriting, " +
+	"edit_file replaces an exact string in a file (replace_string is the same); " +
+	"delete_path deletes a file or directory, move_path moves or renames one, make_dir creates a directory. " +
 	"Paths are relative to the workspace root (absolute paths inside the workspace also work); " +
-	"nothing outside the workspace can be read. " +
+	"paths outside the workspace are refused unless policy allows them. " +
+	"Writes are atomic and calls that change the same file run one after the other. " +
 	"list_dir, glob and grep_search skip .git and files matched by .gitignore; " +
 	"glob and grep_search also skip hidden files unless the pattern or path names them."
 
 // New returns the tool for the workspace ws. Zero fields of limits take the
-// values of tools.DefaultLimits. ws stays owned by the caller, who must keep it
-// open while the tool is in use.
-func New(ws *workspace.Workspace, limits tools.Limits) *FileOperations {
+// values of tools.DefaultLimits; opts may be zero. ws stays owned by the
+// caller, who must keep it open while the tool is in use.
+func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperations {
 	f := &FileOperations{
 		ws:     ws,
 		limits: limits.WithDefaults(),
+		hidden: opts.Hidden,
 		ops:    make(map[string]*operation, len(operations)),
 	}
 	specs := make([]tools.OperationSpec, 0, len(operations))
@@ -123,8 +173,9 @@ func New(ws *workspace.Workspace, limits tools.Limits) *FileOperations {
 func (f *FileOperations) Spec() tools.Spec { return f.spec }
 
 // Describe implements tools.Tool: a display line ("Reading file: main.go")
-// and the paths the call reads, as the model gave them. An unknown operation
-// gets a generic description; Run reports the error.
+// and the paths the call reads and writes (for move_path both source and
+// destination), as the model gave them. An unknown operation gets a generic
+// description; Run reports the error.
 func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 	op, ok := f.ops[call.Operation]
 	if !ok {
@@ -134,21 +185,52 @@ func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool. It returns promptly with an ErrCanceled (or
-// ErrTimeout) error when ctx is done; other errors are ErrInvalidArgument,
-// ErrDenied (a path outside the workspace) or ErrFailed, with a message for
-// the model. sink may be nil.
+// ErrTimeout) error when ctx is done, also while it waits for another call
+// that changes the same path; other errors are ErrInvalidArgument,
+// ErrDenied (a path outside the workspace that call.Outside does not allow)
+// or ErrFailed, with a message for the model. sink may be nil.
 func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
-	op, ok := f.ops[call.Operation]
-	if !ok {
-		return nil, &errdefs.Error{
-			Class: errdefs.ErrToolNotFound,
-			Msg:   fmt.Sprintf("%s has no operation %q; use one of read_file, list_dir, glob, grep_search", ToolName, call.Operation),
-		}
+	op, err := f.operation(call)
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, call.Operation)
 	}
 	return op.run(f, ctx, call, sink)
+}
+
+// Preview implements tools.Previewer: for write_file, create_file,
+// edit_file and replace_string a unified diff of the change, for
+// delete_path, move_path and make_dir a description of what would go or
+// move; "" for the operations that change nothing. It changes nothing. It
+// returns the error Run would return for a call that cannot succeed (an
+// old_string that is not in the file, a path that does not exist), so that
+// nobody is asked to approve it.
+func (f *FileOperations) Preview(ctx context.Context, call *tools.Call) (string, error) {
+	op, err := f.operation(call)
+	if err != nil || op.preview == nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", ctxError(ctx, call.Operation)
+	}
+	return op.preview(f, ctx, call)
+}
+
+func (f *FileOperations) operation(call *tools.Call) (*operation, error) {
+	op, ok := f.ops[call.Operation]
+	if !ok {
+		names := make([]string, len(operations))
+		for i, o := range operations {
+			names[i] = o.name
+		}
+		return nil, &errdefs.Error{
+			Class: errdefs.ErrToolNotFound,
+			Msg:   fmt.Sprintf("%s has no operation %q; use one of %s", ToolName, call.Operation, strings.Join(names, ", ")),
+		}
+	}
+	return op, nil
 }
 
 // bind decodes the call's arguments into v, turning a failure into an

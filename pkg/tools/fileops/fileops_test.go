@@ -27,7 +27,7 @@ func newTool(t *testing.T, limits tools.Limits, files map[string]string) (*FileO
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	return New(ws, limits), dir
+	return New(ws, limits, Options{}), dir
 }
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -144,7 +144,13 @@ func TestSpec(t *testing.T) {
 	if !spec.Consolidated() {
 		t.Error("file_operations should be a consolidated tool")
 	}
-	wantOps := []string{"read_file", "list_dir", "glob", "grep_search"}
+	wantOps := []string{"read_file", "list_dir", "glob", "grep_search", "read_many_files",
+		"write_file", "create_file", "edit_file", "replace_string", "delete_path", "move_path", "make_dir"}
+	wantRisk := map[string]tools.Risk{
+		"write_file": tools.RiskMedium, "create_file": tools.RiskMedium, "edit_file": tools.RiskMedium,
+		"replace_string": tools.RiskMedium, "make_dir": tools.RiskMedium,
+		"delete_path": tools.RiskHigh, "move_path": tools.RiskHigh,
+	}
 	if len(spec.Operations) != len(wantOps) {
 		t.Fatalf("operations = %d, want %d", len(spec.Operations), len(wantOps))
 	}
@@ -153,8 +159,12 @@ func TestSpec(t *testing.T) {
 			if op.Name != wantOps[i] {
 				t.Errorf("operation %d = %q, want %q", i, op.Name, wantOps[i])
 			}
-			if op.Risk != tools.RiskLow {
-				t.Errorf("risk = %v, want low", op.Risk)
+			want, ok := wantRisk[op.Name]
+			if !ok {
+				want = tools.RiskLow
+			}
+			if op.Risk != want {
+				t.Errorf("risk = %v, want %v", op.Risk, want)
 			}
 			if op.Description == "" {
 				t.Error("no description")
@@ -235,8 +245,10 @@ func TestDescribe(t *testing.T) {
 
 func TestUnknownOperation(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, nil)
-	_, err := run(t, f, "write_file", `{"path":"x"}`)
-	wantErr(t, err, errdefs.ErrToolNotFound, "write_file")
+	_, err := run(t, f, "chmod_path", `{"path":"x"}`)
+	wantErr(t, err, errdefs.ErrToolNotFound, "chmod_path", "write_file", "make_dir")
+	_, err = f.Preview(context.Background(), &tools.Call{Tool: ToolName, Operation: "chmod_path"})
+	wantErr(t, err, errdefs.ErrToolNotFound, "chmod_path")
 }
 
 func TestCanceledBeforeStart(t *testing.T) {

@@ -19,7 +19,7 @@ var globOp = &operation{
 	name: "glob",
 	description: "Find files and directories whose paths match a glob pattern: * matches within one name, " +
 		"** any number of directories, ? one character, [abc] a character class, {a,b} alternatives " +
-		"(e.g. **/*_test.go, src/**/*.{ts,tsx}, cmd/*/main.go). Returns workspace-relative paths sorted by path, " +
+		"(e.g. **/*_test.go, src/**/*.{ts,tsx}, cmd/*/main.go). Returns workspace-relative paths (absolute ones outside the workspace) sorted by path, " +
 		"directories with a trailing /. Skips .git, entries matched by .gitignore and hidden entries " +
 		"(unless the pattern names a hidden one, like .github/**/*.yml); symlinks are listed but not followed.",
 	risk:     tools.RiskLow,
@@ -53,10 +53,24 @@ type globArgs struct {
 	Path    string `json:"path"`
 }
 
+// describeGlob reads the directory the walk starts in: path, joined with
+// the pattern's leading literal directories (glob's start, so that policy
+// judges an absolute or ../ pattern by where it looks).
 func (f *FileOperations) describeGlob(call *tools.Call) tools.Effect {
 	p, _ := call.Args["pattern"].(string)
 	dir, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Finding files: " + preview(p), Reads: []string{orDefault(dir)}}
+	start, _ := globStart(orDefault(dir), p)
+	return tools.Effect{Display: "Finding files: " + preview(p), Reads: []string{start}}
+}
+
+// globStart returns the directory a glob of pattern in dir starts in, and
+// the rest of the pattern, matched below it.
+func globStart(dir, pattern string) (start, rest string) {
+	base, rest := doublestar.SplitPattern(pattern)
+	if path.IsAbs(base) {
+		return base, rest
+	}
+	return path.Join(dir, base), rest
 }
 
 // pathMatcher matches entry paths against a glob pattern relative to the
@@ -151,31 +165,31 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 	if args.Pattern == "" {
 		return nil, errdefs.Invalid("/pattern", "required", "pattern is required, e.g. **/*.go")
 	}
-	base, pattern := doublestar.SplitPattern(args.Pattern)
-	dir := orDefault(args.Path)
-	if path.IsAbs(base) {
-		dir = base
-	} else {
-		dir = path.Join(dir, base)
-	}
+	dir, pattern := globStart(orDefault(args.Path), args.Pattern)
 	if pattern == "" {
 		return nil, errdefs.Invalid("/pattern", "format", "pattern %q names a directory; add what to match in it, e.g. %s/**/*", args.Pattern, strings.TrimSuffix(args.Pattern, "/"))
 	}
-	rel, err := f.ws.Rel(dir)
+	field := "path"
+	if base, _ := doublestar.SplitPattern(args.Pattern); base != "." {
+		field = "pattern" // the pattern names the directory
+	}
+	t, err := f.locateRead(call, field, dir)
 	if err != nil {
 		return nil, err
 	}
+	defer t.close()
+	rel := t.show
 	m, ok := newPathMatcher(rel, pattern)
 	if !ok {
 		return nil, errdefs.Invalid("/pattern", "format", "pattern %q is not a valid glob: check its brackets and braces ([abc], {a,b}) and escapes", args.Pattern)
 	}
-	start, err := f.openDir(rel, dir, "glob")
+	start, err := t.openDir("glob")
 	if err != nil {
 		return nil, err
 	}
-	start.ign = loadAncestorIgnores(f.ws, rel)
+	start.ign = f.startIgnores(t)
 	v := &globVisitor{m: m, keep: f.limits.ListItems}
-	w := newWalker(walkConfig{hidden: m.hidden, maxDepth: m.maxDepth, inline: true}, v)
+	w := newWalker(walkConfig{hidden: m.hidden, maxDepth: m.maxDepth, inline: true, withhold: f.withholdFor(t)}, v)
 	v.per = make([][]globHit, w.cfg.workers)
 	v.total = make([]int, w.cfg.workers)
 	w.run(ctx, start)
@@ -218,6 +232,10 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 			TotalItems:   uint64(total),
 			Continuation: "use a more specific pattern or path",
 		}
+	}
+	if n := w.withheld.Load(); n > 0 {
+		fmt.Fprintf(&out, "\n%s", withheldNote(n))
+		res.Structured["withheld"] = n
 	}
 	res.Text = strings.TrimRight(out.String(), "\n")
 	return res, nil

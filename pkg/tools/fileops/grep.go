@@ -277,11 +277,12 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	case err != nil:
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q is not a valid regular expression (Go RE2 syntax): %v", args.Pattern, err)
 	}
-	given := orDefault(args.Path)
-	rel, err := f.ws.Rel(given)
+	t, err := f.locateRead(call, "path", orDefault(args.Path))
 	if err != nil {
 		return nil, err
 	}
+	defer t.close()
+	rel := t.show
 	var include *includeMatcher
 	if args.Include != "" {
 		im, ok := newIncludeMatcher(rel, args.Include)
@@ -291,30 +292,29 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		include = &im
 	}
 
-	fi, err := f.ws.Root().Stat(rel)
+	fd, st, err := t.open()
 	if err != nil {
-		return nil, workspace.MapError(given, err)
+		return nil, t.mapErr(err)
 	}
 	coll := &collector{max: maxResults}
 	v := &grepVisitor{include: include, coll: coll}
 	complete := true
-	if !fi.IsDir() {
+	var withheld int64
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		var stop atomic.Bool
 		s := newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
-		err := f.grepFile(ctx, rel, given, fi, v, s)
+		err := f.grepFile(ctx, t, fd, statType(st.Mode), v, s)
+		unix.Close(fd)
 		s.release()
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		start, err := f.openDir(rel, given, "grep_search")
-		if err != nil {
-			return nil, err
-		}
-		start.ign = loadAncestorIgnores(f.ws, rel)
+		start := &dirNode{rel: rel, fd: fd}
+		start.ign = f.startIgnores(t)
 		// Twice as many workers as processors: a worker blocked in a read
 		// (a cold cache, a slow disk) leaves its processor to another.
-		w := newWalker(walkConfig{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0)}, v)
+		w := newWalker(walkConfig{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0), withhold: f.withholdFor(t)}, v)
 		v.searchers = make([]*searcher, w.cfg.workers)
 		for i := range v.searchers {
 			v.searchers[i] = newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.stop)
@@ -327,31 +327,33 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		if err := stopProgress(); err != nil {
 			return nil, errdefs.Wrap(errdefs.ErrCanceled, err, "grep_search stopped: the client is gone")
 		}
+		withheld = w.withheld.Load()
 	}
 	if ctx.Err() != nil || !complete {
 		return nil, ctxError(ctx, "grep_search")
 	}
-	return f.grepResult(&args, rel, ctxLines, maxResults, v), nil
+	res := f.grepResult(&args, rel, ctxLines, maxResults, v)
+	if withheld > 0 {
+		res.Text += "\n" + withheldNote(withheld)
+		res.Structured["files_withheld"] = withheld
+	}
+	return res, nil
 }
 
-// grepFile searches the single file rel.
-func (f *FileOperations) grepFile(ctx context.Context, rel, given string, fi fs.FileInfo, v *grepVisitor, s *searcher) error {
-	if !fi.Mode().IsRegular() {
-		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", given, typeName(fi.Mode()))
+// grepFile searches the single file of the target t, open as fd, whose type
+// is typ.
+func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *searcher) error {
+	if !typ.IsRegular() {
+		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 	}
-	file, err := f.ws.Root().Open(rel)
-	if err != nil {
-		return workspace.MapError(given, err)
-	}
-	defer file.Close()
 	v.searchers = []*searcher{s}
 	stopOnDone := context.AfterFunc(ctx, func() { s.stop.Store(true) })
 	defer stopOnDone()
-	binary, err := s.search(int(file.Fd()))
+	binary, err := s.search(fd)
 	if err != nil && !errors.Is(err, errStopped) {
-		return workspace.MapError(given, err)
+		return workspace.MapError(t.loc.Given, err)
 	}
-	v.record(s, binary, err, func() string { return rel })
+	v.record(s, binary, err, func() string { return t.show })
 	return nil
 }
 

@@ -117,7 +117,7 @@ func escapeBraces(p string) string {
 // directory above it. It is immutable and shared by the goroutines of a walk.
 type ignoreList struct {
 	parent *ignoreList
-	base   string // workspace-relative directory of the .gitignore; "." for the root
+	base   string // directory of the .gitignore, named as dirNode.rel names it
 	rules  []ignoreRule
 }
 
@@ -158,10 +158,14 @@ func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
 	return false
 }
 
-// below returns rel relative to the directory base, which contains it.
+// below returns rel relative to the directory base, which contains it;
+// both are workspace-relative, or both absolute.
 func below(base, rel string) string {
-	if base == "." {
+	switch base {
+	case ".":
 		return rel
+	case "/":
+		return rel[1:]
 	}
 	return rel[len(base)+1:]
 }

@@ -3,7 +3,6 @@ package fileops
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
-	"github.com/toold/toold/pkg/workspace"
 )
 
 var listDirOp = &operation{
@@ -138,18 +136,19 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	case depth < 1 || depth > maxListDepth:
 		return nil, errdefs.Invalid("/depth", "maximum", "depth must be from 1 to %d, not %d", maxListDepth, depth)
 	}
-	given := orDefault(args.Path)
-	rel, err := f.ws.Rel(given)
+	t, err := f.locateRead(call, "path", orDefault(args.Path))
 	if err != nil {
 		return nil, err
 	}
-	start, err := f.openDir(rel, given, "list_dir")
+	defer t.close()
+	rel := t.show
+	start, err := t.openDir("list_dir")
 	if err != nil {
 		return nil, err
 	}
-	start.ign = loadAncestorIgnores(f.ws, rel)
+	start.ign = f.startIgnores(t)
 	v := &listVisitor{}
-	w := newWalker(walkConfig{hidden: true, maxDepth: depth, inline: true}, v)
+	w := newWalker(walkConfig{hidden: true, maxDepth: depth, inline: true, withhold: f.withholdFor(t)}, v)
 	v.w = w
 	v.per = make([][]listEntry, w.cfg.workers)
 	complete := w.run(ctx, start)
@@ -237,6 +236,10 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	if n := w.errs.Load(); n > 0 {
 		notes = append(notes, fmt.Sprintf("(%s could not be read.)", plural(int(n), "directory", "directories")))
 	}
+	withheld := w.withheld.Load()
+	if withheld > 0 {
+		notes = append(notes, withheldNote(withheld))
+	}
 	out.WriteString(strings.Join(notes, "\n"))
 	res.Text = strings.TrimRight(out.String(), "\n")
 	res.Structured = map[string]any{
@@ -247,24 +250,8 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 		"ignored":       ignored,
 		"complete":      complete,
 	}
+	if withheld > 0 {
+		res.Structured["withheld"] = withheld
+	}
 	return res, nil
-}
-
-// openDir opens the directory rel (given as the model gave it) to walk it,
-// with an error the model can act on when it cannot.
-func (f *FileOperations) openDir(rel, given, op string) (*dirNode, error) {
-	d, err := openStart(f.ws, rel)
-	if err == nil {
-		return d, nil
-	}
-	if errors.Is(err, unix.ENOTDIR) {
-		if fi, serr := f.ws.Root().Stat(rel); serr == nil && !fi.IsDir() {
-			hint := "use read_file to read it"
-			if op != "list_dir" {
-				hint = "give its directory as path"
-			}
-			return nil, errdefs.Failed("%q is a file, not a directory; %s", given, hint)
-		}
-	}
-	return nil, workspace.MapError(given, err)
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
@@ -95,14 +98,20 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 		return nil, errdefs.Invalid("/limit", "minimum", "limit must be 1 or more, not %d", args.Limit)
 	}
 	offset := max(int(args.Offset), 1)
-	rel, err := f.ws.Rel(args.Path)
+	t, err := f.locateRead(call, "path", args.Path)
 	if err != nil {
 		return nil, err
 	}
-	file, err := f.ws.Root().Open(rel)
+	defer t.close()
+	rel := t.show
+	fd, _, err := t.open()
 	if err != nil {
-		return nil, workspace.MapError(args.Path, err)
+		return nil, t.mapErr(err)
 	}
+	// Opened non-blocking so that a FIFO cannot hang the call; a regular
+	// file reads the same either way, and is refused otherwise below.
+	unix.SetNonblock(fd, false)
+	file := os.NewFile(uintptr(fd), rel)
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {

@@ -4,20 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io/fs"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/toold/toold/pkg/workspace"
 )
 
 // The parallel directory walk of list_dir, glob and grep_search.
 //
-// Confinement. The start directory is opened through the workspace's
-// os.Root, which refuses every way out of the tree. From there the walk opens
+// Confinement. The start directory is opened through a root (the
+// workspace's os.Root, or for a directory outside the workspace that policy
+// allowed, a root on its parent; see read_target.go), which refuses every
+// way out of its tree, and its last component is opened without following
+// a symlink. From there the walk opens
 // each directory and file with openat(2) relative to its parent's open
 // descriptor, by a single name read from that directory (never "..", never
 // containing "/"), with O_NOFOLLOW: a symlink is never followed, so nothing
@@ -31,9 +34,13 @@ import (
 // the same reason.
 //
 // Filters. Entries named ".git" are always skipped, hidden entries (a name
-// starting with ".") unless walkConfig.hidden, and entries matched by the
-// .gitignore files of the workspace root down to the directory unless
-// walkConfig.noIgnore. Symlinks are reported as entries and never descended.
+// starting with ".") unless walkConfig.hidden, entries matched by the
+// .gitignore files of the directories above them unless walkConfig.noIgnore
+// (from the workspace root down in a walk inside the workspace, from the
+// start directory down in one outside: the caller sets the start's
+// dirNode.ign), and entries walkConfig.withhold names (sensitive
+// files, with a directory's whole subtree). Symlinks are reported as entries
+// and never descended.
 //
 // Order. Workers take entries from a shared LIFO stack, so the walk is depth
 // first and visits entries in no particular order; callers sort.
@@ -45,6 +52,9 @@ type walkConfig struct {
 	maxDepth int  // 0: no limit; 1: only the start directory's entries
 	inline   bool // visit files while reading their directory instead of queuing them
 	workers  int  // goroutines; 0 means GOMAXPROCS
+	// withhold, when set, reports whether to skip the entry at rel
+	// (named as dirNode.rel names directories); it is called concurrently.
+	withhold func(rel string) bool
 }
 
 // visitor receives the entries of a walk. Its methods are called
@@ -52,7 +62,8 @@ type walkConfig struct {
 // calls with the same worker run at once.
 type visitor interface {
 	// dir is called for each directory that passes the filters, with its
-	// workspace-relative path; it reports whether to descend into it.
+	// path (named as dirNode.rel names directories); it reports whether to
+	// descend into it.
 	dir(worker int, parent *dirNode, name, rel string) bool
 	// file is called for every other entry (files, symlinks, devices...)
 	// that passes the filters. parent.fd stays open during the call.
@@ -62,17 +73,23 @@ type visitor interface {
 // dirNode is a directory open during a walk. Its descriptor stays open while
 // entries of the directory wait in the queue, and is closed after the last.
 type dirNode struct {
-	rel   string // workspace-relative, slash-separated; "." for the root
-	fd    int    // owned: closed after the last reference is dropped
+	// rel names the directory in results: workspace-relative ("." for the
+	// root) in a walk that starts inside the workspace, absolute in one
+	// that starts outside; slash-separated either way.
+	rel   string
+	fd    int // owned: closed after the last reference is dropped
 	ign   *ignoreList
 	depth int // 0 for the start directory
 	refs  atomic.Int32
 }
 
-// child returns the workspace-relative path of the entry name in d.
+// child returns the path of the entry name in d, named as d is.
 func (d *dirNode) child(name string) string {
-	if d.rel == "." {
+	switch d.rel {
+	case ".":
 		return name
+	case "/":
+		return "/" + name
 	}
 	return d.rel + "/" + name
 }
@@ -92,12 +109,13 @@ type item struct {
 
 // walker runs one walk.
 type walker struct {
-	cfg     walkConfig
-	v       visitor
-	stop    atomic.Bool
-	ignored atomic.Int64 // entries skipped by a .gitignore
-	errs    atomic.Int64 // directories that could not be opened or read
-	scratch []dirScratch // per worker
+	cfg      walkConfig
+	v        visitor
+	stop     atomic.Bool
+	ignored  atomic.Int64 // entries skipped by a .gitignore
+	withheld atomic.Int64 // entries skipped by walkConfig.withhold
+	errs     atomic.Int64 // directories that could not be opened or read
+	scratch  []dirScratch // per worker
 
 	ctxDone <-chan struct{} // the run's ctx.Done(), polled between entries
 
@@ -128,24 +146,21 @@ func (w *walker) abort() {
 	w.mu.Unlock()
 }
 
-// openStart opens the directory rel through the workspace root.
-func openStart(ws *workspace.Workspace, rel string) (*dirNode, error) {
-	f, err := ws.Root().Open(rel)
+// errNotDir is the error of openStart for a start that is not a directory.
+var errNotDir = errors.New("not a directory")
+
+// openStart opens the directory name ("." for root itself) through root to
+// start a walk there; rel is how the walk names it (dirNode.rel). The final
+// component is not followed if it is a symlink (see openNoFollow). It
+// returns errNotDir when name is not a directory.
+func openStart(root *os.Root, name, rel string) (*dirNode, error) {
+	fd, st, err := openNoFollow(root, name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, unix.ENOTDIR
-	}
-	// A descriptor of our own, to read with getdents and open entries in.
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, errNotDir
 	}
 	return &dirNode{rel: rel, fd: fd}, nil
 }
@@ -286,6 +301,15 @@ func (w *walker) readDir(id int, d *dirNode, batch []item) []item {
 			}
 			if d.ign.ignored(rel, name, isDir) {
 				w.ignored.Add(1)
+				continue
+			}
+		}
+		if w.cfg.withhold != nil {
+			if rel == "" {
+				rel = d.child(name)
+			}
+			if w.cfg.withhold(rel) {
+				w.withheld.Add(1)
 				continue
 			}
 		}

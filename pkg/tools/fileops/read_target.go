@@ -1,0 +1,196 @@
+package fileops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// How the read operations find what they read.
+//
+// read_file, list_dir, glob, grep_search and read_many_files resolve a path
+// from the model as the write operations do (see place.go): the way the
+// kernel will resolve it, symlinks followed. A path that resolves outside
+// the workspace is refused with ErrDenied unless policy allowed it for this
+// call (tools.Call.OutsideAllowed): the resolved path, or a directory above
+// it, must be in call.Outside. A symlink in the workspace that points
+// outside is judged by its target, so it reads only when policy approved
+// that target.
+//
+// The path is then opened through a root (workspace.RootFor): the
+// workspace's os.Root inside, and outside a root on the parent directory
+// that RootFor checked to be the directory resolved. The final component is
+// opened relative to its open parent with O_NOFOLLOW, so a symlink swapped
+// in after the check is refused, not followed; a directory walk continues
+// from that descriptor by single names without following symlinks (see
+// walk.go). What is read is therefore the approved path or below it, never
+// a sibling of it.
+//
+// Names in results. Inside the workspace results name entries by their
+// workspace-relative path, as the model wrote the path (a symlinked
+// directory keeps its name; a path with ".." is named by where it resolved,
+// since ".." after a symlink does not cancel lexically). Outside they name
+// entries by their absolute path: list_dir's entries, glob's matches and
+// grep_search's path:line:text lines all carry the absolute path, which the
+// model can pass back as is.
+
+// readTarget is a resolved path a read operation works on.
+type readTarget struct {
+	loc  workspace.Location
+	root *os.Root // what name is opened through
+	name string   // loc's path in root; "." for root itself
+	// show is how results name loc: workspace-relative inside, absolute
+	// outside.
+	show    string
+	closeFn func() error
+}
+
+// close releases the root of an outside target.
+func (t *readTarget) close() {
+	if t.closeFn != nil {
+		t.closeFn()
+	}
+}
+
+// testHookReadLocated, when set by a test, is called by a read operation
+// after it resolved and checked a path and before it opens anything.
+var testHookReadLocated func(loc workspace.Location)
+
+// locateRead resolves p, an argument named field, for a read: it refuses a
+// path outside the workspace that call was not allowed (ErrDenied), and
+// opens the root the target is read through. The caller closes the target.
+func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTarget, error) {
+	loc, err := f.locate(call, field, p, true)
+	if err != nil {
+		return nil, err
+	}
+	if testHookReadLocated != nil {
+		testHookReadLocated(loc)
+	}
+	root, name, closeFn, err := f.ws.RootFor(loc)
+	if err != nil {
+		if !loc.Inside && f.moved(loc) {
+			return nil, changedWhileRead(loc, err)
+		}
+		return nil, err
+	}
+	return &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn}, nil
+}
+
+// moved reports whether loc's path no longer resolves to where it did.
+func (f *FileOperations) moved(loc workspace.Location) bool {
+	now, err := f.ws.Resolve(loc.Given)
+	return err != nil || now.Abs != loc.Abs
+}
+
+// showName is how results name the target p resolved to (see above).
+func (f *FileOperations) showName(p string, loc workspace.Location) string {
+	if !loc.Inside {
+		return loc.Abs
+	}
+	if !hasDotDot(p) {
+		if rel, err := f.ws.Rel(p); err == nil {
+			return rel
+		}
+	}
+	return loc.Rel
+}
+
+// hasDotDot reports whether p has a ".." component.
+func hasDotDot(p string) bool {
+	for _, c := range strings.Split(filepath.ToSlash(p), "/") {
+		if c == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// open opens the target read-only (see openNoFollow).
+func (t *readTarget) open() (int, unix.Stat_t, error) { return openNoFollow(t.root, t.name) }
+
+// openNoFollow opens name ("." for root itself) through root, read-only:
+// its parent directory through the root, then the final component relative
+// to it without following a symlink (errSwapped) and without blocking on a
+// FIFO. It returns the descriptor, which the caller closes, and its status.
+func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, base := path.Split(name)
+	if base == "" || base == "." || base == ".." {
+		dir, base = name, "."
+	}
+	d, _, err := openDirAt(root, strings.TrimSuffix(dir, "/"), false)
+	if err != nil {
+		return -1, st, err
+	}
+	defer d.Close()
+	fd, err := openAt(int(d.Fd()), base, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			err = errSwapped
+		}
+		return -1, st, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return fd, st, nil
+}
+
+// mapErr maps an error of reading the target for the model.
+func (t *readTarget) mapErr(err error) error {
+	if errors.Is(err, errSwapped) {
+		return changedWhileRead(t.loc, err)
+	}
+	return workspace.MapError(t.loc.Given, err)
+}
+
+// changedWhileRead is the error of a path that changed (a component turned
+// into a symlink) between its check and its opening.
+func changedWhileRead(loc workspace.Location, cause error) error {
+	return &errdefs.Error{
+		Class: errdefs.ErrDenied,
+		Msg: fmt.Sprintf("%q changed while it was being read (it, or a directory in it, is now a symlink that leads elsewhere); "+
+			"nothing was read", loc.Given),
+		Rule:  "workspace",
+		Cause: cause,
+	}
+}
+
+// openDir opens the target to walk it, with an error the model can act on
+// when it is not a directory. op names the operation for the hint.
+func (t *readTarget) openDir(op string) (*dirNode, error) {
+	d, err := openStart(t.root, t.name, t.show)
+	if errors.Is(err, errNotDir) {
+		hint := "use read_file to read it"
+		if op != "list_dir" {
+			hint = "give its directory as path"
+		}
+		return nil, errdefs.Failed("%q is a file, not a directory; %s", t.loc.Given, hint)
+	}
+	if err != nil {
+		return nil, t.mapErr(err)
+	}
+	return d, nil
+}
+
+// startIgnores returns the .gitignore rules that apply above a walk of the
+// target: those of the workspace's directories from its root down to the
+// target for a target inside, none for one outside (the walk applies the
+// .gitignore files it finds from the target down, as for any directory).
+func (f *FileOperations) startIgnores(t *readTarget) *ignoreList {
+	if !t.loc.Inside {
+		return nil
+	}
+	return loadAncestorIgnores(f.ws, t.show)
+}
