@@ -82,8 +82,20 @@ lint: fmt-check vet buf-lint ## gofmt check, go vet, buf lint.
 build: ## Build toold and toolctl into ./bin.
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# The MCP peers the tests drive (server-everything, server-filesystem, the
+# Inspector CLI), pinned by testdata/mcp/package-lock.json. The stamp makes
+# the install run again only when the lock file changes.
+MCP_PEERS := testdata/mcp/node_modules/.package-lock.json
+
+$(MCP_PEERS): testdata/mcp/package-lock.json
+	cd testdata/mcp && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: mcp-peers
+mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in testdata/mcp).
+
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl ## Install what the tests drive (grpcurl).
+test-deps: $(BIN)/grpcurl mcp-peers ## Install what the tests drive (grpcurl, the MCP peers).
 
 .PHONY: test
 test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.

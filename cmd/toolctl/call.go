@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -31,6 +33,12 @@ type callOptions struct {
 	pairs   []string // key=value and key:=JSON
 	timeout time.Duration
 	json    bool
+	// Answers: --yes approves every approval once; --answer answers every
+	// question. conversation is the Hello's conversation_id.
+	yes          bool
+	answer       string
+	answerSet    bool
+	conversation string
 }
 
 func (a *app) newCallCmd() *cobra.Command {
@@ -54,9 +62,22 @@ Pairs override keys of --args. --args - reads the JSON object from stdin.
 --json prints every ServerEvent of the stream as one protojson object per
 line on stdout, and nothing else there.
 
-Ctrl-C cancels the call and waits for it to end; a second Ctrl-C quits at
-once. Approvals the call needs are shown and denied (toolctl cannot answer
-them yet).
+Approvals: when policy asks before the call runs, toolctl shows what the
+call would do (risk, reason and rule, the command and its parsed
+sub-commands, paths, hosts, the diff) and the scopes toold offers, and asks
+on the terminal: y approves this call once, a approves for the conversation
+(the grant covers what the scope says, until its ttl passes), n denies, with
+an optional reason the model sees. Questions of a tool (user_collaboration)
+are asked there too. Prompts go to stderr, also with --json.
+
+Without a terminal (stdin or stderr redirected, unless stdin carries --args
+-), approvals are denied and questions cancel the call. --yes approves every
+approval once without asking, and asks nothing: questions are answered with
+--answer TEXT, or cancel the call. --conversation sets the conversation, so
+grants approved with 'a' apply to later calls given the same id.
+
+Ctrl-C cancels the call and waits for it to end, also while a prompt waits;
+a second Ctrl-C quits at once.
 
 Exit status: 0 when the call succeeds, 1 when it ends in error (printed as
 "error: CODE: message" on stderr), 2 on usage errors and when toold cannot be
@@ -64,11 +85,14 @@ reached.`,
 		Example: `  toolctl call think thought="plan the refactor"
   toolctl call read_file path=go.mod limit=5
   toolctl call file_operations operation=grep_search pattern='func main' --json
-  echo '{"path":"README.md"}' | toolctl call read_file --args -`,
+  echo '{"path":"README.md"}' | toolctl call read_file --args -
+  toolctl call edit_file path=go.mod old_string=a new_string=b --conversation dev-1
+  toolctl call write_file path=notes.txt content=hi --yes`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name, o.pairs = args[0], args[1:]
 			o.argsSet = cmd.Flags().Changed("args")
+			o.answerSet = cmd.Flags().Changed("answer")
 			return a.runCall(cmd.Context(), o)
 		},
 	}
@@ -76,6 +100,9 @@ reached.`,
 	f.StringVar(&o.args, "args", "", "arguments as a JSON object; - reads it from stdin")
 	f.DurationVar(&o.timeout, "timeout", 0, "upper bound on the call's run time (default: toold's)")
 	f.BoolVar(&o.json, "json", false, "print every ServerEvent as protojson, one per line")
+	f.BoolVarP(&o.yes, "yes", "y", false, "approve every approval once, without asking (and ask nothing)")
+	f.StringVar(&o.answer, "answer", "", "answer every question of the call with TEXT, without asking")
+	f.StringVar(&o.conversation, "conversation", "", "conversation id (default: a new one); grants belong to it")
 	return cmd
 }
 
@@ -106,7 +133,47 @@ func (a *app) runCall(ctx context.Context, o callOptions) error {
 	defer conn.Close()
 	view := a.newCallView(mode)
 	defer view.close()
-	return a.executeCall(ctx, conn, call, view, denyAsker{show: view.note})
+	ask, closeAsk := a.newCallAsker(o, view)
+	defer closeAsk()
+	hello := &pb.Hello{ClientName: "toolctl/" + version, ConversationId: o.conversation}
+	return a.executeCall(ctx, conn, hello, call, view, ask)
+}
+
+// newCallAsker returns the asker of a call: --yes and --answer first, then
+// the person at the terminal when there is one. A person can be asked when
+// stderr is a terminal and stdin is one too, or carried the arguments
+// (--args -): answers are read from the controlling terminal. The returned
+// func releases the terminal.
+func (a *app) newCallAsker(o callOptions, view callView) (asker, func()) {
+	c := &callAsker{yes: o.yes, answerText: o.answer, hasAnswer: o.answerSet, show: view.note}
+	stdinUsed := o.argsSet && o.args == "-"
+	if o.yes || a.openTTY == nil || !a.isTerminal(a.stderr) || !(stdinUsed || isTerminalFile(a.stdin)) {
+		return c, func() {}
+	}
+	f, err := a.openTTY()
+	if err != nil {
+		c.noPerson = err
+		return c, func() {}
+	}
+	t, err := newTerminal(f, a.stderr)
+	if err != nil {
+		c.noPerson = err
+		return c, func() {}
+	}
+	c.person = &personAsker{in: t, out: a.stderr, style: a.styleFor(a.stderr), now: time.Now}
+	return c, func() { _ = t.close() }
+}
+
+// isTerminalFile reports whether r is a terminal.
+func isTerminalFile(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// styleFor colors what goes to w when w is a terminal, unless NO_COLOR is
+// set or TERM is dumb.
+func (a *app) styleFor(w io.Writer) style {
+	return style{color: a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb" && a.isTerminal(w)}
 }
 
 // received is one result of Recv.
@@ -115,7 +182,7 @@ type received struct {
 	err error
 }
 
-// executeCall runs call on a new ExecuteTool stream: it sends Hello and the
+// executeCall runs call on a new ExecuteTool stream: it sends hello and the
 // call, shows every event on view, answers questions with ask, and returns
 // once the call has ended (nil when it succeeded, exit status 1 when it
 // failed) or the stream broke (exit status 2).
@@ -127,7 +194,10 @@ type received struct {
 //
 // This goroutine is the only one that sends on the stream; a receiver
 // goroutine feeds it the events and exits before executeCall returns.
-func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, call *pb.ToolCall, view callView, ask asker) error {
+//
+// While ask waits for a person, view holds its status line and events wait;
+// Ctrl-C then also cancels the call.
+func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.Hello, call *pb.ToolCall, view callView, ask asker) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stream, err := pb.NewToolServiceClient(conn).ExecuteTool(sctx)
 	if err != nil {
@@ -163,7 +233,6 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, call *pb.T
 		}
 		return nil
 	}
-	hello := &pb.Hello{ClientName: "toolctl/" + version}
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: hello}}); err != nil {
 		return err
 	}
@@ -172,6 +241,7 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, call *pb.T
 	}
 
 	id := call.GetCallId()
+	info := askInfo{callID: id, conversationID: hello.GetConversationId()}
 	interrupt := ctx.Done()
 	var end *pb.ToolCallEnd
 	for end == nil {
@@ -191,21 +261,32 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, call *pb.T
 				return a.rpcError("call", r.err)
 			}
 			view.event(r.ev)
+			if w := r.ev.GetWelcome(); w != nil {
+				info.conversationID = w.GetConversationId()
+			}
 			if r.ev.GetCallId() != id {
 				continue // stream-level events
 			}
 			var reply *pb.ClientMessage
 			switch e := r.ev.GetEvent().(type) {
 			case *pb.ServerEvent_RequiresApproval:
-				d := ask.approve(ctx, id, e.RequiresApproval)
-				reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Approval{Approval: d}}
+				view.hold(true)
+				d, err := ask.approve(ctx, info, e.RequiresApproval)
+				view.hold(false)
+				if err != nil {
+					reply = unanswered(ctx, view, id, err)
+				} else {
+					reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Approval{Approval: d}}
+				}
 			case *pb.ServerEvent_InputRequired:
-				if text, ok := ask.answer(ctx, id, e.InputRequired); ok {
+				view.hold(true)
+				text, err := ask.answer(ctx, info, e.InputRequired)
+				view.hold(false)
+				if err != nil {
+					reply = unanswered(ctx, view, id, err)
+				} else {
 					in := &pb.Input{CallId: id, RequestId: e.InputRequired.GetRequestId(), Payload: &pb.Input_Text{Text: text}}
 					reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Input{Input: in}}
-				} else {
-					c := &pb.Cancel{CallId: id, Reason: "toolctl cannot answer the question"}
-					reply = &pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: c}}
 				}
 			case *pb.ServerEvent_End:
 				end = e.End
@@ -237,6 +318,18 @@ drain:
 		return nil
 	}
 	return &exitError{code: exitFailure}
+}
+
+// unanswered is what follows a question ask did not answer: nothing when
+// the user pressed Ctrl-C (the loop cancels the call next) or the approval
+// expired (toold ends the call), otherwise a Cancel saying why.
+func unanswered(ctx context.Context, view callView, id string, err error) *pb.ClientMessage {
+	if ctx.Err() != nil || errors.Is(err, errApprovalExpired) {
+		return nil
+	}
+	view.note("canceling the call: " + err.Error())
+	c := &pb.Cancel{CallId: id, Reason: "toolctl could not answer: " + err.Error()}
+	return &pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: c}}
 }
 
 // buildArguments returns the call's arguments as JSON object text: the

@@ -49,8 +49,10 @@ func TestCall(t *testing.T) {
 			outHas: []string{"first line", "second line"}, errHas: []string{"Reading file: notes.txt"}},
 		{name: "dotted name and raw limit", args: []string{"file_operations.read_file", "path=notes.txt", "limit:=1"},
 			outHas: []string{"first line"}},
+		// Streamed output goes to stdout as it comes; the result, which
+		// repeats it for the model, is summed up by its first line on stderr.
 		{name: "output chunks and progress", args: []string{"spew"},
-			stdout: "out line\nspewed\n", errHas: []string{"err line\n", "  warming up (25%)"}},
+			stdout: "out line\n", errHas: []string{"err line\n", "  warming up (25%)", "spewed\n"}},
 		{name: "unknown tool", args: []string{"thnik", "thought=x"}, code: exitFailure,
 			errHas: []string{"error: TOOL_NOT_FOUND: ", "suggestions: think"}},
 		{name: "invalid arguments", args: []string{"think", "thought:=42"}, code: exitFailure,
@@ -232,8 +234,8 @@ func endWith(code pb.ErrorCode, msg string) *pb.ServerEvent {
 	}}}}
 }
 
-// TestCallQuestions checks the minimal answers: approvals are shown and
-// denied, questions cancel the call.
+// TestCallQuestions checks the answers without a terminal: approvals are
+// shown and denied, questions cancel the call.
 func TestCallQuestions(t *testing.T) {
 	t.Parallel()
 	t.Run("approval denied", func(t *testing.T) {
@@ -249,20 +251,20 @@ func TestCallQuestions(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			want := &pb.ApprovalDecision{ApprovalId: "ap-1", Approve: false, Reason: denyReason}
+			want := &pb.ApprovalDecision{ApprovalId: "ap-1", Approve: false, Reason: noTerminalReason}
 			if !proto.Equal(m.GetApproval(), want) {
 				t.Errorf("decision %v, want %v", m, want)
 			}
-			send(endWith(pb.ErrorCode_ERROR_CODE_REJECTED_BY_USER, "the user refused: "+denyReason))
+			send(endWith(pb.ErrorCode_ERROR_CODE_REJECTED_BY_USER, "the user refused: "+noTerminalReason))
 			return nil
 		})
 		r := runAt(t, socket, "call", "run_command", "command=rm -rf build")
 		r.check(t, exitFailure, nil, []string{
 			"Running: rm -rf build",
-			"approval requested (high risk): delete the build directory",
-			"reason: high risk command in AUTO mode",
-			"command: rm -rf build",
-			"denied: " + denyReason,
+			"approval needed (high risk): delete the build directory",
+			"reason:   high risk command in AUTO mode",
+			"command:  rm -rf build",
+			"denied: no terminal to ask on",
 			"error: REJECTED_BY_USER: the user refused",
 		})
 		if r.stdout != "" {
@@ -290,7 +292,8 @@ func TestCallQuestions(t *testing.T) {
 		})
 		r := runAt(t, socket, "call", "ask_user")
 		r.check(t, exitFailure, nil, []string{
-			"the call asks: Which branch?",
+			"question: Which branch?",
+			"canceling the call: no terminal to ask on",
 			"toold rejected a message: INVALID_ARGUMENTS: just testing",
 			"error: CANCELED: ",
 		})

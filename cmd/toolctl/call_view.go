@@ -21,6 +21,9 @@ type callView interface {
 	event(ev *pb.ServerEvent)
 	// note shows a message of toolctl itself on stderr ("canceling").
 	note(msg string)
+	// hold(true) takes the live status line off stderr and keeps it off,
+	// so that a prompt can use the terminal; hold(false) brings it back.
+	hold(on bool)
 	// close stops live rendering and releases the view.
 	close()
 }
@@ -65,6 +68,8 @@ func (v *jsonView) event(ev *pb.ServerEvent) {
 
 func (v *jsonView) note(msg string) { writeLine(v.stderr, msg) }
 
+func (v *jsonView) hold(bool) {}
+
 func (v *jsonView) close() {}
 
 // textView is the view for people: the display line, progress, output
@@ -92,6 +97,11 @@ type textView struct {
 	lastLine time.Time // plain: when the last progress line was printed
 	lastMsg  string    // plain: the last progress message printed
 	ended    bool
+	held     bool // a prompt uses the terminal: no status line
+	// streamed is set once output chunks arrived: the output is on the
+	// terminal already, so the result (which repeats it for the model) is
+	// summed up by its first line on stderr.
+	streamed bool
 
 	stop chan struct{} // closed by close
 	done chan struct{} // closed when the render goroutine has exited
@@ -139,7 +149,7 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 
 // drawLocked draws the status line, replacing the one on screen.
 func (v *textView) drawLocked() {
-	if v.display == "" || v.ended || v.partial != nil {
+	if v.display == "" || v.ended || v.held || v.partial != nil {
 		return
 	}
 	var b strings.Builder
@@ -197,6 +207,7 @@ func (v *textView) event(ev *pb.ServerEvent) {
 
 func (v *textView) progressLocked(p *pb.Progress) {
 	if out := p.GetOutput(); out != nil && len(out.GetData()) > 0 {
+		v.streamed = true
 		w := v.stdout
 		if out.GetStream() == pb.OutputChunk_STREAM_STDERR {
 			w = v.stderr
@@ -250,7 +261,29 @@ func (v *textView) endLocked(res *pb.ToolResult) {
 		}
 		writeLine(v.stderr, line)
 	}
+	if v.streamed {
+		writeStreamedResult(v.stderr, res)
+		return
+	}
 	writeResult(v.stdout, v.stderr, res)
+}
+
+// writeStreamedResult sums up the result of a call whose output was already
+// shown as it streamed: the first line of its content (a command's status
+// line, "exit code 0 · 3ms · ..."), and the error when it failed.
+func writeStreamedResult(stderr io.Writer, res *pb.ToolResult) {
+	for _, c := range res.GetContent() {
+		if t := c.GetText(); t != "" {
+			first, _, _ := strings.Cut(t, "\n")
+			if e := res.GetError(); e == nil || first != "Error: "+e.GetMessage() {
+				writeLine(stderr, first)
+			}
+			break
+		}
+	}
+	if e := res.GetError(); e != nil {
+		writeToolError(stderr, e)
+	}
 }
 
 func (v *textView) note(msg string) {
@@ -266,6 +299,19 @@ func (v *textView) noteLocked(msg string) {
 		v.partial = nil
 	}
 	writeLine(v.stderr, msg)
+}
+
+func (v *textView) hold(on bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.held = on
+	if on {
+		v.clearLocked()
+		if v.partial != nil {
+			_, _ = io.WriteString(v.partial, "\n")
+			v.partial = nil
+		}
+	}
 }
 
 func (v *textView) close() {

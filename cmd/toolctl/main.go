@@ -4,7 +4,12 @@
 //
 //	toolctl tools [--json] [--format openai|anthropic|gemini|mcp] [--flat]
 //	toolctl health
-//	toolctl call NAME [--args JSON|-] [key=value | key:=JSON ...] [--timeout D] [--json]
+//	toolctl call NAME [--args JSON|-] [key=value | key:=JSON ...] [--timeout D] [--yes] [--answer TEXT] [--conversation ID] [--json]
+//	toolctl policy explain NAME [--args JSON|-] [key=value | key:=JSON ...] [--conversation ID] [--mode yolo|auto|ask] [--json]
+//	toolctl grants [--conversation ID] [--json]
+//	toolctl grants revoke ID
+//	toolctl mcp list [--json] | mcp add NAME (-- COMMAND [ARGS...] | URL) [flags] | mcp remove NAME
+//	toolctl shell [--session ID | --workdir DIR --shell PROG --keep] [--list]
 //
 // It reaches toold on the unix socket ./toold.sock (--socket, $TOOLD_SOCKET)
 // or on a TCP address (--addr), sends a bearer token when one is given
@@ -75,6 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		getenv:        os.Getenv,
 		isTerminal:    isTerminal,
 		terminalWidth: terminalWidth,
+		openTTY:       openTTY,
 	}
 	return a.run(ctx, args)
 }
@@ -89,6 +95,12 @@ type app struct {
 	isTerminal func(w io.Writer) bool
 	// terminalWidth returns w's width in columns, or 0 when unknown.
 	terminalWidth func(w io.Writer) int
+	// openTTY opens the controlling terminal, where a person answers
+	// approvals and questions; nil means there is none.
+	openTTY func() (*os.File, error)
+	// winch, when set, replaces SIGWINCH as the signal that the window
+	// changed size (tests); see shell.go.
+	winch <-chan os.Signal
 
 	// Global flags, resolved against the environment before a command runs.
 	socket         string
@@ -173,6 +185,9 @@ serving, 2 on usage errors and when toold cannot be reached.`,
 	pf.DurationVar(&a.connectTimeout, "connect-timeout", 5*time.Second, "how long to wait for toold to accept connections (it may be starting)")
 
 	root.AddCommand(a.newToolsCmd(), a.newHealthCmd(), a.newCallCmd())
+	root.AddCommand(a.newPolicyCmd(), a.newGrantsCmd())
+	root.AddCommand(a.newMCPCmd())
+	root.AddCommand(a.newShellCmd())
 	return root
 }
 

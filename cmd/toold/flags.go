@@ -19,13 +19,18 @@ func parseFlags(args []string) (*daemon.Main, error) {
 		ws        = fs.String("workspace", "", "workspace directory (default: current directory)")
 		token     = fs.String("token", "", "require this bearer token (default: $TOOLD_TOKEN)")
 		mode      = fs.String("approval-mode", "", "yolo, auto or ask (default auto)")
+		policy    = fs.String("policy", "", "policy file (YAML or TOML); default: the built-in rules")
 		logLevel  = fs.String("log-level", "", "debug, info, warn or error")
 		logFormat = fs.String("log-format", "", "text or json")
 		grace     = fs.Duration("shutdown-grace", 0, "how long running calls may finish on SIGTERM")
+		debugAddr = fs.String("debug-addr", "", "serve pprof profiles on this loopback address, e.g. 127.0.0.1:6060")
+		approvalT = fs.Duration("approval-timeout", 0, "end calls that wait longer than this for an approval (0: wait)")
+		mcpConfig = fs.String("mcp-config", "", "JSON file with {\"mcpServers\": {...}} (Claude Desktop / Cursor format): MCP servers whose tools toold offers")
+		mcpHTTP   = fs.Bool("mcp-http", false, "also serve the tools over MCP (streamable HTTP) at /mcp on the --listen address")
 		version   = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toold [flags]\n\nServes the ToolService over gRPC. Flags:\n")
+		fmt.Fprintf(fs.Output(), "usage: toold [flags]\n       toold mcp [flags]    serve the tools over MCP on stdin/stdout instead\n\nServes the ToolService over gRPC. Flags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,10 +58,17 @@ func parseFlags(args []string) (*daemon.Main, error) {
 	set(&cfg.Token, os.Getenv("TOOLD_TOKEN"))
 	set(&cfg.Token, *token)
 	set(&cfg.ApprovalMode, *mode)
+	set(&cfg.PolicyFile, *policy)
 	set(&cfg.Log.Level, *logLevel)
 	set(&cfg.Log.Format, *logFormat)
+	set(&cfg.DebugAddr, *debugAddr)
+	set(&cfg.MCP.ConfigFile, *mcpConfig)
+	cfg.MCP.HTTP = cfg.MCP.HTTP || *mcpHTTP
 	if *grace > 0 {
 		cfg.ShutdownGrace = config.Duration(*grace)
+	}
+	if *approvalT > 0 {
+		cfg.ApprovalTimeout = config.Duration(*approvalT)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -8,9 +8,17 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 func main() {
+	// toold re-executes itself as the helper that supervises each command
+	// (pkg/sandbox); that mode returns here only by exiting.
+	sandbox.RunHelperIfRequested()
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		os.Exit(runMCP(os.Args[2:]))
+	}
 	m, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "toold:", err)

@@ -33,6 +33,16 @@ type Config struct {
 	TokenFile string `yaml:"token_file"`
 	// ApprovalMode is yolo, auto (default) or ask.
 	ApprovalMode string `yaml:"approval_mode"`
+	// PolicyFile is the policy (YAML or TOML, by extension; see
+	// docs/policy.md). Empty means the built-in rules only.
+	PolicyFile string `yaml:"policy_file"`
+	// ReadRoots are directories outside the workspace that calls may read
+	// in AUTO mode without asking (added to the policy's read_roots).
+	ReadRoots []string `yaml:"read_roots"`
+	// ApprovalTimeout ends a call that waits longer than this for a
+	// person's approval or answer (APPROVAL_TIMEOUT); 0 (default) waits
+	// until the call is canceled or its stream ends.
+	ApprovalTimeout Duration `yaml:"approval_timeout"`
 	// Timeouts of calls.
 	Timeouts Timeouts `yaml:"timeouts"`
 	// Limits on concurrency.
@@ -47,6 +57,18 @@ type Config struct {
 	Keepalive Duration `yaml:"keepalive"`
 	// Log configures logging.
 	Log Log `yaml:"log"`
+	// Source is the file the configuration was read from, if any; it is
+	// protected like a secret (calls may not read or change it).
+	Source string `yaml:"-"`
+	// DebugAddr, when set, serves Go's pprof profiles over HTTP on this
+	// loopback address ("127.0.0.1:6060") for diagnosing performance.
+	DebugAddr string `yaml:"debug_addr"`
+	// MCP configures the MCP servers toold uses and serving over MCP (see
+	// mcp.go).
+	MCP MCP `yaml:"mcp"`
+	// Terminal configures shell commands, background processes and
+	// terminal sessions, and their sandbox (see terminal.go).
+	Terminal Terminal `yaml:"terminal"`
 }
 
 // Timeouts of calls.
@@ -126,6 +148,7 @@ func Default() Config {
 // typo does not silently leave a setting at its default.
 func Load(path string) (Config, error) {
 	c := Default()
+	c.Source = path
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return c, err
@@ -165,6 +188,13 @@ func (c *Config) Validate() error {
 		loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
 		if !loopback && c.Token == "" {
 			return fmt.Errorf("listen %q is not a loopback address: set a token (--token or token_file) so that only your agents can run tools", c.Listen)
+		}
+	}
+	if c.DebugAddr != "" {
+		host, _, err := net.SplitHostPort(c.DebugAddr)
+		ip := net.ParseIP(host)
+		if err != nil || !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
+			return fmt.Errorf("debug_addr %q must be a loopback address (profiles reveal internals)", c.DebugAddr)
 		}
 	}
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -43,6 +44,7 @@ import (
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
+	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -71,6 +73,9 @@ type Main struct {
 	listeners []net.Listener
 	socket    string // the socket path we created, removed on Close
 	tpClose   func(context.Context) error
+	debug     *http.Server
+	mcp       mcpState // see mcp.go
+	terminal  *terminal.Manager
 	serveWG   sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -106,10 +111,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.registry = tools.NewRegistry()
 	if m.Authorizer == nil {
-		m.Authorizer = authz.AllowAll{}
+		if m.Authorizer, err = m.newEngine(); err != nil {
+			return err
+		}
 	}
 	granter, _ := m.Authorizer.(authz.Granter)
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter)...); err != nil {
+	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
+	if err != nil {
+		return err
+	}
+	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
+		return err
+	}
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -118,6 +132,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Mode:              mode,
 		DefaultTimeout:    time.Duration(cfg.Timeouts.Default),
 		MaxTimeout:        time.Duration(cfg.Timeouts.Max),
+		ApprovalTimeout:   time.Duration(cfg.ApprovalTimeout),
 		MaxCallsPerStream: cfg.Limits.CallsPerStream,
 		MaxCalls:          cfg.Limits.Calls,
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
@@ -126,11 +141,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:            m.Logger,
 		Tracer:            m.TracerProvider.Tracer("github.com/toold/toold"),
 	})
+	if err := m.startMCP(ctx); err != nil {
+		return err
+	}
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
+	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != ""))
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -148,7 +168,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		m.listeners = append(m.listeners, l)
+		m.listeners = append(m.listeners, m.shareTCP(l))
+	}
+	if cfg.DebugAddr != "" {
+		if err := m.serveDebug(cfg.DebugAddr); err != nil {
+			return err
+		}
 	}
 	for _, l := range m.listeners {
 		m.serveWG.Add(1)
@@ -166,11 +191,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
 // granter records the grants of user_collaboration; nil disables them.
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter) []tools.Tool {
+// term runs the commands and sessions of terminal_operations (with nil,
+// the tool is listed and its calls fail UNAVAILABLE).
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager) []tools.Tool {
+	// Sensitive files (keys, .env...) are left out of listings and searches
+	// when the policy knows them, so a walk cannot read what a direct read
+	// would be denied.
+	var hidden func(string) bool
+	if s, ok := granter.(authz.Sensitivity); ok {
+		hidden = s.Sensitive
+	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits),
+		fileops.New(ws, limits, fileops.Options{Hidden: hidden}),
 		&collab.UserCollaboration{Granter: granter},
+		terminal.New(term, limits),
 	}
 }
 
@@ -212,6 +247,13 @@ func (m *Main) shutdown() error {
 		m.svc.Shutdown(ctx)
 		cancel()
 	}
+	if m.debug != nil {
+		_ = m.debug.Close()
+	}
+	m.stopMCP()
+	// Background processes and sessions end with the daemon; attached
+	// terminals then get SessionExited and their streams end.
+	m.closeTerminal()
 	if m.grpc != nil {
 		// Streams end on their own once their calls have ended; unary RPCs
 		// are short. Force the rest after a moment.
@@ -229,9 +271,23 @@ func (m *Main) shutdown() error {
 	return m.release()
 }
 
+// closeTerminal stops every command, background process and session
+// (SIGTERM, SIGKILL after terminal.kill_grace) and deletes kept outputs.
+// It is safe to call more than once.
+func (m *Main) closeTerminal() error {
+	if m.terminal == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.Config.Terminal.KillGrace)+10*time.Second)
+	defer cancel()
+	return m.terminal.Close(ctx)
+}
+
 // release frees what Run acquired.
 func (m *Main) release() error {
 	var errs []error
+	m.stopMCP()
+	errs = append(errs, m.closeTerminal())
 	for _, l := range m.listeners {
 		_ = l.Close()
 	}

@@ -24,10 +24,13 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
 )
 
 func TestMain(m *testing.M) {
+	// Commands run under a helper process; the test binary stands in.
+	sandbox.RunHelperIfRequested()
 	goleak.VerifyTestMain(m)
 }
 
@@ -300,7 +303,7 @@ func TestListToolsOrder(t *testing.T) {
 		names = append(names, ts.GetName())
 	}
 	var want []string
-	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil) {
+	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil, nil) {
 		want = append(want, bt.Spec().Name)
 	}
 	if strings.Join(names, ",") != strings.Join(want, ",") || names[0] != "think" {

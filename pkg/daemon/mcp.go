@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/toold/toold/pkg/mcp"
+	"github.com/toold/toold/pkg/mcp/mcpserver"
+)
+
+// mcpState is the daemon's MCP wiring: the client side (the Manager of
+// external servers, whose tools join the registry) and the serving side
+// (toold's tools over MCP, on stdio for `toold mcp` and at /mcp on the TCP
+// listener when mcp.http is set).
+type mcpState struct {
+	manager  *mcp.Manager
+	server   *mcpserver.Server
+	http     *http.Server // nil unless /mcp is served
+	stopOnce sync.Once
+}
+
+// defaultMCPStartupWait bounds the wait for configured MCP servers at start.
+const defaultMCPStartupWait = 15 * time.Second
+
+// startMCP builds both MCP sides and connects the configured servers,
+// waiting up to mcp.startup_wait for their first connection so the first
+// tool listing includes their tools.
+func (m *Main) startMCP(ctx context.Context) error {
+	cfg := m.Config.MCP
+	if cfg.HTTP && m.Config.Listen == "" {
+		return errors.New("mcp.http serves /mcp on the TCP listener: set listen (--listen 127.0.0.1:PORT) too")
+	}
+	servers, err := cfg.ResolveServers()
+	if err != nil {
+		return err
+	}
+	for name, s := range servers {
+		if len(s.Ignored) > 0 {
+			m.Logger.Info("MCP server entry: ignoring keys toold does not use", "mcp_server", name, "keys", s.Ignored)
+		}
+	}
+	m.mcp.server = mcpserver.New(mcpserver.Options{
+		Service:  m.svc,
+		Registry: m.registry,
+		Logger:   m.Logger.With("component", "mcp-server"),
+		Version:  Version,
+		Instructions: fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
+			"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
+			m.ws.Dir(), m.Config.ApprovalMode),
+	})
+	m.mcp.manager = mcp.NewManager(mcp.Options{
+		Registry: m.registry,
+		Logger:   m.Logger.With("component", "mcp-client"),
+		Limits:   m.Config.Output.ToolLimits(),
+		Version:  Version,
+		OnChange: m.mcp.server.Sync,
+	})
+	wait := time.Duration(cfg.StartupWait)
+	if wait <= 0 {
+		wait = defaultMCPStartupWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := m.mcp.manager.Start(wctx, servers); err != nil {
+		return err
+	}
+	m.mcp.server.Sync()
+	return nil
+}
+
+// shareTCP returns the listener gRPC serves on. With mcp.http it splits l:
+// HTTP/1.1 connections go to an HTTP server offering /mcp, HTTP/2 (gRPC)
+// ones to gRPC; closing the returned listener closes l.
+func (m *Main) shareTCP(l net.Listener) net.Listener {
+	if !m.Config.MCP.HTTP {
+		return l
+	}
+	grpcL, httpL := mcpserver.Split(l)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
+	m.mcp.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	m.serveWG.Add(1)
+	go func() {
+		defer m.serveWG.Done()
+		if err := m.mcp.http.Serve(httpL); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			m.Logger.Error("serving /mcp failed", "addr", l.Addr().String(), "err", err)
+		}
+	}()
+	return grpcL
+}
+
+// stopMCP stops serving MCP over HTTP, ends the MCP sessions, and stops the
+// external servers (ending their processes). It is safe to call more than
+// once and before startMCP.
+func (m *Main) stopMCP() {
+	m.mcp.stopOnce.Do(func() {
+		if m.mcp.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if m.mcp.http.Shutdown(ctx) != nil {
+				_ = m.mcp.http.Close() // open SSE streams never go idle
+			}
+			cancel()
+		}
+		if m.mcp.server != nil {
+			m.mcp.server.Close()
+		}
+		if m.mcp.manager != nil {
+			_ = m.mcp.manager.Close()
+		}
+	})
+}
+
+// MCP returns the manager of the external MCP servers (nil before Run).
+func (m *Main) MCP() *mcp.Manager { return m.mcp.manager }
+
+// ServeMCP serves one MCP session over in and out (stdin and stdout for
+// `toold mcp`) until the client closes in or ctx ends. Call it after Run;
+// Close the Main afterwards. Nothing else may write to out.
+func (m *Main) ServeMCP(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	if m.mcp.server == nil {
+		return errors.New("ServeMCP before Run")
+	}
+	return m.mcp.server.ServeStdio(ctx, in, out)
+}
