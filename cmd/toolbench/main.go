@@ -35,6 +35,7 @@ type bench struct {
 	rows     []*Row
 	only     *regexp.Regexp
 	profiles string // directory for pprof profiles of rows that miss
+	peersDir string // testdata/mcp, where the MCP peers are installed
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 		mdOut    = flag.String("md", "", "write the markdown table to this file")
 		corpus   = flag.String("corpus", runtime.GOROOT()+"/src", "the tree the search rows search")
 		profiles = flag.String("profiles", "", "write CPU and allocation profiles of toold for rows that miss their target into this directory")
+		peersDir = flag.String("peers", "testdata/mcp", "where `make mcp-peers` installed the MCP peers")
 	)
 	flag.Parse()
 	self, err := os.Executable()
@@ -64,7 +66,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles}
+	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, peersDir: *peersDir}
 	if *rows != "" {
 		b.only = regexp.MustCompile(*rows)
 	}

@@ -28,9 +28,14 @@ func (b *bench) run(ctx context.Context) error {
 	for _, r := range []rowFn{
 		{"think", b.rowThink},
 		{"rate", b.rowRate},
+		{"read", b.rowReadFile},
 		{"grep", b.rowGrep},
 		{"glob", b.rowGlob},
+		{"run", b.rowRunCommand},
+		{"stream", b.rowStream},
+		{"mcp", b.rowMCP},
 		{"memory", b.rowMemory},
+		{"sessions", b.rowSessions},
 	} {
 		if !b.want(r.id) {
 			continue
