@@ -79,8 +79,8 @@ lint: fmt-check vet buf-lint ## gofmt check, go vet, buf lint.
 # --- build, test, run --------------------------------------------------------
 
 .PHONY: build
-build: ## Build toold and toolctl into ./bin.
-	$(GO) build -o $(BIN)/ ./cmd/...
+build: ## Build toold, toold-helper and toolctl (static, no cgo) into ./bin.
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/toold ./cmd/toold-helper ./cmd/toolctl
 
 # The MCP peers the tests drive (server-everything, server-filesystem, the
 # Inspector CLI), pinned by testdata/mcp/package-lock.json. The stamp makes
@@ -120,7 +120,7 @@ bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it can
 
 .PHONY: run
 run: ## Start toold on ./toold.sock with the current directory as workspace.
-	$(GO) run ./cmd/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+	CGO_ENABLED=0 $(GO) run ./cmd/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
 
 .PHONY: clean
 clean: ## Remove ./bin and ./.tools.

@@ -412,6 +412,45 @@ type pathPattern struct {
 	kind   pathKind
 	glob   string
 	negate bool
+	// lit is the glob's literal directory prefix (up to the last / before
+	// its first glob character): a path, or a directory above it, can only
+	// match when the path starts with it. literal says the whole glob has
+	// no glob characters.
+	lit     string
+	literal bool
+	// name matches one path component, for pathName patterns; common
+	// shapes (literal, *.ext, prefix*) avoid a glob match.
+	name func(string) bool
+}
+
+// globMeta are the characters that make a glob more than a literal.
+const globMeta = "*?[{\\"
+
+// prepare fills the fast-match fields of a compiled pattern.
+func (pp *pathPattern) prepare() {
+	g := pp.glob
+	i := strings.IndexAny(g, globMeta)
+	pp.literal = i < 0
+	if pp.literal {
+		pp.lit = g
+	} else if j := strings.LastIndexByte(g[:i], '/'); j >= 0 {
+		pp.lit = g[:j+1]
+	}
+	if pp.kind != pathName {
+		return
+	}
+	switch {
+	case pp.literal:
+		pp.name = func(c string) bool { return c == g }
+	case strings.HasPrefix(g, "*") && !strings.ContainsAny(g[1:], globMeta):
+		suffix := g[1:]
+		pp.name = func(c string) bool { return strings.HasSuffix(c, suffix) }
+	case strings.HasSuffix(g, "*") && !strings.ContainsAny(g[:len(g)-1], globMeta):
+		prefix := g[:len(g)-1]
+		pp.name = func(c string) bool { return strings.HasPrefix(c, prefix) }
+	default:
+		pp.name = func(c string) bool { ok, _ := doublestar.Match(g, c); return ok }
+	}
 }
 
 func compilePathPattern(s string) (pathPattern, error) {
@@ -449,6 +488,7 @@ func compilePathPattern(s string) (pathPattern, error) {
 		return pp, fmt.Errorf("path pattern %q is not a valid glob", s)
 	}
 	pp.glob = t
+	pp.prepare()
 	return pp, nil
 }
 
@@ -516,36 +556,89 @@ func (pp pathPattern) match(abs string, sc pathScope) bool {
 // matchLevel is match, and reports whether the path itself matched (leaf)
 // rather than only a directory above it.
 func (pp pathPattern) matchLevel(abs string, sc pathScope) (ok, leaf bool) {
-	abs = filepath.ToSlash(abs)
+	return pp.matchIn(newPathSubject(filepath.ToSlash(abs), sc))
+}
+
+// pathSubject is a path prepared for matching against many patterns: its
+// ~ forms and the part its components are read from are computed once.
+type pathSubject struct {
+	abs       string
+	sc        pathScope
+	forms     []string
+	formsDone bool
+	// rel is what name patterns look at: the path relative to the
+	// workspace when inside it, else the absolute path.
+	rel     string
+	relDone bool
+}
+
+func newPathSubject(abs string, sc pathScope) *pathSubject {
+	return &pathSubject{abs: abs, sc: sc}
+}
+
+func (s *pathSubject) homeForms() []string {
+	if !s.formsDone {
+		s.forms, s.formsDone = s.sc.homeForms(s.abs), true
+	}
+	return s.forms
+}
+
+func (s *pathSubject) nameScope() string {
+	if !s.relDone {
+		s.rel, s.relDone = s.abs, true
+		if rel, ok := cutDir(s.abs, s.sc.ws); ok {
+			s.rel = rel
+		}
+	}
+	return s.rel
+}
+
+// matchIn is matchLevel for a prepared subject.
+func (pp pathPattern) matchIn(s *pathSubject) (ok, leaf bool) {
 	switch pp.kind {
 	case pathAbs:
-		return matchOrAncestor(pp.glob, abs)
+		return pp.matchOrAncestor(s.abs)
 	case pathHome:
-		for _, f := range sc.homeForms(abs) {
-			if ok, leaf := matchOrAncestor(pp.glob, f); ok {
+		for _, f := range s.homeForms() {
+			if ok, leaf := pp.matchOrAncestor(f); ok {
 				return ok, leaf
 			}
 		}
 	case pathRel:
-		if rel, ok := cutDir(abs, sc.ws); ok && rel != "." {
-			return matchOrAncestor(pp.glob, rel)
+		if rel, ok := cutDir(s.abs, s.sc.ws); ok && rel != "." {
+			return pp.matchOrAncestor(rel)
 		}
 	case pathName:
-		p := abs
-		if rel, ok := cutDir(abs, sc.ws); ok {
-			p = rel
-		}
-		comps := strings.Split(p, "/")
-		for i, c := range comps {
-			if c == "" || c == "." {
-				continue
+		// Each component, without splitting into a slice.
+		p := s.nameScope()
+		for len(p) > 0 {
+			c, rest, more := strings.Cut(p, "/")
+			if c != "" && c != "." && pp.name(c) {
+				return true, !more
 			}
-			if ok, _ := doublestar.Match(pp.glob, c); ok {
-				return true, i == len(comps)-1
-			}
+			p = rest
 		}
 	}
 	return false, false
+}
+
+// matchOrAncestor is matchOrAncestor with the pattern's fast paths: a path
+// not starting with the literal prefix cannot match, and a literal pattern
+// matches itself and what is below it.
+func (pp pathPattern) matchOrAncestor(p string) (ok, leaf bool) {
+	if !strings.HasPrefix(p, pp.lit) {
+		return false, false
+	}
+	if pp.literal {
+		switch {
+		case p == pp.lit:
+			return true, true
+		case strings.HasPrefix(p[len(pp.lit):], "/") || strings.HasSuffix(pp.lit, "/"):
+			return true, false
+		}
+		return false, false
+	}
+	return matchOrAncestor(pp.glob, p)
 }
 
 // matchOrAncestor reports whether glob matches p or a directory above it,

@@ -268,3 +268,21 @@ func TestWorkedExample(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSensitive is the per-entry cost the file walks pay.
+func BenchmarkSensitive(b *testing.B) {
+	m, err := authz.NewSensitiveMatcher("/work/ws", "/home/user", authz.DefaultSensitive())
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := []string{
+		"/work/ws/src/net/http/server_test.go",
+		"/work/ws/config/.env.local",
+		"/home/user/.ssh/id_rsa",
+		"/usr/local/go/src/crypto/tls/testdata/example-key.pem",
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m.Sensitive(paths[i%len(paths)])
+	}
+}

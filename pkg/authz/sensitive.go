@@ -123,12 +123,12 @@ func (m *SensitiveMatcher) Match(abs string) (pattern string, ok bool) {
 	if m == nil || abs == "" {
 		return "", false
 	}
-	abs = filepath.Clean(abs)
+	subject := pathSubject{abs: filepath.ToSlash(filepath.Clean(abs)), sc: m.scope}
 	// The last matching pattern wins, except that, as in .gitignore, a
 	// path below a sensitive directory cannot be excluded again.
 	byDir := false
 	for _, pp := range m.patterns {
-		hit, leaf := pp.matchLevel(abs, m.scope)
+		hit, leaf := pp.matchIn(&subject)
 		if !hit {
 			continue
 		}

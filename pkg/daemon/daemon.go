@@ -184,6 +184,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	// Start-up leaves garbage (schema compilation, policy parsing); give
+	// its pages back once, so an idle daemon stays small.
+	go debug.FreeOSMemory()
 	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
 		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))
 	return nil

@@ -1,0 +1,13 @@
+package authz
+
+import "testing"
+
+// The built-in rules' examples are not checked when toold starts (they are
+// compiled in); this test checks them, as for any policy file.
+func TestBuiltinExamples(t *testing.T) {
+	checkBuiltinExamples = true
+	defer func() { checkBuiltinExamples = false }()
+	if _, err := parsePolicy(builtinYAML, "yaml", "builtin", "builtin:"); err != nil {
+		t.Fatal(err)
+	}
+}
