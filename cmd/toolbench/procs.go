@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -176,13 +177,18 @@ type bareServer struct {
 	client pb.ToolServiceClient
 }
 
-// startBare starts `toolbench serve-bare` replying with reply to every call.
-func (b *bench) startBare(reply *pb.ServerEvent) (*bareServer, error) {
+// startBare starts `toolbench serve-bare` answering every call with the
+// replies, in order (the last one must be a ToolCallEnd).
+func (b *bench) startBare(replies ...*pb.ServerEvent) (*bareServer, error) {
 	sock := filepath.Join(b.tmp, fmt.Sprintf("bare%d.sock", sockSeq.Add(1)))
 	replyPath := sock + ".reply"
-	raw, err := proto.Marshal(reply)
-	if err != nil {
-		return nil, err
+	var raw []byte
+	for _, r := range replies {
+		m, err := proto.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		raw = protowire.AppendBytes(raw, m)
 	}
 	if err := os.WriteFile(replyPath, raw, 0o600); err != nil {
 		return nil, err
@@ -215,10 +221,10 @@ func (s *bareServer) stop() {
 	_ = s.cmd.Wait()
 }
 
-// pingPong answers every ToolCall with one copy of reply.
+// pingPong answers every ToolCall with copies of replies, and nothing else.
 type pingPong struct {
 	pb.UnimplementedToolServiceServer
-	reply *pb.ServerEvent
+	replies []*pb.ServerEvent
 }
 
 func (p *pingPong) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
@@ -230,10 +236,12 @@ func (p *pingPong) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
 		if m.GetCall() == nil {
 			continue
 		}
-		r := proto.Clone(p.reply).(*pb.ServerEvent)
-		r.CallId = m.GetCall().GetCallId()
-		if err := s.Send(r); err != nil {
-			return err
+		for _, reply := range p.replies {
+			r := proto.Clone(reply).(*pb.ServerEvent)
+			r.CallId = m.GetCall().GetCallId()
+			if err := s.Send(r); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -250,16 +258,25 @@ func serveBare(args []string) error {
 	if err != nil {
 		return err
 	}
-	reply := &pb.ServerEvent{}
-	if err := proto.Unmarshal(raw, reply); err != nil {
-		return err
+	var replies []*pb.ServerEvent
+	for len(raw) > 0 {
+		m, n := protowire.ConsumeBytes(raw)
+		if n < 0 {
+			return fmt.Errorf("bad reply file")
+		}
+		r := &pb.ServerEvent{}
+		if err := proto.Unmarshal(m, r); err != nil {
+			return err
+		}
+		replies = append(replies, r)
+		raw = raw[n:]
 	}
 	l, err := net.Listen("unix", *sock)
 	if err != nil {
 		return err
 	}
 	gs := grpc.NewServer()
-	pb.RegisterToolServiceServer(gs, &pingPong{reply: reply})
+	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies})
 	go func() {
 		sigs := make(chan os.Signal, 1)
 		signalNotify(sigs)

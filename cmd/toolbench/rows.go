@@ -81,23 +81,41 @@ func timed(f func() error) func() (time.Duration, error) {
 // captureEnd makes one think call on a raw stream and returns its End event,
 // so the bare server can answer with a reply of the same size.
 func captureEnd(ctx context.Context, c pb.ToolServiceClient) (*pb.ServerEvent, error) {
+	evs, err := captureCall(ctx, c, nil)
+	if err != nil {
+		return nil, err
+	}
+	return evs[len(evs)-1], nil
+}
+
+// captureCall makes one think call and returns its events, Start to End.
+func captureCall(ctx context.Context, c pb.ToolServiceClient, hello *pb.Hello) ([]*pb.ServerEvent, error) {
 	s, err := c.ExecuteTool(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer s.CloseSend()
+	if hello != nil {
+		if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: hello}}); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
 		CallId: "1", Name: "think", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: thinkArgs},
 	}}}); err != nil {
 		return nil, err
 	}
+	var evs []*pb.ServerEvent
 	for {
 		ev, err := s.Recv()
 		if err != nil {
 			return nil, err
 		}
+		if ev.GetCallId() == "1" {
+			evs = append(evs, ev)
+		}
 		if ev.GetEnd() != nil {
-			return ev, nil
+			return evs, nil
 		}
 	}
 }
@@ -136,8 +154,24 @@ func (b *bench) rowThink(ctx context.Context, ws string) []*Row {
 		{"think-rt", "1. no-op call (think) round trip: Start, Executing, End", &pb.Hello{}},
 		{"think-rt-omit", "1b. no-op call round trip with omit_executing: Start, End", &pb.Hello{OmitExecuting: true}},
 	} {
+		// A second bare server answers with the same events toold sends:
+		// what the contract's extra messages cost without toold.
+		same, err := captureCall(ctx, d.client, v.hello)
+		if err != nil {
+			return fail(err)
+		}
+		bareSame, err := b.startBare(same...)
+		if err != nil {
+			return fail(err)
+		}
+		sc, err := openConv(ctx, bareSame.client, nil)
+		if err != nil {
+			bareSame.stop()
+			return fail(err)
+		}
 		tc, err := openConv(ctx, d.client, v.hello)
 		if err != nil {
+			bareSame.stop()
 			return fail(err)
 		}
 		thinkCall := timed(func() error {
@@ -148,20 +182,29 @@ func (b *bench) rowThink(ctx context.Context, ws string) []*Row {
 			return err
 		})
 		bareCall := timed(func() error { _, err := bc.call("think", thinkArgs); return err })
-		// Warm up both.
+		sameCall := timed(func() error { _, err := sc.call("think", thinkArgs); return err })
+		// Warm up.
 		if _, _, err := rounds(b.iters(2000), 2, thinkCall, bareCall); err != nil {
+			bareSame.stop()
 			return fail(err)
 		}
 		n := b.iters(20000)
 		dt, db, err := rounds(n, 20, thinkCall, bareCall)
+		var ds []time.Duration
+		if err == nil {
+			_, ds, err = rounds(n/2, 10, func() (time.Duration, error) { return 0, nil }, sameCall)
+		}
 		tc.close()
+		sc.close()
+		bareSame.stop()
 		if err != nil {
 			return fail(err)
 		}
 		rows = append(rows, &Row{
 			ID: v.id, Title: v.title, Kind: Latency,
-			Toold:    latencies("toold", dt),
-			Base:     []Measure{latencies("bare gRPC ping-pong", db)},
+			Toold: latencies("toold", dt),
+			Base: []Measure{latencies("bare gRPC ping-pong", db),
+				latencies(fmt.Sprintf("bare, replying with toold's %d events", len(same)), ds)},
 			Target:   "p50 ≤ 1.3×",
 			Verified: fmt.Sprintf("every call ended success; bare reply %d bytes = toold's ToolCallEnd", protoSize(end)),
 			check:    func(r *Row) bool { return r.Ratio <= 1.3 },

@@ -97,12 +97,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = NewLogger(cfg.Log, os.Stderr)
 	}
+	exporting := true // a TracerProvider given by the caller records
 	if m.TracerProvider == nil {
-		tp, shutdown, err := telemetry.Setup(ctx, Version)
+		tp, shutdown, exp, err := telemetry.Setup(ctx, Version)
 		if err != nil {
 			return err
 		}
-		m.TracerProvider, m.tpClose = tp, shutdown
+		m.TracerProvider, m.tpClose, exporting = tp, shutdown, exp
+	}
+	var tracer trace.Tracer
+	if exporting {
+		tracer = m.TracerProvider.Tracer("github.com/toold/toold")
 	}
 	mode, _ := authz.ParseMode(cfg.ApprovalMode)
 
@@ -139,7 +144,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Version:           Version,
 		Workspace:         m.ws.Dir(),
 		Logger:            m.Logger,
-		Tracer:            m.TracerProvider.Tracer("github.com/toold/toold"),
+		Tracer:            tracer,
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err

@@ -130,6 +130,40 @@ func (q *Queue) Push(ctx context.Context, ev Event) error {
 	return nil
 }
 
+// PushAll queues events in order as one batch: the sender takes them back to
+// back, so the transport can write them together. It waits for room as Push
+// does, then appends the whole batch (which may exceed MaxEvents by its
+// length).
+func (q *Queue) PushAll(ctx context.Context, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.closed && q.full() {
+		if err := q.waitSpace(ctx); err != nil {
+			return err
+		}
+	}
+	if q.closed {
+		return ErrClosed
+	}
+	now := time.Now()
+	for _, ev := range evs {
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		if ev.CallID != "" {
+			for _, s := range [...]tools.Stream{tools.Stdout, tools.Stderr, tools.PTY} {
+				delete(q.open, outKey{ev.CallID, s})
+			}
+		}
+		q.items = append(q.items, &item{ev: ev})
+	}
+	q.signal()
+	return nil
+}
+
 // Output queues output bytes of a call's stream, merging them into the
 // call's pending chunk when the sender has not taken it yet. It blocks while
 // more than MaxPendingOutput bytes wait (backpressure). p is copied.

@@ -83,14 +83,14 @@ func openStream(b *testing.B, client pb.ToolServiceClient, hello *pb.Hello) pb.T
 // BenchmarkThink is a no-op call's round trip over the unix socket: the
 // ToolCall out, Start, Executing and End back.
 func BenchmarkThink(b *testing.B) {
-	h := start(b, service.Config{}, &tools.Think{})
+	h := startTraced(b, false, service.Config{}, &tools.Think{})
 	roundTrips(b, openStream(b, h.client, &pb.Hello{}))
 }
 
 // BenchmarkThinkOmitExecuting is the same with Hello.omit_executing: Start
 // and End back.
 func BenchmarkThinkOmitExecuting(b *testing.B) {
-	h := start(b, service.Config{}, &tools.Think{})
+	h := startTraced(b, false, service.Config{}, &tools.Think{})
 	roundTrips(b, openStream(b, h.client, &pb.Hello{OmitExecuting: true}))
 }
 

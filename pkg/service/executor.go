@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
@@ -45,20 +47,39 @@ var propagator = propagation.TraceContext{}
 
 // childSpan starts a child of the call's span. When the call's span does not
 // record (no exporter, or not sampled) its children would not either; then
-// the call's span stands in for them and nothing is allocated.
+// the call's span itself stands in for them (ending a span that does not
+// record does nothing), and nothing is allocated.
 func (x *Executor) childSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	parent := trace.SpanFromContext(ctx)
-	if !parent.IsRecording() {
-		return ctx, nonRecording{parent}
+	if x.cfg.Tracer == nil || !parent.IsRecording() {
+		return ctx, parent
 	}
 	return x.cfg.Tracer.Start(ctx, name)
 }
 
-// nonRecording is a span that is not recorded; End does nothing (the call's
-// span it wraps ends on its own).
-type nonRecording struct{ trace.Span }
-
-func (nonRecording) End(...trace.SpanEndOption) {}
+// startCallSpan starts the call's span. Without a tracer (no exporter) it
+// only gives the call a span context of its own, with ids generated here
+// (child of the client's or the stream's trace when there is one), so events
+// and logs still carry a trace id; nothing is recorded or allocated beyond
+// that.
+func (x *Executor) startCallSpan(parent context.Context, req *CallRequest) (context.Context, trace.Span) {
+	if x.cfg.Tracer != nil {
+		return x.cfg.Tracer.Start(parent, spanCall, trace.WithAttributes(
+			attrCallID.String(req.CallID),
+			attrConversation.String(req.ConversationID),
+			attrRequested.String(req.Name),
+		))
+	}
+	psc := trace.SpanContextFromContext(parent)
+	cfg := trace.SpanContextConfig{TraceID: psc.TraceID(), TraceState: psc.TraceState()}
+	if !cfg.TraceID.IsValid() {
+		binary.BigEndian.PutUint64(cfg.TraceID[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(cfg.TraceID[8:], rand.Uint64())
+	}
+	binary.BigEndian.PutUint64(cfg.SpanID[:], rand.Uint64()|1)
+	ctx := trace.ContextWithSpanContext(parent, trace.NewSpanContext(cfg))
+	return ctx, trace.SpanFromContext(ctx)
+}
 
 // Causes a transport gives when it cancels a call's context, so the call
 // ends with the right code: CANCELED for ErrCanceledByClient, DISCONNECTED
@@ -153,11 +174,7 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 	if tc := req.TraceContext; len(tc) > 0 {
 		parent = propagator.Extract(ctx, propagation.MapCarrier(tc))
 	}
-	ctx, span := x.cfg.Tracer.Start(parent, spanCall, trace.WithAttributes(
-		attrCallID.String(req.CallID),
-		attrConversation.String(req.ConversationID),
-		attrRequested.String(req.Name),
-	))
+	ctx, span := x.startCallSpan(parent, req)
 	defer span.End()
 
 	start := &events.Start{RequestedName: req.Name}
@@ -172,7 +189,9 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 	var effect tools.Effect
 	if target != nil {
 		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
-		span.SetAttributes(attrTool.String(target.ToolName), attrOperation.String(target.Operation))
+		if span.IsRecording() {
+			span.SetAttributes(attrTool.String(target.ToolName), attrOperation.String(target.Operation))
+		}
 	}
 	if err == nil {
 		effect, err = describe(target.Tool, call)
@@ -184,7 +203,9 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 	if start.Display == "" {
 		start.Display = displayFallback(start, req.Name)
 	}
-	span.SetAttributes(attrRisk.String(start.Risk.String()))
+	if span.IsRecording() {
+		span.SetAttributes(attrRisk.String(start.Risk.String()))
+	}
 	_ = host.Emit(ctx, events.Event{CallID: req.CallID, Time: req.Received, Start: start})
 
 	if err == nil {
@@ -222,7 +243,9 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 		return nil, nil, nil, err
 	}
 	coercions, err := target.Prepare(args)
-	span.SetAttributes(attrCoercions.Int(len(coercions)))
+	if span.IsRecording() {
+		span.SetAttributes(attrCoercions.Int(len(coercions)))
+	}
 	if err != nil {
 		spanError(span, err)
 		return target, nil, coercions, err
@@ -283,17 +306,19 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		spanError(span, err)
 		return err
 	}
-	span.SetAttributes(attrDecision.String(v.Decision.String()), attrRule.String(v.Rule))
-	decision := []attribute.KeyValue{
-		attrDecision.String(v.Decision.String()),
-		attrRule.String(v.Rule),
-		attribute.String("toold.reason", v.Reason),
-		attrRisk.String(v.Risk.String()),
+	if span.IsRecording() {
+		span.SetAttributes(attrDecision.String(v.Decision.String()), attrRule.String(v.Rule))
+		decision := []attribute.KeyValue{
+			attrDecision.String(v.Decision.String()),
+			attrRule.String(v.Rule),
+			attribute.String("toold.reason", v.Reason),
+			attrRisk.String(v.Risk.String()),
+		}
+		if v.Grant != nil {
+			decision = append(decision, attribute.String("toold.grant", v.Grant.ID))
+		}
+		span.AddEvent("decision", trace.WithAttributes(decision...))
 	}
-	if v.Grant != nil {
-		decision = append(decision, attribute.String("toold.grant", v.Grant.ID))
-	}
-	span.AddEvent("decision", trace.WithAttributes(decision...))
 	if x.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
 		x.cfg.Logger.InfoContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
 			"tool", target.ToolName, "operation", target.Operation, "decision", v.Decision.String(),
@@ -501,6 +526,9 @@ func spanError(span trace.Span, err error) {
 }
 
 func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) {
+	if !span.IsRecording() {
+		return
+	}
 	var n int
 	if end.Result != nil {
 		n = len(end.Result.Text) + len(end.Result.JSON)

@@ -106,8 +106,15 @@ type harness struct {
 	served chan struct{}
 }
 
-// start serves a service on a temp unix socket and connects a client.
+// start serves a service on a temp unix socket and connects a client; its
+// spans are recorded in harness.spans.
 func start(t testing.TB, cfg service.Config, ts ...tools.Tool) *harness {
+	return startTraced(t, true, cfg, ts...)
+}
+
+// startTraced is start; with traced false the service has no tracer (as a
+// daemon without an exporter).
+func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool) *harness {
 	t.Helper()
 	reg := tools.NewRegistry()
 	if err := reg.Register(ts...); err != nil {
@@ -116,7 +123,9 @@ func start(t testing.TB, cfg service.Config, ts ...tools.Tool) *harness {
 	cfg.Registry = reg
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	cfg.Tracer = tp.Tracer("test")
+	if traced {
+		cfg.Tracer = tp.Tracer("test")
+	}
 	srv := service.New(cfg)
 	gs := grpc.NewServer()
 	pb.RegisterToolServiceServer(gs, srv)

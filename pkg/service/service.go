@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
@@ -49,7 +48,9 @@ type Config struct {
 	Version, Workspace string
 	// Logger receives one line per call and the details of internal errors.
 	Logger *slog.Logger
-	// Tracer makes the per-call spans; nil disables them.
+	// Tracer makes the per-call spans. Nil means nothing would receive
+	// them (no exporter): calls then get trace ids generated locally, for
+	// events and logs, and no spans.
 	Tracer trace.Tracer
 }
 
@@ -80,9 +81,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Tracer == nil {
-		c.Tracer = noop.NewTracerProvider().Tracer("toold")
 	}
 	return c
 }

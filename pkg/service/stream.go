@@ -40,6 +40,24 @@ type stream struct {
 	// waiting holds the calls waiting for a person, by approval_id or
 	// request_id; an answer is delivered to exactly the call that asked.
 	waiting map[string]*waiter
+	// emitters order the events of running calls (see callEmitter).
+	emitters map[string]*callEmitter
+}
+
+// holdStart is how long a call's Start and Executing may wait to go out
+// with its next event.
+const holdStart = 2 * time.Millisecond
+
+// callEmitter puts one call's events into the queue in order. It holds back
+// the call's Start and Executing for up to holdStart, so that a fast call's
+// events reach the transport as one batch with its End (one write, one
+// wake-up of the client); any other event of the call, or the timer,
+// releases them first. Every push of the call's events happens under mu, so
+// a release by the timer cannot be overtaken by the call's next event.
+type callEmitter struct {
+	mu    sync.Mutex
+	held  []events.Event
+	timer *time.Timer
 }
 
 // waiter is a call waiting for an ApprovalDecision or an Input answer.
@@ -68,6 +86,7 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 		accepting: true,
 		calls:     map[string]*runningCall{},
 		waiting:   map[string]*waiter{},
+		emitters:  map[string]*callEmitter{},
 		mode:      s.cfg.Mode,
 	}
 	sendDone := make(chan error, 1)
@@ -290,7 +309,9 @@ func (st *stream) startCall(c *pb.ToolCall) {
 		stop := context.AfterFunc(st.srv.kill, func() { cancel(context.Cause(st.srv.kill)) })
 		defer stop()
 		end := st.srv.exec.Execute(ctx, req, st)
-		st.push(events.Event{CallID: id, End: end})
+		if err := st.emit(events.Event{CallID: id, End: end}); err != nil {
+			st.log.Debug("call end dropped: stream gone", "call_id", id, "err", err)
+		}
 	}()
 }
 
@@ -322,12 +343,71 @@ func newID(prefix string) string {
 // context (not the call's) bounds the wait, so the events of a canceled call
 // still reach the client.
 func (st *stream) Emit(_ context.Context, ev events.Event) error {
-	return st.q.Push(st.ctx, ev)
+	return st.emit(ev)
 }
 
 // Output implements Host.
 func (st *stream) Output(ctx context.Context, callID string, s tools.Stream, p []byte) error {
+	e := st.emitter(callID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := st.releaseLocked(e); err != nil {
+		return err
+	}
 	return st.q.Output(ctx, callID, s, p)
+}
+
+// emitter returns the call's emitter, creating it with the call's first
+// event.
+func (st *stream) emitter(callID string) *callEmitter {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e := st.emitters[callID]
+	if e == nil {
+		e = &callEmitter{}
+		st.emitters[callID] = e
+	}
+	return e
+}
+
+// emit queues one event of a call in order (see callEmitter); an End also
+// forgets the call's emitter.
+func (st *stream) emit(ev events.Event) error {
+	e := st.emitter(ev.CallID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.Start != nil || ev.Executing != nil {
+		e.held = append(e.held, ev)
+		if e.timer == nil {
+			e.timer = time.AfterFunc(holdStart, func() {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				_ = st.releaseLocked(e)
+			})
+		}
+		return nil
+	}
+	if ev.End != nil {
+		st.mu.Lock()
+		delete(st.emitters, ev.CallID)
+		st.mu.Unlock()
+	}
+	evs := append(e.held, ev)
+	e.held = nil
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	return st.q.PushAll(st.ctx, evs)
+}
+
+// releaseLocked pushes the held events; e.mu is held.
+func (st *stream) releaseLocked(e *callEmitter) error {
+	if len(e.held) == 0 {
+		return nil
+	}
+	evs := e.held
+	e.held = nil
+	return st.q.PushAll(st.ctx, evs)
 }
 
 // Approve implements Host: it sends RequiresApproval and waits for the
@@ -360,7 +440,8 @@ func (st *stream) wait(ctx context.Context, callID, id string, scopes []authz.Sc
 		delete(st.waiting, id)
 		st.mu.Unlock()
 	}()
-	if err := st.q.Push(ctx, ev); err != nil {
+	// Through the call's emitter, so its held Start goes out first.
+	if err := st.emit(ev); err != nil {
 		return nil, err
 	}
 	select {

@@ -471,3 +471,24 @@ func TestListToolsRendering(t *testing.T) {
 		}
 	}
 }
+
+// A fast call's Start and Executing go out with its End, as one batch; a
+// slow call's Start still arrives at once (held for at most a few ms).
+func TestStartHeldBriefly(t *testing.T) {
+	h := start(t, service.Config{}, testTools(nil)...)
+	c := h.open(nil)
+	c.call("slow", "sleep", `{"ms":1000}`)
+	evs := c.waitFor("start of the slow call", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "slow")) > 0 })
+	if mine := ofCall(evs, "slow"); mine[0].GetStart() == nil || ends(evs, "slow") != 0 {
+		t.Fatalf("events = %v: want Start first, before the end", mine)
+	}
+	c.call("fast", "think", `{"thought":"x"}`)
+	_, mine := c.end("fast")
+	for i := 1; i < len(mine); i++ {
+		if mine[i].GetSeq() != mine[i-1].GetSeq()+1 {
+			t.Fatalf("fast call's events not consecutive: %v", mine)
+		}
+	}
+	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: &pb.Cancel{CallId: "slow"}}})
+	c.end("slow")
+}

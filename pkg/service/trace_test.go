@@ -118,3 +118,29 @@ func TestSpanTree(t *testing.T) {
 		}
 	}
 }
+
+// Without a tracer (no exporter) calls still get trace ids, generated
+// locally, and a client's trace context is still followed.
+func TestLocalTraceIDs(t *testing.T) {
+	h := startTraced(t, false, service.Config{}, testTools(nil)...)
+	c := h.open(nil)
+	c.call("a", "think", `{"thought":"x"}`)
+	c.call("b", "think", `{"thought":"y"}`)
+	_, ea := c.end("a")
+	_, eb := c.end("b")
+	ta, tb := ea[0].GetStart().GetTraceId(), eb[0].GetStart().GetTraceId()
+	if len(ta) != 32 || ta == tb || ta == "00000000000000000000000000000000" {
+		t.Fatalf("trace ids %q, %q: want two distinct ids", ta, tb)
+	}
+	const parent = "4bf92f3577b34da6a3ce929d0e0e4736"
+	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
+		CallId: "c", Name: "think", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: `{"thought":"z"}`},
+		TraceContext: map[string]string{"traceparent": "00-" + parent + "-00f067aa0ba902b7-01"},
+	}}})
+	if _, ec := c.end("c"); ec[0].GetStart().GetTraceId() != parent {
+		t.Fatalf("trace id %q, want the client's %s", ec[0].GetStart().GetTraceId(), parent)
+	}
+	if len(h.spans.Ended()) != 0 {
+		t.Fatal("spans were recorded without a tracer")
+	}
+}

@@ -27,11 +27,12 @@ import (
 )
 
 // Setup builds a tracer provider from the environment. The returned
-// shutdown flushes and stops the exporter.
-func Setup(ctx context.Context, version string) (*sdktrace.TracerProvider, func(context.Context) error, error) {
+// shutdown flushes and stops the exporter; exporting reports whether an
+// exporter is configured (without one the provider's spans do not record).
+func Setup(ctx context.Context, version string) (tp *sdktrace.TracerProvider, shutdown func(context.Context) error, exporting bool, err error) {
 	exp, err := exporterFromEnv(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		semconv.ServiceName(serviceName()),
@@ -48,9 +49,9 @@ func Setup(ctx context.Context, version string) (*sdktrace.TracerProvider, func(
 		// still carry trace ids, which events and logs show.
 		opts = append(opts, sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
-	tp := sdktrace.NewTracerProvider(opts...)
+	tp = sdktrace.NewTracerProvider(opts...)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return tp, tp.Shutdown, nil
+	return tp, tp.Shutdown, exp != nil, nil
 }
 
 func serviceName() string {

@@ -44,9 +44,9 @@ func TestNoExporterStillHasTraceIDs(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	tp, shutdown, err := Setup(context.Background(), "test")
-	if err != nil {
-		t.Fatal(err)
+	tp, shutdown, exporting, err := Setup(context.Background(), "test")
+	if err != nil || exporting {
+		t.Fatal(err, exporting)
 	}
 	defer shutdown(context.Background())
 	_, span := tp.Tracer("t").Start(context.Background(), "x")
