@@ -26,6 +26,7 @@ type Workspace struct {
 	given   string // absolute, as configured (may contain symlinks)
 	root    *os.Root
 	rootFS  fs.FS
+	dirFD   int // the workspace directory, open for *at calls
 	closeFn func() error
 }
 
@@ -43,8 +44,23 @@ func Open(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	return &Workspace{dir: real, given: given, root: root, rootFS: root.FS(), closeFn: root.Close}, nil
+	fd, err := syscall.Open(real, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	closeFn := func() error {
+		syscall.Close(fd)
+		return root.Close()
+	}
+	return &Workspace{dir: real, given: given, root: root, rootFS: root.FS(), dirFD: fd, closeFn: closeFn}, nil
 }
+
+// DirFD returns a descriptor of the workspace directory, for *at system
+// calls that resolve paths below it one component at a time without
+// following symlinks (as the tree walks do). It stays valid until Close;
+// callers must not close it.
+func (w *Workspace) DirFD() int { return w.dirFD }
 
 // Dir returns the workspace's absolute directory, symlinks resolved.
 func (w *Workspace) Dir() string { return w.dir }

@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,4 +94,29 @@ func BenchmarkGlob(b *testing.B) {
 // BenchmarkListDirDeep lists GOROOT/src to depth 10.
 func BenchmarkListDirDeep(b *testing.B) {
 	benchCall(b, goSrc(b), "list_dir", map[string]any{"depth": 10})
+}
+
+// BenchmarkReadFileSmall is read_file of a 4 KB text file, the tool alone.
+func BenchmarkReadFileSmall(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	for i := 0; sb.Len() < 4096; i++ {
+		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	f := New(ws, tools.Limits{}, Options{})
+	call := &tools.Call{Tool: "file_operations", Operation: "read_file", Args: map[string]any{"path": "small.txt"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Run(context.Background(), call, &fakeSink{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -47,6 +48,28 @@ func cutLine(line []byte, total, maxChars int) (text string, shown int, cut bool
 		return validText(line), len(line), false
 	}
 	return fmt.Sprintf("%s … [line cut: %d more bytes]", validText(line[:i]), total-i), i, true
+}
+
+// appendLineNumber appends n right-aligned in six columns and a tab, as
+// cat -n does ("     1\t").
+func appendLineNumber(b []byte, n int) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(n), 10)
+	for i := len(d); i < 6; i++ {
+		b = append(b, ' ')
+	}
+	b = append(append(b, d...), '\t')
+	return b
+}
+
+// appendCutLine is cutLine appending to b: the line's text (at most
+// maxChars characters, invalid UTF-8 replaced) and the cut note.
+func appendCutLine(b, line []byte, total, maxChars int) (out []byte, shown int, cut bool) {
+	if len(line) <= maxChars && total == len(line) && utf8.Valid(line) {
+		return append(b, line...), len(line), false
+	}
+	text, shown, cut := cutLine(line, total, maxChars)
+	return append(b, text...), shown, cut
 }
 
 // validText returns b as a string, invalid UTF-8 replaced by U+FFFD (results

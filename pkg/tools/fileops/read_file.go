@@ -178,6 +178,9 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 		stop       = readEOF
 	)
 	keep := maxHeadBytes(f.limits.LineChars)
+	// Room for the whole file plus line numbers, up to the byte cap.
+	out.Grow(int(min(size+size/8+64, int64(f.limits.ReadBytes)+64)))
+	var entry []byte
 	for {
 		if shown == maxLines {
 			if lr.more() {
@@ -196,13 +199,16 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 		if !ok {
 			break
 		}
-		s, n, cut := cutLine(text, total, f.limits.LineChars)
-		entry := fmt.Sprintf("%6d\t%s\n", line, s)
+		var n int
+		var cut bool
+		entry = appendLineNumber(entry[:0], line)
+		entry, n, cut = appendCutLine(entry, text, total, f.limits.LineChars)
+		entry = append(entry, '\n')
 		if shown > 0 && out.Len()+len(entry) > f.limits.ReadBytes {
 			stop, unshown = readByteCap, 1
 			break
 		}
-		out.WriteString(entry)
+		out.Write(entry)
 		shown++
 		line++
 		shownBytes += int64(n)

@@ -52,6 +52,9 @@ type readTarget struct {
 	// outside.
 	show    string
 	closeFn func() error
+	// dirFD is the workspace directory's descriptor when root is the
+	// workspace's root (loc inside), else -1.
+	dirFD int
 }
 
 // close releases the root of an outside target.
@@ -83,7 +86,11 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 		}
 		return nil, err
 	}
-	return &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn}, nil
+	t := &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn, dirFD: -1}
+	if root == f.ws.Root() {
+		t.dirFD = f.ws.DirFD()
+	}
+	return t, nil
 }
 
 // moved reports whether loc's path no longer resolves to where it did.
@@ -116,7 +123,58 @@ func hasDotDot(p string) bool {
 }
 
 // open opens the target read-only (see openNoFollow).
-func (t *readTarget) open() (int, unix.Stat_t, error) { return openNoFollow(t.root, t.name) }
+func (t *readTarget) open() (int, unix.Stat_t, error) {
+	if t.dirFD >= 0 {
+		return openBelowNoFollow(t.dirFD, t.name)
+	}
+	return openNoFollow(t.root, t.name)
+}
+
+// openBelowNoFollow opens name, a clean workspace-relative path (no ".."),
+// read-only below the directory dirfd, one component at a time with
+// O_NOFOLLOW: a symlink anywhere on the way (one swapped in after the path
+// was checked) is refused (errSwapped), as openNoFollow refuses one in the
+// final component. Opening this way skips what os.Root adds to each open
+// (poller registration) for files read once with blocking reads.
+func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, base := path.Split(name)
+	if base == "" || base == "." {
+		dir, base = "", "."
+	}
+	d := dirfd
+	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		next, err := openAt(d, c, unix.O_DIRECTORY)
+		if d != dirfd {
+			unix.Close(d)
+		}
+		if err != nil {
+			if err == unix.ELOOP || err == unix.ENOTDIR {
+				err = errSwapped
+			}
+			return -1, st, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		d = next
+	}
+	fd, err := openAt(d, base, 0)
+	if d != dirfd {
+		unix.Close(d)
+	}
+	if err != nil {
+		if err == unix.ELOOP {
+			err = errSwapped
+		}
+		return -1, st, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return fd, st, nil
+}
 
 // openNoFollow opens name ("." for root itself) through root, read-only:
 // its parent directory through the root, then the final component relative
