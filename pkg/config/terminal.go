@@ -68,6 +68,11 @@ type Terminal struct {
 	// Helper is the executable that supervises each command (default:
 	// toold itself, re-executed in its helper mode).
 	Helper string `yaml:"helper"`
+	// Supervision is how commands' process trees are supervised: "auto"
+	// (default) runs each unconfined command in a cgroup of its own when
+	// the kernel and toold's privileges allow it, and under a helper
+	// otherwise; "helper" always uses a helper.
+	Supervision string `yaml:"supervision"`
 }
 
 // ManagerConfig returns the terminal manager's configuration for these
@@ -80,6 +85,7 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 		PassEnv:       t.PassEnv,
 		Env:           t.Env,
 		Runner:        sandbox.Runner{Helper: t.Helper},
+		Supervision:   t.Supervision,
 		KillGrace:     time.Duration(t.KillGrace),
 		Dir:           t.Dir,
 		KeepPerCall:   t.KeepPerCall,

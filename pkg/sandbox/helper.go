@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,7 +21,7 @@ const HelperName = "toold-helper"
 
 // protocolVersion is the version of Spec and of the status messages; a
 // helper refuses a spec of another version.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // Spec is what a helper runs.
 type Spec struct {
@@ -48,6 +49,9 @@ type Spec struct {
 	Grace time.Duration `json:"grace"`
 	// Policy, when set, confines the tree (see the package documentation).
 	Policy *Policy `json:"policy,omitempty"`
+	// Guard, when set, makes the helper a guard of this cgroup directory
+	// instead of running a command (see Cgroups).
+	Guard string `json:"guard,omitempty"`
 }
 
 // Exit is how a command's process tree ended.
@@ -140,16 +144,23 @@ func HelperMain() int {
 	}
 	var spec Spec
 	err := json.NewDecoder(specFile).Decode(&spec)
-	specFile.Close()
 	enc := json.NewEncoder(status)
 	if err != nil {
+		specFile.Close()
 		_ = enc.Encode(message{Error: "reading the spec: " + err.Error()})
 		return 0
 	}
 	if spec.Version != protocolVersion {
+		specFile.Close()
 		_ = enc.Encode(message{Error: fmt.Sprintf("helper speaks protocol %d, the daemon %d: use the helper of the same toold build", protocolVersion, spec.Version)})
 		return 0
 	}
+	if spec.Guard != "" {
+		guard(spec, specFile, func() { _ = enc.Encode(message{Started: &started{PID: os.Getpid()}}) })
+		_ = enc.Encode(message{Exit: &Exit{}})
+		return 0
+	}
+	specFile.Close()
 	exit, err := supervise(spec, func(pid int) { _ = enc.Encode(message{Started: &started{PID: pid}}) })
 	if err != nil {
 		_ = enc.Encode(message{Error: err.Error()})
@@ -280,4 +291,25 @@ func hasChildren() bool {
 	var info unix.Siginfo
 	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 	return err == nil
+}
+
+// guard is the helper's guard mode (see Cgroups): it waits until the
+// daemon closes the spec pipe or dies (the kernel closes it then), or until
+// it gets SIGTERM or SIGHUP, and then stops every process below the cgroup
+// directory spec.Guard — SIGTERM, SIGKILL after spec.Grace — and removes the
+// cgroups.
+func guard(spec Spec, specFile *os.File, onStart func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP)
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, specFile)
+		close(eof)
+	}()
+	onStart()
+	select {
+	case <-eof:
+	case <-sigs:
+	}
+	killTree(spec.Guard, spec.Grace)
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,14 +51,21 @@ type StartError struct{ Msg string }
 
 func (e *StartError) Error() string { return e.Msg }
 
-// Process is a command running under a helper. Its methods are safe for
-// concurrent use.
+// Process is a running command: under a helper (Runner.Start) or in a
+// cgroup of its own (Cgroups.Start). Its methods are safe for concurrent
+// use.
 type Process struct {
-	cmd    *exec.Cmd
-	pid    int
-	cancel context.CancelFunc
-	done   chan struct{}
-	exit   Exit
+	pid  int
+	done chan struct{}
+	exit Exit
+	stop func()
+
+	// Under a helper.
+	cmd *exec.Cmd
+	// In a cgroup.
+	cgroupDir string
+	stopOnce  sync.Once
+	stopReq   chan struct{}
 }
 
 // Start starts spec's command under a helper and returns once it runs.
@@ -65,6 +73,21 @@ type Process struct {
 // SIGTERM, then SIGKILL after spec.Grace. The Process's own goroutine waits
 // for the helper; Done is closed once the tree is gone and reaped.
 func (r Runner) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, error) {
+	p, _, err := r.start(ctx, spec, stdio, false)
+	return p, err
+}
+
+// startGuard starts a helper in its guard mode for the cgroup directory
+// root (see Cgroups). The guard runs until the returned file, the write end
+// of its spec pipe, is closed — by the daemon, or by the kernel when the
+// daemon dies — and then stops every process below root. Unlike a command's
+// helper it gets no parent-death signal: that signal comes when the thread
+// that started it ends, which is not the daemon's death.
+func (r Runner) startGuard(root string, grace time.Duration) (*Process, *os.File, error) {
+	return r.start(context.Background(), Spec{Guard: root, Grace: grace}, Stdio{}, true)
+}
+
+func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (*Process, *os.File, error) {
 	spec.Version = protocolVersion
 	path := r.Helper
 	if path == "" {
@@ -78,13 +101,13 @@ func (r Runner) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, er
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	statR, statW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(pctx, path)
@@ -106,8 +129,10 @@ func (r Runner) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, er
 		Setsid:  true,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
+	}
+	if !guard {
 		// If the daemon dies, the helper stops the tree.
-		Pdeathsig: syscall.SIGTERM,
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = spec.Grace + helperMargin
@@ -118,40 +143,47 @@ func (r Runner) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, er
 		specW.Close()
 		statR.Close()
 		cancel()
-		return nil, fmt.Errorf("starting the command helper %s: %w", path, err)
+		return nil, nil, fmt.Errorf("starting the command helper %s: %w", path, err)
 	}
 	// A failed write means the helper went away; its answer says how.
 	_ = json.NewEncoder(specW).Encode(spec)
-	specW.Close()
+	if !guard {
+		specW.Close()
+	}
 	br := bufio.NewReader(statR)
 	var first message
 	line, rerr := br.ReadBytes('\n')
 	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Started == nil && first.Error == "") {
+		specW.Close()
 		cancel()
 		werr := cmd.Wait()
 		statR.Close()
-		return nil, fmt.Errorf("%w: %s exited (%v) without answering; a binary that embeds toold must call sandbox.RunHelperIfRequested first in main (and in TestMain)", ErrNotHelper, path, werr)
+		return nil, nil, fmt.Errorf("%w: %s exited (%v) without answering; a binary that embeds toold must call sandbox.RunHelperIfRequested first in main (and in TestMain)", ErrNotHelper, path, werr)
 	}
 	if first.Error != "" {
+		specW.Close()
 		cancel()
 		_ = cmd.Wait()
 		statR.Close()
-		return nil, &StartError{Msg: first.Error}
+		return nil, nil, &StartError{Msg: first.Error}
 	}
-	p := &Process{cmd: cmd, pid: first.Started.PID, cancel: cancel, done: make(chan struct{})}
-	go p.wait(br, statR)
-	return p, nil
+	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{})}
+	go p.wait(br, statR, cancel)
+	if !guard {
+		specW = nil
+	}
+	return p, specW, nil
 }
 
 // wait is the Process's goroutine: it waits for the helper and reads its
 // final report.
-func (p *Process) wait(br *bufio.Reader, statR *os.File) {
+func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
 	defer close(p.done)
 	werr := p.cmd.Wait()
 	// The helper has exited: its report, if any, is in the pipe.
 	rest, _ := io.ReadAll(br)
 	statR.Close()
-	p.cancel()
+	cancel()
 	for _, line := range bytes.Split(rest, []byte{'\n'}) {
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
@@ -172,15 +204,22 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File) {
 // Pid returns the command's process id (not the helper's).
 func (p *Process) Pid() int { return p.pid }
 
-// HelperPid returns the helper's process id.
-func (p *Process) HelperPid() int { return p.cmd.Process.Pid }
+// HelperPid returns the helper's process id, or 0 for a command that runs
+// without one (in a cgroup).
+func (p *Process) HelperPid() int {
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
-// Stop asks the helper to stop the tree: SIGTERM to every process, SIGKILL
-// after the grace period. It returns at once; Done says when the tree is
-// gone. Stopping a finished process does nothing.
-func (p *Process) Stop() { p.cancel() }
+// Stop stops the tree: SIGTERM to every process, SIGKILL after the grace
+// period. It returns at once; Done says when the tree is gone. Stopping a
+// finished process does nothing.
+func (p *Process) Stop() { p.stop() }
 
-// Done is closed when the tree is gone and the helper reaped.
+// Done is closed when the tree is gone: every process of it has exited and
+// the command (and its helper, if any) is reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exit returns how the command ended; it is valid once Done is closed.

@@ -23,7 +23,13 @@ import (
 // The test binary stands in for toold as the helper.
 func TestMain(m *testing.M) {
 	sandbox.RunHelperIfRequested()
+	if tok := os.Getenv(cgroupChildEnv); tok != "" {
+		cgroupChild(tok)
+	}
 	code := m.Run()
+	if cgroups != nil {
+		cgroups.Close()
+	}
 	if z := sandbox.ZombieChildren(os.Getpid()); len(z) > 0 && code == 0 {
 		fmt.Fprintf(os.Stderr, "zombie children left after the tests: %v\n", z)
 		code = 1

@@ -39,12 +39,19 @@ type Config struct {
 	// Sandbox, when set, confines every command and session with Landlock.
 	// The workspace and the Manager's temp dir are added to its Writable.
 	Sandbox *sandbox.Policy
-	// Runner starts the helper that supervises (and confines) each
-	// command. When Runner.Helper is empty, a toold-helper binary next to
-	// the running executable is used if it answers a probe, and otherwise
-	// the running binary is re-executed (which must then call
+	// Runner starts the helpers that supervise (and confine) sessions,
+	// sandboxed commands, and every command when cgroups are not used; and
+	// the guard of the cgroups. When Runner.Helper is empty, a toold-helper
+	// binary next to the running executable is used if it answers a probe,
+	// and otherwise the running binary is re-executed (which must then call
 	// sandbox.RunHelperIfRequested first thing).
 	Runner sandbox.Runner
+	// Supervision chooses how the process trees of commands (run_command,
+	// foreground and background) are supervised: "" or "auto" runs each
+	// unconfined command in a cgroup of its own when the kernel allows it
+	// (see sandbox.Cgroups; no process per command besides the command)
+	// and under a helper otherwise; "helper" always uses a helper.
+	Supervision string
 	// KillGrace is how long a process tree gets between SIGTERM and
 	// SIGKILL when it is stopped (default 2s).
 	KillGrace time.Duration
@@ -124,6 +131,8 @@ type Manager struct {
 	tmp    string // TMPDIR of sandboxed commands
 	store  *store
 	env    map[string]string
+	// cgroups, when set, runs unconfined commands without a helper.
+	cgroups *sandbox.Cgroups
 
 	ctx    context.Context // ends at Close; background work derives from it
 	cancel context.CancelCauseFunc
@@ -186,8 +195,40 @@ func NewManager(cfg Config) (*Manager, error) {
 	if m.cfg.Runner.Helper == "" {
 		m.cfg.Runner.Helper = m.findHelper()
 	}
+	switch cfg.Supervision {
+	case "", "auto":
+		m.openCgroups()
+	case "helper":
+		cfg.Logger.Info("terminal: every command runs under a helper process (supervision: helper)")
+	default:
+		m.store.close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
+	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	return m, nil
+}
+
+// openCgroups sets m.cgroups when commands can run in cgroups here, and
+// says in the log which way commands are supervised.
+func (m *Manager) openCgroups() {
+	cg, err := sandbox.OpenCgroups(sandbox.CgroupConfig{
+		Runner: m.cfg.Runner,
+		Grace:  m.cfg.KillGrace,
+		Probe: sandbox.Spec{
+			Path: m.shell, Args: []string{filepath.Base(m.shell), "-c", "exit 0"}, Env: environ(m.env), Dir: m.ws.Dir(), Grace: time.Second,
+		},
+	})
+	if err != nil {
+		m.cfg.Logger.Info("terminal: every command runs under a helper process", "reason", err)
+		return
+	}
+	m.cgroups = cg
+	how := "commands run in cgroups of their own below " + cg.Dir()
+	if m.policy != nil {
+		how = "sandboxed commands run under a helper process each (Landlock is applied there); " + how + " when unconfined"
+	}
+	m.cfg.Logger.Info("terminal: " + how)
 }
 
 // findHelper returns the path of a toold-helper next to the running
@@ -237,6 +278,14 @@ func (m *Manager) Close(ctx context.Context) error {
 		// The helpers are killed by their own deadline (grace + margin);
 		// the goroutines end shortly after.
 		err = fmt.Errorf("terminal: processes still stopping at close: %w", context.Cause(ctx))
+	}
+	if m.cgroups != nil {
+		// Only once every process is done: Close kills what is left.
+		if err == nil {
+			_ = m.cgroups.Close()
+		} else {
+			go func() { <-done; _ = m.cgroups.Close() }()
+		}
 	}
 	m.store.close()
 	if rerr := os.RemoveAll(m.dir); rerr != nil && err == nil {

@@ -152,7 +152,11 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	pctx, cancel := context.WithCancel(parent)
 	stopOnClose := context.AfterFunc(m.ctx, cancel)
 	env := map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-	h, err := m.cfg.Runner.Start(pctx, sandbox.Spec{
+	start := m.cfg.Runner.Start
+	if m.cgroups != nil && m.policy == nil {
+		start = m.cgroups.Start
+	}
+	h, err := start(pctx, sandbox.Spec{
 		Path:   m.shell,
 		Args:   []string{filepath.Base(m.shell), "-c", cs.command},
 		Env:    environ(m.env, env, cs.env),

@@ -657,3 +657,53 @@ func TestBackgroundDaemonizes(t *testing.T) {
 	}
 	checkNoSurvivors(t, tok)
 }
+
+// Both ways of supervising commands — a cgroup per command (auto, where the
+// kernel allows it) and a helper process per command — keep the same
+// promises: exit codes, leftovers stopped, timeouts and kills stop the whole
+// tree, setsid orphans included.
+func TestSupervision(t *testing.T) {
+	for _, sup := range []string{"auto", "helper"} {
+		t.Run(sup, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(c *terminal.Config) { c.Supervision = sup })
+			tok := token()
+
+			res := e.must("conv", "run_command", map[string]any{"command": "echo out; echo err >&2; exit 3"})
+			if res.Structured["exit_code"] != 3 || !strings.Contains(res.Text, "out") || !strings.Contains(res.Text, "err") {
+				t.Errorf("exit 3: %v\n%s", res.Structured, res.Text)
+			}
+
+			res = e.must("conv", "run_command", map[string]any{"command": fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo done", tok)})
+			if res.Structured["leftovers"] != 1 {
+				t.Errorf("leftovers: %v\n%s", res.Structured, res.Text)
+			}
+			checkNoSurvivors(t, tok)
+
+			_, err := e.call(nil, "conv", "to", "run_command", map[string]any{"command": fmt.Sprintf("setsid sleep 100.%[1]s & sleep 100.%[1]s", tok), "timeout": 0.3}, nil)
+			if !isClass(err, errdefs.ErrTimeout) {
+				t.Errorf("error %v, want a timeout", err)
+			}
+			checkNoSurvivors(t, tok)
+
+			bg := e.must("conv", "run_command", map[string]any{"command": fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s", tok), "is_background": true})
+			waitFor(t, func() bool { return len(survivors(tok)) == 2 })
+			k := e.must("conv", "kill", map[string]any{"process_id": bg.Structured["process_id"].(string)})
+			if !strings.Contains(k.Text, "stopped by kill") {
+				t.Errorf("kill: %s", k.Text)
+			}
+			checkNoSurvivors(t, tok)
+		})
+	}
+	t.Run("unknown", func(t *testing.T) {
+		ws, err := workspace.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		_, err = terminal.NewManager(terminal.Config{Workspace: ws, Dir: t.TempDir(), Supervision: "systemd"})
+		if err == nil || !strings.Contains(err.Error(), `supervision "systemd"`) {
+			t.Errorf("error %v", err)
+		}
+	})
+}

@@ -1,0 +1,308 @@
+package sandbox_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/sandbox"
+)
+
+// cgroupChildEnv makes the test binary a daemon that dies (see
+// TestCgroupsGuard).
+const cgroupChildEnv = "TOOLD_CGROUP_TEST_CHILD"
+
+var (
+	cgroupsOnce sync.Once
+	cgroupsErr  error
+	cgroups     *sandbox.Cgroups
+)
+
+// openCgroups returns the Cgroups shared by this package's tests, or skips
+// the test when the kernel or the privileges do not allow them (the
+// terminal package then uses helpers, which the other tests cover).
+func openCgroups(t *testing.T) *sandbox.Cgroups {
+	t.Helper()
+	cgroupsOnce.Do(func() {
+		cgroups, cgroupsErr = sandbox.OpenCgroups(sandbox.CgroupConfig{
+			Grace: 300 * time.Millisecond,
+			Probe: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Grace: time.Second},
+		})
+	})
+	if cgroupsErr != nil {
+		if !errors.Is(cgroupsErr, sandbox.ErrNoCgroups) {
+			t.Fatalf("OpenCgroups: %v does not wrap ErrNoCgroups", cgroupsErr)
+		}
+		t.Skipf("no cgroups here: %v", cgroupsErr)
+	}
+	return cgroups
+}
+
+// cgStart starts script under bash in a cgroup, as start does under a
+// helper.
+func cgStart(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
+	t.Helper()
+	c := openCgroups(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Path, spec.Args = "/bin/bash", []string{"bash", "-c", script}
+	if spec.Env == nil {
+		spec.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	}
+	if spec.Grace == 0 {
+		spec.Grace = 500 * time.Millisecond
+	}
+	p, err := c.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatalf("start: %v", err)
+	}
+	if p.HelperPid() != 0 {
+		t.Errorf("HelperPid %d for a command in a cgroup", p.HelperPid())
+	}
+	var buf bytes.Buffer
+	copied := make(chan struct{})
+	go func() { io.Copy(&buf, r); r.Close(); close(copied) }()
+	return p, func() string { <-p.Done(); <-copied; return buf.String() }
+}
+
+func cgRun(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (sandbox.Exit, string) {
+	t.Helper()
+	p, out := cgStart(t, ctx, spec, script)
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end")
+	}
+	return p.Exit(), out()
+}
+
+func TestCgroupsExit(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		code   int
+		signal syscall.Signal
+		out    string
+	}{
+		{name: "success", script: "echo hello", out: "hello\n"},
+		{name: "exit code", script: "echo out; echo err >&2; exit 3", code: 3, out: "out\nerr\n"},
+		{name: "signal", script: "kill -TERM $$", code: -1, signal: syscall.SIGTERM},
+		{name: "environment is the spec's only", script: `echo "${TOOLD_SECRET-unset}"`, out: "unset\n"},
+		{name: "stdin is /dev/null", script: "cat; echo done", out: "done\n"},
+	}
+	t.Setenv("TOOLD_SECRET", "s3cret")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exit, out := cgRun(t, t.Context(), sandbox.Spec{}, tt.script)
+			if exit.Code != tt.code || exit.Signal != tt.signal || exit.Err != nil || exit.Stopped || exit.Leftovers != 0 {
+				t.Errorf("exit %+v, want code %d signal %v", exit, tt.code, tt.signal)
+			}
+			if out != tt.out {
+				t.Errorf("output %q, want %q", out, tt.out)
+			}
+		})
+	}
+}
+
+func TestCgroupsStartErrors(t *testing.T) {
+	c := openCgroups(t)
+	tests := []struct {
+		name string
+		spec sandbox.Spec
+		want string
+	}{
+		{name: "missing working directory", spec: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: "/nonexistent/dir"}, want: "working directory /nonexistent/dir"},
+		{name: "missing program", spec: sandbox.Spec{Path: "/nonexistent/prog", Args: []string{"prog"}}, want: "starting /nonexistent/prog"},
+		{name: "confined", spec: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Policy: &sandbox.Policy{}}, want: "needs a helper"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := c.Start(t.Context(), tt.spec, sandbox.Stdio{})
+			if err == nil {
+				p.Stop()
+				<-p.Done()
+				t.Fatal("Start succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q lacks %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// The cgroup holds the whole tree: a grandchild that called setsid and was
+// orphaned, and one that ignores SIGTERM, are stopped with the rest.
+func TestCgroupsStopKillsWholeTree(t *testing.T) {
+	tok := token(t)
+	script := fmt.Sprintf(`
+sleep 100.%[1]s &
+setsid sleep 100.%[1]s &
+(setsid sleep 100.%[1]s &)
+bash -c 'trap "" TERM; sleep 100.%[1]s' &
+echo ready
+sleep 100.%[1]s`, tok)
+	p, out := cgStart(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
+	waitFor(t, func() bool { return len(survivors(tok)) >= 5 })
+	if m, s := p.Members(), survivors(tok); len(m) < len(s) {
+		t.Errorf("the cgroup has members %v; the tree is %v", m, s)
+	}
+	begin := time.Now()
+	p.Stop()
+	<-p.Done()
+	took := time.Since(begin)
+	if exit := p.Exit(); !exit.Stopped || exit.Err != nil {
+		t.Errorf("exit %+v, want stopped", exit)
+	}
+	if took < 250*time.Millisecond || took > 10*time.Second {
+		t.Errorf("stopping took %s; want about the grace period (300ms), as one process ignores SIGTERM", took)
+	}
+	if !strings.Contains(out(), "ready") {
+		t.Errorf("output %q", out())
+	}
+	if m := p.Members(); len(m) != 0 {
+		t.Errorf("members %v after Done", m)
+	}
+	checkClean(t, tok)
+	// Commands after a kill run normally: a killed cgroup is not reused
+	// (a kernel that killed a cgroup once kills what is cloned into it).
+	for i := range 10 {
+		if exit, out := cgRun(t, t.Context(), sandbox.Spec{}, "echo after"); exit.Code != 0 || out != "after\n" {
+			t.Fatalf("command %d after the kill: exit %+v output %q", i, exit, out)
+		}
+	}
+}
+
+func TestCgroupsContextStops(t *testing.T) {
+	tok := token(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	exit, _ := cgRun(t, ctx, sandbox.Spec{}, fmt.Sprintf("setsid sleep 100.%s & sleep 100.%[1]s", tok))
+	if !exit.Stopped || exit.Signal != syscall.SIGTERM {
+		t.Errorf("exit %+v, want stopped by SIGTERM", exit)
+	}
+	checkClean(t, tok)
+}
+
+func TestCgroupsLeftoversStopped(t *testing.T) {
+	tok := token(t)
+	exit, out := cgRun(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s & echo started", tok))
+	if exit.Code != 0 || exit.Stopped || exit.Leftovers != 2 {
+		t.Errorf("exit %+v, want code 0 with 2 leftovers", exit)
+	}
+	if out != "started\n" {
+		t.Errorf("output %q", out)
+	}
+	checkClean(t, tok)
+}
+
+func TestCgroupsKeepTree(t *testing.T) {
+	tok := token(t)
+	p, out := cgStart(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
+	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-p.Done():
+		t.Fatalf("the tree ended with the command: %+v", p.Exit())
+	default:
+	}
+	p.Stop()
+	<-p.Done()
+	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {
+		t.Errorf("exit %+v, want the command's code 0, 1 leftover, stopped", exit)
+	}
+	if out() != "started\n" {
+		t.Errorf("output %q", out())
+	}
+	checkClean(t, tok)
+}
+
+// Many commands at once each get their own cgroup; cgroups are reused and
+// none is left behind with a process in it.
+func TestCgroupsConcurrent(t *testing.T) {
+	c := openCgroups(t)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			exit, out := cgRun(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("echo %d", i))
+			if exit.Code != 0 || out != fmt.Sprintf("%d\n", i) {
+				t.Errorf("command %d: exit %+v output %q", i, exit, out)
+			}
+		})
+	}
+	wg.Wait()
+	procs, err := os.ReadFile(c.Dir() + "/cgroup.procs")
+	if err != nil || len(bytes.TrimSpace(procs)) != 0 {
+		t.Errorf("the cgroups' root holds %q (%v)", procs, err)
+	}
+}
+
+// When the daemon dies (SIGKILL: it cleans nothing up), the guard stops
+// every tree, setsid orphans included, and removes the cgroups.
+func TestCgroupsGuard(t *testing.T) {
+	openCgroups(t) // skips when there are none
+	tok := token(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), cgroupChildEnv+"="+tok)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the child daemon did not report: %v", err)
+	}
+	dir := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
+	waitFor(t, func() bool { return len(survivors(tok)) >= 2 })
+	cmd.Process.Kill()
+	cmd.Wait()
+	checkCleanWithin(t, tok, 10*time.Second)
+	waitFor(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) })
+}
+
+// cgroupChild is the daemon of TestCgroupsGuard: it starts a tree in a
+// cgroup, says where, and waits to be killed.
+func cgroupChild(tok string) {
+	c, err := sandbox.OpenCgroups(sandbox.CgroupConfig{Grace: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "-c", fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s", tok)}, Env: []string{"PATH=" + os.Getenv("PATH")}, Grace: 200 * time.Millisecond}
+	if _, err := c.Start(context.Background(), spec, sandbox.Stdio{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Printf("ready %s\n", c.Dir())
+	select {}
+}
+
+func checkCleanWithin(t *testing.T, tok string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for len(survivors(tok)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("survivors %v", survivors(tok))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
