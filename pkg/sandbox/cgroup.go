@@ -59,9 +59,9 @@ type Cgroups struct {
 	root  string // the cgroup directory of this Cgroups; commands' cgroups are below
 	grace time.Duration
 
-	guard   *Process
-	guardW  *os.File // closing it tells the guard the daemon is gone
-	inotify *os.File
+	guard      *Process
+	guardW     *os.File // closing it tells the guard the daemon is gone
+	inotify    *os.File
 	readerDone chan struct{}
 
 	mu      sync.Mutex
