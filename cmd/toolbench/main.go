@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"time"
@@ -36,6 +37,7 @@ type bench struct {
 	only     *regexp.Regexp
 	profiles string // directory for pprof profiles of rows that miss
 	peersDir string // testdata/mcp, where the MCP peers are installed
+	current  *daemon // the toold started last, when profiling
 }
 
 func main() {
@@ -136,6 +138,15 @@ func (b *bench) add(r *Row) {
 		status = "ERROR " + r.Error
 	case r.Met != nil && !*r.Met:
 		status = "MISSES TARGET"
+		if d := b.current; d != nil {
+			// The row was measured against the toold started last.
+			if d.stopped {
+				d.keepProfiles(r.ID)
+			} else {
+				d.missed = append(d.missed, r.ID)
+			}
+			status += " (profiles: " + filepath.Join(b.profiles, r.ID) + ".{cpu,allocs}.pprof)"
+		}
 	}
 	fmt.Fprintf(os.Stderr, "toolbench: %-24s %s\n", r.ID, status)
 }

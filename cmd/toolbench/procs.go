@@ -37,6 +37,12 @@ type daemon struct {
 	client  pb.ToolServiceClient
 	startup time.Duration // from exec to health SERVING
 	log     string
+
+	// With -profiles: toold's CPU and allocation profiles (written when it
+	// stops), kept under profDir for the rows in missed.
+	cpuProf, memProf, profDir string
+	missed                    []string
+	stopped                   bool
 }
 
 // startToold starts the toold binary on a fresh socket with workspace and
@@ -50,6 +56,12 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 	}
 	defer logf.Close()
 	args := append([]string{"--socket", sock, "--workspace", workspace, "--log-level", "warn"}, extra...)
+	d := &daemon{sock: sock, log: logPath}
+	if b.profiles != "" {
+		d.cpuProf, d.memProf, d.profDir = sock+".cpu.pprof", sock+".allocs.pprof", b.profiles
+		args = append(args, "--cpuprofile", d.cpuProf, "--memprofile", d.memProf)
+		b.current = d
+	}
 	cmd := exec.Command(b.toold, args...)
 	cmd.Stderr = logf
 	cmd.Stdout = logf
@@ -58,7 +70,7 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &daemon{cmd: cmd, sock: sock, log: logPath}
+	d.cmd = cmd
 	// Retry the connection every millisecond while toold starts, so the
 	// measured startup is toold's, not the client's reconnect backoff.
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -103,6 +115,28 @@ func (d *daemon) stop() {
 	case <-time.After(15 * time.Second):
 		_ = d.cmd.Process.Kill()
 		<-done
+	}
+	d.stopped = true
+	for _, id := range d.missed {
+		d.keepProfiles(id)
+	}
+}
+
+// keepProfiles copies the daemon's profiles (once it has stopped) to
+// profDir as ID.cpu.pprof and ID.allocs.pprof.
+func (d *daemon) keepProfiles(id string) {
+	if err := os.MkdirAll(d.profDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)
+		return
+	}
+	for src, kind := range map[string]string{d.cpuProf: "cpu", d.memProf: "allocs"} {
+		b, err := os.ReadFile(src)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(d.profDir, id+"."+kind+".pprof"), b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)
+		}
 	}
 }
 

@@ -9,6 +9,11 @@ import (
 	"github.com/toold/toold/pkg/daemon"
 )
 
+// profiles are the files --cpuprofile and --memprofile name: a CPU profile
+// of the daemon's whole run and an allocation profile at its end, as `go
+// test` writes them (make bench uses them for rows that miss their target).
+var profiles struct{ cpu, mem string }
+
 // parseFlags reads the optional config file, then applies flags over it.
 func parseFlags(args []string) (*daemon.Main, error) {
 	fs := flag.NewFlagSet("toold", flag.ContinueOnError)
@@ -29,6 +34,8 @@ func parseFlags(args []string) (*daemon.Main, error) {
 		mcpHTTP   = fs.Bool("mcp-http", false, "also serve the tools over MCP (streamable HTTP) at /mcp on the --listen address")
 		version   = fs.Bool("version", false, "print the version and exit")
 	)
+	fs.StringVar(&profiles.cpu, "cpuprofile", "", "write a CPU profile of the whole run to this file at exit")
+	fs.StringVar(&profiles.mem, "memprofile", "", "write an allocation profile to this file at exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toold [flags]\n       toold mcp [flags]    serve the tools over MCP on stdin/stdout instead\n\nServes the ToolService over gRPC. Flags:\n")
 		fs.PrintDefaults()

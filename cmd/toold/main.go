@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -24,6 +26,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "toold:", err)
 		os.Exit(2)
 	}
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "toold:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
@@ -33,8 +40,44 @@ func main() {
 	<-ctx.Done()
 	stop() // a second signal kills at once
 	m.Logger.Info("shutting down", "grace", time.Duration(m.Config.ShutdownGrace))
-	if err := m.Close(); err != nil {
+	err = m.Close()
+	if perr := stopProfiles(); perr != nil {
+		m.Logger.Error("writing profiles", "err", perr)
+	}
+	if err != nil {
 		m.Logger.Error("shutdown", "err", err)
 		os.Exit(1)
 	}
+}
+
+// startProfiles starts the CPU profile --cpuprofile asks for; the function
+// it returns stops it and writes the allocation profile of --memprofile.
+func startProfiles() (func() error, error) {
+	var cpu *os.File
+	if profiles.cpu != "" {
+		f, err := os.Create(profiles.cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		cpu = f
+	}
+	return func() error {
+		var errs []error
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			errs = append(errs, cpu.Close())
+		}
+		if profiles.mem != "" {
+			f, err := os.Create(profiles.mem)
+			if err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			errs = append(errs, pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+		return errors.Join(errs...)
+	}, nil
 }

@@ -520,8 +520,23 @@ func (cg *cgroup) notify() {
 	cg.mu.Unlock()
 }
 
-// populated reports whether a process runs in the cgroup (or below it).
-func (cg *cgroup) populated() bool { return populated(cg.dir) }
+// populated reports whether a process runs in the cgroup (or below it). It
+// reads cgroup.events through the cgroup's directory fd with plain system
+// calls: os.ReadFile would register the (pollable) file with the runtime's
+// poller and unregister it, which costs more than the read.
+func (cg *cgroup) populated() bool {
+	fd, err := unix.Openat(cg.fd, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	var b [128]byte
+	n, err := unix.Read(fd, b[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return false
+	}
+	return eventsPopulated(b[:n])
+}
 
 func (cg *cgroup) members() []int { return cgroupProcs(cg.dir) }
 
@@ -545,6 +560,11 @@ func populated(dir string) bool {
 	if err != nil {
 		return false
 	}
+	return eventsPopulated(b)
+}
+
+// eventsPopulated parses cgroup.events' "populated" key.
+func eventsPopulated(b []byte) bool {
 	i := bytes.Index(b, []byte("populated "))
 	return i >= 0 && i+10 < len(b) && b[i+10] == '1'
 }

@@ -33,6 +33,16 @@ func BenchmarkForkExecTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkForkExecBashTrue is what run_command "true" runs, bare: the
+// baseline of RunCommandTrue and ManagerRunTrue.
+func BenchmarkForkExecBashTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRunCommandTrue uses the test binary as the helper.
 func BenchmarkRunCommandTrue(b *testing.B) {
 	benchRunTrue(b, startDaemon(b))

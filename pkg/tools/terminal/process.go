@@ -281,7 +281,8 @@ wait:
 // command, to the call's sink (which blocks while the client is slow: the
 // command then blocks on its pipe).
 func (p *process) pump(stream tools.Stream, r *os.File, size int) {
-	buf := make([]byte, size)
+	buf := getReadBuf(size)
+	defer putReadBuf(buf)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -448,4 +449,20 @@ func growPipe(f *os.File) {
 		return
 	}
 	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+}
+
+// readBufs recycles the commands' read buffers (256 KiB for stdout): a
+// short command would otherwise allocate them anew, and the garbage
+// collector would run for them. Sinks copy what they keep.
+var readBufs sync.Map // size -> *sync.Pool of *[]byte
+
+func getReadBuf(size int) []byte {
+	pool, _ := readBufs.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, size); return &b }})
+	return *pool.(*sync.Pool).Get().(*[]byte)
+}
+
+func putReadBuf(b []byte) {
+	if pool, ok := readBufs.Load(len(b)); ok {
+		pool.(*sync.Pool).Put(&b)
+	}
 }

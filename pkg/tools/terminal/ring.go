@@ -3,20 +3,25 @@ package terminal
 // ring keeps the last len(buf) bytes of a byte stream, addressed by absolute
 // index: the stream's first byte has index 0, and an index stays valid (it
 // names the same byte) for as long as the byte is kept. Memory is fixed at
-// creation. A ring is not safe for concurrent use; its owner locks.
+// the first write (a ring nothing is written to costs no buffer). A ring is
+// not safe for concurrent use; its owner locks.
 type ring struct {
-	buf []byte
-	end int64 // absolute index after the last byte written
+	size int
+	buf  []byte // size bytes, allocated at the first write
+	end  int64  // absolute index after the last byte written
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]byte, size)} }
+func newRing(size int) *ring { return &ring{size: size} }
 
 // start is the index of the oldest byte kept.
-func (r *ring) start() int64 { return max(0, r.end-int64(len(r.buf))) }
+func (r *ring) start() int64 { return max(0, r.end-int64(r.size)) }
 
 // write appends p, dropping the oldest bytes when full.
 func (r *ring) write(p []byte) {
-	n := len(r.buf)
+	n := r.size
+	if n > 0 && r.buf == nil && len(p) > 0 {
+		r.buf = make([]byte, n)
+	}
 	if n == 0 {
 		r.end += int64(len(p))
 		return
@@ -41,7 +46,7 @@ func (r *ring) read(from int64, limit int) []byte {
 	}
 	to := min(r.end, from+int64(limit))
 	out := make([]byte, 0, to-from)
-	n := int64(len(r.buf))
+	n := int64(r.size)
 	for from < to {
 		i := from % n
 		j := min(n, i+(to-from))

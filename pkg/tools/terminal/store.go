@@ -89,7 +89,7 @@ type record struct {
 	disk      int64 // bytes in the file; guarded by st.mu
 
 	mu        sync.Mutex
-	f         *os.File // open for writing until finish
+	f         *os.File // created at the first kept byte; open until finish
 	total     int64    // bytes produced
 	kept      int64    // bytes [0, kept) are at file offset 0
 	stopWhy   string   // why keeping stopped before total, if it did
@@ -111,13 +111,9 @@ func (s *store) create(conv, callID, command string) (*record, error) {
 	s.seq++
 	path := filepath.Join(s.dir, strconv.Itoa(s.seq)+".out")
 	s.mu.Unlock()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	r := &record{
 		st: s, key: recordKey{conv, callID}, path: path, command: command, created: time.Now(),
-		f: f, head: make([]byte, 0, s.viewBytes), tail: newRing(s.viewBytes), tailFrom: -1,
+		tail: newRing(s.viewBytes), tailFrom: -1,
 		changed: make(chan struct{}),
 	}
 	s.mu.Lock()
@@ -212,7 +208,7 @@ func (r *record) write(stream tools.Stream, p []byte) {
 	if r.done {
 		return
 	}
-	if room := cap(r.head) - len(r.head); room > 0 {
+	if room := r.st.viewBytes - len(r.head); room > 0 {
 		r.head = append(r.head, p[:min(room, len(p))]...)
 	}
 	r.tail.write(p)
@@ -222,7 +218,7 @@ func (r *record) write(stream tools.Stream, p []byte) {
 			n = r.st.reserve(r, n)
 		}
 		if n > 0 {
-			if _, err := r.f.WriteAt(p[:n], r.kept); err != nil {
+			if err := r.writeAtLocked(p[:n], r.kept); err != nil {
 				r.stopWhy = "a write to toold's output directory failed: " + err.Error()
 				n = 0
 			}
@@ -248,6 +244,21 @@ func (r *record) write(stream tools.Stream, p []byte) {
 	r.notifyLocked()
 }
 
+// writeAtLocked writes p at off in the record's file, creating the file at
+// its first byte: a command without output (most are short) costs no file.
+// Readers open the file only for bytes below kept, so it exists by then.
+func (r *record) writeAtLocked(p []byte, off int64) error {
+	if r.f == nil {
+		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		r.f = f
+	}
+	_, err := r.f.WriteAt(p, off)
+	return err
+}
+
 func (r *record) notifyLocked() {
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -265,12 +276,14 @@ func (r *record) finish(outcome string) {
 		start := max(r.kept, r.tail.start())
 		seg := r.tail.read(start, int(r.total-start))
 		if n := r.st.reserve(r, int64(len(seg))); n == int64(len(seg)) {
-			if _, err := r.f.WriteAt(seg, r.kept); err == nil {
+			if err := r.writeAtLocked(seg, r.kept); err == nil {
 				r.tailFrom, r.tailLen = start, int64(len(seg))
 			}
 		}
 	}
-	r.f.Close()
+	if r.f != nil {
+		r.f.Close()
+	}
 	r.f, r.head, r.tail = nil, nil, nil
 	r.done = true
 	r.doneFlag.Store(true)
