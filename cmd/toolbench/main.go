@@ -35,8 +35,8 @@ type bench struct {
 	tmp      string
 	rows     []*Row
 	only     *regexp.Regexp
-	profiles string // directory for pprof profiles of rows that miss
-	peersDir string // testdata/mcp, where the MCP peers are installed
+	profiles string  // directory for pprof profiles of rows that miss
+	peersDir string  // testdata/mcp, where the MCP peers are installed
 	current  *daemon // the toold started last, when profiling
 }
 
