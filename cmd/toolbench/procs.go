@@ -214,6 +214,13 @@ type bareServer struct {
 // startBare starts `toolbench serve-bare` answering every call with the
 // replies, in order (the last one must be a ToolCallEnd).
 func (b *bench) startBare(replies ...*pb.ServerEvent) (*bareServer, error) {
+	return b.startBareStreaming(0, replies...)
+}
+
+// startBareStreaming starts a bare server that, when stream > 0, answers
+// every call with that many bytes of output in Progress chunks of
+// streamChunk bytes (as toold sends a command's output) before the replies.
+func (b *bench) startBareStreaming(stream int, replies ...*pb.ServerEvent) (*bareServer, error) {
 	sock := filepath.Join(b.tmp, fmt.Sprintf("bare%d.sock", sockSeq.Add(1)))
 	replyPath := sock + ".reply"
 	var raw []byte
@@ -227,7 +234,7 @@ func (b *bench) startBare(replies ...*pb.ServerEvent) (*bareServer, error) {
 	if err := os.WriteFile(replyPath, raw, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.self, "serve-bare", "-socket", sock, "-reply", replyPath)
+	cmd := exec.Command(b.self, "serve-bare", "-socket", sock, "-reply", replyPath, "-stream", strconv.Itoa(stream))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -255,10 +262,17 @@ func (s *bareServer) stop() {
 	_ = s.cmd.Wait()
 }
 
-// pingPong answers every ToolCall with copies of replies, and nothing else.
+// streamChunk is the size of the bare server's output chunks: toold's
+// largest (events.QueueConfig.MaxChunk).
+const streamChunk = 256 << 10
+
+// pingPong answers every ToolCall with copies of replies, and nothing else;
+// with stream > 0 it first sends that many bytes as output chunks.
 type pingPong struct {
 	pb.UnimplementedToolServiceServer
 	replies []*pb.ServerEvent
+	stream  int
+	chunk   []byte
 }
 
 func (p *pingPong) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
@@ -269,6 +283,15 @@ func (p *pingPong) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
 		}
 		if m.GetCall() == nil {
 			continue
+		}
+		for off := 0; off < p.stream; off += len(p.chunk) {
+			data := p.chunk[:min(len(p.chunk), p.stream-off)]
+			ev := &pb.ServerEvent{CallId: m.GetCall().GetCallId(), Event: &pb.ServerEvent_Progress{Progress: &pb.Progress{
+				Output: &pb.OutputChunk{Data: data, Offset: uint64(off)},
+			}}}
+			if err := s.Send(ev); err != nil {
+				return err
+			}
 		}
 		for _, reply := range p.replies {
 			r := proto.Clone(reply).(*pb.ServerEvent)
@@ -285,6 +308,7 @@ func serveBare(args []string) error {
 	fs := flag.NewFlagSet("serve-bare", flag.ContinueOnError)
 	sock := fs.String("socket", "", "unix socket to serve on")
 	replyPath := fs.String("reply", "", "file with the ServerEvent to answer with")
+	stream := fs.Int("stream", 0, "bytes of output to stream before the replies")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -310,7 +334,7 @@ func serveBare(args []string) error {
 		return err
 	}
 	gs := grpc.NewServer()
-	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies})
+	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies, stream: *stream, chunk: make([]byte, streamChunk)})
 	go func() {
 		sigs := make(chan os.Signal, 1)
 		signalNotify(sigs)

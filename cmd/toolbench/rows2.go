@@ -257,7 +257,15 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 		return []*Row{row}
 	}
 	defer d.stop()
-	var toold, raw []float64
+	// The gRPC limit: a bare server streaming the same bytes in chunks of
+	// toold's largest size, nothing else (no command, no pipe, no keeping).
+	bare, err := b.startBareStreaming(size, &pb.ServerEvent{Event: &pb.ServerEvent_End{End: &pb.ToolCallEnd{Result: &pb.ToolResult{Success: true}}}})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer bare.stop()
+	var toold, raw, grpcLimit []float64
 	for round := 0; round < 3 && row.Error == ""; round++ {
 		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: fmt.Sprint("s", round)})
 		if err != nil {
@@ -288,10 +296,28 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 			break
 		}
 		raw = append(raw, float64(size)/(1<<20)/el.Seconds())
+
+		bc, err := openConv(ctx, bare.client, nil)
+		if err != nil {
+			row.Error = err.Error()
+			break
+		}
+		t0 = time.Now()
+		got, err = streamCall(bc, command)
+		el = time.Since(t0)
+		bc.close()
+		if err != nil || got != size {
+			row.Error = fmt.Sprintf("bare server streamed %d of %d bytes: %v", got, size, err)
+			break
+		}
+		grpcLimit = append(grpcLimit, float64(size)/(1<<20)/el.Seconds())
 	}
 	row.Toold = Measure{Name: "toold", Rate: median(toold), N: len(toold)}
-	row.Base = []Measure{{Name: "raw pipe", Rate: median(raw), N: len(raw)}}
+	row.Base = []Measure{{Name: "raw pipe", Rate: median(raw), N: len(raw)}, {Name: "bare gRPC stream, 256 KiB chunks (the transport's limit)", Rate: median(grpcLimit), N: len(grpcLimit)}}
 	row.Verified = fmt.Sprintf("%d bytes received in order as output chunks (median of 3)", size)
+	if l, r := median(grpcLimit), median(raw); l > 0 && r > 0 {
+		row.Verified += fmt.Sprintf("; toold %.2f× the bare gRPC stream, which is itself %.2f× the raw pipe", median(toold)/l, l/r)
+	}
 	return []*Row{row}
 }
 
