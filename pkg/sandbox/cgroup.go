@@ -11,11 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -64,6 +66,14 @@ type Cgroups struct {
 	inotify    *os.File
 	readerDone chan struct{}
 
+	// startMu makes Close wait for Starts in flight: a clone into a cgroup
+	// after Close killed them would outlive it.
+	startMu sync.RWMutex
+	// broken is set when the guard ended while the Cgroups is open: toold
+	// would no longer be protected against its own death, so Start refuses
+	// (ErrNoCgroups) and callers use helpers.
+	broken atomic.Bool
+
 	mu      sync.Mutex
 	closed  bool
 	seq     int
@@ -79,6 +89,7 @@ const maxIdleCgroups = 8
 type cgroup struct {
 	dir string
 	fd  int // the directory, for CLONE_INTO_CGROUP
+	wd  int // the inotify watch of its cgroup.events
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when cgroup.events changes
@@ -112,9 +123,17 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	if os.Getpid() == 1 {
 		return nil, fmt.Errorf("%w: toold is the init of its pid namespace and would have to reap the commands' orphans", ErrNoCgroups)
 	}
-	if v, err := unix.PrctlRetInt(unix.PR_GET_CHILD_SUBREAPER, 0, 0, 0, 0); err == nil && v != 0 {
+	// PR_GET_CHILD_SUBREAPER stores the flag at the address given (the
+	// pointer is converted in the Syscall expression itself, the one form
+	// that keeps it valid); when it cannot be read, do not assume.
+	var subreaper int32
+	if _, _, errno := unix.Syscall(unix.SYS_PRCTL, unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&subreaper)), 0); errno != 0 {
+		return nil, fmt.Errorf("%w: cannot tell whether toold is a child subreaper: %v", ErrNoCgroups, errno)
+	}
+	if subreaper != 0 {
 		return nil, fmt.Errorf("%w: toold is a child subreaper and would have to reap the commands' orphans", ErrNoCgroups)
 	}
+	resetIgnoredSignals()
 	base, err := ownCgroupDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroups, err)
@@ -143,6 +162,7 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	if c.guard, c.guardW, err = cfg.Runner.startGuard(root, cfg.Grace); err != nil {
 		return fail(fmt.Errorf("starting the guard: %v", err))
 	}
+	go c.watchGuard()
 	if cfg.Probe.Path != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -156,6 +176,9 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	}
 	return c, nil
 }
+
+// GuardPid returns the process id of the guard.
+func (c *Cgroups) GuardPid() int { return c.guard.HelperPid() }
 
 // Dir returns the cgroup directory below which commands run.
 func (c *Cgroups) Dir() string { return c.root }
@@ -236,8 +259,8 @@ func removeStale(base string) {
 		}
 		pidStr, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) == nil {
-			continue
+		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			continue // not ours, or the daemon may still run (EPERM: another user's)
 		}
 		killTree(filepath.Join(base, e.Name()), 0)
 	}
@@ -251,6 +274,11 @@ func removeStale(base string) {
 func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, error) {
 	if spec.Policy != nil {
 		return nil, errors.New("sandbox: a confined command needs a helper")
+	}
+	c.startMu.RLock()
+	defer c.startMu.RUnlock()
+	if c.broken.Load() {
+		return nil, fmt.Errorf("%w: the guard of %s ended", ErrNoCgroups, c.root)
 	}
 	cg, err := c.get()
 	if err != nil {
@@ -326,6 +354,10 @@ func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan
 		killAt   <-chan time.Time
 		killTick <-chan time.Time
 	)
+	// cgroup.events changes wake this loop through inotify; the ticker is
+	// a safety net should an event be lost.
+	recheck := time.NewTicker(time.Second)
+	defer recheck.Stop()
 	stop := func() {
 		stopping = true
 		sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT}
@@ -361,6 +393,7 @@ func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan
 				}
 			}
 		case <-changed:
+		case <-recheck.C:
 		case <-stopReq:
 			stopReq = nil
 			if !stopping {
@@ -412,6 +445,7 @@ func (c *Cgroups) get() (*cgroup, error) {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("watching the command's cgroup: %w", err)
 	}
+	cg.wd = wd
 	c.mu.Lock()
 	c.watches[wd] = cg
 	c.mu.Unlock()
@@ -429,8 +463,9 @@ func (c *Cgroups) inotifyFd() int {
 // put takes back a cgroup whose command ended: it is kept for reuse when
 // empty, otherwise (or beyond maxIdleCgroups) removed.
 func (c *Cgroups) put(cg *cgroup) {
+	reusable := !cg.wasKilled() && !cg.populated()
 	c.mu.Lock()
-	if !c.closed && len(c.idle) < maxIdleCgroups && !cg.wasKilled() && !cg.populated() {
+	if reusable && !c.closed && len(c.idle) < maxIdleCgroups {
 		c.idle = append(c.idle, cg)
 		c.mu.Unlock()
 		return
@@ -442,8 +477,31 @@ func (c *Cgroups) put(cg *cgroup) {
 // remove kills what is left in a cgroup and deletes it.
 func (c *Cgroups) remove(cg *cgroup) {
 	killTree(cg.dir, 0)
+	c.mu.Lock()
+	if c.watches[cg.wd] == cg {
+		delete(c.watches, cg.wd)
+		// Removing the directory ended the watch, unless rmdir failed.
+		_, _ = unix.InotifyRmWatch(c.inotifyFd(), uint32(cg.wd))
+	}
+	c.mu.Unlock()
 	unix.Close(cg.fd)
 }
+
+// watchGuard marks the Cgroups broken when the guard ends while it is open
+// (it was killed, or it got SIGTERM and stopped every tree).
+func (c *Cgroups) watchGuard() {
+	<-c.guard.Done()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if !closed {
+		c.broken.Store(true)
+	}
+}
+
+// Broken reports whether the Cgroups can no longer start commands (its
+// guard ended, or its inotify failed); Start then fails with ErrNoCgroups.
+func (c *Cgroups) Broken() bool { return c.broken.Load() }
 
 // readEvents dispatches inotify events to the cgroups' watchers until the
 // inotify file is closed.
@@ -454,6 +512,12 @@ func (c *Cgroups) readEvents() {
 		n, err := c.inotify.Read(buf)
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				// Events were lost: every watcher looks again.
+				c.notifyAll()
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+				continue
+			}
 			c.mu.Lock()
 			cg := c.watches[int(ev.Wd)]
 			if ev.Mask&unix.IN_IGNORED != 0 {
@@ -466,8 +530,26 @@ func (c *Cgroups) readEvents() {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 		if err != nil {
+			if !errors.Is(err, os.ErrClosed) {
+				// No more events: refuse new commands, and let the
+				// running ones see their state (supervise also polls).
+				c.broken.Store(true)
+				c.notifyAll()
+			}
 			return
 		}
+	}
+}
+
+func (c *Cgroups) notifyAll() {
+	c.mu.Lock()
+	cgs := make([]*cgroup, 0, len(c.watches))
+	for _, cg := range c.watches {
+		cgs = append(cgs, cg)
+	}
+	c.mu.Unlock()
+	for _, cg := range cgs {
+		cg.notify()
 	}
 }
 
@@ -475,6 +557,8 @@ func (c *Cgroups) readEvents() {
 // the grace period), removes them, and ends the guard. Processes started by
 // Start must have been waited for; Close is for the daemon's shutdown.
 func (c *Cgroups) Close() error {
+	c.startMu.Lock() // no Start in flight, and none after
+	defer c.startMu.Unlock()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -527,15 +611,22 @@ func (cg *cgroup) notify() {
 func (cg *cgroup) populated() bool {
 	fd, err := unix.Openat(cg.fd, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return !gone(err)
 	}
 	var b [128]byte
 	n, err := unix.Read(fd, b[:])
 	unix.Close(fd)
 	if err != nil || n <= 0 {
-		return false
+		return !gone(err)
 	}
 	return eventsPopulated(b[:n])
+}
+
+// gone reports whether err says the cgroup no longer exists. Any other
+// failure to read its state (EMFILE, ...) counts as populated: a tree is
+// never declared gone because toold could not look.
+func gone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV)
 }
 
 func (cg *cgroup) members() []int { return cgroupProcs(cg.dir) }
@@ -558,7 +649,7 @@ func (cg *cgroup) wasKilled() bool {
 func populated(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
-		return false
+		return !gone(err)
 	}
 	return eventsPopulated(b)
 }
@@ -632,5 +723,37 @@ func (p *Process) Members() []int {
 	if p.cgroupDir == "" {
 		return nil
 	}
+	select {
+	case <-p.done:
+		return nil // the cgroup may already run another command
+	default:
+	}
 	return cgroupProcs(p.cgroupDir)
+}
+
+var resetSignalsOnce sync.Once
+
+// resetIgnoredSignals makes SIGHUP and SIGINT caught instead of ignored
+// when toold was started with them ignored (nohup): a command started
+// straight from toold inherits ignored signals, while caught ones are reset
+// to their defaults at exec, as the helper does for its command. toold
+// still ignores them: what is caught is dropped.
+func resetIgnoredSignals() {
+	resetSignalsOnce.Do(func() {
+		var sigs []os.Signal
+		for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+			if signal.Ignored(s) {
+				sigs = append(sigs, s)
+			}
+		}
+		if len(sigs) == 0 {
+			return
+		}
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, sigs...)
+		go func() {
+			for range ch {
+			}
+		}()
+	})
 }

@@ -9,11 +9,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/sandbox"
 )
@@ -21,6 +24,10 @@ import (
 // cgroupChildEnv makes the test binary a daemon that dies (see
 // TestCgroupsGuard).
 const cgroupChildEnv = "TOOLD_CGROUP_TEST_CHILD"
+
+// cgroupProbeEnv makes the test binary run one check in a process of its
+// own (see cgroupProbe).
+const cgroupProbeEnv = "TOOLD_CGROUP_TEST_PROBE"
 
 var (
 	cgroupsOnce sync.Once
@@ -304,5 +311,107 @@ func checkCleanWithin(t *testing.T, tok string, d time.Duration) {
 			t.Fatalf("survivors %v", survivors(tok))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cgroupProbe runs a check that must not touch the test process itself:
+// "subreaper" opens cgroups as a child subreaper; "sigign" runs a command
+// from a daemon started with SIGHUP ignored and prints its SigIgn mask.
+func cgroupProbe(mode string) {
+	switch mode {
+	case "subreaper":
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			fmt.Println("prctl:", err)
+			os.Exit(0)
+		}
+		c, err := sandbox.OpenCgroups(sandbox.CgroupConfig{Grace: 100 * time.Millisecond})
+		if err == nil {
+			c.Close()
+			fmt.Println("opened")
+		} else {
+			fmt.Println(err)
+		}
+	case "sigign":
+		c, err := sandbox.OpenCgroups(sandbox.CgroupConfig{Grace: 100 * time.Millisecond})
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(0)
+		}
+		r, w, _ := os.Pipe()
+		p, err := c.Start(context.Background(), sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "grep SigIgn /proc/self/status"}, Grace: time.Second}, sandbox.Stdio{Stdout: w})
+		w.Close()
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(0)
+		}
+		out, _ := io.ReadAll(r)
+		<-p.Done()
+		c.Close()
+		fmt.Print(string(out))
+	}
+	os.Exit(0)
+}
+
+func runProbe(t *testing.T, mode string, wrap ...string) string {
+	t.Helper()
+	args := append(wrap, os.Args[0], "-test.run=^$")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), cgroupProbeEnv+"="+mode)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe %s: %v\n%s", mode, err, out)
+	}
+	return string(out)
+}
+
+// A daemon that is a child subreaper would have to reap its commands'
+// orphans: cgroups are refused, so helpers are used.
+func TestCgroupsRefusedToSubreaper(t *testing.T) {
+	openCgroups(t)
+	out := runProbe(t, "subreaper")
+	if !strings.Contains(out, "child subreaper") || !strings.Contains(out, sandbox.ErrNoCgroups.Error()) {
+		t.Errorf("OpenCgroups as a subreaper: %q", out)
+	}
+}
+
+// A daemon started with SIGHUP ignored (nohup) still starts commands with
+// the default disposition, as under a helper.
+func TestCgroupsCommandSignalsDefault(t *testing.T) {
+	openCgroups(t)
+	out := runProbe(t, "sigign", "/bin/sh", "-c", `trap "" HUP; exec "$0" "$@"`)
+	mask, ok := strings.CutPrefix(strings.TrimSpace(out), "SigIgn:")
+	if !ok {
+		t.Fatalf("probe output %q", out)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v&(1<<(uint(syscall.SIGHUP)-1)) != 0 {
+		t.Errorf("the command ignores SIGHUP (SigIgn %s)", strings.TrimSpace(mask))
+	}
+}
+
+// When the guard ends while toold runs, nothing protects the trees against
+// toold's death any more: Start refuses with ErrNoCgroups (the terminal
+// manager then uses helpers).
+func TestCgroupsBrokenGuard(t *testing.T) {
+	openCgroups(t)
+	c, err := sandbox.OpenCgroups(sandbox.CgroupConfig{Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := syscall.Kill(c.GuardPid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c.Broken)
+	p, err := c.Start(t.Context(), sandbox.Spec{Path: "/bin/true", Args: []string{"true"}}, sandbox.Stdio{})
+	if err == nil {
+		<-p.Done()
+		t.Fatal("Start succeeded without a guard")
+	}
+	if !errors.Is(err, sandbox.ErrNoCgroups) {
+		t.Errorf("error %v is not ErrNoCgroups", err)
 	}
 }

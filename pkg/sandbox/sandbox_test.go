@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if tok := os.Getenv(cgroupChildEnv); tok != "" {
 		cgroupChild(tok)
 	}
+	if mode := os.Getenv(cgroupProbeEnv); mode != "" {
+		cgroupProbe(mode)
+	}
 	code := m.Run()
 	if cgroups != nil {
 		cgroups.Close()

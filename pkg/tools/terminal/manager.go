@@ -132,7 +132,8 @@ type Manager struct {
 	store  *store
 	env    map[string]string
 	// cgroups, when set, runs unconfined commands without a helper.
-	cgroups *sandbox.Cgroups
+	cgroups       *sandbox.Cgroups
+	cgroupsFailed sync.Once // logs the fall back to helpers once
 
 	ctx    context.Context // ends at Close; background work derives from it
 	cancel context.CancelCauseFunc
@@ -207,6 +208,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	return m, nil
+}
+
+// Supervision says how unconfined commands are supervised now: "cgroup"
+// (a cgroup per command) or "helper" (a helper process per command).
+func (m *Manager) Supervision() string {
+	if m.cgroups != nil && !m.cgroups.Broken() {
+		return "cgroup"
+	}
+	return "helper"
 }
 
 // openCgroups sets m.cgroups when commands can run in cgroups here, and

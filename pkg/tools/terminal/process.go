@@ -152,11 +152,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	pctx, cancel := context.WithCancel(parent)
 	stopOnClose := context.AfterFunc(m.ctx, cancel)
 	env := map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-	start := m.cfg.Runner.Start
-	if m.cgroups != nil && m.policy == nil {
-		start = m.cgroups.Start
-	}
-	h, err := start(pctx, sandbox.Spec{
+	spec := sandbox.Spec{
 		Path:   m.shell,
 		Args:   []string{filepath.Base(m.shell), "-c", cs.command},
 		Env:    environ(m.env, env, cs.env),
@@ -166,7 +162,21 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		// A background process lives as long as its tree: a server that
 		// daemonizes keeps running under it.
 		KeepTree: cs.background,
-	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	}
+	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW}
+	var h *sandbox.Process
+	err = sandbox.ErrNoCgroups
+	if m.cgroups != nil && m.policy == nil {
+		h, err = m.cgroups.Start(pctx, spec, stdio)
+		if errors.Is(err, sandbox.ErrNoCgroups) {
+			m.cgroupsFailed.Do(func() {
+				m.cfg.Logger.Warn("terminal: commands run under a helper process from now on", "reason", err)
+			})
+		}
+	}
+	if errors.Is(err, sandbox.ErrNoCgroups) {
+		h, err = m.cfg.Runner.Start(pctx, spec, stdio)
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -667,6 +667,15 @@ func TestSupervision(t *testing.T) {
 		t.Run(sup, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, func(c *terminal.Config) { c.Supervision = sup })
+			// Where the kernel and privileges allow cgroups, auto must use
+			// them: otherwise both subtests would test helpers.
+			want := "helper"
+			if sup == "auto" && cgroupsWork() {
+				want = "cgroup"
+			}
+			if got := e.m.Supervision(); got != want {
+				t.Fatalf("supervision %q, want %q", got, want)
+			}
 			tok := token()
 
 			res := e.must("conv", "run_command", map[string]any{"command": "echo out; echo err >&2; exit 3"})
@@ -706,4 +715,14 @@ func TestSupervision(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+}
+
+// cgroupsWork reports whether sandbox.OpenCgroups succeeds here.
+func cgroupsWork() bool {
+	c, err := sandbox.OpenCgroups(sandbox.CgroupConfig{Grace: 100 * time.Millisecond})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
