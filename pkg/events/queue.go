@@ -193,12 +193,15 @@ func (q *Queue) Output(ctx context.Context, callID string, stream tools.Stream, 
 			}
 			continue
 		}
+		n := min(room, len(p))
 		if it == nil {
 			it = &item{key: key, ev: Event{CallID: callID, Time: time.Now()}, out: &Chunk{Stream: stream, Offset: q.offsets[key]}}
+			if n >= pooledChunkMin {
+				it.out.Data = getChunkBuf(q.cfg.MaxChunk)
+			}
 			q.items = append(q.items, it)
 			q.open[key] = it
 		}
-		n := min(room, len(p))
 		it.out.Data = append(it.out.Data, p[:n]...)
 		q.offsets[key] += uint64(n)
 		q.pending += n
@@ -291,4 +294,33 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.items) - q.head
+}
+
+// pooledChunkMin is the size from which an output chunk's buffer comes from
+// (and, through Release, goes back to) a pool: a command streaming hundreds
+// of megabytes would otherwise leave a MaxChunk of garbage per chunk. Small
+// chunks allocate what they hold, so that many pending small chunks do not
+// each pin a MaxChunk.
+const pooledChunkMin = 64 << 10
+
+var chunkBufs sync.Map // capacity -> *sync.Pool of *[]byte
+
+func getChunkBuf(size int) []byte {
+	pool, _ := chunkBufs.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, 0, size); return &b }})
+	return (*pool.(*sync.Pool).Get().(*[]byte))[:0]
+}
+
+// Release returns the buffer of an output event's chunk for reuse, once the
+// event was sent and nothing refers to its Data any more. Other events are
+// left alone.
+func Release(ev *Event) {
+	if ev.Progress == nil || ev.Progress.Output == nil {
+		return
+	}
+	b := ev.Progress.Output.Data
+	ev.Progress.Output.Data = nil
+	if pool, ok := chunkBufs.Load(cap(b)); ok && cap(b) >= pooledChunkMin {
+		b = b[:0]
+		pool.(*sync.Pool).Put(&b)
+	}
 }

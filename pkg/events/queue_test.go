@@ -151,3 +151,52 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Large output chunks reuse their buffers once released: what a consumer
+// reads is never overwritten by later output, two streams at once included.
+func TestQueueReleaseReusesBuffers(t *testing.T) {
+	q := events.NewQueue(events.QueueConfig{MaxChunk: 128 << 10, MaxPendingOutput: 512 << 10})
+	ctx := context.Background()
+	const writes = 64
+	block := func(stream tools.Stream, i int) []byte {
+		return bytes.Repeat([]byte{byte('a' + i%26), byte(stream)}, 48<<10) // 96 KiB
+	}
+	var wg sync.WaitGroup
+	for _, s := range []tools.Stream{tools.Stdout, tools.Stderr} {
+		wg.Go(func() {
+			for i := range writes {
+				if err := q.Output(ctx, "c", s, block(s, i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); q.Close() }()
+	var got [4]bytes.Buffer
+	for {
+		ev, err := q.Next(ctx, 0)
+		if errors.Is(err, events.ErrClosed) {
+			break
+		}
+		must(t, err)
+		o := ev.Progress.Output
+		if uint64(got[o.Stream].Len()) != o.Offset {
+			t.Fatalf("stream %d: chunk at %d after %d bytes", o.Stream, o.Offset, got[o.Stream].Len())
+		}
+		got[o.Stream].Write(o.Data)
+		events.Release(&ev)
+		if ev.Progress.Output.Data != nil {
+			t.Fatal("Release left the data in the event")
+		}
+	}
+	for _, s := range []tools.Stream{tools.Stdout, tools.Stderr} {
+		var want bytes.Buffer
+		for i := range writes {
+			want.Write(block(s, i))
+		}
+		if !bytes.Equal(got[s].Bytes(), want.Bytes()) {
+			t.Errorf("stream %d: %d bytes differ from the %d written", s, got[s].Len(), want.Len())
+		}
+	}
+}

@@ -425,6 +425,13 @@ func (c *Cgroups) get() (*cgroup, error) {
 		cg := c.idle[n-1]
 		c.idle = c.idle[:n-1]
 		c.mu.Unlock()
+		// Idle cgroups hold no descriptor (see put).
+		fd, err := unix.Open(cg.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			c.remove(cg)
+			return nil, fmt.Errorf("opening the command's cgroup: %w", err)
+		}
+		cg.fd = fd
 		return cg, nil
 	}
 	c.seq++
@@ -466,6 +473,10 @@ func (c *Cgroups) put(cg *cgroup) {
 	reusable := !cg.wasKilled() && !cg.populated()
 	c.mu.Lock()
 	if reusable && !c.closed && len(c.idle) < maxIdleCgroups {
+		// An idle cgroup keeps no descriptor open: toold's descriptors
+		// count only what runs.
+		unix.Close(cg.fd)
+		cg.fd = -1
 		c.idle = append(c.idle, cg)
 		c.mu.Unlock()
 		return
@@ -484,7 +495,10 @@ func (c *Cgroups) remove(cg *cgroup) {
 		_, _ = unix.InotifyRmWatch(c.inotifyFd(), uint32(cg.wd))
 	}
 	c.mu.Unlock()
-	unix.Close(cg.fd)
+	if cg.fd >= 0 {
+		unix.Close(cg.fd)
+		cg.fd = -1
+	}
 }
 
 // watchGuard marks the Cgroups broken when the guard ends while it is open
@@ -565,12 +579,8 @@ func (c *Cgroups) Close() error {
 		return nil
 	}
 	c.closed = true
-	idle := c.idle
-	c.idle = nil
+	c.idle = nil // they hold no descriptor; shutdown removes them
 	c.mu.Unlock()
-	for _, cg := range idle {
-		unix.Close(cg.fd)
-	}
 	c.shutdown()
 	return nil
 }

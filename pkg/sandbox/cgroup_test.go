@@ -241,6 +241,8 @@ func TestCgroupsKeepTree(t *testing.T) {
 // none is left behind with a process in it.
 func TestCgroupsConcurrent(t *testing.T) {
 	c := openCgroups(t)
+	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
+	before := fds()
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -254,6 +256,10 @@ func TestCgroupsConcurrent(t *testing.T) {
 	procs, err := os.ReadFile(c.Dir() + "/cgroup.procs")
 	if err != nil || len(bytes.TrimSpace(procs)) != 0 {
 		t.Errorf("the cgroups' root holds %q (%v)", procs, err)
+	}
+	// Idle cgroups kept for reuse hold no descriptor.
+	if after := fds(); after > before {
+		t.Errorf("descriptors: %d before, %d after the commands", before, after)
 	}
 }
 

@@ -158,7 +158,11 @@ func (st *stream) sendLoop(ss pb.ToolService_ExecuteToolServer) error {
 		if err != nil {
 			return err
 		}
-		if err := ss.Send(eventToPB(&ev)); err != nil {
+		// Send has encoded the event when it returns: its output buffer
+		// can be reused.
+		err = ss.Send(eventToPB(&ev))
+		events.Release(&ev)
+		if err != nil {
 			return err
 		}
 	}
