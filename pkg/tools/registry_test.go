@@ -146,6 +146,8 @@ func TestDecodeArguments(t *testing.T) {
 		{in: `"text"`, wantErr: "must be a JSON object, got a string"},
 		{in: `null`, wantErr: "must be a JSON object, got null"},
 		{in: `{"a":1} {"b":2}`, wantErr: "not valid JSON"},
+		{in: `{"a":1} x`, wantErr: `invalid character 'x' after top-level value`},
+		{in: "{\"a\":1}\n\t ", want: `{"a":1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

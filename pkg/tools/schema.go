@@ -69,7 +69,7 @@ func DecodeArguments(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return map[string]any{}, nil
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	v, err := decodeJSON(text)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrInvalidArgument, err,
 			"arguments are not valid JSON (%s); send one JSON object such as {\"path\": \"main.go\"}", jsonErrorText(err))
@@ -80,6 +80,22 @@ func DecodeArguments(text string) (map[string]any, error) {
 			"arguments must be a JSON object, got %s; send one JSON object such as {\"path\": \"main.go\"}", jsonTypeName(v))
 	}
 	return m, nil
+}
+
+// decodeJSON is jsonschema.UnmarshalJSON (numbers as json.Number) without
+// its second pass over the input to find trailing data: only whitespace may
+// follow the value.
+func decodeJSON(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if rest := strings.TrimLeft(text[dec.InputOffset():], " \t\r\n"); rest != "" {
+		return nil, fmt.Errorf("invalid character %q after top-level value", rest[0])
+	}
+	return v, nil
 }
 
 func jsonErrorText(err error) string {
