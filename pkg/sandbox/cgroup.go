@@ -289,15 +289,7 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 		env = []string{} // nil would pass the daemon's environment on
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir}
-	if stdio.Stdin != nil {
-		cmd.Stdin = stdio.Stdin
-	}
-	if stdio.Stdout != nil {
-		cmd.Stdout = stdio.Stdout
-	}
-	if stdio.Stderr != nil {
-		cmd.Stderr = stdio.Stderr
-	}
+	stdio.attach(cmd)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,

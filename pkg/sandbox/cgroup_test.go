@@ -59,42 +59,16 @@ func openCgroups(t *testing.T) *sandbox.Cgroups {
 // helper.
 func cgStart(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
 	t.Helper()
-	c := openCgroups(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Path, spec.Args = "/bin/bash", []string{"bash", "-c", script}
-	if spec.Env == nil {
-		spec.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	}
-	if spec.Grace == 0 {
-		spec.Grace = 500 * time.Millisecond
-	}
-	p, err := c.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
-	w.Close()
-	if err != nil {
-		r.Close()
-		t.Fatalf("start: %v", err)
-	}
+	p, out := startWith(t, openCgroups(t).Start, ctx, spec, script)
 	if p.HelperPid() != 0 {
 		t.Errorf("HelperPid %d for a command in a cgroup", p.HelperPid())
 	}
-	var buf bytes.Buffer
-	copied := make(chan struct{})
-	go func() { io.Copy(&buf, r); r.Close(); close(copied) }()
-	return p, func() string { <-p.Done(); <-copied; return buf.String() }
+	return p, out
 }
 
 func cgRun(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (sandbox.Exit, string) {
 	t.Helper()
-	p, out := cgStart(t, ctx, spec, script)
-	select {
-	case <-p.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the command did not end")
-	}
-	return p.Exit(), out()
+	return runWith(t, cgStart, ctx, spec, script)
 }
 
 func TestCgroupsExit(t *testing.T) {
@@ -193,49 +167,11 @@ sleep 100.%[1]s`, tok)
 	}
 }
 
-func TestCgroupsContextStops(t *testing.T) {
-	tok := token(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	exit, _ := cgRun(t, ctx, sandbox.Spec{}, fmt.Sprintf("setsid sleep 100.%s & sleep 100.%[1]s", tok))
-	if !exit.Stopped || exit.Signal != syscall.SIGTERM {
-		t.Errorf("exit %+v, want stopped by SIGTERM", exit)
-	}
-	checkClean(t, tok)
-}
+func TestCgroupsContextStops(t *testing.T) { contextStops(t, cgStart) }
 
-func TestCgroupsLeftoversStopped(t *testing.T) {
-	tok := token(t)
-	exit, out := cgRun(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s & echo started", tok))
-	if exit.Code != 0 || exit.Stopped || exit.Leftovers != 2 {
-		t.Errorf("exit %+v, want code 0 with 2 leftovers", exit)
-	}
-	if out != "started\n" {
-		t.Errorf("output %q", out)
-	}
-	checkClean(t, tok)
-}
+func TestCgroupsLeftoversStopped(t *testing.T) { leftoversStopped(t, cgStart) }
 
-func TestCgroupsKeepTree(t *testing.T) {
-	tok := token(t)
-	p, out := cgStart(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
-	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case <-p.Done():
-		t.Fatalf("the tree ended with the command: %+v", p.Exit())
-	default:
-	}
-	p.Stop()
-	<-p.Done()
-	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {
-		t.Errorf("exit %+v, want the command's code 0, 1 leftover, stopped", exit)
-	}
-	if out() != "started\n" {
-		t.Errorf("output %q", out())
-	}
-	checkClean(t, tok)
-}
+func TestCgroupsKeepTree(t *testing.T) { keepTree(t, cgStart) }
 
 // Many commands at once each get their own cgroup; cgroups are reused and
 // none is left behind with a process in it.

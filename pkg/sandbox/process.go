@@ -40,6 +40,20 @@ type Stdio struct {
 	Terminal bool
 }
 
+// attach sets cmd's standard streams to the files that are set (a nil
+// *os.File in an io.Reader would not be a nil interface).
+func (s Stdio) attach(cmd *exec.Cmd) {
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	}
+	if s.Stdout != nil {
+		cmd.Stdout = s.Stdout
+	}
+	if s.Stderr != nil {
+		cmd.Stderr = s.Stderr
+	}
+}
+
 // ErrNotHelper is returned by Start when the helper executable did not
 // behave as one (it lacks the RunHelperIfRequested call).
 var ErrNotHelper = errors.New("the helper executable did not start the command")
@@ -115,15 +129,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	// The helper needs no environment (the command's is in spec). A
 	// race-enabled build would sleep a second at every helper's exit.
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
-	if stdio.Stdin != nil {
-		cmd.Stdin = stdio.Stdin
-	}
-	if stdio.Stdout != nil {
-		cmd.Stdout = stdio.Stdout
-	}
-	if stdio.Stderr != nil {
-		cmd.Stderr = stdio.Stderr
-	}
+	stdio.attach(cmd)
 	cmd.ExtraFiles = []*os.File{specR, statW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,

@@ -40,11 +40,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// starter starts script under bash (start: through a helper; cgStart: in
+// a cgroup) and returns the process and a function that returns its whole
+// output once the process is done.
+type starter func(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string)
+
 // run runs script under bash through a helper and returns its exit and
 // combined output.
 func run(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (sandbox.Exit, string) {
 	t.Helper()
-	p, out := start(t, ctx, spec, script)
+	return runWith(t, start, ctx, spec, script)
+}
+
+// runWith runs script with s and waits for it.
+func runWith(t *testing.T, s starter, ctx context.Context, spec sandbox.Spec, script string) (sandbox.Exit, string) {
+	t.Helper()
+	p, out := s(t, ctx, spec, script)
 	select {
 	case <-p.Done():
 	case <-time.After(30 * time.Second):
@@ -53,9 +64,14 @@ func run(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (s
 	return p.Exit(), out()
 }
 
-// start starts script and returns the process and a function that returns
-// its whole output once the process is done.
+// start starts script under bash through a helper.
 func start(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
+	t.Helper()
+	return startWith(t, sandbox.Runner{}.Start, ctx, spec, script)
+}
+
+// startWith starts script under bash with startFn, its output in a pipe.
+func startWith(t *testing.T, startFn func(context.Context, sandbox.Spec, sandbox.Stdio) (*sandbox.Process, error), ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -68,7 +84,7 @@ func start(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) 
 	if spec.Grace == 0 {
 		spec.Grace = 500 * time.Millisecond
 	}
-	p, err := sandbox.Runner{}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
+	p, err := startFn(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -226,10 +242,14 @@ sleep 100.%[1]s`, tok)
 // The context of Start bounds the tree like Stop does.
 func TestContextStops(t *testing.T) {
 	t.Parallel()
+	contextStops(t, start)
+}
+
+func contextStops(t *testing.T, s starter) {
 	tok := token(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	exit, _ := run(t, ctx, sandbox.Spec{}, fmt.Sprintf("setsid sleep 100.%s & sleep 100.%[1]s", tok))
+	exit, _ := runWith(t, s, ctx, sandbox.Spec{}, fmt.Sprintf("setsid sleep 100.%s & sleep 100.%[1]s", tok))
 	if !exit.Stopped || exit.Signal != syscall.SIGTERM {
 		t.Errorf("exit %+v, want stopped by SIGTERM", exit)
 	}
@@ -240,17 +260,21 @@ func TestContextStops(t *testing.T) {
 // started outlives it.
 func TestLeftoversStopped(t *testing.T) {
 	t.Parallel()
-	tok := token(t)
 	begin := time.Now()
-	exit, out := run(t, t.Context(), sandbox.Spec{}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s & echo started", tok))
+	leftoversStopped(t, start)
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("took %s; leftovers should be stopped at once", took)
+	}
+}
+
+func leftoversStopped(t *testing.T, s starter) {
+	tok := token(t)
+	exit, out := runWith(t, s, t.Context(), sandbox.Spec{}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); sleep 100.%[1]s & echo started", tok))
 	if exit.Code != 0 || exit.Stopped || exit.Leftovers != 2 {
 		t.Errorf("exit %+v, want code 0 with 2 leftovers", exit)
 	}
 	if out != "started\n" {
 		t.Errorf("output %q", out)
-	}
-	if took := time.Since(begin); took > 5*time.Second {
-		t.Errorf("took %s; leftovers should be stopped at once", took)
 	}
 	checkClean(t, tok)
 }
@@ -376,8 +400,12 @@ func waitFor(t *testing.T, cond func() bool) {
 // that daemonizes) until it ends or the tree is stopped.
 func TestKeepTree(t *testing.T) {
 	t.Parallel()
+	keepTree(t, start)
+}
+
+func keepTree(t *testing.T, s starter) {
 	tok := token(t)
-	p, out := start(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
+	p, out := s(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
 	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
 	time.Sleep(200 * time.Millisecond)
 	select {

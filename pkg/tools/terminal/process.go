@@ -124,10 +124,7 @@ func (m *Manager) start(ctx context.Context, cs commandSpec, sink tools.Sink) (*
 }
 
 func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, sink tools.Sink) (*process, error) {
-	rec, err := m.store.create(cs.conv, cs.callID, cs.command)
-	if err != nil {
-		return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
-	}
+	rec := m.store.create(cs.conv, cs.callID, cs.command)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		rec.finish("did not start")

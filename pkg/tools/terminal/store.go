@@ -106,7 +106,7 @@ type record struct {
 
 // create starts a record for a command of conversation conv run by call
 // callID.
-func (s *store) create(conv, callID, command string) (*record, error) {
+func (s *store) create(conv, callID, command string) *record {
 	s.mu.Lock()
 	s.seq++
 	path := filepath.Join(s.dir, strconv.Itoa(s.seq)+".out")
@@ -121,7 +121,7 @@ func (s *store) create(conv, callID, command string) (*record, error) {
 	delete(s.evicted, r.key)
 	s.order = append(s.order, r)
 	s.mu.Unlock()
-	return r, nil
+	return r
 }
 
 // lookup returns the newest record of conv and callID, or why there is none.

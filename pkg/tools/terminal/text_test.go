@@ -134,10 +134,7 @@ func TestStore(t *testing.T) {
 		return b.Bytes()[:n]
 	}
 	data := stream(3000)
-	r, err := s.create("conv", "call-1", "gen")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := s.create("conv", "call-1", "gen")
 	for i := 0; i < len(data); i += 7 {
 		r.write(tools.Stdout, data[i:min(i+7, len(data))])
 	}
@@ -184,10 +181,7 @@ func TestStore(t *testing.T) {
 
 	// Two more records of 1100 bytes push the first out (2500 in total).
 	for _, id := range []string{"call-2", "call-3"} {
-		r2, err := s.create("conv", id, "gen")
-		if err != nil {
-			t.Fatal(err)
-		}
+		r2 := s.create("conv", id, "gen")
 		r2.write(tools.Stdout, stream(1000))
 		r2.finish("exit code 0")
 	}
