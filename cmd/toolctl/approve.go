@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -405,7 +406,7 @@ func questionText(req *pb.InputRequired, st style) string {
 	if req.GetApproval() {
 		hint := "  (a yes or no question"
 		if op := req.GetAuthorizeOperation(); op != "" {
-			hint += "; yes lets the agent run " + op
+			hint += "; yes lets the agent run " + op + " once with exactly " + req.GetAuthorizeArgumentsJson()
 		}
 		b.WriteString(st.paint(ansiDim, hint+")") + "\n")
 	}
@@ -428,6 +429,18 @@ func fieldWriter(b *strings.Builder, indent string) func(label, value string) {
 func writeEffect(b *strings.Builder, e *pb.Effect, st style, indent string, maxDiff int) {
 	field := fieldWriter(b, indent)
 	field("command", e.GetCommand())
+	field("in", e.GetWorkingDir())
+	if env := e.GetEnv(); len(env) > 0 {
+		names := make([]string, 0, len(env))
+		for k := range env {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for i, k := range names {
+			names[i] = k + "=" + shellQuote(env[k])
+		}
+		field("env", strings.Join(names, " "))
+	}
 	cmds := e.GetCommands()
 	if len(cmds) > 0 {
 		if e.GetCommand() == "" {
@@ -446,6 +459,9 @@ func writeEffect(b *strings.Builder, e *pb.Effect, st style, indent string, maxD
 			var extra []string
 			if r := c.GetRule(); r != "" {
 				extra = append(extra, "rule "+r)
+			}
+			if env := c.GetEnv(); len(env) > 0 {
+				extra = append(extra, "env "+strings.Join(env, " "))
 			}
 			if w := c.GetWrappers(); len(w) > 0 {
 				extra = append(extra, "via "+strings.Join(w, ", "))

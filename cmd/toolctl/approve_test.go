@@ -400,8 +400,8 @@ func TestPersonAskerAnswer(t *testing.T) {
 		{name: "choice by number", req: q, lines: []string{"2"}, want: "dev"},
 		{name: "number beyond the choices", req: q, lines: []string{"3"}, want: "3"},
 		{name: "empty asks again", req: q, lines: []string{"", "main"}, want: "main", outHas: "an answer is needed (Ctrl-C cancels the call)\nanswer: "},
-		{name: "approval question", req: &pb.InputRequired{Prompt: "Push?", Approval: true, AuthorizeOperation: "git.push"}, lines: []string{"yes"}, want: "yes",
-			outHas: "question: Push?\n  (a yes or no question; yes lets the agent run git.push)\n"},
+		{name: "approval question", req: &pb.InputRequired{Prompt: "Push?", Approval: true, AuthorizeOperation: "git.push", AuthorizeArgumentsJson: `{"remote":"origin"}`}, lines: []string{"yes"}, want: "yes",
+			outHas: "question: Push?\n  (a yes or no question; yes lets the agent run git.push once with exactly {\"remote\":\"origin\"})\n"},
 		{name: "end of input", req: q, lines: []string{"EOF"}, wantErr: true},
 		{name: "interrupted", req: q, wantErr: true},
 	}

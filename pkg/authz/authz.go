@@ -136,8 +136,11 @@ type Scope struct {
 	// PathPrefix or CommandPrefix narrow a conversation grant.
 	PathPrefix    string
 	CommandPrefix string
-	TTL           time.Duration
-	Description   string
+	// Arguments, when set, binds a grant to one exact call: the canonical
+	// JSON of its arguments (user_collaboration's authorize_arguments).
+	Arguments   string
+	TTL         time.Duration
+	Description string
 }
 
 // ParsedCommand is one simple command of a command line, after unwrapping.

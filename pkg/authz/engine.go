@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -203,6 +204,15 @@ func (e *Engine) Grant(conversationID string, scope Scope, once bool, ttl time.D
 	}
 	if scope.CommandPrefix != "" && len(strings.Fields(scope.CommandPrefix)) == 0 {
 		scope.CommandPrefix = ""
+	}
+	if scope.Arguments != "" {
+		dec := json.NewDecoder(strings.NewReader(scope.Arguments))
+		dec.UseNumber()
+		var args map[string]any
+		if err := dec.Decode(&args); err != nil || args == nil || dec.More() {
+			return Grant{}, errdefs.Invalid("scope.arguments", "type", "the arguments a grant is bound to must be one JSON object")
+		}
+		scope.Arguments = argsKey(args)
 	}
 	if ttl <= 0 {
 		ttl = e.defaultTTL

@@ -64,7 +64,7 @@ func (s *grantStore) revoke(id string) bool {
 // every facet; a grant that lasts is preferred to a one-time grant. It
 // returns the grant that covers each facet, or false when some facet is
 // not covered. With consume, the one-time grants used are removed.
-func (s *grantStore) cover(conv, tool, op string, facets []*facet, consume bool, now time.Time) ([]Grant, bool) {
+func (s *grantStore) cover(conv, tool, op, args string, facets []*facet, consume bool, now time.Time) ([]Grant, bool) {
 	if conv == "" || len(facets) == 0 {
 		return nil, false
 	}
@@ -76,7 +76,7 @@ func (s *grantStore) cover(conv, tool, op string, facets []*facet, consume bool,
 		found := false
 		for pass := 0; pass < 2 && !found; pass++ {
 			for _, g := range s.grants {
-				if g.ConversationID != conv || g.Once != (pass == 1) || !g.covers(tool, op, f) {
+				if g.ConversationID != conv || g.Once != (pass == 1) || !g.covers(tool, op, args, f) {
 					continue
 				}
 				used[i], found = g, true
@@ -104,13 +104,15 @@ func (s *grantStore) cover(conv, tool, op string, facets []*facet, consume bool,
 }
 
 // covers reports whether the grant covers facet f of a call of tool and op
-// (Scope.Tool may also be the operation's flat name). A grant with a path
-// prefix covers paths under it; one with a command
-// prefix covers commands whose words start with it; one with neither
-// covers every part of the tool's calls (of its operation, when set),
-// including what cannot be judged. Prefix grants never cover an ask that
-// only a person may answer for each call (hard).
-func (g Grant) covers(tool, op string, f *facet) bool {
+// with the canonical arguments args (Scope.Tool may also be the
+// operation's flat name). No grant covers an ask that only a person may
+// answer for each call (hard: what cannot be judged, code-running
+// environment variables, raised privileges). A grant with a path prefix
+// covers paths under it; one with a command prefix covers commands that are
+// exactly their words (grantable) and start with it; one bound to exact
+// arguments covers only a call with those arguments; one with none of these
+// covers every other part of the tool's calls (of its operation, when set).
+func (g Grant) covers(tool, op, args string, f *facet) bool {
 	sc := g.Scope
 	switch {
 	case sc.Tool == tool && (sc.Operation == "" || sc.Operation == op):
@@ -120,11 +122,16 @@ func (g Grant) covers(tool, op string, f *facet) bool {
 	default:
 		return false
 	}
+	if f.hard || (f.kind == facetEnv && sc.Arguments == "") {
+		return false
+	}
 	switch {
+	case sc.Arguments != "" && sc.Arguments != args:
+		return false
 	case sc.PathPrefix != "":
-		return f.kind == facetPath && !f.hard && f.loc.Abs != "" && underDir(f.loc.Abs, sc.PathPrefix)
+		return f.kind == facetPath && f.loc.Abs != "" && underDir(f.loc.Abs, sc.PathPrefix)
 	case sc.CommandPrefix != "":
-		return f.kind == facetCommand && !f.hard && wordsHavePrefix(f.words, strings.Fields(sc.CommandPrefix))
+		return f.kind == facetCommand && f.grantable && wordsHavePrefix(f.words, strings.Fields(sc.CommandPrefix))
 	}
 	return true
 }

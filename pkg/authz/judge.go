@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +39,7 @@ const (
 	facetPath                         // a path it touches
 	facetCommand                      // a command of its command line
 	facetHost                         // a host it reaches
+	facetEnv                          // an environment variable it sets (given is NAME=VALUE)
 )
 
 // facet is one part of a call, judged on its own.
@@ -64,6 +66,11 @@ type facet struct {
 	// argument inside the workspace is judged with its command). byRule:
 	// decided by a policy rule.
 	hard, neutral, byRule, preset bool
+	// grantable: a command facet that a command grant may cover — the
+	// command is exactly its words: every word literal, no problem, no
+	// wrapper, no environment set for it or for the call, no arguments
+	// added at run time. A grant covers only what its approval showed.
+	grantable bool
 	// workdir: the directory a command runs in (Effect.Reads and
 	// Effect.Writes of a call with a command line).
 	workdir bool
@@ -116,6 +123,7 @@ func (e *Engine) judge(req *Request) *judgement {
 	if req.Effect.Command != "" {
 		j.commandLine(req.Effect.Command)
 	}
+	j.envFacets(req.Effect.Env)
 	for _, h := range req.Effect.Hosts {
 		j.addHost(h, -1)
 	}
@@ -497,6 +505,8 @@ func (j *judgement) decideFacet(f *facet) {
 		j.decideCommand(f)
 	case facetHost:
 		j.decideHost(f)
+	case facetEnv:
+		j.decideEnv(f)
 	default:
 		j.decideCall(f)
 	}
@@ -595,6 +605,8 @@ func (j *judgement) subject(f *facet) string {
 		return "the command line"
 	case facetHost:
 		return "host " + f.host
+	case facetEnv:
+		return "the environment variable " + tools.Preview(f.given, 60)
 	}
 	return j.req.Tool + "." + j.req.Operation
 }
@@ -701,6 +713,8 @@ func (j *judgement) decidePath(f *facet) {
 
 func (j *judgement) decideCommand(f *facet) {
 	c := j.cmds[f.cmd]
+	f.grantable = len(c.problems) == 0 && len(c.env) == 0 && len(c.layers) == 1 && len(c.wrappers) == 0 &&
+		!c.wrapperOnly && !c.dynArgs && !c.privileged && len(j.req.Effect.Env) == 0 && allLiteral(c.args())
 	deny, ask, allow := j.strictest(kindCommand, func(r *rule) bool { return r.commandMatches(c, j.e.home) })
 	if deny != nil {
 		j.byRule(f, deny, tools.RiskHigh)
@@ -801,7 +815,7 @@ func (j *judgement) applyGrants(consume bool) {
 	if len(asks) == 0 {
 		return
 	}
-	used, ok := j.e.grants.cover(j.req.ConversationID, j.req.Tool, j.req.Operation, asks, consume, j.e.now())
+	used, ok := j.e.grants.cover(j.req.ConversationID, j.req.Tool, j.req.Operation, argsKey(j.req.Args), asks, consume, j.e.now())
 	if !ok {
 		return
 	}
@@ -972,7 +986,7 @@ func (j *judgement) scopes() []Scope {
 	seen := map[string]bool{}
 	ttl := j.e.defaultTTL
 	for _, f := range j.facets {
-		if f.decision != Ask || f.hard || len(out) > maxScopes {
+		if f.decision != Ask || f.hard || f.kind == facetEnv || len(out) > maxScopes {
 			continue
 		}
 		s := Scope{Conversation: true, Tool: tool, Operation: op, TTL: ttl}
@@ -982,6 +996,11 @@ func (j *judgement) scopes() []Scope {
 				continue
 			}
 		case facetCommand:
+			// A command grant covers only commands written out in full:
+			// offering one for this command would promise what it cannot keep.
+			if !f.grantable {
+				continue
+			}
 			if s.CommandPrefix = commandPrefix(f.words); s.CommandPrefix == "" {
 				continue
 			}
@@ -1009,14 +1028,16 @@ func describeScope(s Scope) string {
 	case s.PathPrefix != "":
 		what = fmt.Sprintf("%s on paths under %s", target, s.PathPrefix)
 	case s.CommandPrefix != "":
-		what = fmt.Sprintf("%s running commands that start with %q", target, s.CommandPrefix)
+		what = fmt.Sprintf("%s running commands that start with %q, written out in full (no variables, substitutions, wrappers or environment)", target, s.CommandPrefix)
+	case s.Arguments != "":
+		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Preview(s.Arguments, 200))
 	default:
 		what = "every " + target + " call"
 	}
 	if !s.Conversation {
 		return what + ", once"
 	}
-	return fmt.Sprintf("%s, in this conversation for %s (deny rules and sensitive paths still apply)", what, s.TTL)
+	return fmt.Sprintf("%s, in this conversation for %s (deny rules, sensitive paths and what asks in every mode still apply)", what, s.TTL)
 }
 
 // scopeDir is the directory a path grant is narrowed to: the path itself
@@ -1059,6 +1080,27 @@ func commandPrefix(words []string) string {
 		return name + " " + words[1]
 	}
 	return name
+}
+
+// allLiteral reports whether every word is known before the command runs
+// and is no glob.
+func allLiteral(ws []word) bool {
+	for _, w := range ws {
+		if !w.literal || w.glob {
+			return false
+		}
+	}
+	return true
+}
+
+// argsKey is the canonical JSON of a call's arguments, which a grant bound
+// to one exact call compares.
+func argsKey(args map[string]any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func isSubcommand(s string) bool {

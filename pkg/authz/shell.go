@@ -799,31 +799,10 @@ func layerDisplay(ws []word) string {
 	return strings.Join(parts, " ")
 }
 
-// dangerousEnv reports environment variables that change which program
-// runs or make a program run another: PATH, LD_PRELOAD, GIT_SSH_COMMAND...
-func dangerousEnv(name string) bool {
-	switch name {
-	case "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
-		"HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "BROWSER",
-		"SUDO_ASKPASS", "SSH_ASKPASS", "LESSOPEN", "LESSCLOSE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
-		"PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
-		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GOFLAGS", "GOTOOLCHAIN", "RUSTC_WRAPPER",
-		"RUSTC", "CARGO_BUILD_RUSTC_WRAPPER", "MAKEFLAGS", "MFLAGS", "TERMINFO", "GCONV_PATH", "HOSTALIASES",
-		"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
-		"https_proxy", "http_proxy", "all_proxy", "TMOUT":
-		return true
-	}
-	up := strings.ToUpper(name)
-	for _, p := range []string{"LD_", "DYLD_", "GIT_", "NPM_CONFIG_", "BASH_FUNC_", "PIP_", "CARGO_TARGET_"} {
-		if strings.HasPrefix(up, p) {
-			return true
-		}
-	}
-	return false
-}
-
+// checkEnv records an assignment that applies to c: one of a variable that
+// makes programs run code (codeEnv) asks in every mode.
 func checkEnv(c *shellCommand, a assignment) {
-	if dangerousEnv(a.name) {
-		c.addProblem(problem{ruleDangerousEnv, fmt.Sprintf("it sets %s, which changes what programs run", a.name), false})
+	if codeEnv(a.name) {
+		c.addProblem(problem{ruleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.name), true})
 	}
 }

@@ -84,6 +84,7 @@ type Question struct {
 	Choices            []string
 	Approval           bool
 	AuthorizeOperation string
+	AuthorizeArguments string
 }
 
 // Executing says the call runs now.

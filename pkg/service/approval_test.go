@@ -219,7 +219,7 @@ func TestQuestionThroughStream(t *testing.T) {
 	pol := &fakePolicy{}
 	h := start(t, service.Config{Authorizer: pol}, &collab.UserCollaboration{Granter: pol})
 	c := h.open(&pb.Hello{ConversationId: "qc"})
-	c.call("u", "ask_user", `{"prompt":"May I write to /etc/motd?","require_approval":true,"authorize_operation":"file_operations.write_file"}`)
+	c.call("u", "ask_user", `{"prompt":"May I write to /etc/motd?","require_approval":true,"authorize_operation":"file_operations.write_file","authorize_arguments":{"path":"/etc/motd","content":"hi"}}`)
 	evs := c.waitFor("question", func(evs []*pb.ServerEvent) bool {
 		for _, e := range ofCall(evs, "u") {
 			if e.GetInputRequired() != nil {
@@ -239,7 +239,7 @@ func TestQuestionThroughStream(t *testing.T) {
 	}
 	// Wrong request id: refused; the call keeps waiting.
 	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Input{Input: &pb.Input{CallId: "u", RequestId: "nope", Payload: &pb.Input_Text{Text: "yes"}}}})
-	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Input{Input: &pb.Input{CallId: "u", RequestId: q.GetRequestId(), Payload: &pb.Input_Text{Text: "yes, go ahead"}}}})
+	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Input{Input: &pb.Input{CallId: "u", RequestId: q.GetRequestId(), Payload: &pb.Input_Text{Text: "yes"}}}})
 	res, _ := c.end("u")
 	if !res.GetSuccess() || !strings.Contains(res.GetContent()[0].GetText(), "approved") {
 		t.Fatalf("%v", res)

@@ -220,10 +220,14 @@ func effectToPB(e tools.Effect, summary, diff string, cmds []authz.ParsedCommand
 		Diff:    diff,
 		Hosts:   e.Hosts,
 		Summary: summary,
+		Env:     e.Env,
+	}
+	if e.Command != "" && e.Dir != "." {
+		out.WorkingDir = e.Dir
 	}
 	for _, c := range cmds {
 		out.Commands = append(out.Commands, &pb.ParsedCommand{
-			Args: c.Args, Wrappers: c.Wrappers, Redirects: c.Redirects, Decision: c.Decision, Rule: c.Rule,
+			Args: c.Args, Wrappers: c.Wrappers, Redirects: c.Redirects, Decision: c.Decision, Rule: c.Rule, Env: c.Env,
 		})
 	}
 	return out
@@ -277,7 +281,7 @@ func eventToPB(ev *events.Event) *pb.ServerEvent {
 		q := ev.Question
 		out.Event = &pb.ServerEvent_InputRequired{InputRequired: &pb.InputRequired{
 			RequestId: q.RequestID, Prompt: q.Prompt, Choices: q.Choices,
-			Approval: q.Approval, AuthorizeOperation: q.AuthorizeOperation,
+			Approval: q.Approval, AuthorizeOperation: q.AuthorizeOperation, AuthorizeArgumentsJson: q.AuthorizeArguments,
 		}}
 	case ev.Welcome != nil:
 		w := ev.Welcome

@@ -54,5 +54,6 @@ func (s *callSink) Ask(ctx context.Context, q tools.Question) (string, error) {
 		Choices:            q.Choices,
 		Approval:           q.Approval,
 		AuthorizeOperation: q.AuthorizeOperation,
+		AuthorizeArguments: q.AuthorizeArguments,
 	})
 }

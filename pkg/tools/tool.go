@@ -121,6 +121,12 @@ type Effect struct {
 	// to the workspace, or absolute); empty means the workspace root.
 	// Relative paths in the command line start there.
 	Dir string
+	// Env are the environment variables the call sets for Command
+	// (run_command's env). They are part of what runs: policy judges them
+	// (variables that make a shell, git, the dynamic loader or an
+	// interpreter run code ask in every mode and are never covered by a
+	// grant) and approvals show them.
+	Env map[string]string
 	// Hosts are the network hosts a call reaches.
 	Hosts []string
 }
@@ -162,6 +168,9 @@ type Question struct {
 	// ("tool.operation") for the conversation.
 	Approval           bool
 	AuthorizeOperation string
+	// AuthorizeArguments is the canonical JSON of the exact arguments of the
+	// call an approving answer grants.
+	AuthorizeArguments string
 }
 
 // Asker is implemented by sinks whose client can answer questions. A tool

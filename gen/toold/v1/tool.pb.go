@@ -1559,7 +1559,10 @@ type ParsedCommand struct {
 	// The policy decision for this sub-command ("allow", "deny", "ask").
 	Decision string `protobuf:"bytes,4,opt,name=decision,proto3" json:"decision,omitempty"`
 	// The rule that decided it, if any.
-	Rule          string `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	Rule string `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	// Variable assignments that apply to this command ("GOOS=linux", through
+	// env or written before it), as written.
+	Env           []string `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1629,6 +1632,13 @@ func (x *ParsedCommand) GetRule() string {
 	return ""
 }
 
+func (x *ParsedCommand) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
 // Effect describes what a call would do, for policy and for people.
 type Effect struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1645,7 +1655,15 @@ type Effect struct {
 	// Network hosts the call reaches.
 	Hosts []string `protobuf:"bytes,6,rep,name=hosts,proto3" json:"hosts,omitempty"`
 	// One line saying what would happen.
-	Summary       string `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary string `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Environment variables the call sets for its command (run_command's
+	// env). They are part of what runs and are judged by policy: a variable
+	// that makes a shell, git, the dynamic loader or an interpreter run code
+	// asks in every mode and is never covered by a grant.
+	Env map[string]string `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The directory the command runs in, as given (relative to the
+	// workspace); empty for the workspace root.
+	WorkingDir    string `protobuf:"bytes,9,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1725,6 +1743,20 @@ func (x *Effect) GetHosts() []string {
 func (x *Effect) GetSummary() string {
 	if x != nil {
 		return x.Summary
+	}
+	return ""
+}
+
+func (x *Effect) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *Effect) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
 	}
 	return ""
 }
@@ -1847,8 +1879,12 @@ type InputRequired struct {
 	Approval bool `protobuf:"varint,4,opt,name=approval,proto3" json:"approval,omitempty"`
 	// The operation ("tool.operation") an approving answer grants.
 	AuthorizeOperation string `protobuf:"bytes,5,opt,name=authorize_operation,json=authorizeOperation,proto3" json:"authorize_operation,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The exact arguments (JSON) of the one call an approving answer grants;
+	// the grant covers that call only, once, and never a part of it that
+	// asks in every mode.
+	AuthorizeArgumentsJson string `protobuf:"bytes,6,opt,name=authorize_arguments_json,json=authorizeArgumentsJson,proto3" json:"authorize_arguments_json,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *InputRequired) Reset() {
@@ -1912,6 +1948,13 @@ func (x *InputRequired) GetApproval() bool {
 func (x *InputRequired) GetAuthorizeOperation() string {
 	if x != nil {
 		return x.AuthorizeOperation
+	}
+	return ""
+}
+
+func (x *InputRequired) GetAuthorizeArgumentsJson() string {
+	if x != nil {
+		return x.AuthorizeArgumentsJson
 	}
 	return ""
 }
@@ -3129,13 +3172,14 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_ONCE\x10\x01\x12\x15\n" +
-	"\x11KIND_CONVERSATION\x10\x02\"\x8d\x01\n" +
+	"\x11KIND_CONVERSATION\x10\x02\"\x9f\x01\n" +
 	"\rParsedCommand\x12\x12\n" +
 	"\x04args\x18\x01 \x03(\tR\x04args\x12\x1a\n" +
 	"\bwrappers\x18\x02 \x03(\tR\bwrappers\x12\x1c\n" +
 	"\tredirects\x18\x03 \x03(\tR\tredirects\x12\x1a\n" +
 	"\bdecision\x18\x04 \x01(\tR\bdecision\x12\x12\n" +
-	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xc9\x01\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\x12\x10\n" +
+	"\x03env\x18\x06 \x03(\tR\x03env\"\xcf\x02\n" +
 	"\x06Effect\x12\x14\n" +
 	"\x05reads\x18\x01 \x03(\tR\x05reads\x12\x16\n" +
 	"\x06writes\x18\x02 \x03(\tR\x06writes\x12\x18\n" +
@@ -3143,7 +3187,13 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\bcommands\x18\x04 \x03(\v2\x17.toold.v1.ParsedCommandR\bcommands\x12\x12\n" +
 	"\x04diff\x18\x05 \x01(\tR\x04diff\x12\x14\n" +
 	"\x05hosts\x18\x06 \x03(\tR\x05hosts\x12\x18\n" +
-	"\asummary\x18\a \x01(\tR\asummary\"\x9e\x02\n" +
+	"\asummary\x18\a \x01(\tR\asummary\x12+\n" +
+	"\x03env\x18\b \x03(\v2\x19.toold.v1.Effect.EnvEntryR\x03env\x12\x1f\n" +
+	"\vworking_dir\x18\t \x01(\tR\n" +
+	"workingDir\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x02\n" +
 	"\x10RequiresApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12(\n" +
@@ -3153,14 +3203,15 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12/\n" +
 	"\x06scopes\x18\x06 \x03(\v2\x17.toold.v1.ApprovalScopeR\x06scopes\x129\n" +
 	"\n" +
-	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xad\x01\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe7\x01\n" +
 	"\rInputRequired\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x18\n" +
 	"\achoices\x18\x03 \x03(\tR\achoices\x12\x1a\n" +
 	"\bapproval\x18\x04 \x01(\bR\bapproval\x12/\n" +
-	"\x13authorize_operation\x18\x05 \x01(\tR\x12authorizeOperation\"\x1d\n" +
+	"\x13authorize_operation\x18\x05 \x01(\tR\x12authorizeOperation\x128\n" +
+	"\x18authorize_arguments_json\x18\x06 \x01(\tR\x16authorizeArgumentsJson\"\x1d\n" +
 	"\tExecuting\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\xc7\x01\n" +
 	"\vOutputChunk\x124\n" +
@@ -3301,7 +3352,7 @@ func file_toold_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_toold_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_toold_v1_tool_proto_goTypes = []any{
 	(ApprovalMode)(0),             // 0: toold.v1.ApprovalMode
 	(RiskLevel)(0),                // 1: toold.v1.RiskLevel
@@ -3340,9 +3391,10 @@ var file_toold_v1_tool_proto_goTypes = []any{
 	(*ToolSpec)(nil),              // 34: toold.v1.ToolSpec
 	(*ListToolsResponse)(nil),     // 35: toold.v1.ListToolsResponse
 	nil,                           // 36: toold.v1.ToolCall.TraceContextEntry
-	(*structpb.Struct)(nil),       // 37: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	nil,                           // 37: toold.v1.Effect.EnvEntry
+	(*structpb.Struct)(nil),       // 38: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
 }
 var file_toold_v1_tool_proto_depIdxs = []int32{
 	7,  // 0: toold.v1.ClientMessage.hello:type_name -> toold.v1.Hello
@@ -3351,11 +3403,11 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	10, // 3: toold.v1.ClientMessage.cancel:type_name -> toold.v1.Cancel
 	11, // 4: toold.v1.ClientMessage.input:type_name -> toold.v1.Input
 	0,  // 5: toold.v1.Hello.approval_mode:type_name -> toold.v1.ApprovalMode
-	37, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
-	38, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
+	38, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
+	39, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
 	36, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
-	38, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
-	39, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
+	39, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
+	40, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
 	13, // 11: toold.v1.ServerEvent.welcome:type_name -> toold.v1.Welcome
 	14, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
 	18, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
@@ -3366,42 +3418,43 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	30, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
 	31, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
 	0,  // 20: toold.v1.Welcome.approval_mode:type_name -> toold.v1.ApprovalMode
-	38, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
+	39, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
 	1,  // 22: toold.v1.ToolCallStart.risk:type_name -> toold.v1.RiskLevel
 	4,  // 23: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
-	38, // 24: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
+	39, // 24: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
 	16, // 25: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
-	17, // 26: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
-	1,  // 27: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
-	15, // 28: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
-	39, // 29: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 30: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
-	21, // 31: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
-	24, // 32: toold.v1.Content.blob:type_name -> toold.v1.Blob
-	2,  // 33: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
-	23, // 34: toold.v1.ToolResult.content:type_name -> toold.v1.Content
-	37, // 35: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
-	27, // 36: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
-	25, // 37: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
-	38, // 38: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
-	26, // 39: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
-	37, // 40: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
-	28, // 41: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
-	2,  // 42: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
-	3,  // 43: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
-	1,  // 44: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
-	33, // 45: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
-	1,  // 46: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
-	34, // 47: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
-	32, // 48: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
-	6,  // 49: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
-	35, // 50: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
-	12, // 51: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
-	50, // [50:52] is the sub-list for method output_type
-	48, // [48:50] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	37, // 26: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
+	17, // 27: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
+	1,  // 28: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
+	15, // 29: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
+	40, // 30: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 31: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
+	21, // 32: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
+	24, // 33: toold.v1.Content.blob:type_name -> toold.v1.Blob
+	2,  // 34: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
+	23, // 35: toold.v1.ToolResult.content:type_name -> toold.v1.Content
+	38, // 36: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
+	27, // 37: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
+	25, // 38: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
+	39, // 39: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
+	26, // 40: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
+	38, // 41: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
+	28, // 42: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
+	2,  // 43: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
+	3,  // 44: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
+	1,  // 45: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
+	33, // 46: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
+	1,  // 47: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
+	34, // 48: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
+	32, // 49: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
+	6,  // 50: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
+	35, // 51: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
+	12, // 52: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
+	51, // [51:53] is the sub-list for method output_type
+	49, // [49:51] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_tool_proto_init() }
@@ -3447,7 +3500,7 @@ func file_toold_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_tool_proto_rawDesc), len(file_toold_v1_tool_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

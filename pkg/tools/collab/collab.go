@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,9 +17,12 @@ import (
 )
 
 // UserCollaboration asks the person a question. When the question asks for
-// approval of a named operation ("tool.operation") and the answer approves,
-// it records a one-time grant for that operation in the conversation: the
-// next matching call runs without asking, and consumes the grant.
+// approval of one exact call (authorize_operation "tool.operation" with its
+// authorize_arguments) and the answer is a plain yes, it records a one-time
+// grant bound to that call in the conversation: the next call of that
+// operation with exactly those arguments runs without asking (unless a part
+// of it asks in every mode), and consumes the grant. The question shows the
+// person the call exactly.
 type UserCollaboration struct {
 	// Granter records grants; nil disables authorize_operation.
 	Granter authz.Granter
@@ -34,7 +38,8 @@ var schema = json.RawMessage(`{
     "prompt": {"type": "string", "minLength": 1, "description": "The question for the person. Say what you want to do and why."},
     "choices": {"type": "array", "items": {"type": "string"}, "maxItems": 10, "description": "Suggested answers, if the question has a few."},
     "require_approval": {"type": "boolean", "description": "True when you are asking permission; the answer is then judged as approve or reject."},
-    "authorize_operation": {"type": "string", "pattern": "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)?$", "description": "With require_approval: the operation an approving answer lets you run once, as tool.operation (e.g. file_operations.write_file)."}
+    "authorize_operation": {"type": "string", "pattern": "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)?$", "description": "With require_approval: the operation of the one call an approving answer lets you run once, as tool.operation (e.g. terminal_operations.run_command)."},
+    "authorize_arguments": {"type": "object", "description": "With authorize_operation: the exact arguments of that call. The approval covers only a call with exactly these arguments, once."}
   },
   "required": ["prompt"],
   "additionalProperties": false
@@ -57,10 +62,11 @@ func (*UserCollaboration) Spec() tools.Spec {
 }
 
 type args struct {
-	Prompt             string   `json:"prompt"`
-	Choices            []string `json:"choices"`
-	RequireApproval    bool     `json:"require_approval"`
-	AuthorizeOperation string   `json:"authorize_operation"`
+	Prompt             string         `json:"prompt"`
+	Choices            []string       `json:"choices"`
+	RequireApproval    bool           `json:"require_approval"`
+	AuthorizeOperation string         `json:"authorize_operation"`
+	AuthorizeArguments map[string]any `json:"authorize_arguments"`
 }
 
 // Describe implements tools.Tool.
@@ -91,6 +97,19 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		if !opPattern.MatchString(a.AuthorizeOperation) {
 			return nil, errdefs.Invalid("/authorize_operation", "pattern", "authorize_operation must be tool.operation, e.g. file_operations.write_file")
 		}
+		if a.AuthorizeArguments == nil {
+			return nil, errdefs.Invalid("/authorize_arguments", "dependentRequired", "authorize_operation needs authorize_arguments: the exact arguments of the call you ask to run, so the person approves exactly that call")
+		}
+	} else if a.AuthorizeArguments != nil {
+		return nil, errdefs.Invalid("/authorize_arguments", "dependentRequired", "authorize_arguments needs authorize_operation")
+	}
+	argsJSON := ""
+	if a.AuthorizeArguments != nil {
+		b, err := json.Marshal(call.Args["authorize_arguments"])
+		if err != nil {
+			return nil, errdefs.Invalid("/authorize_arguments", "type", "authorize_arguments must be a JSON object")
+		}
+		argsJSON = string(b)
 	}
 	ttl := u.TTL
 	if ttl <= 0 {
@@ -99,13 +118,14 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 	prompt := a.Prompt
 	if a.AuthorizeOperation != "" {
 		// Say exactly what an approving answer grants.
-		prompt += fmt.Sprintf("\n\n(Approving lets the agent run %s once within %s.)", a.AuthorizeOperation, ttl)
+		prompt += fmt.Sprintf("\n\n(Answering yes lets the agent run %s once within %s with exactly these arguments: %s. Anything else is asked again.)", a.AuthorizeOperation, ttl, argsJSON)
 	}
 	answer, err := asker.Ask(ctx, tools.Question{
 		Prompt:             prompt,
 		Choices:            a.Choices,
 		Approval:           a.RequireApproval,
 		AuthorizeOperation: a.AuthorizeOperation,
+		AuthorizeArguments: argsJSON,
 	})
 	if err != nil {
 		return nil, err
@@ -127,14 +147,14 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		if a.AuthorizeOperation != "" {
 			tool, op, _ := strings.Cut(a.AuthorizeOperation, ".")
 			g, err := u.Granter.Grant(call.ConversationID, authz.Scope{
-				Tool: tool, Operation: op,
-				Description: fmt.Sprintf("%s once, granted through user_collaboration", a.AuthorizeOperation),
+				Tool: tool, Operation: op, Arguments: argsJSON,
+				Description: fmt.Sprintf("%s once with exactly the arguments %s, granted through user_collaboration", a.AuthorizeOperation, tools.Preview(argsJSON, 200)),
 			}, true, ttl, "user_collaboration")
 			if err != nil {
 				return nil, err
 			}
 			res.Structured["grant_id"] = g.ID
-			res.Text += fmt.Sprintf("\nYou may now run %s once (within %s).", a.AuthorizeOperation, ttl)
+			res.Text += fmt.Sprintf("\nYou may now run %s once (within %s) with exactly the arguments you asked about; any other call is judged as usual.", a.AuthorizeOperation, ttl)
 		}
 	}
 	return res, nil
@@ -145,24 +165,20 @@ var (
 	no  = []string{"no", "n", "cancel", "stop", "deny", "denied", "reject", "don't", "do not", "abort", "never"}
 )
 
-// judge reads an answer as approve or reject, as seed 001 does: by its
-// first words, case-insensitively. An answer that is neither is undecided,
-// and grants nothing.
+// judge reads an answer as approve or reject, as seed 001 does:
+// case-insensitively. A rejection may go on ("no, use make instead"); an
+// approval is only a plain yes ("yes", "OK!"): "yes, but only go test"
+// approves something else than what was asked, so it is undecided and
+// grants nothing. An answer that is neither is undecided.
 func judge(answer string) (approved, decided bool) {
 	a := strings.ToLower(strings.TrimSpace(answer))
-	a = strings.TrimRight(a, ".!")
-	match := func(words []string) bool {
-		for _, w := range words {
-			if a == w || strings.HasPrefix(a, w+" ") || strings.HasPrefix(a, w+",") {
-				return true
-			}
+	a = strings.TrimSpace(strings.TrimRight(a, ".! "))
+	for _, w := range no {
+		if a == w || strings.HasPrefix(a, w+" ") || strings.HasPrefix(a, w+",") {
+			return false, true
 		}
-		return false
 	}
-	switch {
-	case match(no):
-		return false, true
-	case match(yes):
+	if slices.Contains(yes, a) {
 		return true, true
 	}
 	return false, false

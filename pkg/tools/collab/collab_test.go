@@ -52,12 +52,19 @@ func TestUserCollaboration(t *testing.T) {
 		wantErr   error
 	}{
 		{name: "question", args: map[string]any{"prompt": "Which port?", "choices": []any{"80", "8080"}}, answer: "8080", wantText: "User response: 8080"},
-		{name: "approval yes", args: map[string]any{"prompt": "May I write /etc/x?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
-			answer: "Yes, proceed", wantText: "You may now run file_operations.write_file once", wantGrant: true},
-		{name: "approval no", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
+		{name: "approval yes", args: map[string]any{"prompt": "May I write /etc/x?", "require_approval": true, "authorize_operation": "file_operations.write_file", "authorize_arguments": map[string]any{"path": "/etc/x", "content": "x"}},
+			answer: "Yes!", wantText: "You may now run file_operations.write_file once", wantGrant: true},
+		{name: "approval no", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file", "authorize_arguments": map[string]any{"path": "x"}},
 			answer: "no, not now", wantText: "did not approve"},
-		{name: "approval unclear grants nothing", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file"},
+		{name: "approval unclear grants nothing", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "file_operations.write_file", "authorize_arguments": map[string]any{"path": "x"}},
 			answer: "hmm, what for?", wantText: "neither a clear yes nor no"},
+		// A qualified yes approves something else than the call asked about.
+		{name: "qualified yes grants nothing", args: map[string]any{"prompt": "May I run it?", "require_approval": true, "authorize_operation": "terminal_operations.run_command", "authorize_arguments": map[string]any{"command": "rm -rf build"}},
+			answer: "yes, but only go test", wantText: "neither a clear yes nor no"},
+		{name: "yes then more grants nothing", args: map[string]any{"prompt": "May I run it?", "require_approval": true, "authorize_operation": "terminal_operations.run_command", "authorize_arguments": map[string]any{"command": "rm -rf build"}},
+			answer: "Yes, proceed with everything", wantText: "neither a clear yes nor no"},
+		{name: "operation without arguments", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_operation": "terminal_operations.run_command"}, wantErr: errdefs.ErrInvalidArgument},
+		{name: "arguments without operation", args: map[string]any{"prompt": "May I?", "require_approval": true, "authorize_arguments": map[string]any{"command": "ls"}}, wantErr: errdefs.ErrInvalidArgument},
 		{name: "approval without operation", args: map[string]any{"prompt": "Continue?", "require_approval": true}, answer: "ok", wantText: "The user approved: ok"},
 		{name: "operation without approval", args: map[string]any{"prompt": "x", "authorize_operation": "file_operations.write_file"}, wantErr: errdefs.ErrInvalidArgument},
 	}
@@ -84,10 +91,12 @@ func TestUserCollaboration(t *testing.T) {
 			}
 			if tt.wantGrant {
 				gr := g.got[0]
-				if !gr.Once || gr.Scope.Tool != "file_operations" || gr.Scope.Operation != "write_file" || gr.ConversationID != "conv" || gr.GrantedBy != "user_collaboration" {
+				if !gr.Once || gr.Scope.Tool != "file_operations" || gr.Scope.Operation != "write_file" || gr.ConversationID != "conv" || gr.GrantedBy != "user_collaboration" ||
+					gr.Scope.Arguments != `{"content":"x","path":"/etc/x"}` {
 					t.Fatalf("grant = %+v", gr)
 				}
-				if q := sink.asked[0]; !q.Approval || !strings.Contains(q.Prompt, "once within 1m0s") {
+				if q := sink.asked[0]; !q.Approval || !strings.Contains(q.Prompt, `once within 1m0s with exactly these arguments: {"content":"x","path":"/etc/x"}`) ||
+					q.AuthorizeArguments != `{"content":"x","path":"/etc/x"}` {
 					t.Fatalf("question = %+v: the person must see exactly what is granted", q)
 				}
 			}
@@ -108,7 +117,8 @@ func TestJudge(t *testing.T) {
 		in                string
 		approved, decided bool
 	}{
-		{"yes", true, true}, {"Y", true, true}, {"OK!", true, true}, {"go ahead", true, true},
+		{"yes", true, true}, {"Y", true, true}, {"OK!", true, true}, {"go ahead", true, true}, {" Yes. ", true, true},
+		{"yes, but only go test", false, false}, {"yes and also delete the rest", false, false}, {"ok but not that", false, false},
 		{"No.", false, true}, {"don't", false, true}, {"cancel that", false, true},
 		{"yesterday", false, false}, {"nope", false, false}, {"", false, false}, {"maybe", false, false},
 	} {

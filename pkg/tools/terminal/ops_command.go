@@ -39,7 +39,15 @@ var runCommandOp = &operation{
 		if bg, _ := call.Args["is_background"].(bool); bg {
 			d = "Starting in the background: " + tools.Preview(cmd, 60)
 		}
-		return tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir}
+		e := tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir}
+		if env, ok := call.Args["env"].(map[string]any); ok && len(env) > 0 {
+			e.Env = make(map[string]string, len(env))
+			for k, v := range env {
+				s, _ := v.(string)
+				e.Env[k] = s
+			}
+		}
+		return e
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
 		var a struct {
