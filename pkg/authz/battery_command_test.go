@@ -115,7 +115,7 @@ var cmdBattery = []cmdCase{
 	{"wrapper", auto, "nix-shell --run 'rm -rf /'", authz.Deny, ""},
 	{"wrapper", auto, "git -C . status && sudo rm -rf /", authz.Deny, ""},
 	{"wrapper", auto, "/usr/bin/sudo /bin/rm -rf /", authz.Deny, ""},
-	{"wrapper", auto, "xargs rm -rf < list.txt", authz.Ask, "builtin:dynamic-arguments"},
+	{"wrapper", auto, "xargs rm -rf < list.txt", authz.Ask, "builtin:dynamic-target"},
 	{"wrapper", auto, "echo / | xargs rm -rf", authz.Ask, ""},
 	{"wrapper", auto, "sudo ls", authz.Ask, "builtin:privileged"},
 	{"wrapper", yolo, "sudo ls", authz.Ask, "builtin:privileged"},

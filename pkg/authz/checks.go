@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -96,8 +97,21 @@ func checkCommand(c *shellCommand) {
 		c.addProblem(problem{ruleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
 	case "cd", "pushd":
 		judgeCd(c, args)
-	case "alias", "bind", "complete", "enable", "hash":
+	case "alias", "bind", "enable":
+		if len(args) > 1 {
+			c.addProblem(problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
+		}
+	case "complete":
 		c.addProblem(problem{ruleExecOption, name + " changes what later commands run", false})
+	case "hash":
+		for _, w := range args[1:] {
+			if !w.literal || strings.HasPrefix(w.text, "-p") || (strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "p")) {
+				c.addProblem(problem{ruleExecOption, "hash -p makes a command name run another program", true})
+				break
+			}
+		}
+	case "fc", "history", "shopt", "set":
+		judgeShellState(c, name, args)
 	case "awk", "gawk", "mawk", "nawk":
 		judgeAwk(c, args)
 	case "sed", "gsed":
@@ -117,6 +131,82 @@ func checkCommand(c *shellCommand) {
 	}
 	if c.dynArgs {
 		c.addProblem(problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", false})
+	}
+}
+
+// safeShopt are shell options that change nothing the judge relies on;
+// others (dotglob, nocaseglob, cdable_vars, expand_aliases, ...) change
+// which files a glob names, where cd goes or what a name runs.
+var safeShopt = []string{"nullglob", "failglob", "extglob", "globstar", "inherit_errexit", "lastpipe", "nocasematch",
+	"checkwinsize", "histappend", "cmdhist", "lithist", "pipefail", "errexit", "nounset", "xtrace", "verbose",
+	"noclobber", "errtrace", "functrace", "vi", "emacs", "posix", "notify", "monitor", "ignoreeof", "huponexit"}
+
+// safeSetFlags are set's single-letter options that change nothing the
+// judge relies on.
+const safeSetFlags = "euxvCETbm"
+
+// judgeShellState asks for builtins that change how later commands are
+// read or rerun what was typed before: fc and history -s (a command from
+// history runs unjudged), shopt -s dotglob/cdable_vars/expand_aliases, set
+// -k (arguments become environment), set -a, set +B.
+func judgeShellState(c *shellCommand, name string, args []word) {
+	hard := func(why string) {
+		c.addProblem(problem{ruleExecOption, why, true})
+	}
+	for _, w := range args[1:] {
+		if !w.literal {
+			hard(name + " has an argument only known when it runs")
+			return
+		}
+	}
+	switch name {
+	case "fc":
+		for _, w := range args[1:] {
+			if w.text == "-l" || (strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "l")) {
+				return
+			}
+		}
+		hard("fc runs commands from the shell's history, which cannot be judged")
+	case "history":
+		for _, w := range args[1:] {
+			if strings.HasPrefix(w.text, "-") && strings.ContainsAny(w.text, "srnp") {
+				hard("history " + w.text + " puts commands into the shell's history, to be run later unjudged")
+				return
+			}
+		}
+	case "shopt":
+		set := false
+		for _, w := range args[1:] {
+			t := w.text
+			switch {
+			case strings.HasPrefix(t, "-"):
+				set = set || strings.ContainsAny(t, "su")
+			case set && !slices.Contains(safeShopt, t):
+				hard("shopt " + t + " changes how the shell reads later commands (globs, cd, aliases), which the judge cannot follow")
+				return
+			}
+		}
+	case "set":
+		for i := 1; i < len(args); i++ {
+			t := args[i].text
+			if t == "--" || t == "-" || len(t) < 2 || (t[0] != '-' && t[0] != '+') {
+				return // positional parameters follow
+			}
+			for _, ch := range t[1:] {
+				if ch == 'o' {
+					if i+1 < len(args) && !slices.Contains(safeShopt, args[i+1].text) {
+						hard("set -o " + args[i+1].text + " changes how the shell reads later commands, which the judge cannot follow")
+						return
+					}
+					i++
+					continue
+				}
+				if !strings.ContainsRune(safeSetFlags, ch) {
+					hard(fmt.Sprintf("set %c%c changes how the shell reads later commands, which the judge cannot follow", t[0], ch))
+					return
+				}
+			}
+		}
 	}
 }
 

@@ -189,7 +189,7 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 
 // commandLine adds the commands of a command line and what they touch.
 func (j *judgement) commandLine(line string) {
-	pl := parseCommandLine(line, j.e.home)
+	pl := parseLine(line, j.e.home, j.req.Effect.Interactive)
 	for _, pr := range pl.problems {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
 			rule: pr.rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.reason})
@@ -206,36 +206,67 @@ func (j *judgement) commandLine(line string) {
 		}
 	}
 	j.dirs = []string{base}
-	// Relative paths are resolved from every directory the line changes
-	// to, as well as from where it starts.
+	// Relative paths are resolved from every directory the line may be in:
+	// where it starts and wherever a cd or pushd may take it, each cd taken
+	// from every directory known before it, and both as bash's cd reads
+	// its argument (logically: a/.. is removed before symlinks are
+	// followed) and as the kernel does (physically).
 	for _, c := range j.cmds {
 		if n := c.name(); (n == "cd" || n == "pushd") && !c.wrapperOnly {
 			for _, w := range c.args()[1:] {
 				if w.literal && !strings.HasPrefix(w.text, "-") {
-					j.addDir(&j.dirs, w.text, base)
+					for _, d := range slices.Clone(j.dirs) {
+						j.addDir(&j.dirs, w.text, d)
+					}
 					break
 				}
 			}
 		}
+		if n := c.name(); (n == "popd" || (n == "pushd" && pushdRotates(c))) && j.req.Dir != "" {
+			c.addProblem(problem{ruleCd, n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", true})
+		}
+	}
+	if len(j.dirs) > maxDirs {
+		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
+			rule: ruleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
+		j.dirs = j.dirs[:maxDirs]
 	}
 	for i, c := range j.cmds {
 		j.commandFacets(i, c)
 	}
 }
 
-// addDir adds the directory p (relative to base) to dirs.
+// maxDirs bounds the directories a command line is judged in.
+const maxDirs = 64
+
+// addDir adds the directory p (relative to base) to dirs, resolved
+// physically (as the kernel resolves a path) and logically (as bash's cd
+// does by default: "a/.." is removed as text before symlinks are
+// followed, so cd a/.. never enters a's target).
 func (j *judgement) addDir(dirs *[]string, p, base string) {
 	p = j.expandHome(p)
 	if !filepath.IsAbs(p) {
 		p = base + "/" + p
 	}
-	loc, err := j.e.ws.Resolve(p)
-	if err != nil || !loc.Exists || slices.Contains(*dirs, loc.Abs) {
-		return
+	for _, cand := range []string{p, filepath.Clean(p)} {
+		loc, err := j.e.ws.Resolve(cand)
+		if err != nil || !loc.Exists || slices.Contains(*dirs, loc.Abs) || len(*dirs) > maxDirs {
+			continue
+		}
+		if fi, err := os.Stat(loc.Abs); err == nil && fi.IsDir() {
+			*dirs = append(*dirs, loc.Abs)
+		}
 	}
-	if fi, err := os.Stat(loc.Abs); err == nil && fi.IsDir() {
-		*dirs = append(*dirs, loc.Abs)
+}
+
+// pushdRotates reports pushd without a directory (swap) or with +N / -N.
+func pushdRotates(c *shellCommand) bool {
+	args := c.args()
+	if len(args) == 1 {
+		return true
 	}
+	t := args[1].text
+	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && isNumber(t[1:])
 }
 
 // commandFacets adds command c (index i) and the paths and hosts it names.
@@ -250,7 +281,9 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 	dirs := slices.Clone(j.dirs)
 	for _, w := range c.cwds {
 		if w.literal {
-			j.addDir(&dirs, w.text, j.dirs[0])
+			for _, d := range j.dirs {
+				j.addDir(&dirs, w.text, d)
+			}
 		}
 	}
 	if !c.wrapperOnly && len(args) > 0 {
@@ -718,6 +751,11 @@ func (j *judgement) decideCommand(f *facet) {
 	deny, ask, allow := j.strictest(kindCommand, func(r *rule) bool { return r.commandMatches(c, j.e.home) })
 	if deny != nil {
 		j.byRule(f, deny, tools.RiskHigh)
+		return
+	}
+	if r := j.runtimeRule(c); r != nil {
+		f.hard = true
+		j.set(f, Ask, ruleDynamicTarget, j.subject(f)+": "+runtimeReason(r), tools.RiskHigh)
 		return
 	}
 	if p, ok := c.hardProblem(); ok {

@@ -59,8 +59,8 @@ type word struct {
 	// glob reports unquoted glob characters (* ? [ or an extended glob).
 	glob bool
 	// prefix is the literal text before the first run-time part of a word
-	// that is not literal.
-	prefix string
+	// that is not literal; suffix the literal text after its last one.
+	prefix, suffix string
 	// src is the word as written.
 	src string
 	// subst reports a command or process substitution in the word.
@@ -201,11 +201,34 @@ type lineParser struct {
 	home     string
 	commands []*shellCommand
 	problems []problem
+	// interactive: the line is typed into an interactive shell (a
+	// terminal session), where history expansion, aliases and completion
+	// apply.
+	interactive bool
+}
+
+// addHard records a problem of the whole line that asks in every mode.
+func (p *lineParser) addHard(pr problem) {
+	for _, q := range p.problems {
+		if q == pr {
+			return
+		}
+	}
+	p.problems = append(p.problems, pr)
 }
 
 // parseCommandLine takes a command line apart; home expands ~.
 func parseCommandLine(line, home string) *parsedLine {
-	p := &lineParser{home: home}
+	return parseLine(line, home, false)
+}
+
+// parseLine takes a command line apart; home expands ~; interactive says
+// the line is typed into an interactive shell.
+func parseLine(line, home string, interactive bool) *parsedLine {
+	p := &lineParser{home: home, interactive: interactive}
+	if interactive {
+		p.interactiveChecks(line)
+	}
 	cmds := p.parse(line, 0, nil)
 	if len(cmds) > maxCommands {
 		p.problems = append(p.problems, problem{ruleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
@@ -274,6 +297,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 	}
 
 	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*shellCommand{}}
+	bp.homeChanges(f)
 	bp.collect(f)
 	bp.pipes(f)
 	bp.functions(f)
@@ -283,6 +307,68 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 		}
 	}
 	return bp.order
+}
+
+// homeChanges asks when the line changes HOME in a way other than an
+// assignment (which checkEnv sees): ~ and $HOME are judged as toold's
+// home, so a line that points HOME elsewhere cannot be judged.
+func (b *blockParser) homeChanges(f *syntax.File) {
+	hard := func(how string) {
+		b.p.addHard(problem{ruleDangerousEnv, "it changes HOME (" + how + "), so what ~ and $HOME name cannot be judged", true})
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.WordIter:
+			if x.Name != nil && x.Name.Value == "HOME" {
+				hard("for HOME in")
+			}
+		case *syntax.ParamExp:
+			if x.Param != nil && x.Param.Value == "HOME" && x.Exp != nil &&
+				(x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
+				hard("${HOME:=...}")
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) < 2 {
+				return true
+			}
+			switch name := x.Args[0].Lit(); name {
+			case "read", "unset", "printf", "getopts", "mapfile", "readarray", "let", "declare", "typeset", "local", "export", "readonly":
+				for _, w := range x.Args[1:] {
+					lit := w.Lit()
+					if lit == "HOME" || strings.HasPrefix(lit, "HOME=") || strings.HasPrefix(lit, "HOME+=") || strings.HasPrefix(lit, "HOME[") {
+						hard(name + " HOME")
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// interactiveChecks asks for what an interactive shell does to a typed line
+// before parsing it: history expansion (!!, !rm, ^old^new) runs commands
+// typed earlier, and a tab completes words the judge never sees.
+func (p *lineParser) interactiveChecks(line string) {
+	if strings.IndexByte(line, '\t') >= 0 {
+		p.addHard(problem{ruleUnparseable, "it contains a tab, which an interactive shell completes into text that cannot be judged", true})
+	}
+	for _, l := range strings.Split(line, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "^") {
+			p.addHard(problem{ruleUnparseable, "^old^new reruns the previous command changed, which cannot be judged", true})
+		}
+	}
+	inSingle := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '\\' && !inSingle:
+			i++
+		case c == '\'':
+			inSingle = !inSingle
+		case c == '!' && !inSingle && i+1 < len(line) && !strings.ContainsRune(" \t\n=(", rune(line[i+1])):
+			p.addHard(problem{ruleUnparseable, "history expansion (" + line[i:min(len(line), i+4)] + "…) reruns commands typed earlier, which cannot be judged", true})
+			return
+		}
+	}
 }
 
 // inherit applies what the wrapper parent implies to c, a command of the
@@ -627,12 +713,14 @@ func (b *blockParser) words(w *syntax.Word) ([]word, bool) {
 func (b *blockParser) evalWord(w *syntax.Word, assign bool) word {
 	out := word{literal: true, src: b.text(w)}
 	var sb strings.Builder
+	lastDyn := 0
 	dynamic := func(part syntax.Node) {
 		if out.literal {
 			out.prefix = sb.String()
 		}
 		out.literal = false
 		sb.WriteString(b.text(part))
+		lastDyn = sb.Len()
 	}
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -690,6 +778,9 @@ func (b *blockParser) evalWord(w *syntax.Word, assign bool) word {
 		}
 	}
 	out.text = sb.String()
+	if !out.literal {
+		out.suffix = out.text[lastDyn:]
+	}
 	if assign && out.literal && strings.HasPrefix(out.text, "~") {
 		out.text = b.tilde(out.text, true)
 	}
@@ -731,6 +822,9 @@ func (b *blockParser) tilde(s string, whole bool) string {
 		}
 		return b.p.home + rest
 	case name == "+" || name == "-":
+		// ~+ is $PWD and ~- is $OLDPWD: bash expands them when the
+		// command runs, so the word is judged as only known then.
+		b.p.addHard(problem{ruleDynamicPath, fmt.Sprintf("%s names the current or previous directory, which bash expands when it runs", prefix), true})
 		return s
 	}
 	u, err := user.Lookup(name)

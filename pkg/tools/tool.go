@@ -121,6 +121,10 @@ type Effect struct {
 	// to the workspace, or absolute); empty means the workspace root.
 	// Relative paths in the command line start there.
 	Dir string
+	// Interactive says Command is typed into an interactive shell (a
+	// terminal session), where history expansion (!!), aliases and tab
+	// completion change what runs; policy asks for what it cannot follow.
+	Interactive bool
 	// Env are the environment variables the call sets for Command
 	// (run_command's env). They are part of what runs: policy judges them
 	// (variables that make a shell, git, the dynamic loader or an

@@ -1,0 +1,193 @@
+package authz
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Values known only at run time. A rule that denies "rm -rf /" must also
+// hold for "rm -rf $(echo /)", "rm -rf ${x:-/}" and "echo / | xargs rm -rf":
+// toold cannot know those values, so a command that a deny or ask rule
+// would match for some value of its run-time words asks in every mode, and
+// no grant covers it.
+
+// ruleDynamicTarget names that decision.
+const ruleDynamicTarget = "builtin:dynamic-target"
+
+// unknownWord stands for words a wrapper adds when the command runs (xargs
+// appends its input; find -exec replaces {}).
+var unknownWord = word{src: "…"}
+
+// runtimeWords returns c's words in layer l with the words only known at
+// run time marked; ok is false when none is.
+func runtimeWords(c *shellCommand, l []word, last bool) ([]word, bool) {
+	dyn := false
+	out := make([]word, 0, len(l)+1)
+	for _, w := range l {
+		switch {
+		case !w.literal:
+			dyn = true
+		case c.dynArgs && strings.Contains(w.text, "{}"):
+			w = word{src: w.src, prefix: w.text[:strings.Index(w.text, "{}")], suffix: w.text[strings.LastIndex(w.text, "{}")+2:]}
+			dyn = true
+		}
+		out = append(out, w)
+	}
+	if c.dynArgs && last {
+		out = append(out, unknownWord)
+		dyn = true
+	}
+	return out, dyn
+}
+
+// mayMatch reports whether the pattern would match words for some value of
+// their run-time words: such a word may be any flag, and may stand for any
+// one positional word its literal beginning and end allow (or, when it has
+// neither, for any number of words).
+func (p *cmdPattern) mayMatch(words []word, home string) bool {
+	if len(words) == 0 || !words[0].literal || words[0].glob {
+		return false
+	}
+	name := words[0].text
+	if p.nameSlash {
+		if !p.name.match(name) && !p.name.match(path.Clean(name)) {
+			return false
+		}
+	} else if !p.name.match(path.Base(name)) {
+		return false
+	}
+	sh := shapeOf(words)
+	anyFlag := false
+	for _, w := range sh.pos {
+		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) {
+			anyFlag = true
+		}
+	}
+	for _, alts := range p.flags {
+		if !anyFlag && !sh.hasFlag(alts) {
+			return false
+		}
+	}
+	return maySeq(p.pos, sh.pos, home)
+}
+
+// maySeq is matchSeq where run-time words may match.
+func maySeq(pats []*wordGlob, ws []word, home string) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	if pats[0] == nil {
+		for k := 0; k <= len(ws); k++ {
+			if maySeq(pats[1:], ws[k:], home) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(ws) == 0 {
+		return false
+	}
+	w := ws[0]
+	if w.literal {
+		return matchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
+	}
+	if w.prefix == "" && w.suffix == "" {
+		// It may split into any number of words, or none.
+		for k := 0; k <= len(pats); k++ {
+			if maySeq(pats[k:], ws[1:], home) {
+				return true
+			}
+		}
+		return false
+	}
+	return pats[0].mayMatch(w) && maySeq(pats[1:], ws[1:], home)
+}
+
+// mayMatch reports whether the glob could match a word that starts with
+// w.prefix and ends with w.suffix.
+func (g *wordGlob) mayMatch(w word) bool {
+	if g.any {
+		return true
+	}
+	for _, alt := range splitUnescaped(g.src, '|') {
+		lit := strings.ReplaceAll(alt, `\`, "")
+		pre, suf := lit, lit
+		if i := strings.IndexAny(alt, "*?["); i >= 0 {
+			pre = strings.ReplaceAll(alt[:i], `\`, "")
+			j := strings.LastIndexAny(alt, "*?]")
+			suf = strings.ReplaceAll(alt[j+1:], `\`, "")
+		}
+		if (strings.HasPrefix(pre, w.prefix) || strings.HasPrefix(w.prefix, pre)) &&
+			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayMatchCommand reports whether a deny or ask rule would match c for some
+// value of its run-time words.
+func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
+	if r.piped && !c.piped {
+		return false
+	}
+	if len(r.pipedFrom) > 0 {
+		found := false
+		for _, n := range c.pipedFrom {
+			if anyGlob(r.pipedFrom, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for i, l := range c.layers {
+		ws, dyn := runtimeWords(c, l, i == len(c.layers)-1)
+		if !dyn {
+			continue
+		}
+		for _, p := range r.commands {
+			if p.mayMatch(ws, home) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runtimeRule returns the first deny rule, else the first ask rule, that
+// would match c for some value of its run-time words.
+func (j *judgement) runtimeRule(c *shellCommand) *rule {
+	var ask *rule
+	for _, r := range j.e.rules {
+		if r.kind() != kindCommand || r.decision == Allow || !r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) {
+			continue
+		}
+		if !r.mayMatchCommand(c, j.e.home) {
+			continue
+		}
+		if r.decision == Deny {
+			return r
+		}
+		if ask == nil {
+			ask = r
+		}
+	}
+	return ask
+}
+
+// runtimeReason explains a run-time match of r.
+func runtimeReason(r *rule) string {
+	what := "would be denied"
+	if r.decision == Ask {
+		what = "would need approval"
+	}
+	why := r.reason
+	if why == "" {
+		why = "rule " + r.name
+	}
+	return fmt.Sprintf("it %s by rule %s (%s) for some value it takes only when it runs, so a person must approve it in every mode", what, r.name, why)
+}
