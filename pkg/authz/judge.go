@@ -301,6 +301,7 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 	for _, w := range c.own {
 		j.argWord(i, w, accArg, dirs)
 	}
+	j.netHosts(i, c)
 	for _, a := range c.env {
 		if a.value.literal && isPathLike(a.value.text) {
 			j.commandPath(i, a.value, accValue, dirs)

@@ -328,6 +328,9 @@ func normalizeHost(h string) string {
 		h = host
 	}
 	h = strings.TrimSuffix(strings.Trim(h, "[]"), ".")
+	if ip, ok := canonicalIP(h); ok {
+		return ip
+	}
 	return strings.ToLower(h)
 }
 

@@ -300,6 +300,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 	bp.homeChanges(f)
 	bp.collect(f)
 	bp.pipes(f)
+	bp.fedPrograms(f)
 	bp.functions(f)
 	if parent != nil {
 		for _, c := range bp.order {
@@ -477,6 +478,20 @@ func (b *blockParser) pipes(f *syntax.File) {
 				mark(x.Y, names(x.X))
 			}
 		case *syntax.Stmt:
+			// < <(cmd): the command reads cmd's output on stdin.
+			for _, r := range x.Redirs {
+				if r.Op != syntax.RdrIn || r.Word == nil {
+					continue
+				}
+				for _, part := range r.Word.Parts {
+					if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
+						for _, c := range b.byStmt[x] {
+							c.piped = true
+							c.pipedFrom = append(c.pipedFrom, names(ps)...)
+						}
+					}
+				}
+			}
 			// <(cmd) as an argument: the command reads cmd's output.
 			// >(cmd): cmd reads the command's output.
 			for _, c := range b.byStmt[x] {

@@ -70,8 +70,8 @@ func TestParseCommandLine(t *testing.T) {
 		{"ls\x1b[A", nil, []string{ruleUnparseable}},
 		{"'unterminated", nil, []string{ruleUnparseable}},
 		{"sh <<'E'\nrm x\nE", []string{"sh (wrapper)", "sh <<: rm x"}, nil},
-		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged}},
-		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{ruleDynamicArgs}},
+		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged, ruleUnparseable}},
+		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{ruleUnparseable, ruleDynamicArgs}},
 		{"tee >(sh) < f", []string{"tee >(sh)", "sh <tee"}, []string{ruleDynamicArgs}},
 	}
 	for _, tc := range tests {

@@ -59,7 +59,7 @@ func buildWrappers() map[string]wrapperFunc {
 		"bundle": unwrapSubcommand("exec"), "mise": unwrapSubcommand("exec", "x"),
 		"direnv": unwrapDirenv, "nix-shell": unwrapNixShell,
 	}
-	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "yash", "posh", "csh", "tcsh"} {
+	for _, sh := range shellNames {
 		wrappers[sh] = unwrapShell
 	}
 	return wrappers
@@ -609,13 +609,25 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 	name := path.Base(args[0].text)
 	if cflag {
 		if i >= len(args) {
+			if c.dynArgs {
+				return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " -c runs a string given when it runs", true}}
+			}
 			return unwrapped{self: true}
+		}
+		if c.dynArgs {
+			// xargs sh -c '...{}...': the string or its arguments come
+			// when it runs.
+			return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.wrappers, ", ") + ")", true}}
 		}
 		s := args[i]
 		return unwrapped{own: args[1:i], script: &s, display: name + " -c"}
 	}
 	if i < len(args) {
-		// A script file: judged as the shell running it.
+		// A script file: judged as the shell running it; one named only
+		// when it runs (bash <(...), bash $F) cannot be judged.
+		if !args[i].literal {
+			return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " runs a script named by " + args[i].src + ", which is only known when it runs", true}}
+		}
 		return unwrapped{self: true}
 	}
 	for _, r := range c.redirects {
