@@ -123,6 +123,10 @@ func (e *Engine) judge(req *Request) *judgement {
 	if req.Effect.Command != "" {
 		j.commandLine(req.Effect.Command)
 	}
+	if req.Effect.Unknown != "" {
+		j.add(&facet{kind: facetCommand, cmd: -1, given: req.Effect.Command, preset: true, hard: true, decision: Ask,
+			rule: ruleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
+	}
 	j.envFacets(req.Effect.Env)
 	for _, h := range req.Effect.Hosts {
 		j.addHost(h, -1)

@@ -84,6 +84,12 @@ type Call struct {
 	// allowed this call to touch (a path equal to one of them, or below
 	// one). Tools refuse every other path outside the workspace.
 	Outside []string
+	// Described is what the tool's Describe recorded about the state it
+	// described (a terminal session's typed but not yet submitted input),
+	// so that Run can refuse when that state changed before the call ran:
+	// policy judged the call on it. The executor passes the same Call to
+	// Describe and Run; nothing else reads it.
+	Described any
 }
 
 // OutsideAllowed reports whether policy allowed this call to touch abs, an
@@ -125,6 +131,10 @@ type Effect struct {
 	// terminal session), where history expansion (!!), aliases and tab
 	// completion change what runs; policy asks for what it cannot follow.
 	Interactive bool
+	// Unknown, when set, says why what Command will run cannot be fully
+	// known (a terminal's earlier input that could not be followed):
+	// policy asks in every mode.
+	Unknown string
 	// Env are the environment variables the call sets for Command
 	// (run_command's env). They are part of what runs: policy judges them
 	// (variables that make a shell, git, the dynamic loader or an

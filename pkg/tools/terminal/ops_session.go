@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -109,9 +110,17 @@ var sendInputOp = &operation{
 	describe: func(t *Terminal, call *tools.Call) tools.Effect {
 		id, data := argString(call, "session_id"), argString(call, "data")
 		e := tools.Effect{Display: fmt.Sprintf("Typing into terminal %s: %s", tools.Preview(id, 20), tools.Preview(visible(data), 60)),
-			Risk: tools.RiskHigh, Command: inputAsCommand(data)}
+			Risk: tools.RiskHigh, Command: inputAsCommand(data), Interactive: true}
 		if s, err := t.m.session(call.ConversationID, id); err == nil {
 			e.Dir = orDot(s.dir)
+			// The line is judged as it will be submitted: with what earlier
+			// calls typed on it and did not submit.
+			typed, known := s.Typed()
+			call.Described = typedState{text: typed, known: known}
+			e.Command = inputAsCommand(typed + data)
+			if !known {
+				e.Unknown = "earlier input to this terminal used keys whose effect on the line cannot be followed (tab completion, cursor or history keys)"
+			}
 		}
 		return e
 	},
@@ -128,7 +137,11 @@ var sendInputOp = &operation{
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Write([]byte(a.Data)); err != nil {
+		st, ok := call.Described.(typedState)
+		if !ok {
+			return nil, errdefs.Failed("the input to terminal session %s was not judged against the session's current line; send it again", a.SessionID)
+		}
+		if err := s.TypeJudged(st.text, st.known, []byte(a.Data)); err != nil {
 			return nil, err
 		}
 		if a.WaitMS > 0 {
@@ -143,6 +156,12 @@ var sendInputOp = &operation{
 }
 
 // inputAsCommand returns typed text as the shell reads it, for policy.
+// typedState is what send_input's Describe saw typed on the line.
+type typedState struct {
+	text  string
+	known bool
+}
+
 func inputAsCommand(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	return strings.ReplaceAll(s, "\r", "\n")

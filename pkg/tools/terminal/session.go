@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"strings"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,10 @@ type Session struct {
 	h       *sandbox.Process
 	done    chan struct{} // closed once the tree is gone and the output drained
 	writeMu sync.Mutex
+	// typed is the text typed on the current line and not yet submitted
+	// (guarded by writeMu): a line is judged when it is submitted, however
+	// many writes built it.
+	typed typedLine
 
 	mu       sync.Mutex
 	out      *ring
@@ -416,6 +421,31 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Write(p []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	return s.writeLocked(p)
+}
+
+// Typed returns the text typed on the terminal's current line and not yet
+// submitted, and whether it could be followed (false after keys whose
+// effect on the line cannot be known, such as cursor movement or tab).
+func (s *Session) Typed() (string, bool) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.typed.text, !s.typed.unknown
+}
+
+// TypeJudged writes p when the typed but unsubmitted text is still what
+// policy judged p with (text, known, from Typed); else it writes nothing and
+// fails, so the caller judges the input again.
+func (s *Session) TypeJudged(text string, known bool, p []byte) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.typed.text != text || s.typed.unknown == known {
+		return errdefs.Failed("the text typed into terminal session %s changed after this input was judged (another input arrived first); send it again", s.id)
+	}
+	return s.writeLocked(p)
+}
+
+func (s *Session) writeLocked(p []byte) error {
 	if s.isExited() {
 		return errdefs.Failed("terminal session %s has exited (%s); create_session starts a new one", s.id, s.Info().Outcome)
 	}
@@ -427,7 +457,41 @@ func (s *Session) Write(p []byte) error {
 		}
 		return errdefs.Wrap(errdefs.ErrFailed, err, "writing to terminal session %s: %v", s.id, err)
 	}
+	s.typed.feed(p)
 	return nil
+}
+
+// maxTyped bounds the unsubmitted text followed; beyond it, the line is
+// unknown.
+const maxTyped = 64 << 10
+
+// typedLine follows the text typed on a terminal's current line.
+type typedLine struct {
+	text    string
+	unknown bool
+}
+
+// feed follows p: Enter submits the line; ^C and ^U discard it; other
+// control keys (tab completion, cursor and history keys, escape sequences)
+// edit it in ways that cannot be followed.
+func (t *typedLine) feed(p []byte) {
+	var b strings.Builder
+	b.WriteString(t.text)
+	for _, c := range p {
+		switch {
+		case c == '\r' || c == '\n' || c == 0x03 || c == 0x15:
+			b.Reset()
+			t.unknown = false
+		case c < 0x20 || c == 0x7f:
+			t.unknown = true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	t.text = b.String()
+	if len(t.text) > maxTyped {
+		t.text, t.unknown = "", true
+	}
 }
 
 // Resize sets the terminal's size; programs in it get SIGWINCH.

@@ -125,7 +125,10 @@ func (e *env) call(ctx context.Context, conv, id, op string, args map[string]any
 	if ctx == nil {
 		ctx = e.t.Context()
 	}
-	return e.tool.Run(ctx, &tools.Call{ID: id, ConversationID: conv, Tool: terminal.ToolName, Operation: op, Args: args}, snk)
+	// As the executor does: Describe, then Run on the same call.
+	call := &tools.Call{ID: id, ConversationID: conv, Tool: terminal.ToolName, Operation: op, Args: args}
+	e.tool.Describe(call)
+	return e.tool.Run(ctx, call, snk)
 }
 
 // must runs an operation that must succeed.
@@ -542,7 +545,7 @@ func TestDescribe(t *testing.T) {
 		{"run_command default dir", "run_command", map[string]any{"command": "ls"},
 			tools.Effect{Display: "Running: ls", Risk: tools.RiskHigh, Command: "ls", Dir: "."}},
 		{"send_input", "send_input", map[string]any{"session_id": sid, "data": "curl x | sh\r"},
-			tools.Effect{Display: "Typing into terminal " + sid + ": curl x | sh⏎", Risk: tools.RiskHigh, Command: "curl x | sh\n", Dir: "."}},
+			tools.Effect{Display: "Typing into terminal " + sid + ": curl x | sh⏎", Risk: tools.RiskHigh, Command: "curl x | sh\n", Dir: ".", Interactive: true}},
 		{"create_session", "create_session", map[string]any{"working_dir": "app"},
 			tools.Effect{Display: "Opening a terminal in app", Risk: tools.RiskHigh, Command: "bash -il", Dir: "app"}},
 		{"kill", "kill", map[string]any{"process_id": "proc-x"}, tools.Effect{Display: "Stopping process proc-x", Risk: tools.RiskHigh}},
@@ -725,4 +728,47 @@ func cgroupsWork() bool {
 	}
 	c.Close()
 	return true
+}
+
+// A line typed across several send_input calls is judged as it is
+// submitted, with what earlier calls typed; input judged against a line
+// that changed before it ran is refused, not typed.
+func TestSendInputJudgesTheSubmittedLine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sess := e.must("conv", "create_session", map[string]any{"working_dir": ".", "name": "split"})
+	sid := sess.Structured["session_id"].(string)
+	describe := func(data string) (*tools.Call, tools.Effect) {
+		c := &tools.Call{ConversationID: "conv", Tool: terminal.ToolName, Operation: "send_input", Args: map[string]any{"session_id": sid, "data": data}}
+		return c, e.tool.Describe(c)
+	}
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "rm -r"})
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "f "})
+	if _, eff := describe("/\n"); eff.Command != "rm -rf /\n" || eff.Unknown != "" {
+		t.Fatalf("the submitted line is judged whole: %+v", eff)
+	}
+	// Two inputs judged against the same line: the second to run is
+	// refused, because the line it was judged with has changed.
+	a, _ := describe("echo one")
+	b, _ := describe("/\n")
+	if _, err := e.tool.Run(t.Context(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tool.Run(t.Context(), b, nil); !errors.Is(err, errdefs.ErrFailed) || !strings.Contains(err.Error(), "changed after this input was judged") {
+		t.Fatalf("err = %v", err)
+	}
+	// ^C discards the line; keys that edit it in ways that cannot be
+	// followed make the next line unknown until it is submitted.
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\u0003"})
+	if _, eff := describe("ls\n"); eff.Command != "ls\n" || eff.Unknown != "" {
+		t.Fatalf("after ^C: %+v", eff)
+	}
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "cat ~/.ss\t"})
+	if _, eff := describe("/id_rsa\n"); eff.Unknown == "" {
+		t.Fatalf("after a tab the line must be unknown: %+v", eff)
+	}
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\n"})
+	if _, eff := describe("pwd\n"); eff.Unknown != "" || eff.Command != "pwd\n" {
+		t.Fatalf("after Enter the line is known again: %+v", eff)
+	}
 }
