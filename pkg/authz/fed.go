@@ -73,6 +73,16 @@ func readsProgram(c *shellCommand) bool {
 	if !shell && !isInterpreter(name) {
 		return false
 	}
+	switch name {
+	case "at", "batch":
+		// They read the commands to run from stdin unless -f names a file.
+		return !slices.ContainsFunc(args[1:], func(w word) bool { return !w.literal || strings.HasPrefix(w.text, "-f") })
+	case "ssh":
+		// ssh HOST runs what it reads from stdin on HOST; ssh HOST CMD
+		// runs CMD.
+		next, _, _ := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
+		return len(args)-next <= 1
+	}
 	for _, w := range args[1:] {
 		t := w.text
 		if !w.literal {
@@ -178,6 +188,8 @@ func (b *blockParser) fedPrograms(f *syntax.File) {
 					b.order = append(b.order, b.p.parse(text, b.depth+1, c)...)
 				case !known:
 					c.addProblem(problem{ruleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
+				default:
+					c.addProblem(problem{ruleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
 				}
 			}
 			return true

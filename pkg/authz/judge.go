@@ -235,8 +235,74 @@ func (j *judgement) commandLine(line string) {
 			rule: ruleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
 		j.dirs = j.dirs[:maxDirs]
 	}
+	j.scriptsWritten()
 	for i, c := range j.cmds {
 		j.commandFacets(i, c)
+	}
+}
+
+// scriptsWritten asks for a command that runs a file (./run, sh x.sh,
+// python3 x.py) which another command of the same line names (writes, copies
+// or makes executable): the file's content when it runs is not what it is
+// now, so "echo 'rm -rf /' > x.sh; sh x.sh" cannot be judged from here.
+func (j *judgement) scriptsWritten() {
+	named := map[string]bool{}
+	key := func(t string) string { return filepath.Clean(j.expandHome(t)) }
+	for _, c := range j.cmds {
+		for _, r := range c.redirects {
+			if r.write && r.target.literal {
+				named[key(r.target.text)] = true
+			}
+		}
+		for _, l := range c.layers {
+			for _, w := range l[min(1, len(l)):] {
+				if w.literal {
+					for _, cand := range argCandidates(w.text) {
+						named[key(cand)] = true
+					}
+				}
+			}
+		}
+	}
+	for _, c := range j.cmds {
+		if c.wrapperOnly || len(c.args()) == 0 {
+			continue
+		}
+		args := c.args()
+		var file string
+		switch name := c.name(); {
+		case args[0].literal && strings.Contains(args[0].text, "/") && !inSystemBin(args[0].text):
+			file = args[0].text
+		case slices.Contains(shellNames, name) || isInterpreter(name):
+			for _, w := range args[1:] {
+				if w.literal && !strings.HasPrefix(w.text, "-") {
+					file = w.text
+					break
+				}
+			}
+		}
+		if file == "" || !named[key(file)] {
+			continue
+		}
+		// The file's own mention as the program is not another command's.
+		count := 0
+		for _, d := range j.cmds {
+			for _, l := range d.layers {
+				for _, w := range l {
+					if w.literal && key(w.text) == key(file) {
+						count++
+					}
+				}
+			}
+			for _, r := range d.redirects {
+				if r.write && r.target.literal && key(r.target.text) == key(file) {
+					count++
+				}
+			}
+		}
+		if count > 1 {
+			c.addProblem(problem{ruleUnparseable, "it runs " + file + ", which the same command line writes or changes first, so what runs cannot be judged", true})
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func (p *cmdPattern) mayMatch(words []word, home string) bool {
 	sh := shapeOf(words)
 	anyFlag := false
 	for _, w := range sh.pos {
-		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) {
+		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) && w.suffix == "" {
 			anyFlag = true
 		}
 	}
@@ -111,19 +111,44 @@ func (g *wordGlob) mayMatch(w word) bool {
 		return true
 	}
 	for _, alt := range splitUnescaped(g.src, '|') {
-		lit := strings.ReplaceAll(alt, `\`, "")
-		pre, suf := lit, lit
-		if i := strings.IndexAny(alt, "*?["); i >= 0 {
-			pre = strings.ReplaceAll(alt[:i], `\`, "")
-			j := strings.LastIndexAny(alt, "*?]")
-			suf = strings.ReplaceAll(alt[j+1:], `\`, "")
-		}
+		pre, suf := globEnds(alt)
 		if (strings.HasPrefix(pre, w.prefix) || strings.HasPrefix(w.prefix, pre)) &&
 			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
 			return true
 		}
 	}
 	return false
+}
+
+// globEnds returns the literal text of a glob before its first wildcard and
+// after its last one (the whole text when it has none), escapes removed.
+func globEnds(alt string) (pre, suf string) {
+	var b strings.Builder
+	first := true
+	for i := 0; i < len(alt); i++ {
+		c := alt[i]
+		switch {
+		case c == '\\' && i+1 < len(alt):
+			i++
+			b.WriteByte(alt[i])
+		case c == '*' || c == '?' || c == '[':
+			if first {
+				pre, first = b.String(), false
+			}
+			b.Reset()
+			if c == '[' {
+				if j := strings.IndexByte(alt[i:], ']'); j > 0 {
+					i += j
+				}
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if first {
+		return b.String(), b.String()
+	}
+	return pre, b.String()
 }
 
 // mayMatchCommand reports whether a deny or ask rule would match c for some

@@ -173,7 +173,9 @@ func optValues(opts []opt, names ...string) []string {
 
 // wrap builds the usual result: options then the command at index next.
 func wrap(args []word, next int, unknown string) unwrapped {
-	u := unwrapped{own: args[1:next], display: layerDisplay(args[:next])}
+	// own is capped: callers append to it, which must not overwrite the
+	// inner command that shares args' array.
+	u := unwrapped{own: args[1:next:next], display: layerDisplay(args[:next])}
 	if next < len(args) {
 		u.inner = args[next:]
 	} else {
@@ -320,7 +322,7 @@ func unwrapEnv(c *shellCommand, args []word) unwrapped {
 	for next < len(args) && args[next].literal && args[next].text == "-" {
 		next++
 	}
-	u := unwrapped{own: args[1:next], cwd: valueWords(optValues(opts, "-C", "--chdir"))}
+	u := unwrapped{own: args[1:next:next], cwd: valueWords(optValues(opts, "-C", "--chdir"))}
 	for next < len(args) {
 		w := args[next]
 		name, _, ok := strings.Cut(w.text, "=")
@@ -479,7 +481,7 @@ func unwrapWatch(_ *shellCommand, args []word) unwrapped {
 		parts = append(parts, w.text)
 	}
 	s.text = strings.Join(parts, " ")
-	u := unwrapped{own: args[1:next], script: &s, display: "watch"}
+	u := unwrapped{own: args[1:next:next], script: &s, display: "watch"}
 	if unknown != "" {
 		u.problem = &problem{ruleWrapperOpt, "watch has an option toold does not know (" + unknown + ")", false}
 	}
