@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -175,6 +176,20 @@ func approvalMessage(tool string, req *events.ApprovalRequest) string {
 	}
 	if req.Effect.Command != "" {
 		fmt.Fprintf(&b, "\nCommand: %s", req.Effect.Command)
+		if d := req.Effect.Dir; d != "" && d != "." {
+			fmt.Fprintf(&b, "\nIn: %s", d)
+		}
+	}
+	if len(req.Effect.Env) > 0 {
+		names := make([]string, 0, len(req.Effect.Env))
+		for k := range req.Effect.Env {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for i, k := range names {
+			names[i] = k + "=" + req.Effect.Env[k]
+		}
+		fmt.Fprintf(&b, "\nEnvironment: %s", strings.Join(names, " "))
 	}
 	if len(req.Effect.Writes) > 0 {
 		fmt.Fprintf(&b, "\nWrites: %s", strings.Join(req.Effect.Writes, ", "))
