@@ -60,6 +60,15 @@ var readOnly = map[string][]string{
 	"zcat": nil, "bzcat": nil, "xzcat": nil, "zgrep": nil, "lsattr": nil, "getfacl": nil,
 }
 
+// noPathArgs are commands that never open a file named by an argument:
+// an argument only known at run time cannot make them touch a sensitive
+// path.
+var noPathArgs = []string{
+	"echo", "printf", "true", "false", "test", "[", "exit", "return", "shift", "break", "continue", "sleep",
+	"kill", "wait", "expr", "seq", "let", "local", "read", "unset", "basename", "dirname", "export", "readonly",
+	"declare", "typeset", "tput", "jobs", "times", "umask", "ulimit", ":",
+}
+
 // readOnlyArgs reports whether c's path arguments are only read.
 func readOnlyArgs(c *shellCommand) bool {
 	writing, ok := readOnly[c.name()]
@@ -125,7 +134,15 @@ func checkCommand(c *shellCommand) {
 	}
 	for _, w := range args[1:] {
 		if !w.literal {
-			c.addProblem(problem{ruleDynamicArgs, fmt.Sprintf("the argument %s is only known when it runs", w.src), false})
+			// A path only known at run time may be a sensitive one, which
+			// is denied in every mode: unless the command never opens its
+			// arguments, a person decides, in every mode.
+			hard := !slices.Contains(noPathArgs, name)
+			why := fmt.Sprintf("the argument %s is only known when it runs", w.src)
+			if hard {
+				why += "; it may name a sensitive path or one outside the workspace"
+			}
+			c.addProblem(problem{ruleDynamicArgs, why, hard})
 			break
 		}
 	}

@@ -389,7 +389,7 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 			if r.write {
 				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.src), true})
 			} else {
-				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s)", r.src), false})
+				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.src), true})
 			}
 			j.prefixPath(i, r.target, acc, dirs)
 			continue

@@ -13,6 +13,7 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // canaryDaemon starts toold in mode with a policy that denies deleting the
@@ -200,6 +201,23 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 	if sid == "" {
 		t.Fatalf("create_session: %v", res)
 	}
+	// Type only once the shell shows its prompt: readline drops typeahead
+	// it receives while it starts.
+	waitOutput := func(want string) string {
+		t.Helper()
+		var out strings.Builder
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), want) && time.Now().Before(deadline) {
+			r, _ := x.call(fmt.Sprint("read-", time.Now().UnixNano()), "get_output", fmt.Sprintf(`{"session_id":%q,"wait_ms":500,"raw":true}`, sid))
+			out.WriteString(r.GetContent()[0].GetText())
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the terminal did not show %q; it showed %q", want, tools.Preview(out.String(), 2000))
+		}
+		return out.String()
+	}
+	x.call("env", "send_input", fmt.Sprintf(`{"session_id":%q,"data":"echo ready-$((1+1))\n"}`, sid))
+	waitOutput("ready-2")
 	typed := func(id, data string) *pb.ToolResult {
 		b, _ := json.Marshal(map[string]any{"session_id": sid, "data": data})
 		var shown []*pb.RequiresApproval
@@ -214,17 +232,19 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 	if r := typed("t2", canary+"\n"); r.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED {
 		t.Fatalf("the submitted line was not judged whole: %v", r)
 	}
-	// The refused input was not typed; the line still holds the prefix.
-	// Discard it, then show the terminal still works.
-	typed("t3", "\u0003")
-	b, _ := json.Marshal(map[string]any{"session_id": sid, "data": "echo still-here\n", "wait_ms": 3000})
-	res, _ = x.call("t4", "send_input", string(b))
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(res.String(), "still-here") && time.Now().Before(deadline) {
-		res, _ = x.call(fmt.Sprint("read-", time.Now().UnixNano()), "get_output", fmt.Sprintf(`{"session_id":%q,"wait_ms":500}`, sid))
+	// The refused input was not typed; the line still holds "rm -rf ".
+	// ^C discards it (a control key asks in every mode: approve it once);
+	// then the terminal runs the next line.
+	b, _ := json.Marshal(map[string]any{"session_id": sid, "data": "\u0003"})
+	if r, _ := x.call("t3", "send_input", string(b), approveOnce); !r.GetSuccess() {
+		t.Fatalf("^C: %v", r)
 	}
-	if !strings.Contains(res.String(), "still-here") {
-		t.Fatalf("the terminal did not run the next line: %v", res)
+	// The terminal flushes its input at ^C: type on only once it showed it.
+	waitOutput("^C")
+	b, _ = json.Marshal(map[string]any{"session_id": sid, "data": "echo still-$((40+2))\n"})
+	if r, _ := x.call("t4", "send_input", string(b)); !r.GetSuccess() {
+		t.Fatalf("next line: %v", r)
 	}
+	waitOutput("still-42")
 	alive(t, canary)
 }
