@@ -56,6 +56,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -71,7 +72,11 @@ type FileOperations struct {
 	ws     *workspace.Workspace
 	limits tools.Limits
 	hidden func(abs string) bool
-	spec   tools.Spec
+	guard  authz.UseChecker
+	// undecided marks the read_file that read_many_files runs for a file
+	// one of its patterns matched: policy did not judge that path itself.
+	undecided bool
+	spec      tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
 }
@@ -91,6 +96,14 @@ type Options struct {
 	// use and cheap. Paths the model names explicitly are not filtered;
 	// policy judges those. The daemon passes the policy engine's matcher.
 	Hidden func(abs string) bool
+	// Guard, when set, is asked when a path is used, not only when the call
+	// is decided (see "Checked at use" in pkg/authz): every operation asks
+	// it about the path it is about to open or change, resolved again just
+	// before, and about each regular file it opened that has more than one
+	// hard link. A refusal fails the operation with its ErrDenied error
+	// before anything is read or changed. The daemon passes the policy
+	// engine.
+	Guard authz.UseChecker
 }
 
 // operation is one operation of FileOperations.
@@ -147,6 +160,7 @@ func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperat
 		ws:     ws,
 		limits: limits.WithDefaults(),
 		hidden: opts.Hidden,
+		guard:  opts.Guard,
 		ops:    make(map[string]*operation, len(operations)),
 	}
 	specs := make([]tools.OperationSpec, 0, len(operations))
