@@ -598,7 +598,7 @@ func addAtUse(t *testing.T, f *fixture) int {
 
 	// Reads: the file (or a directory above it) swapped for a symlink after
 	// the decision.
-	for i, target := range []string{".env", f.ws + "/config/.env.local", "certs/server.pem", f.home + "/.ssh/id_rsa", "/proc/self/environ", "au-r-chain"} {
+	for i, target := range []string{".env", "config/.env.local", "certs/server.pem", f.home + "/.ssh/id_rsa", "/proc/self/environ", "au-r-chain"} {
 		attempt("read_file swapped for a link to "+strings.ReplaceAll(target, "/", "_"), func(t *testing.T) {
 			p := fmt.Sprintf("au-r%d.txt", i)
 			file(f.ws+"/"+p, "harmless\n")
