@@ -137,7 +137,7 @@ func TestRaceReads(t *testing.T) {
 func TestRaceWrites(t *testing.T) {
 	for _, c := range []struct {
 		name, op, path, swap, target, victim, want string
-		dir                                      bool
+		dir                                        bool
 	}{
 		{"write_file over .env", "write_file", "a.txt", "a.txt", ".env", ".env", "ENV-CANARY\n", false},
 		{"write_file over a git hook", "write_file", "b.txt", "b.txt", ".git/hooks/pre-commit", ".git/hooks/pre-commit", "#!/bin/sh\necho HOOK-CANARY\n", false},

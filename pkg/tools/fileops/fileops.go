@@ -77,8 +77,8 @@ type FileOperations struct {
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
 	spec      tools.Spec
-	ops    map[string]*operation
-	locks  pathLocks
+	ops       map[string]*operation
+	locks     pathLocks
 }
 
 var (

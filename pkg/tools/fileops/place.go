@@ -133,8 +133,8 @@ type place struct {
 	// madeDirs lists the parent directories created, outermost first.
 	madeDirs []string
 	// check, when set, is asked about the file read opens (atuse.go).
-	check func(st *unix.Stat_t) error
-	closeFn  func() error
+	check   func(st *unix.Stat_t) error
+	closeFn func() error
 }
 
 // guardRead makes read check, with the guard, the file it opens for call,
