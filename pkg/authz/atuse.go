@@ -173,7 +173,50 @@ func checkUse(m *SensitiveMatcher, rules []*rule, sc pathScope, wsDir string, u 
 			}
 		}
 	}
+	if u.Write {
+		if d, ok := gitDirAbove(forms[0]); ok {
+			return &errdefs.Error{
+				Class: errdefs.ErrDenied,
+				Msg: fmt.Sprintf("%q resolves to %s, inside %s, which git uses as a repository's internals (it has HEAD and objects and refs, or a commondir); "+
+					"the file tools do not write there; nothing was written", name, forms[0], d),
+				Rule: ruleGitInternals,
+			}
+		}
+	}
 	return nil
+}
+
+// ruleGitInternals names the built-in rule on git's internals.
+const ruleGitInternals = "builtin:git-internals"
+
+// gitDirAbove reports whether abs is in, or is, a directory git would use
+// as a repository (git's own test: a HEAD file, and objects and refs
+// directories or a commondir file) that is not named .git: the target of
+// a .git file's "gitdir:" line, a bare repository, a commondir. A path
+// through a directory named .git is left to the builtin:git-internals
+// rule, which the decision applied.
+func gitDirAbove(abs string) (string, bool) {
+	for _, c := range strings.Split(abs, "/") {
+		if c == ".git" {
+			return "", false
+		}
+	}
+	isFile := func(p string) bool {
+		fi, err := os.Lstat(p)
+		return err == nil && fi.Mode().IsRegular()
+	}
+	isDir := func(p string) bool {
+		fi, err := os.Lstat(p)
+		return err == nil && fi.IsDir()
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if isFile(d+"/HEAD") && (isDir(d+"/objects") && isDir(d+"/refs") || isFile(d+"/commondir")) {
+			return d, true
+		}
+		if d == "/" || d == "." || d == "" {
+			return "", false
+		}
+	}
 }
 
 // sensitiveAllowed reports whether an allow rule with "sensitive: true"

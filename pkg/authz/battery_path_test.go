@@ -462,6 +462,10 @@ var commandPathBattery = []struct {
 	{"echo 'gitdir: ../x' > sub/.git", authz.Ask, "builtin:git-internals"},
 	{"echo ../../x > .git/commondir", authz.Ask, "builtin:git-internals"},
 	{"cp src/main.go .git/hooks/pre-commit", authz.Ask, "builtin:git-internals"},
+	// What is not toold's own stays usable.
+	{"echo hi > /dev/stderr", authz.Allow, "mode:yolo"},
+	{"cat /proc/cpuinfo", authz.Allow, "mode:yolo"},
+	{"cat /dev/stdin | wc -l", authz.Allow, "mode:yolo"},
 }
 
 func testCommandPaths(t *testing.T, f *fixture, e *authz.Engine) int {
@@ -688,6 +692,21 @@ func addAtUse(t *testing.T, f *fixture) int {
 			func() { file(f.ws+"/au-mv2.txt", "echo pwned\n"); mkdir(t, f.ws+"/au-mv2d") }, link(".git/hooks", f.ws+"/au-mv2d")},
 		{"make_dir parent swapped for a link to .git", "make_dir", args("path", "au-md/hooks2"),
 			func() { mkdir(t, f.ws+"/au-md") }, link(".git", f.ws+"/au-md")},
+		// Git directories not named .git: the target of a gitdir: line, a
+		// linked worktree's directory (commondir), a bare repository.
+		{"write_file into the hooks of a gitdir: target", "write_file", args("path", "au-store/hooks/pre-commit", "content", "pwned"),
+			func() {
+				gitDir(t, f.ws+"/au-store")
+				file(f.ws+"/au-sub2/.git", "gitdir: ../au-store\n")
+			}, nil},
+		{"write_file the config of a gitdir: target", "write_file", args("path", "au-store/config", "content", "[core]\n\tfsmonitor = x\n"),
+			func() { gitDir(t, f.ws+"/au-store") }, nil},
+		{"write_file in a worktree's git directory (commondir)", "write_file", args("path", "au-wt/commondir", "content", "../../au-evil"),
+			func() { file(f.ws+"/au-wt/HEAD", "ref: refs/heads/main\n"); file(f.ws+"/au-wt/commondir", "../au-store\n") }, nil},
+		{"make_dir in a bare repository", "make_dir", args("path", "au-bare.git/hooks/x"),
+			func() { gitDir(t, f.ws+"/au-bare.git") }, nil},
+		{"write_file into a bare repository through a link", "write_file", args("path", "au-bare-link/hooks/post-merge", "content", "pwned"),
+			func() { gitDir(t, f.ws+"/au-bare.git"); os.Symlink("au-bare.git", f.ws+"/au-bare-link") }, nil},
 	}
 	for _, w := range writes {
 		attempt(w.name, func(t *testing.T) {
@@ -779,4 +798,15 @@ func addAtUse(t *testing.T, f *fixture) int {
 		held(t, res, err)
 	})
 	return n
+}
+
+// gitDir makes dir look like a git repository to git: HEAD, objects, refs.
+func gitDir(t *testing.T, dir string) {
+	t.Helper()
+	mkdir(t, dir+"/objects")
+	mkdir(t, dir+"/refs/heads")
+	mkdir(t, dir+"/hooks")
+	if err := os.WriteFile(dir+"/HEAD", []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
