@@ -702,7 +702,10 @@ func addAtUse(t *testing.T, f *fixture) int {
 		{"write_file the config of a gitdir: target", "write_file", args("path", "au-store/config", "content", "[core]\n\tfsmonitor = x\n"),
 			func() { gitDir(t, f.ws+"/au-store") }, nil},
 		{"write_file in a worktree's git directory (commondir)", "write_file", args("path", "au-wt/commondir", "content", "../../au-evil"),
-			func() { file(f.ws+"/au-wt/HEAD", "ref: refs/heads/main\n"); file(f.ws+"/au-wt/commondir", "../au-store\n") }, nil},
+			func() {
+				file(f.ws+"/au-wt/HEAD", "ref: refs/heads/main\n")
+				file(f.ws+"/au-wt/commondir", "../au-store\n")
+			}, nil},
 		{"make_dir in a bare repository", "make_dir", args("path", "au-bare.git/hooks/x"),
 			func() { gitDir(t, f.ws+"/au-bare.git") }, nil},
 		{"write_file into a bare repository through a link", "write_file", args("path", "au-bare-link/hooks/post-merge", "content", "pwned"),
