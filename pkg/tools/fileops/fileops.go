@@ -42,7 +42,9 @@
 // read_many_files leave them out, and say how many they withheld, so that a
 // search of the tree cannot read what a read of the file would be denied;
 // walks outside the workspace too. A path the model names itself is not
-// filtered: policy judges it.
+// filtered: policy judges it, and Options.Guard judges it again when the
+// operation runs, on what it resolves to then and on the file it opened
+// (atuse.go).
 //
 // Adding an operation is a new file that defines an *operation and one entry
 // in the operations table below.
