@@ -292,8 +292,10 @@ func ownProc(abs string) (string, bool) {
 // index is incomplete, and multi-linked files it does not know are refused.
 var indexMax = 500_000
 
-// ctimeSlack covers the coarse clock the kernel stamps ctime with.
-const ctimeSlack = time.Second
+// ctimeSlack covers the coarse clock the kernel stamps ctime with (it lags
+// the real time by at most a tick, 10 ms at HZ=100). For that long after a
+// file changed, each look-up of it builds the index again.
+const ctimeSlack = 100 * time.Millisecond
 
 type fileKey struct{ dev, ino uint64 }
 

@@ -3,8 +3,10 @@ package authz
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -134,4 +136,30 @@ func TestSensitiveFileIndex(t *testing.T) {
 	if !errors.Is(err, errdefs.ErrDenied) {
 		t.Fatalf("incomplete index: %v", err)
 	}
+}
+
+// BenchmarkSensitiveIndex builds the index of sensitive files over
+// GOROOT/src as the workspace (no multi-linked files there: the cost is the
+// walk), against a walk of the same tree that only lists it (the baseline).
+func BenchmarkSensitiveIndex(b *testing.B) {
+	src := filepath.Join(runtime.GOROOT(), "src")
+	if _, err := os.Stat(filepath.Join(src, "runtime")); err != nil {
+		b.Skip("GOROOT/src not found")
+	}
+	b.Run("walk-baseline", func(b *testing.B) {
+		for b.Loop() {
+			filepath.WalkDir(src, func(string, fs.DirEntry, error) error { return nil })
+		}
+	})
+	b.Run("index", func(b *testing.B) {
+		m, err := NewSensitiveMatcher(src, b.TempDir(), DefaultSensitive())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, complete := m.buildIndex(); !complete {
+				b.Fatal("incomplete")
+			}
+		}
+	})
 }

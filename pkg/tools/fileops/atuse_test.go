@@ -222,3 +222,50 @@ func TestCheckedAtUseErrors(t *testing.T) {
 		t.Errorf("read %q", res.Text)
 	}
 }
+
+// BenchmarkReadFileAtUse is read_file of a 4 KB file without a guard (the
+// baseline), with the policy engine as the guard, and with the guard on a
+// file with two hard links (the index lookup; its build is cached).
+func BenchmarkReadFileAtUse(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	for sb.Len() < 4096 {
+		sb.WriteString("the quick brown fox jumps over the lazy dog\n")
+	}
+	for _, n := range []string{"small.txt", "linked.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "linked.txt"), filepath.Join(dir, "linked2.txt")); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	e, err := authz.NewEngine(authz.EngineConfig{Workspace: ws, Home: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		opts       Options
+	}{
+		{"baseline", "small.txt", Options{}},
+		{"guard", "small.txt", Options{Hidden: e.Sensitive, Guard: e}},
+		{"guard-2-links", "linked.txt", Options{Hidden: e.Sensitive, Guard: e}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := New(ws, tools.Limits{}, c.opts)
+			call := &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": c.path}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.Run(context.Background(), call, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
