@@ -273,6 +273,11 @@ func ownProc(abs string) (string, bool) {
 	case "self", "thread-self":
 		return "/proc/" + first, true
 	}
+	if strings.ContainsAny(first, "$`*?[{") {
+		// A process only known when a command runs ($PPID, $$, a glob)
+		// may be toold.
+		return "/proc/<a process known at run time>", true
+	}
 	n, err := strconv.Atoi(first)
 	if err != nil || n <= 0 {
 		return "", false

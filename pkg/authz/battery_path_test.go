@@ -459,6 +459,7 @@ var commandPathBattery = []struct {
 	{`tr '\0' '\n' < /proc/self/environ`, authz.Deny, "builtin:sensitive-path"},
 	{"strings /proc/1/task/1/environ", authz.Deny, "builtin:sensitive-path"},
 	{"cat /proc/{pid}/root/etc/hostname", authz.Deny, "builtin:sensitive-path"},
+	{"head -c 100 /proc/[0-9]*/fd/3", authz.Deny, "builtin:sensitive-path"},
 	{"echo 'gitdir: ../x' > sub/.git", authz.Ask, "builtin:git-internals"},
 	{"echo ../../x > .git/commondir", authz.Ask, "builtin:git-internals"},
 	{"cp src/main.go .git/hooks/pre-commit", authz.Ask, "builtin:git-internals"},

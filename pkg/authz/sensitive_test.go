@@ -44,6 +44,8 @@ func TestOwnProc(t *testing.T) {
 		{"/proc/selfish", false},
 		{"/procself/environ", false},
 		{"/ws/proc/self/environ", false},
+		{"/proc/$PPID/environ", true},
+		{"/proc/[0-9]*/fd", true},
 	} {
 		if _, got := m.Match(c.path); got != c.want {
 			t.Errorf("Match(%q) = %v, want %v", c.path, got, c.want)
