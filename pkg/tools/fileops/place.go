@@ -21,13 +21,15 @@ import (
 // A path from the model is resolved the way the kernel will resolve it
 // (workspace.Resolve): symlinks followed, ".." applied to what came before.
 // A path that resolves outside the workspace is refused unless policy
-// allowed it for this call (tools.Call.OutsideAllowed). Then the operation
-// opens the entry's parent directory through a root (workspace.RootFor: the
-// workspace's os.Root inside, a root verified against the check outside) and
-// works on the entry with *at system calls relative to that open directory,
-// by a single name, never following a symlink in it. Whatever is swapped in
-// after the check, nothing outside the root is touched: the root refuses to
-// leave its tree, and the final name is never followed.
+// allowed it for this call (tools.Call.OutsideAllowed), and the policy's
+// guard checks what it resolves to now (atuse.go). Then the operation opens
+// the entry's parent directory through a root (workspace.RootFor: the
+// workspace's os.Root inside, a root verified against the check outside),
+// one component at a time without following a symlink, and works on the
+// entry with *at system calls relative to that open directory, by a single
+// name, never following a symlink in it. Whatever is swapped in after the
+// check, nothing but the checked entry is touched: a component that became
+// a symlink is refused, and the final name is never followed.
 //
 // The final component. write_file, create_file, edit_file and make_dir
 // follow a symlink in the final component, as an editor does: editing a
