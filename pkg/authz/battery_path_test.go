@@ -276,8 +276,8 @@ func TestPathBattery(t *testing.T) {
 		total += counts[k]
 	}
 	t.Logf("path battery: total %d", total)
-	if total < 176 {
-		t.Errorf("the path battery has %d cases, want at least 176", total)
+	if total < 233 {
+		t.Errorf("the path battery has %d cases, want at least 233", total)
 	}
 }
 
