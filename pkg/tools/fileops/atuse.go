@@ -45,6 +45,9 @@ var readOps = map[string]bool{
 // use is what the guard is asked about loc, the path given resolved now,
 // for call.
 func (f *FileOperations) use(call *tools.Call, given string, loc workspace.Location) *authz.Use {
+	if f.parent != nil {
+		call = f.parent
+	}
 	u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Given: given, Abs: loc.Abs, Write: !readOps[call.Operation]}
 	if f.undecided {
 		u.Given = ""

@@ -78,9 +78,12 @@ type FileOperations struct {
 	// undecided marks the read_file that read_many_files runs for a file
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
-	spec      tools.Spec
-	ops       map[string]*operation
-	locks     pathLocks
+	// parent is the read_many_files call such a read_file is part of; the
+	// guard judges the parent's tool, operation and arguments.
+	parent *tools.Call
+	spec   tools.Spec
+	ops    map[string]*operation
+	locks  pathLocks
 }
 
 var (
