@@ -32,7 +32,9 @@ import (
 //     "sensitive: true" names it; a path a deny rule names is refused; a path
 //     an ask rule names (such as builtin:git-internals) is refused unless the
 //     call named that path itself, so that the decision (and the person, if
-//     it asked) saw it.
+//     it asked) saw it; a write into a directory git uses as a repository
+//     that is not named .git (a gitdir: target, a bare repository) is
+//     refused.
 //   - CheckOpened, with the status of the opened file: a regular file with
 //     more than one link is refused when it is a sensitive file that exists
 //     under another name (compared by device and inode; see SensitiveFile).
