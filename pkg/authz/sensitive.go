@@ -52,6 +52,10 @@ var defaultSensitive = []string{
 	"/etc/ssh/ssh_host_*_key",
 	"/proc/*/environ",
 	"/proc/*/mem",
+	"/proc/*/task/*/environ",
+	"/proc/*/task/*/mem",
+	"/proc/self",
+	"/proc/thread-self",
 	// Keys and secrets anywhere.
 	".env",
 	".env.*",
@@ -80,6 +84,9 @@ var defaultSensitive = []string{
 type SensitiveMatcher struct {
 	scope    pathScope
 	patterns []pathPattern
+	// files indexes the sensitive files that exist by device and inode,
+	// for SensitiveFile; built when first needed.
+	files *fileIndex
 }
 
 // Sensitivity is implemented by what can tell sensitive paths: the Engine
@@ -101,7 +108,7 @@ var (
 // pattern with / that is not absolute and does not start with ~/ is
 // relative to it) and the home directory home ("" for none).
 func NewSensitiveMatcher(workspaceDir, home string, patterns []string) (*SensitiveMatcher, error) {
-	m := &SensitiveMatcher{scope: pathScope{ws: filepath.Clean(workspaceDir), anyHome: true}}
+	m := &SensitiveMatcher{scope: pathScope{ws: filepath.Clean(workspaceDir), anyHome: true}, files: &fileIndex{}}
 	if home != "" {
 		m.scope.homes = []string{filepath.Clean(home)}
 		if real, err := filepath.EvalSymlinks(home); err == nil && real != home {
@@ -118,10 +125,16 @@ func NewSensitiveMatcher(workspaceDir, home string, patterns []string) (*Sensiti
 	return m, nil
 }
 
-// Match returns the pattern that makes abs sensitive.
+// Match returns the pattern that makes abs sensitive. Besides the
+// matcher's patterns, toold's own process is always sensitive, whatever the
+// patterns say: /proc/self, /proc/thread-self, and /proc/PID where PID is
+// toold's process or one of its threads (see ownProc).
 func (m *SensitiveMatcher) Match(abs string) (pattern string, ok bool) {
 	if m == nil || abs == "" {
 		return "", false
+	}
+	if p, ok := ownProc(abs); ok {
+		return p, true
 	}
 	subject := pathSubject{abs: filepath.ToSlash(filepath.Clean(abs)), sc: m.scope}
 	// The last matching pattern wins, except that, as in .gitignore, a

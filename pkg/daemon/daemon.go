@@ -209,9 +209,13 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 	if s, ok := granter.(authz.Sensitivity); ok {
 		hidden = s.Sensitive
 	}
+	// The file tools check again, when they run, what they are about to
+	// touch (a path that changed since the decision; a hard link to a
+	// sensitive file).
+	guard, _ := granter.(authz.UseChecker)
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Hidden: hidden}),
+		fileops.New(ws, limits, fileops.Options{Hidden: hidden, Guard: guard}),
 		&collab.UserCollaboration{Granter: granter},
 		terminal.New(term, limits),
 	}

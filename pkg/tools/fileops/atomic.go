@@ -217,6 +217,11 @@ func (p *place) read(max int64) (data []byte, st unix.Stat_t, ok bool, err error
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, st, true, &fs.PathError{Op: "stat", Path: p.loc.Given, Err: err}
 	}
+	if p.check != nil {
+		if err := p.check(&st); err != nil {
+			return nil, st, true, err
+		}
+	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		return nil, st, true, &fs.PathError{Op: "read", Path: p.loc.Given, Err: unix.EISDIR}

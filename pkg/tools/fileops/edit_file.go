@@ -175,6 +175,7 @@ func (f *FileOperations) editFile(ctx context.Context, call *tools.Call, _ tools
 		return nil, err
 	}
 	defer p.close()
+	f.guardRead(p, call, args.Path)
 	name := display(loc)
 	e, err := planFileEdit(p, name, old, new, args.ReplaceAll)
 	if err != nil {

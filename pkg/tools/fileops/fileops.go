@@ -42,7 +42,9 @@
 // read_many_files leave them out, and say how many they withheld, so that a
 // search of the tree cannot read what a read of the file would be denied;
 // walks outside the workspace too. A path the model names itself is not
-// filtered: policy judges it.
+// filtered: policy judges it, and Options.Guard judges it again when the
+// operation runs, on what it resolves to then and on the file it opened
+// (atuse.go).
 //
 // Adding an operation is a new file that defines an *operation and one entry
 // in the operations table below.
@@ -56,6 +58,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -71,6 +74,13 @@ type FileOperations struct {
 	ws     *workspace.Workspace
 	limits tools.Limits
 	hidden func(abs string) bool
+	guard  authz.UseChecker
+	// undecided marks the read_file that read_many_files runs for a file
+	// one of its patterns matched: policy did not judge that path itself.
+	undecided bool
+	// parent is the read_many_files call such a read_file is part of; the
+	// guard judges the parent's tool, operation and arguments.
+	parent *tools.Call
 	spec   tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
@@ -91,6 +101,14 @@ type Options struct {
 	// use and cheap. Paths the model names explicitly are not filtered;
 	// policy judges those. The daemon passes the policy engine's matcher.
 	Hidden func(abs string) bool
+	// Guard, when set, is asked when a path is used, not only when the call
+	// is decided (see "Checked at use" in pkg/authz): every operation asks
+	// it about the path it is about to open or change, resolved again just
+	// before, and about each regular file it opened that has more than one
+	// hard link. A refusal fails the operation with its ErrDenied error
+	// before anything is read or changed. The daemon passes the policy
+	// engine.
+	Guard authz.UseChecker
 }
 
 // operation is one operation of FileOperations.
@@ -147,6 +165,7 @@ func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperat
 		ws:     ws,
 		limits: limits.WithDefaults(),
 		hidden: opts.Hidden,
+		guard:  opts.Guard,
 		ops:    make(map[string]*operation, len(operations)),
 	}
 	specs := make([]tools.OperationSpec, 0, len(operations))

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -191,6 +192,10 @@ type grepVisitor struct {
 	searchers []*searcher // per worker
 	coll      *collector
 	errs      atomic.Int64 // files that could not be read
+	// linked, when set, is asked about each file with more than one hard
+	// link before it is searched; false withholds the file (atuse.go).
+	linked   func(st *unix.Stat_t) bool
+	withheld atomic.Int64 // files linked withheld
 }
 
 func (v *grepVisitor) dir(int, *dirNode, string, string) bool { return true }
@@ -212,6 +217,15 @@ func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.File
 	if err != nil {
 		v.errs.Add(1)
 		return
+	}
+	if v.linked != nil {
+		// A hard link to a sensitive file is withheld like the file.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || (st.Nlink > 1 && !v.linked(&st)) {
+			unix.Close(fd)
+			v.withheld.Add(1)
+			return
+		}
 	}
 	s := v.searchers[worker]
 	binary, err := s.search(fd)
@@ -298,6 +312,10 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	}
 	coll := &collector{max: maxResults}
 	v := &grepVisitor{include: include, coll: coll}
+	if f.guard != nil {
+		u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
+		v.linked = func(st *unix.Stat_t) bool { return f.checkOpened(u, st) == nil }
+	}
 	complete := true
 	var withheld int64
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -329,6 +347,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		}
 		withheld = w.withheld.Load()
 	}
+	withheld += v.withheld.Load()
 	if ctx.Err() != nil || !complete {
 		return nil, ctxError(ctx, "grep_search")
 	}

@@ -166,6 +166,7 @@ func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ tools
 		return nil, notThere(src, err)
 	}
 	defer ps.close()
+	f.guardRead(ps, call, args.Source)
 	if _, ok, err := ps.lstat(); err == nil && !ok {
 		return nil, errdefs.Failed("source %s does not exist; nothing was moved", display(src))
 	}
@@ -242,6 +243,16 @@ func copyAcross(ctx context.Context, ps, pd *place, sst unix.Stat_t, overwrite b
 	}
 	in := os.NewFile(uintptr(fd), ps.name)
 	defer in.Close()
+	if ps.check != nil {
+		// Copying a file reads it: not a sensitive file's other name.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return mapErr(ps.loc, &fs.PathError{Op: "stat", Path: ps.loc.Given, Err: err})
+		}
+		if err := ps.check(&st); err != nil {
+			return err
+		}
+	}
 	_, err = pd.replace(func(out *os.File) error {
 		_, err := io.Copy(out, readerCtx{ctx, in})
 		return err

@@ -21,13 +21,15 @@ import (
 // A path from the model is resolved the way the kernel will resolve it
 // (workspace.Resolve): symlinks followed, ".." applied to what came before.
 // A path that resolves outside the workspace is refused unless policy
-// allowed it for this call (tools.Call.OutsideAllowed). Then the operation
-// opens the entry's parent directory through a root (workspace.RootFor: the
-// workspace's os.Root inside, a root verified against the check outside) and
-// works on the entry with *at system calls relative to that open directory,
-// by a single name, never following a symlink in it. Whatever is swapped in
-// after the check, nothing outside the root is touched: the root refuses to
-// leave its tree, and the final name is never followed.
+// allowed it for this call (tools.Call.OutsideAllowed), and the policy's
+// guard checks what it resolves to now (atuse.go). Then the operation opens
+// the entry's parent directory through a root (workspace.RootFor: the
+// workspace's os.Root inside, a root verified against the check outside),
+// one component at a time without following a symlink, and works on the
+// entry with *at system calls relative to that open directory, by a single
+// name, never following a symlink in it. Whatever is swapped in after the
+// check, nothing but the checked entry is touched: a component that became
+// a symlink is refused, and the final name is never followed.
 //
 // The final component. write_file, create_file, edit_file and make_dir
 // follow a symlink in the final component, as an editor does: editing a
@@ -52,6 +54,10 @@ func (f *FileOperations) locate(call *tools.Call, field, p string, follow bool) 
 			Field: "/" + field,
 			Rule:  "workspace",
 		}
+	}
+	// Checked at use (atuse.go): what the path resolves to now.
+	if err := f.checkUse(f.use(call, p, loc)); err != nil {
+		return loc, err
 	}
 	return loc, nil
 }
@@ -128,7 +134,19 @@ type place struct {
 	name     string   // the entry's name in dir: one component
 	// madeDirs lists the parent directories created, outermost first.
 	madeDirs []string
-	closeFn  func() error
+	// check, when set, is asked about the file read opens (atuse.go).
+	check   func(st *unix.Stat_t) error
+	closeFn func() error
+}
+
+// guardRead makes read check, with the guard, the file it opens for call,
+// which named the path given.
+func (f *FileOperations) guardRead(p *place, call *tools.Call, given string) {
+	if f.guard == nil {
+		return
+	}
+	u := f.use(call, given, p.loc)
+	p.check = func(st *unix.Stat_t) error { return f.checkOpened(u, st) }
 }
 
 // close releases the directory and the root.
@@ -185,6 +203,11 @@ func (f *FileOperations) openPlace(loc workspace.Location, mkdirs bool) (*place,
 		return nil, mapErr(loc, err)
 	}
 	p.fd = int(p.dir.Fd())
+	if !openedAt(p.fd, filepath.Dir(loc.Abs)) {
+		// A directory on the way was renamed since the path was checked.
+		p.close()
+		return nil, mapErr(loc, &fs.PathError{Op: "open", Path: loc.Given, Err: errMoved})
+	}
 	if !loc.Inside {
 		for i, d := range p.madeDirs {
 			p.madeDirs[i] = filepath.Join(root.Name(), d)
@@ -194,62 +217,60 @@ func (f *FileOperations) openPlace(loc workspace.Location, mkdirs bool) (*place,
 }
 
 // openDirAt opens the directory dir ("" or "." for the root itself) through
-// root. With mkdirs it creates the missing components one at a time: each
-// is made with mkdirat(2) in its parent and opened with O_NOFOLLOW, so a
-// symlink swapped in meanwhile is refused, not followed. It returns the
-// created directories, relative to root.
+// root, one component at a time relative to the directory opened before,
+// never following a symlink: a component that turned into a symlink since
+// the path was checked is refused (errSwapped), whether it leads out of the
+// root or elsewhere in it. With mkdirs it creates the missing components,
+// each with mkdirat(2) in its parent and then opened the same way. It
+// returns the created directories, relative to root. dir is a clean
+// relative path (no "..").
 func openDirAt(root *os.Root, dir string, mkdirs bool) (*os.File, []string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	d, err := root.Open(dir)
-	if err == nil {
-		if fi, err := d.Stat(); err != nil || !fi.IsDir() {
-			d.Close()
-			return nil, nil, &fs.PathError{Op: "open", Path: dir, Err: unix.ENOTDIR}
-		}
-		return d, nil, nil
-	}
-	if !mkdirs || !errors.Is(err, fs.ErrNotExist) {
+	d, err := root.Open(".")
+	if err != nil {
 		return nil, nil, err
 	}
-	// Find the deepest existing ancestor.
+	if dir == "" || dir == "." {
+		return d, nil, nil
+	}
 	comps := strings.Split(dir, "/")
-	i := len(comps) - 1
-	for ; i > 0; i-- {
-		d, err = root.Open(path.Join(comps[:i]...))
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, err
-		}
-	}
-	if i == 0 {
-		if d, err = root.Open("."); err != nil {
-			return nil, nil, err
-		}
-	}
 	var made []string
-	for ; i < len(comps); i++ {
-		c := comps[i]
-		fd := int(d.Fd())
-		err := unix.Mkdirat(fd, c, 0o755)
-		if err == nil {
-			made = append(made, path.Join(comps[:i+1]...))
-		} else if err != unix.EEXIST {
-			d.Close()
-			return nil, nil, &fs.PathError{Op: "mkdir", Path: path.Join(comps[:i+1]...), Err: err}
+	for i, c := range comps {
+		if c == "" || c == "." {
+			continue
 		}
+		at := path.Join(comps[:i+1]...)
+		if c == ".." {
+			d.Close()
+			return nil, nil, &fs.PathError{Op: "open", Path: at, Err: errSwapped}
+		}
+		fd := int(d.Fd())
 		nfd, err := openAt(fd, c, unix.O_DIRECTORY)
+		if err == unix.ENOENT && mkdirs {
+			switch merr := unix.Mkdirat(fd, c, 0o755); merr {
+			case nil:
+				made = append(made, at)
+			case unix.EEXIST:
+			default:
+				d.Close()
+				return nil, nil, &fs.PathError{Op: "mkdir", Path: at, Err: merr}
+			}
+			nfd, err = openAt(fd, c, unix.O_DIRECTORY)
+		}
+		if err == unix.ENOTDIR {
+			// A symlink with O_DIRECTORY|O_NOFOLLOW may say ENOTDIR.
+			var st unix.Stat_t
+			if unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
+		}
 		d.Close()
 		if err != nil {
 			if err == unix.ELOOP {
 				err = errSwapped
 			}
-			return nil, nil, &fs.PathError{Op: "open", Path: path.Join(comps[:i+1]...), Err: err}
+			return nil, nil, &fs.PathError{Op: "open", Path: at, Err: err}
 		}
-		d = os.NewFile(uintptr(nfd), path.Join(comps[:i+1]...))
+		d = os.NewFile(uintptr(nfd), at)
 	}
 	return d, made, nil
 }
@@ -291,10 +312,14 @@ func fileKind(mode uint32) string {
 
 // mapErr maps an error of an operation on loc for the model.
 func mapErr(loc workspace.Location, err error) error {
-	if errors.Is(err, errSwapped) {
+	if errors.Is(err, errSwapped) || errors.Is(err, errMoved) {
+		cause := errSwapped
+		if errors.Is(err, errMoved) {
+			cause = errMoved
+		}
 		return &errdefs.Error{
 			Class: errdefs.ErrDenied,
-			Msg:   fmt.Sprintf("%q changed while it was being written: %v", loc.Given, errSwapped),
+			Msg:   fmt.Sprintf("%q changed while it was being written: %v", loc.Given, cause),
 			Rule:  "workspace",
 			Cause: err,
 		}

@@ -27,6 +27,9 @@ func (f *FileOperations) previewTarget(call *tools.Call, field, p string, follow
 	if err != nil {
 		return loc, false, err
 	}
+	if err := f.checkUse(f.use(call, p, loc)); err != nil {
+		return loc, false, err
+	}
 	return loc, loc.Inside || call.OutsideAllowed(loc.Abs), nil
 }
 
@@ -75,6 +78,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 	exists := false
 	if ok {
 		defer p.close()
+		f.guardRead(p, call, args.Path)
 		var rerr error
 		before, _, exists, rerr = p.read(maxEditBytes)
 		switch {
@@ -144,6 +148,7 @@ func (f *FileOperations) previewEdit(ctx context.Context, call *tools.Call) (str
 		return d, nil
 	}
 	defer p.close()
+	f.guardRead(p, call, args.Path)
 	e, err := planFileEdit(p, name, old, new, args.ReplaceAll)
 	if err != nil {
 		return "", err

@@ -83,16 +83,18 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 	var (
 		files    []string
 		seen     = map[string]bool{}
+		matched  = map[string]bool{} // files only a pattern named
 		notes    []string
 		withheld int64
 		overflow bool
 	)
-	add := func(p string) {
+	add := func(p string, byPattern bool) {
 		key := path.Clean(p)
 		if seen[key] {
 			return
 		}
 		seen[key] = true
+		matched[p] = byPattern
 		if len(files) == maxManyFiles {
 			overflow = true
 			return
@@ -101,7 +103,7 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 	}
 	for _, p := range args.Paths {
 		if !isPattern(p) {
-			add(p)
+			add(p, false)
 			continue
 		}
 		res, err := f.glob(ctx, &tools.Call{Tool: ToolName, Operation: "glob", Args: map[string]any{"pattern": p}, Outside: call.Outside}, nil)
@@ -116,7 +118,7 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 		n := 0
 		for _, m := range matches {
 			if !strings.HasSuffix(m, "/") {
-				add(m)
+				add(m, true)
 				n++
 			}
 		}
@@ -145,7 +147,10 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 			break
 		}
 		// read_file's shaping, with what is left of the budget.
-		sub := &FileOperations{ws: f.ws, limits: f.limits, hidden: f.hidden}
+		// A file a pattern matched was not judged by policy itself: the
+		// guard checks it at use like any path, and an ask rule that names
+		// it refuses it (read it with read_file, which asks).
+		sub := &FileOperations{ws: f.ws, limits: f.limits, hidden: f.hidden, guard: f.guard, undecided: matched[p], parent: call}
 		sub.limits.ReadBytes = budget - out.Len()
 		res, err := sub.readFile(ctx, &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": p}, Outside: call.Outside}, nil)
 		fmt.Fprintf(&out, "==> %s <==\n", p)

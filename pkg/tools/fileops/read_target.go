@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -55,6 +56,10 @@ type readTarget struct {
 	// dirFD is the workspace directory's descriptor when root is the
 	// workspace's root (loc inside), else -1.
 	dirFD int
+	// use is what the guard was asked about loc; open asks it again about
+	// the file it opened (atuse.go).
+	use *authz.Use
+	f   *FileOperations
 }
 
 // close releases the root of an outside target.
@@ -86,7 +91,7 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 		}
 		return nil, err
 	}
-	t := &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn, dirFD: -1}
+	t := &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn, dirFD: -1, use: f.use(call, p, loc), f: f}
 	if root == f.ws.Root() {
 		t.dirFD = f.ws.DirFD()
 	}
@@ -122,13 +127,40 @@ func hasDotDot(p string) bool {
 	return false
 }
 
-// open opens the target read-only (see openNoFollow).
+// open opens the target read-only (see openNoFollow), and checks what it
+// opened (atuse.go): that the kernel still names it by the checked path,
+// and, through the guard, that it is not a sensitive file under another
+// name.
 func (t *readTarget) open() (int, unix.Stat_t, error) {
+	var (
+		fd  int
+		st  unix.Stat_t
+		err error
+	)
 	if t.dirFD >= 0 {
-		return openBelowNoFollow(t.dirFD, t.name)
+		fd, st, err = openBelowNoFollow(t.dirFD, t.name)
+	} else {
+		fd, st, err = openNoFollow(t.root, t.name)
 	}
-	return openNoFollow(t.root, t.name)
+	if err != nil {
+		return fd, st, err
+	}
+	if !openedAt(fd, t.loc.Abs) {
+		unix.Close(fd)
+		return -1, st, &os.PathError{Op: "open", Path: t.name, Err: errMoved}
+	}
+	if t.f != nil {
+		if err := t.f.checkOpened(t.use, &st); err != nil {
+			unix.Close(fd)
+			return -1, st, err
+		}
+	}
+	return fd, st, nil
 }
+
+// errMoved is the error of a file that, once opened, is no longer at the
+// path that was checked (a directory on its way was renamed meanwhile).
+var errMoved = errors.New("it was moved or replaced while it was being opened")
 
 // openBelowNoFollow opens name, a clean workspace-relative path (no ".."),
 // read-only below the directory dirfd, one component at a time with
@@ -207,7 +239,7 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 
 // mapErr maps an error of reading the target for the model.
 func (t *readTarget) mapErr(err error) error {
-	if errors.Is(err, errSwapped) {
+	if errors.Is(err, errSwapped) || errors.Is(err, errMoved) {
 		return changedWhileRead(t.loc, err)
 	}
 	return workspace.MapError(t.loc.Given, err)

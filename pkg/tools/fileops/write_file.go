@@ -118,6 +118,7 @@ func (f *FileOperations) write(ctx context.Context, call *tools.Call, exclusive 
 		return nil, err
 	}
 	defer p.close()
+	f.guardRead(p, call, args.Path)
 
 	// The old content, for the line counts of the change.
 	var (
