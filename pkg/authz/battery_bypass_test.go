@@ -143,6 +143,8 @@ var bypassBattery = []bypassCase{
 	{"runtime", yolo, false, "base64 $(printf '%s' ~/.aws/credentials)", nil, "", false, notAllow, ""},
 	{"runtime", yolo, false, `echo "$PATH" $(date)`, nil, "", false, authz.Allow, ""},
 	{"runtime", yolo, false, "sleep $N", nil, "", false, authz.Allow, ""},
+	{"runtime", yolo, false, "cat /proc/$PPID/environ", nil, "", false, notAllow, ""},
+	{"runtime", yolo, false, "ls -l /proc/$$/fd", nil, "", false, notAllow, ""},
 	{"runtime", yolo, false, "echo / | xargs rm -rf", nil, "", false, authz.Ask, "builtin:dynamic-target"},
 	{"runtime", yolo, false, "find / -maxdepth 0 | xargs rm -rf", nil, "", false, authz.Ask, ""},
 	{"runtime", yolo, false, "xargs -a list rm -rf", nil, "", false, authz.Ask, ""},
