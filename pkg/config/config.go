@@ -69,6 +69,21 @@ type Config struct {
 	// Terminal configures shell commands, background processes and
 	// terminal sessions, and their sandbox (see terminal.go).
 	Terminal Terminal `yaml:"terminal"`
+	// Conversations bounds the conversations no stream is attached to.
+	Conversations Conversations `yaml:"conversations"`
+}
+
+// Conversations bounds the conversations no stream is attached to (their
+// background processes, sessions, kept output and grants).
+type Conversations struct {
+	// IdleTTL is how long a conversation with no stream attached keeps
+	// its state before toold reaps it (kills its background processes,
+	// closes its sessions, deletes its kept output, revokes its grants and
+	// forgets its secret). Default 10m.
+	IdleTTL Duration `yaml:"idle_ttl"`
+	// MaxIdle is how many such conversations may keep state at once;
+	// beyond it, the one idle the longest is reaped at once. Default 64.
+	MaxIdle int `yaml:"max_idle"`
 }
 
 // Timeouts of calls.
@@ -85,6 +100,10 @@ type Limits struct {
 	CallsPerStream int `yaml:"calls_per_stream"`
 	// Calls bounds concurrent calls on the daemon (default 1024).
 	Calls int `yaml:"calls"`
+	// MessageBytes bounds one client message on a stream (default 4 MiB);
+	// a larger one is refused on its own (MessageRejected, or that call's
+	// ToolCallEnd) and the stream goes on.
+	MessageBytes int `yaml:"message_bytes"`
 }
 
 // Output shapes results for the model; see tools.Limits.

@@ -1,0 +1,228 @@
+package service
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/errdefs"
+)
+
+// Message limits of ExecuteTool.
+//
+// What grpc-go does with a message it cannot take (v1.85, read in
+// rpc_util.go and stream.go): a message longer than the server's
+// MaxRecvMsgSize is refused from its 5-byte header, before its body is
+// read, so the stream's framing is lost; and any error of RecvMsg (that
+// one, or a codec that fails to unmarshal, as proto does on invalid UTF-8
+// in a string field) makes grpc-go write the error status to the client at
+// once: the stream and every call on it end. Neither can be turned into a
+// per-message refusal from the handler.
+//
+// So the limits are split. The transport limit (grpc.MaxRecvMsgSize) is
+// raised to TransportMessageBytes, which only bounds the memory one message
+// may take while it is read; the message limit (Config.MaxMessageBytes,
+// default 4 MiB, gRPC's own default) is enforced by toold's codec, which
+// never fails on a ClientMessage: a message over the limit, or one that
+// does not decode, is handed to the stream as a refusal of that message
+// alone. Only a message over the transport limit still ends the stream
+// (RESOURCE_EXHAUSTED), because gRPC cannot skip it.
+const (
+	// DefaultMaxMessageBytes is the default message limit.
+	DefaultMaxMessageBytes = 4 << 20
+	// minTransportMessageBytes is the least transport limit.
+	minTransportMessageBytes = 64 << 20
+)
+
+// TransportMessageBytes is the transport limit for a message limit of
+// maxMessage bytes: the larger of 64 MiB and maxMessage.
+func TransportMessageBytes(maxMessage int) int {
+	if maxMessage <= 0 {
+		maxMessage = DefaultMaxMessageBytes
+	}
+	return max(minTransportMessageBytes, maxMessage)
+}
+
+// GRPCServerOptions returns the options a grpc.Server serving s needs: the
+// codec that turns a bad ClientMessage into a refusal of that message, and
+// the transport limit. Every server that registers s must use them.
+func (s *Server) GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(clientCodec{base: encoding.GetCodecV2("proto"), limit: s.cfg.MaxMessageBytes}),
+		grpc.MaxRecvMsgSize(TransportMessageBytes(s.cfg.MaxMessageBytes)),
+	}
+}
+
+// inbound is what ExecuteTool receives for each client message: the
+// message, or why it cannot be used (then msg is nil and the bad fields
+// tell what could be read of it).
+type inbound struct {
+	msg *pb.ClientMessage
+	bad *badMessage
+}
+
+// badMessage is a client message refused on its own.
+type badMessage struct {
+	err error
+	// kind is the oneof field number of the message (2 for a ToolCall),
+	// zero when it could not be read.
+	kind protowire.Number
+	// callID is the ToolCall's call_id when it could be read and is valid
+	// UTF-8; name its tool name, likewise.
+	callID, name string
+}
+
+// clientCodec is the proto codec with one difference: unmarshaling into an
+// *inbound never fails. Everything else goes to base unchanged.
+type clientCodec struct {
+	base  encoding.CodecV2
+	limit int
+}
+
+func (c clientCodec) Name() string { return c.base.Name() }
+
+func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	in, ok := v.(*inbound)
+	if !ok {
+		return c.base.Unmarshal(data, v)
+	}
+	in.msg, in.bad = nil, nil
+	limit := c.limit
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	if n := data.Len(); n > limit {
+		b := peekMessage(data)
+		b.err = errdefs.New(errdefs.ErrResourceExhausted,
+			"the message is %s, over toold's limit of %s per message; nothing of it was used. Send less in one call (write a large file in parts, with edit_file or several writes)",
+			humanBytes(int64(n)), humanBytes(int64(limit)))
+		in.bad = b
+		return nil
+	}
+	msg := &pb.ClientMessage{}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := proto.Unmarshal(buf.ReadOnlyData(), msg); err != nil {
+		b := scanMessage(buf.ReadOnlyData())
+		hint := ""
+		if strings.Contains(err.Error(), "UTF-8") {
+			hint = ". Strings must be valid UTF-8: send other bytes as Input.data, or encode them (JSON escapes, base64)"
+		}
+		b.err = errdefs.New(errdefs.ErrInvalidArgument, "the message could not be decoded (%v); nothing of it was used%s", err, hint)
+		in.bad = b
+		return nil
+	}
+	in.msg = msg
+	return nil
+}
+
+// peekMessage reads what it can of an over-long message from its first
+// bytes only.
+func peekMessage(data mem.BufferSlice) *badMessage {
+	var head [4096]byte
+	n, _ := io.ReadFull(data.Reader(), head[:])
+	return scanMessage(head[:n])
+}
+
+// scanMessage reads the kind of a ClientMessage and, for a ToolCall, its
+// call_id and name, from b, which may be cut short or malformed: what
+// cannot be read stays empty.
+func scanMessage(b []byte) *badMessage {
+	out := &badMessage{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return out
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return out
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := consumeBytesPrefix(b)
+		if n < 0 {
+			return out
+		}
+		if num >= 1 && num <= 5 {
+			out.kind = num
+			if num == 2 {
+				out.callID, out.name = scanCall(v)
+			}
+			return out
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+// consumeBytesPrefix is protowire.ConsumeBytes that also accepts a value
+// cut short (it returns what there is); n is how far b was consumed, -1 on
+// a malformed length.
+func consumeBytesPrefix(b []byte) (v []byte, n int) {
+	l, m := protowire.ConsumeVarint(b)
+	if m < 0 {
+		return nil, -1
+	}
+	rest := b[m:]
+	if uint64(len(rest)) < l {
+		return rest, len(b)
+	}
+	return rest[:l], m + int(l)
+}
+
+// scanCall reads call_id (1) and name (2) of a ToolCall, each only when
+// it is whole and valid UTF-8.
+func scanCall(b []byte) (callID, name string) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 1 || num == 2) {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return
+			}
+			if utf8.Valid(v) {
+				if num == 1 {
+					callID = string(v)
+				} else {
+					name = string(v)
+				}
+			}
+			b = b[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return
+		}
+		b = b[n:]
+	}
+	return
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
