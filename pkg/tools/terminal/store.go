@@ -105,7 +105,7 @@ type record struct {
 	doneFlag  atomic.Bool
 	totalHint atomic.Int64
 	endedAt   atomic.Int64 // unix nanoseconds; set before doneFlag
-	disk      int64 // bytes in the file; guarded by st.mu
+	disk      int64        // bytes in the file; guarded by st.mu
 
 	mu        sync.Mutex
 	f         *os.File // created at the first kept byte; open until finish
