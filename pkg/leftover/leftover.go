@@ -90,3 +90,12 @@ func startTime(pid int) (uint64, error) {
 	}
 	return strconv.ParseUint(f[19], 10, 64)
 }
+
+// MarkOf returns the owner mark of the running process pid.
+func MarkOf(pid int) (string, error) {
+	start, err := startTime(pid)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%dp%d", pid, start), nil
+}

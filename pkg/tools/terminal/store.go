@@ -172,6 +172,13 @@ func (s *store) pruneLocked(now time.Time) {
 	}
 }
 
+// prune applies the count and age bounds now.
+func (s *store) prune() {
+	s.mu.Lock()
+	s.pruneLocked(time.Now())
+	s.mu.Unlock()
+}
+
 // holds reports whether conversation conv has kept output.
 func (s *store) holds(conv string) bool {
 	s.mu.Lock()
@@ -353,6 +360,9 @@ func (r *record) notifyLocked() {
 // finish ends the record: the tail bytes that did not fit are appended to
 // the file, memory is released, and outcome says how the command ended.
 func (r *record) finish(outcome string) {
+	// Once r counts as finished, the store's count bound applies to it
+	// (after r.mu is released: the store evicts without r's lock).
+	defer r.st.prune()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
