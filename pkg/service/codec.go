@@ -7,8 +7,10 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -92,15 +94,21 @@ func (c clientCodec) Name() string { return c.base.Name() }
 func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
 
 func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	in, ok := v.(*inbound)
-	if !ok {
-		return c.base.Unmarshal(data, v)
-	}
-	in.msg, in.bad = nil, nil
 	limit := c.limit
 	if limit <= 0 {
 		limit = DefaultMaxMessageBytes
 	}
+	in, ok := v.(*inbound)
+	if !ok {
+		// Every other message (unary requests, TerminalService input)
+		// keeps the message limit; over it, that RPC fails, as with
+		// gRPC's own limit.
+		if n := data.Len(); n > limit {
+			return status.Errorf(codes.ResourceExhausted, "the message is %s, over toold's limit of %s per message", humanBytes(int64(n)), humanBytes(int64(limit)))
+		}
+		return c.base.Unmarshal(data, v)
+	}
+	in.msg, in.bad = nil, nil
 	if n := data.Len(); n > limit {
 		b := peekMessage(data)
 		b.err = errdefs.New(errdefs.ErrResourceExhausted,
@@ -221,6 +229,8 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
 	case n >= 1<<10:
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}

@@ -211,3 +211,17 @@ func TestMessageOverTransportLimit(t *testing.T) {
 		t.Fatalf("canceled %q", id)
 	}
 }
+
+// Other RPCs keep the message limit: a ListTools request over it fails on
+// its own, and the server goes on.
+func TestMessageLimitOtherRPCs(t *testing.T) {
+	h := start(t, service.Config{MaxMessageBytes: 1 << 10}, testTools(nil)...)
+	big := &pb.ListToolsRequest{}
+	big.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), make([]byte, 4<<10)))
+	if _, err := h.client.ListTools(t.Context(), big); err == nil || !strings.Contains(err.Error(), "over toold's limit of 1 KiB") {
+		t.Fatalf("ListTools over the limit: %v", err)
+	}
+	if _, err := h.client.ListTools(t.Context(), &pb.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
