@@ -74,7 +74,7 @@ func TestBadMessageEndsOnlyItself(t *testing.T) {
 	fifty := strings.Repeat("x", 50_000_000)
 	tests := []struct {
 		name string
-		msg  []byte
+		msg  func() []byte
 		// callID: the bad message is a ToolCall answered by its own Start
 		// and End with wantCode; empty: a MessageRejected with wantCode
 		// and reference wantRef.
@@ -83,27 +83,27 @@ func TestBadMessageEndsOnlyItself(t *testing.T) {
 		wantRef  string
 		wantMsg  string
 	}{
-		{name: "50 MB call", msg: rawCall("big", "echo", `{"text":"`+fifty+`"}`), callID: "big",
+		{name: "50 MB call", msg: func() []byte { return rawCall("big", "echo", `{"text":"`+fifty+`"}`) }, callID: "big",
 			wantCode: pb.ErrorCode_ERROR_CODE_RESOURCE_EXHAUSTED, wantMsg: "over toold's limit of 4 MiB"},
-		{name: "50 MB call reusing the running call's id", msg: rawCall("long", "echo", `{"text":"`+fifty+`"}`),
+		{name: "50 MB call reusing the running call's id", msg: func() []byte { return rawCall("long", "echo", `{"text":"`+fifty+`"}`) },
 			wantCode: pb.ErrorCode_ERROR_CODE_RESOURCE_EXHAUSTED, wantRef: "long", wantMsg: "over toold's limit"},
-		{name: "50 MB input", msg: msgField(5, str(1, "long"), str(3, fifty)),
+		{name: "50 MB input", msg: func() []byte { return msgField(5, str(1, "long"), str(3, fifty)) },
 			wantCode: pb.ErrorCode_ERROR_CODE_RESOURCE_EXHAUSTED, wantMsg: "over toold's limit"},
-		{name: "invalid UTF-8 arguments", msg: rawCall("u", "echo", `{"text":"`+badUTF8+`"}`), callID: "u",
+		{name: "invalid UTF-8 arguments", msg: func() []byte { return rawCall("u", "echo", `{"text":"`+badUTF8+`"}`) }, callID: "u",
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "Strings must be valid UTF-8"},
-		{name: "invalid UTF-8 tool name", msg: rawCall("n", "echo"+badUTF8, `{}`), callID: "n",
+		{name: "invalid UTF-8 tool name", msg: func() []byte { return rawCall("n", "echo"+badUTF8, `{}`) }, callID: "n",
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
-		{name: "invalid UTF-8 call id", msg: rawCall("id"+badUTF8, "echo", `{"text":"a"}`),
+		{name: "invalid UTF-8 call id", msg: func() []byte { return rawCall("id"+badUTF8, "echo", `{"text":"a"}`) },
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
-		{name: "invalid UTF-8 with the running call's id", msg: rawCall("long", "echo", badUTF8),
+		{name: "invalid UTF-8 with the running call's id", msg: func() []byte { return rawCall("long", "echo", badUTF8) },
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantRef: "long", wantMsg: "could not be decoded"},
-		{name: "invalid UTF-8 approval reason", msg: msgField(3, str(1, "a1"), str(4, badUTF8)),
+		{name: "invalid UTF-8 approval reason", msg: func() []byte { return msgField(3, str(1, "a1"), str(4, badUTF8)) },
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
-		{name: "invalid UTF-8 cancel", msg: msgField(4, str(1, "long"), str(2, badUTF8)),
+		{name: "invalid UTF-8 cancel", msg: func() []byte { return msgField(4, str(1, "long"), str(2, badUTF8)) },
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
-		{name: "truncated protobuf", msg: rawCall("t", "echo", `{}`)[:7], callID: "t",
+		{name: "truncated protobuf", msg: func() []byte { return rawCall("t", "echo", `{}`)[:7] }, callID: "t",
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
-		{name: "garbage", msg: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		{name: "garbage", msg: func() []byte { return []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01} },
 			wantCode: pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, wantMsg: "could not be decoded"},
 	}
 	for _, tt := range tests {
@@ -118,7 +118,7 @@ func TestBadMessageEndsOnlyItself(t *testing.T) {
 				}
 				return false
 			})
-			c.sendRaw(tt.msg)
+			c.sendRaw(tt.msg())
 			var code pb.ErrorCode
 			var msg string
 			if tt.callID != "" {
