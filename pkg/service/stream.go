@@ -204,8 +204,8 @@ func (st *stream) sendLoop(ss pb.ToolService_ExecuteToolServer) error {
 // toold's codec (see codec.go), so a message that is too large or does not
 // decode arrives as a refusal of that message, not as a broken stream.
 func (st *stream) recvLoop(ss pb.ToolService_ExecuteToolServer) error {
+	var in inbound // reused: the codec resets it
 	for {
-		var in inbound
 		err := ss.RecvMsg(&in)
 		if errors.Is(err, io.EOF) {
 			return nil
