@@ -145,18 +145,6 @@ func (r *Conversations) denied(id string) error {
 		Msg: "conversation \"" + id + "\" exists and is bound to a secret: present the conversation_secret its first stream got in Welcome, or use another conversation id"}
 }
 
-// Check reports whether secret is the secret of conversation id, which
-// must exist (an errdefs.ErrDenied error otherwise, the same for both).
-func (r *Conversations) Check(id, secret string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.m[id]
-	if c == nil || c.reaping || subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) != 1 {
-		return r.denied(id)
-	}
-	return nil
-}
-
 // leave detaches one stream; the last one leaving starts the idle time or
 // forgets the conversation at once when nothing of it is left.
 func (r *Conversations) leave(c *conversation) {
