@@ -35,6 +35,7 @@ type stream struct {
 	calls          map[string]*runningCall
 	conversationID string
 	leave          func() // detaches the stream from its conversation
+	left           bool   // the handler has returned: no conversation is joined any more
 	client         string
 	mode           authz.Mode
 	omitExecuting  bool
@@ -156,6 +157,7 @@ func (st *stream) leaveConversation() {
 	st.mu.Lock()
 	leave := st.leave
 	st.leave = nil
+	st.left = true
 	st.mu.Unlock()
 	if leave != nil {
 		leave()
@@ -321,6 +323,13 @@ func (st *stream) welcome(h *pb.Hello) error {
 		return &refusal{status.New(GRPCCode(e), e.Msg)}
 	}
 	st.mu.Lock()
+	if st.left {
+		// The receiver outlived the handler (see ExecuteTool): nobody
+		// would leave the conversation for this stream.
+		st.mu.Unlock()
+		leave()
+		return &refusal{status.New(codes.Canceled, "the stream has ended")}
+	}
 	st.leave = leave
 	st.conversationID = id
 	if h != nil {
