@@ -219,6 +219,18 @@ func (c *Config) Validate() error {
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
 	}
+	switch {
+	case c.Limits.MessageBytes < 0 || c.Limits.MessageBytes > 1<<30:
+		return fmt.Errorf("limits.message_bytes %d: want 0 (the default, 4 MiB) to 1 GiB", c.Limits.MessageBytes)
+	case c.Conversations.IdleTTL < 0:
+		return fmt.Errorf("conversations.idle_ttl %s: want a positive duration (0: the default, 10m)", time.Duration(c.Conversations.IdleTTL))
+	case c.Conversations.MaxIdle < 0:
+		return fmt.Errorf("conversations.max_idle %d: want a positive number (0: the default, 64)", c.Conversations.MaxIdle)
+	case c.Terminal.KeepCount < 0:
+		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", c.Terminal.KeepCount)
+	case c.Terminal.KeepAge < 0:
+		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(c.Terminal.KeepAge))
+	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:

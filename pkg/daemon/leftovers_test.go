@@ -442,3 +442,31 @@ func TestConversationSecretEndToEnd(t *testing.T) {
 		t.Fatalf("the owner's process after the refused attempts: %s", text)
 	}
 }
+
+// The settings of this file load from YAML, and bad values are errors.
+func TestConfigBounds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "toold.yaml")
+	os.WriteFile(p, []byte("limits: {message_bytes: 1048576}\nconversations: {idle_ttl: 90s, max_idle: 7}\nterminal: {keep_count: 12, keep_age: 5m}\n"), 0o644)
+	c, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.MessageBytes != 1<<20 || time.Duration(c.Conversations.IdleTTL) != 90*time.Second || c.Conversations.MaxIdle != 7 ||
+		c.Terminal.KeepCount != 12 || time.Duration(c.Terminal.KeepAge) != 5*time.Minute {
+		t.Fatalf("loaded %+v", c)
+	}
+	for _, bad := range []string{
+		"limits: {message_bytes: -1}", "limits: {message_bytes: 4294967296}",
+		"conversations: {idle_ttl: -1s}", "conversations: {max_idle: -2}",
+		"terminal: {keep_count: -1}", "terminal: {keep_age: -1m}",
+	} {
+		os.WriteFile(p, []byte(bad+"\n"), 0o644)
+		c, err := config.Load(p)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
