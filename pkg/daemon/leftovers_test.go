@@ -470,3 +470,35 @@ func TestConfigBounds(t *testing.T) {
 		}
 	}
 }
+
+// The server side of the same class: a result carrying invalid UTF-8 (a
+// file name in the workspace, bytes a tool passed on) used to fail
+// grpc-go's marshaling, which ends the stream and every call on it. It is
+// sent with U+FFFD instead, and the stream goes on.
+func TestInvalidUTF8InResultsEndToEnd(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.Terminal.Dir = t.TempDir()
+	}))
+	if err := os.WriteFile(filepath.Join(d.Workspace, "bad\xffname.txt"), []byte("x\xff\xfey\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{}}})
+	tests := []struct{ tool, args, want string }{
+		{"list_dir", `{"path":"."}`, "bad\ufffdname.txt"},
+		{"glob", `{"pattern":"*.txt"}`, "bad\ufffdname.txt"},
+		{"grep_search", `{"pattern":"x"}`, "bad\ufffdname.txt"},
+		{"run_command", `{"command":"ls; printf 'a\\377b\\n'"}`, "name.txt"},
+	}
+	for i, tt := range tests {
+		res, _ := x.call(fmt.Sprint("c", i), tt.tool, tt.args)
+		if !res.GetSuccess() || !strings.Contains(res.GetContent()[0].GetText(), tt.want) {
+			t.Errorf("%s: %v", tt.tool, res)
+		}
+	}
+	res, _ := x.call("after", "think", `{"thought":"still here"}`)
+	if !res.GetSuccess() {
+		t.Fatalf("after: %v", res)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
@@ -91,7 +92,74 @@ type clientCodec struct {
 
 func (c clientCodec) Name() string { return c.base.Name() }
 
-func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+// Marshal is base's, with one difference: a message that fails because a
+// string holds invalid UTF-8 (a file name, a command's output that a tool
+// passed on unchecked) is sent with those bytes replaced by U+FFFD, not
+// refused: grpc-go ends the stream on any send error, and one odd byte
+// must not end every call of the stream.
+func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) {
+	b, err := c.base.Marshal(v)
+	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		return b, err
+	}
+	m, ok := v.(proto.Message)
+	if !ok {
+		return b, err
+	}
+	fixUTF8(m.ProtoReflect())
+	return c.base.Marshal(v)
+}
+
+// fixUTF8 replaces invalid UTF-8 in every string of m, however deep.
+func fixUTF8(m protoreflect.Message) {
+	fix := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			mp := v.Map()
+			type entry struct {
+				k protoreflect.MapKey
+				v protoreflect.Value
+			}
+			var redo []entry
+			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if fd.MapValue().Kind() == protoreflect.MessageKind {
+					fixUTF8(mv.Message())
+				} else if fd.MapValue().Kind() == protoreflect.StringKind && !utf8.ValidString(mv.String()) {
+					mv = protoreflect.ValueOfString(fix(mv.String()))
+					mp.Set(k, mv)
+				}
+				if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.ValidString(k.String()) {
+					redo = append(redo, entry{k, mv})
+				}
+				return true
+			})
+			for _, e := range redo {
+				mp.Clear(e.k)
+				mp.Set(protoreflect.ValueOfString(fix(e.k.String())).MapKey(), e.v)
+			}
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				switch fd.Kind() {
+				case protoreflect.MessageKind, protoreflect.GroupKind:
+					fixUTF8(l.Get(i).Message())
+				case protoreflect.StringKind:
+					if s := l.Get(i).String(); !utf8.ValidString(s) {
+						l.Set(i, protoreflect.ValueOfString(fix(s)))
+					}
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+			fixUTF8(v.Message())
+		case fd.Kind() == protoreflect.StringKind:
+			if s := v.String(); !utf8.ValidString(s) {
+				m.Set(fd, protoreflect.ValueOfString(fix(s)))
+			}
+		}
+		return true
+	})
+}
 
 func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	limit := c.limit

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // rawMessage is a client message sent as exactly these bytes, as a client
@@ -222,6 +224,39 @@ func TestMessageLimitOtherRPCs(t *testing.T) {
 		t.Fatalf("ListTools over the limit: %v", err)
 	}
 	if _, err := h.client.ListTools(t.Context(), &pb.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A result carrying invalid UTF-8 reaches the client with U+FFFD in its
+// place (grpc-go would otherwise fail to marshal it and end the stream).
+func TestInvalidUTF8InResults(t *testing.T) {
+	weird := simple("weird", `{"type":"object"}`, func(_ context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+		_ = s.Progress("half\xffway", 0.5)
+		return &tools.Result{Text: "a\xffb", Structured: map[string]any{"k\xff": []any{"v\xfe"}, "n": map[string]any{"x": "y\xff"}}}, nil
+	})
+	h := start(t, service.Config{}, weird)
+	c := h.open(nil)
+	c.call("w", "weird", `{}`)
+	res, evs := c.end("w")
+	if got := res.GetContent()[0].GetText(); got != "a\ufffdb" {
+		t.Errorf("text %q", got)
+	}
+	if st := res.GetStructured().AsMap(); st["k\ufffd"] == nil || st["n"].(map[string]any)["x"] != "y\ufffd" {
+		t.Errorf("structured %v", st)
+	}
+	progress := false
+	for _, e := range evs {
+		if e.GetProgress().GetMessage() == "half\ufffdway" {
+			progress = true
+		}
+	}
+	if !progress {
+		t.Errorf("progress: %v", evs)
+	}
+	c.call("after", "weird", `{}`)
+	c.end("after")
+	if err := c.closeSend(); err != nil {
 		t.Fatal(err)
 	}
 }
