@@ -70,6 +70,7 @@ type conversation struct {
 	attached   int       // streams and terminal attaches
 	idleSince  time.Time // when attached dropped to zero
 	timer      *time.Timer
+	idleGen    uint64 // counts the idle periods; a timer reaps only its own
 	reaping    bool
 }
 
@@ -159,7 +160,9 @@ func (r *Conversations) leave(c *conversation) {
 		return
 	}
 	c.idleSince = time.Now()
-	c.timer = time.AfterFunc(r.cfg.IdleTTL, func() { r.expire(c) })
+	c.idleGen++
+	gen := c.idleGen
+	c.timer = time.AfterFunc(r.cfg.IdleTTL, func() { r.expire(c, gen) })
 	// Beyond MaxIdle, the longest idle goes now.
 	idle := 0
 	var oldest *conversation
@@ -176,11 +179,13 @@ func (r *Conversations) leave(c *conversation) {
 	}
 }
 
-// expire reaps c when its idle time ran out and nobody joined since.
-func (r *Conversations) expire(c *conversation) {
+// expire reaps c when its idle period gen ran out and nobody joined
+// since (a timer that fired while a stream joined and left again belongs
+// to an earlier period).
+func (r *Conversations) expire(c *conversation, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.m[c.id] != c || c.attached > 0 || c.reaping {
+	if r.closed || r.m[c.id] != c || c.attached > 0 || c.reaping || c.idleGen != gen {
 		return
 	}
 	r.reapLocked(c, "idle longer than the idle TTL")
