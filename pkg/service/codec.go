@@ -83,8 +83,9 @@ type badMessage struct {
 	callID, name string
 }
 
-// clientCodec is the proto codec with one difference: unmarshaling into an
-// *inbound never fails. Everything else goes to base unchanged.
+// clientCodec is the server's codec: proto (base), except that
+// unmarshaling into an *inbound never fails, other messages keep the
+// message limit, and marshaling repairs invalid UTF-8 instead of failing.
 type clientCodec struct {
 	base  encoding.CodecV2
 	limit int
