@@ -218,7 +218,7 @@ func TestShellAttachAgentSession(t *testing.T) {
 	// nothing of the session is reached.
 	for _, secret := range []string{"", strings.Repeat("0", 32)} {
 		r := cli{}.run(t, "--socket", d.Socket, "shell", "--session", id, "--secret", secret)
-		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret"})
+		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret", "pass --secret"})
 		if strings.Contains(r.stdout+r.stderr, "agent-was") {
 			t.Fatalf("the session's output reached a client without the secret:\n%s%s", r.stdout, r.stderr)
 		}

@@ -224,7 +224,7 @@ func TestCallApprovalTerminal(t *testing.T) {
 		// reach: the stream is refused and nothing runs.
 		before := g.ran.Load()
 		r = runAt(t, d.Socket, "call", "guarded", "command=rm -rf dist", "--conversation", "conv-a")
-		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret"})
+		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret", "pass --secret"})
 		if g.ran.Load() != before {
 			t.Error("a call ran in a conversation joined without its secret")
 		}
