@@ -39,6 +39,7 @@ type callOptions struct {
 	answer       string
 	answerSet    bool
 	conversation string
+	secret       string // --secret: the conversation's secret
 }
 
 func (a *app) newCallCmd() *cobra.Command {
@@ -74,7 +75,16 @@ Without a terminal (stdin or stderr redirected, unless stdin carries --args
 -), approvals are denied and questions cancel the call. --yes approves every
 approval once without asking, and asks nothing: questions are answered with
 --answer TEXT, or cancel the call. --conversation sets the conversation, so
-grants approved with 'a' apply to later calls given the same id.
+grants approved with 'a' and background processes apply to later calls given
+the same id.
+
+toold binds a conversation to a secret it hands out when the conversation
+starts; joining it later needs the secret. toolctl keeps the secrets of the
+conversations it named in $TOOLCTL_SECRETS, or
+$XDG_STATE_HOME/toolctl/conversations.json, or
+~/.local/state/toolctl/conversations.json (mode 0600), and presents them;
+--secret (or $TOOLD_CONVERSATION_SECRET) gives one explicitly, for a
+conversation another client started.
 
 Ctrl-C cancels the call and waits for it to end, also while a prompt waits;
 a second Ctrl-C quits at once.
@@ -102,7 +112,8 @@ reached.`,
 	f.BoolVar(&o.json, "json", false, "print every ServerEvent as protojson, one per line")
 	f.BoolVarP(&o.yes, "yes", "y", false, "approve every approval once, without asking (and ask nothing)")
 	f.StringVar(&o.answer, "answer", "", "answer every question of the call with TEXT, without asking")
-	f.StringVar(&o.conversation, "conversation", "", "conversation id (default: a new one); grants belong to it")
+	f.StringVar(&o.conversation, "conversation", "", "conversation id (default: a new one); grants, background processes and sessions belong to it")
+	f.StringVar(&o.secret, "secret", "", "the conversation's secret (default: $TOOLD_CONVERSATION_SECRET, or the one toolctl stored when it started the conversation)")
 	return cmd
 }
 
@@ -135,7 +146,8 @@ func (a *app) runCall(ctx context.Context, o callOptions) error {
 	defer view.close()
 	ask, closeAsk := a.newCallAsker(o, view)
 	defer closeAsk()
-	hello := &pb.Hello{ClientName: "toolctl/" + version, ConversationId: o.conversation}
+	hello := &pb.Hello{ClientName: "toolctl/" + version, ConversationId: o.conversation,
+		ConversationSecret: a.conversationSecret(o.conversation, o.secret)}
 	return a.executeCall(ctx, conn, hello, call, view, ask)
 }
 
@@ -263,6 +275,13 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 			view.event(r.ev)
 			if w := r.ev.GetWelcome(); w != nil {
 				info.conversationID = w.GetConversationId()
+				// A named conversation's secret is kept, so that the next
+				// call with --conversation joins it (see secrets.go).
+				if hello.GetConversationId() != "" && w.GetConversationSecret() != hello.GetConversationSecret() {
+					if err := a.saveConversationSecret(w.GetConversationId(), w.GetConversationSecret()); err != nil {
+						view.note("could not keep the conversation's secret: " + err.Error())
+					}
+				}
 			}
 			if r.ev.GetCallId() != id {
 				continue // stream-level events

@@ -122,6 +122,11 @@ func (a *app) rpcError(what string, err error) error {
 		msg = fmt.Sprintf("%s: lost the connection to toold at %s: %s", what, a.where(), st.Message())
 	case codes.Canceled:
 		msg = fmt.Sprintf("%s: canceled", what)
+	case codes.PermissionDenied:
+		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())
+		if strings.Contains(st.Message(), "conversation_secret") {
+			msg += " (toolctl: pass --secret, or set TOOLD_CONVERSATION_SECRET)"
+		}
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())
 	}

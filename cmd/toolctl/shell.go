@@ -26,6 +26,7 @@ type shellOptions struct {
 	shell        string
 	name         string
 	conversation string
+	secret       string
 	keep         bool
 	replay       int
 	detachKey    string
@@ -59,7 +60,12 @@ Without a terminal on stdin, toolctl forwards stdin as it comes; at its end
 a shell toolctl started gets Ctrl-D (so it exits), and --session detaches.
 
 --list lists the sessions toold holds (--conversation selects one
-conversation's).`,
+conversation's).
+
+Attaching to a session needs the secret of its conversation (toold hands it
+to the conversation's first stream): toolctl presents the one it stored when
+it started that conversation (see 'toolctl call --help'), or --secret (or
+$TOOLD_CONVERSATION_SECRET) for an agent's conversation.`,
 		Example: `  toolctl shell                         # a new shell in the workspace root
   toolctl shell --workdir src --keep    # survives detaching
   toolctl shell --list
@@ -78,6 +84,7 @@ conversation's).`,
 	f.StringVar(&o.shell, "shell", "", "program to run (new shell; default toold's shell, as a login shell)")
 	f.StringVar(&o.name, "name", "", "name of the session in its conversation (new shell; default main)")
 	f.StringVar(&o.conversation, "conversation", "", "conversation of the new session (default: a new one); with --list, list only this conversation's")
+	f.StringVar(&o.secret, "secret", "", "the secret of the session's conversation (default: $TOOLD_CONVERSATION_SECRET, or the one toolctl stored for it)")
 	f.BoolVar(&o.keep, "keep", false, "keep a shell toolctl started running after you detach")
 	f.IntVar(&o.replay, "replay", defaultReplay, "bytes of earlier output to replay when attaching to an existing session")
 	f.StringVar(&o.detachKey, "detach-key", "ctrl-]", "key that detaches: ctrl-] or ctrl-\\, ctrl-^, ctrl-_, or ctrl-LETTER")
@@ -126,7 +133,14 @@ func (a *app) runShell(ctx context.Context, o shellOptions) error {
 	open := &pb.AttachOpen{}
 	if o.session != "" {
 		open.Target = &pb.AttachOpen_SessionId{SessionId: o.session}
+		// Attaching needs the secret of the session's conversation.
+		conv, err := a.sessionConversation(ctx, client, o.session)
+		if err != nil {
+			return err
+		}
+		open.ConversationSecret = a.conversationSecret(conv, o.secret)
 	} else {
+		open.ConversationSecret = a.conversationSecret(o.conversation, o.secret)
 		open.Target = &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{
 			ConversationId: o.conversation, Name: o.name, WorkingDir: o.workdir, Shell: o.shell, CloseOnDetach: !o.keep,
 		}}
@@ -236,6 +250,11 @@ func (a *app) attach(ctx context.Context, client pb.TerminalServiceClient, open 
 	info := first.GetAttached().GetSession()
 	if info == nil {
 		return &exitError{code: exitUsage, err: errors.New("attach: toold answered without Attached")}
+	}
+	if sec := first.GetAttached().GetConversationSecret(); sec != "" && sec != open.GetConversationSecret() && open.GetNewSession().GetConversationId() != "" {
+		if err := a.saveConversationSecret(info.GetConversationId(), sec); err != nil {
+			fmt.Fprintf(a.stderr, "toolctl: could not keep the conversation's secret: %v\r\n", err)
+		}
 	}
 	fmt.Fprintf(a.stderr, "[attached to %s: %s in %s, conversation %s; detach with %s]\r\n",
 		info.GetSessionId(), strings.Join(info.GetCommand(), " "), info.GetWorkingDir(), info.GetConversationId(), keyName(detachKey))
@@ -421,4 +440,19 @@ func (a *app) listSessions(ctx context.Context, client pb.TerminalServiceClient,
 			s.GetCreateTime().AsTime().Local().Format(time.DateTime))
 	}
 	return w.Flush()
+}
+
+// sessionConversation returns the conversation of session id, or "" when
+// toold does not list it (Attach then says it is unknown).
+func (a *app) sessionConversation(ctx context.Context, client pb.TerminalServiceClient, id string) (string, error) {
+	resp, err := client.ListSessions(ctx, &pb.ListSessionsRequest{})
+	if err != nil {
+		return "", a.rpcError("attach", err)
+	}
+	for _, s := range resp.GetSessions() {
+		if s.GetSessionId() == id {
+			return s.GetConversationId(), nil
+		}
+	}
+	return "", nil
 }

@@ -214,8 +214,17 @@ func TestShellAttachAgentSession(t *testing.T) {
 	id := res.GetStructured().AsMap()["session_id"].(string)
 	agent.call("send_input", map[string]any{"session_id": id, "data": "echo agent-was-$((1+1))\n", "wait_ms": 2000})
 
+	// The session's conversation is the agent's: without its secret
+	// nothing of the session is reached.
+	for _, secret := range []string{"", strings.Repeat("0", 32)} {
+		r := cli{}.run(t, "--socket", d.Socket, "shell", "--session", id, "--secret", secret)
+		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret", "pass --secret"})
+		if strings.Contains(r.stdout+r.stderr, "agent-was") {
+			t.Fatalf("the session's output reached a client without the secret:\n%s%s", r.stdout, r.stderr)
+		}
+	}
 	tt := newTerminalUnderTest(t, 24, 80)
-	done := tt.runShell(t.Context(), "--socket", d.Socket, "shell", "--session", id)
+	done := tt.runShell(t.Context(), "--socket", d.Socket, "shell", "--session", id, "--secret", agent.secret)
 	tt.expect("agent-was-2") // replayed
 	tt.typeKeys("echo person-$((3+4))\r")
 	tt.expect("person-7")
@@ -268,9 +277,10 @@ func TestShellUsage(t *testing.T) {
 
 // agent is an agent's ExecuteTool stream.
 type agent struct {
-	t *testing.T
-	s pb.ToolService_ExecuteToolClient
-	n int
+	t      *testing.T
+	s      pb.ToolService_ExecuteToolClient
+	n      int
+	secret string // the conversation's, from Welcome
 }
 
 func newAgent(t *testing.T, conn *grpc.ClientConn, conv string) *agent {
@@ -283,7 +293,11 @@ func newAgent(t *testing.T, conn *grpc.ClientConn, conv string) *agent {
 	if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: conv}}}); err != nil {
 		t.Fatal(err)
 	}
-	return &agent{t: t, s: s}
+	ev, err := s.Recv()
+	if err != nil || ev.GetWelcome().GetConversationSecret() == "" {
+		t.Fatalf("welcome: %v %v", ev, err)
+	}
+	return &agent{t: t, s: s, secret: ev.GetWelcome().GetConversationSecret()}
 }
 
 func (ag *agent) call(name string, args map[string]any) *pb.ToolResult {

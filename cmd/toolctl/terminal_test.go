@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -37,6 +39,12 @@ type ptySession struct {
 // new pty, stdout in a buffer.
 func startPTY(t *testing.T, ctx context.Context, args ...string) *ptySession {
 	t.Helper()
+	return startPTYWith(t, ctx, nil, args...)
+}
+
+// startPTYWith is startPTY with more environment.
+func startPTYWith(t *testing.T, ctx context.Context, extraEnv map[string]string, args ...string) *ptySession {
+	t.Helper()
 	master, slave, err := pty.Open()
 	if err != nil {
 		t.Fatalf("open pty: %v", err)
@@ -62,6 +70,7 @@ func startPTY(t *testing.T, ctx context.Context, args ...string) *ptySession {
 		<-readDone
 	})
 	env := map[string]string{"TERM": "xterm"}
+	maps.Copy(env, extraEnv)
 	var stdout bytes.Buffer
 	a := &app{
 		stdin:         slave,
@@ -187,7 +196,10 @@ func TestCallApprovalTerminal(t *testing.T) {
 	})
 
 	t.Run("a approves for the conversation", func(t *testing.T) {
-		s := startPTY(t, t.Context(), call("conv-a")...)
+		// toolctl keeps the conversation's secret in its state dir, so
+		// that the next call joins the conversation.
+		state := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+		s := startPTYWith(t, t.Context(), state, call("conv-a")...)
 		s.waitFor("approve? ")
 		s.typ("a")
 		r := s.wait()
@@ -202,8 +214,20 @@ func TestCallApprovalTerminal(t *testing.T) {
 		}
 		// The grant lets the next call of the conversation run unasked,
 		// even with nobody at a terminal.
-		r = runAt(t, d.Socket, "call", "guarded", "command=rm -rf dist", "--conversation", "conv-a")
+		r = cli{env: state}.run(t, "--socket", d.Socket, "call", "guarded", "command=rm -rf dist", "--conversation", "conv-a")
 		r.check(t, exitOK, []string{"ran: rm -rf dist"}, nil)
+		fi, err := os.Stat(filepath.Join(state["XDG_STATE_HOME"], "toolctl", "conversations.json"))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("secrets file: %v %v, want mode 0600", fi, err)
+		}
+		// Without the secret the conversation (and its grant) is out of
+		// reach: the stream is refused and nothing runs.
+		before := g.ran.Load()
+		r = runAt(t, d.Socket, "call", "guarded", "command=rm -rf dist", "--conversation", "conv-a")
+		r.check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret", "pass --secret"})
+		if g.ran.Load() != before {
+			t.Error("a call ran in a conversation joined without its secret")
+		}
 		if strings.Contains(r.stderr, "approval") {
 			t.Errorf("the granted call asked:\n%s", r.stderr)
 		}

@@ -69,6 +69,21 @@ type Config struct {
 	// Terminal configures shell commands, background processes and
 	// terminal sessions, and their sandbox (see terminal.go).
 	Terminal Terminal `yaml:"terminal"`
+	// Conversations bounds the conversations no stream is attached to.
+	Conversations Conversations `yaml:"conversations"`
+}
+
+// Conversations bounds the conversations no stream is attached to (their
+// background processes, sessions, kept output and grants).
+type Conversations struct {
+	// IdleTTL is how long a conversation with no stream attached keeps
+	// its state before toold reaps it (kills its background processes,
+	// closes its sessions, deletes its kept output, revokes its grants and
+	// forgets its secret). Default 10m.
+	IdleTTL Duration `yaml:"idle_ttl"`
+	// MaxIdle is how many such conversations may keep state at once;
+	// beyond it, the one idle the longest is reaped at once. Default 64.
+	MaxIdle int `yaml:"max_idle"`
 }
 
 // Timeouts of calls.
@@ -85,6 +100,10 @@ type Limits struct {
 	CallsPerStream int `yaml:"calls_per_stream"`
 	// Calls bounds concurrent calls on the daemon (default 1024).
 	Calls int `yaml:"calls"`
+	// MessageBytes bounds one client message on a stream (default 4 MiB);
+	// a larger one is refused on its own (MessageRejected, or that call's
+	// ToolCallEnd) and the stream goes on.
+	MessageBytes int `yaml:"message_bytes"`
 }
 
 // Output shapes results for the model; see tools.Limits.
@@ -199,6 +218,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
+	}
+	switch {
+	case c.Limits.MessageBytes < 0 || c.Limits.MessageBytes > 1<<30:
+		return fmt.Errorf("limits.message_bytes %d: want 0 (the default, 4 MiB) to 1 GiB", c.Limits.MessageBytes)
+	case c.Conversations.IdleTTL < 0:
+		return fmt.Errorf("conversations.idle_ttl %s: want a positive duration (0: the default, 10m)", time.Duration(c.Conversations.IdleTTL))
+	case c.Conversations.MaxIdle < 0:
+		return fmt.Errorf("conversations.max_idle %d: want a positive number (0: the default, 64)", c.Conversations.MaxIdle)
+	case c.Terminal.KeepCount < 0:
+		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", c.Terminal.KeepCount)
+	case c.Terminal.KeepAge < 0:
+		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(c.Terminal.KeepAge))
 	}
 	switch c.Log.Format {
 	case "", "text", "json":

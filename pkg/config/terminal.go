@@ -58,6 +58,11 @@ type Terminal struct {
 	// outputs are evicted first).
 	KeepPerCall int64 `yaml:"keep_per_call"`
 	KeepTotal   int64 `yaml:"keep_total"`
+	// KeepCount bounds how many finished commands' outputs are kept
+	// (default 1000); KeepAge how long after its command ended one is
+	// kept (default 1h). The oldest go first.
+	KeepCount int      `yaml:"keep_count"`
+	KeepAge   Duration `yaml:"keep_age"`
 	// SessionBuffer is how many bytes of output a session keeps (default
 	// 1 MiB).
 	SessionBuffer int `yaml:"session_buffer"`
@@ -90,6 +95,8 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 		Dir:           t.Dir,
 		KeepPerCall:   t.KeepPerCall,
 		KeepTotal:     t.KeepTotal,
+		KeepCount:     t.KeepCount,
+		KeepAge:       time.Duration(t.KeepAge),
 		SessionBuffer: t.SessionBuffer,
 		MaxProcesses:  t.MaxProcesses,
 		MaxSessions:   t.MaxSessions,

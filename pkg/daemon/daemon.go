@@ -77,6 +77,7 @@ type Main struct {
 	mcp       mcpState // see mcp.go
 	terminal  *terminal.Manager
 	serveWG   sync.WaitGroup
+	leftovers leftoverState // see leftovers.go
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -141,10 +142,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxCallsPerStream: cfg.Limits.CallsPerStream,
 		MaxCalls:          cfg.Limits.Calls,
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
-		Version:           Version,
-		Workspace:         m.ws.Dir(),
-		Logger:            m.Logger,
-		Tracer:            tracer,
+		MaxMessageBytes:   cfg.Limits.MessageBytes,
+		Conversations: service.ConversationConfig{
+			IdleTTL: time.Duration(cfg.Conversations.IdleTTL),
+			MaxIdle: cfg.Conversations.MaxIdle,
+			State:   conversationState{term: m.terminal, grants: granter},
+		},
+		Version:   Version,
+		Workspace: m.ws.Dir(),
+		Logger:    m.Logger,
+		Tracer:    tracer,
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
@@ -155,7 +162,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != ""))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.svc.Conversations()))
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -189,6 +196,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	m.startLeftovers()
 	// Start-up leaves garbage (schema compilation, policy parsing); give
 	// its pages back once, so an idle daemon stays small.
 	go debug.FreeOSMemory()
@@ -298,6 +306,7 @@ func (m *Main) closeTerminal() error {
 // release frees what Run acquired.
 func (m *Main) release() error {
 	var errs []error
+	m.stopLeftovers()
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	for _, l := range m.listeners {
@@ -345,7 +354,7 @@ func (m *Main) newGRPCServer() *grpc.Server {
 		m.Logger.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
-	return grpc.NewServer(
+	opts := append(m.svc.GRPCServerOptions(),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
@@ -358,6 +367,7 @@ func (m *Main) newGRPCServer() *grpc.Server {
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
 	)
+	return grpc.NewServer(opts...)
 }
 
 func traceFields(ctx context.Context) logging.Fields {

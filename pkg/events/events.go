@@ -43,10 +43,13 @@ type Event struct {
 // Welcome answers a stream's Hello.
 type Welcome struct {
 	ConversationID string
-	Mode           authz.Mode
-	ServerVersion  string
-	Workspace      string
-	MaxTimeout     time.Duration
+	// ConversationSecret is the secret a stream joining the conversation
+	// presents (see Hello.conversation_secret).
+	ConversationSecret string
+	Mode               authz.Mode
+	ServerVersion      string
+	Workspace          string
+	MaxTimeout         time.Duration
 }
 
 // Start is the first event of a call.

@@ -286,7 +286,7 @@ func eventToPB(ev *events.Event) *pb.ServerEvent {
 	case ev.Welcome != nil:
 		w := ev.Welcome
 		out.Event = &pb.ServerEvent_Welcome{Welcome: &pb.Welcome{
-			ConversationId: w.ConversationID, ApprovalMode: modeToPB(w.Mode),
+			ConversationId: w.ConversationID, ConversationSecret: w.ConversationSecret, ApprovalMode: modeToPB(w.Mode),
 			ServerVersion: w.ServerVersion, Workspace: w.Workspace, MaxTimeout: durationpb.New(w.MaxTimeout),
 		}}
 	case ev.Keepalive != nil:

@@ -127,7 +127,7 @@ func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool
 		cfg.Tracer = tp.Tracer("test")
 	}
 	srv := service.New(cfg)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	pb.RegisterToolServiceServer(gs, srv)
 	dir, err := os.MkdirTemp("", "toold-svc")
 	if err != nil {
@@ -172,8 +172,14 @@ type convo struct {
 
 func (h *harness) open(hello *pb.Hello) *convo {
 	h.t.Helper()
+	return h.openWith(hello)
+}
+
+// openWith is open with call options for the stream.
+func (h *harness) openWith(hello *pb.Hello, opts ...grpc.CallOption) *convo {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := h.client.ExecuteTool(ctx)
+	s, err := h.client.ExecuteTool(ctx, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -44,6 +44,11 @@ type Config struct {
 	KeepaliveInterval time.Duration
 	// Queue bounds each stream's event queue.
 	Queue events.QueueConfig
+	// MaxMessageBytes bounds one client message (default 4 MiB); a larger
+	// one is refused on its own (see GRPCServerOptions).
+	MaxMessageBytes int
+	// Conversations binds conversations to secrets and reaps idle ones.
+	Conversations ConversationConfig
 	// Version and Workspace are reported in Welcome.
 	Version, Workspace string
 	// Logger receives one line per call and the details of internal errors.
@@ -82,6 +87,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Conversations.Logger == nil {
+		c.Conversations.Logger = c.Logger
+	}
 	return c
 }
 
@@ -90,8 +101,9 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	pb.UnimplementedToolServiceServer
 
-	cfg  Config
-	exec *Executor
+	cfg   Config
+	exec  *Executor
+	convs *Conversations
 
 	mu       sync.Mutex
 	active   int           // calls running on the daemon
@@ -106,8 +118,13 @@ func New(cfg Config) *Server {
 	kill, killFn := context.WithCancelCause(context.Background())
 	s := &Server{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn}
 	s.exec = &Executor{cfg: &s.cfg}
+	s.convs = NewConversations(s.cfg.Conversations)
 	return s
 }
+
+// Conversations returns the server's conversation registry (the
+// TerminalService checks secrets with it).
+func (s *Server) Conversations() *Conversations { return s.convs }
 
 var _ pb.ToolServiceServer = (*Server)(nil)
 
@@ -141,6 +158,8 @@ func (s *Server) Draining() <-chan struct{} { return s.draining }
 // calls have ended. Shutdown returns when no call runs. It is safe to call
 // more than once.
 func (s *Server) Shutdown(ctx context.Context) {
+	// No conversation is reaped from now on: shutdown ends them all.
+	s.convs.Close()
 	s.mu.Lock()
 	select {
 	case <-s.draining:

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -33,6 +34,8 @@ type stream struct {
 	accepting      bool // new calls are accepted
 	calls          map[string]*runningCall
 	conversationID string
+	leave          func() // detaches the stream from its conversation
+	left           bool   // the handler has returned: no conversation is joined any more
 	client         string
 	mode           authz.Mode
 	omitExecuting  bool
@@ -89,6 +92,9 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 		emitters:  map[string]*callEmitter{},
 		mode:      s.cfg.Mode,
 	}
+	// Deferred after cancel, so it runs first, once every call has ended
+	// (each return below waits for them).
+	defer st.leaveConversation()
 	sendDone := make(chan error, 1)
 	go func() { sendDone <- st.sendLoop(ss) }()
 	recvDone := make(chan error, 1)
@@ -99,6 +105,16 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 	var result error
 	select {
 	case err := <-recvDone:
+		var r *refusal
+		if errors.As(err, &r) {
+			// A refused Hello: no call has started; the stream ends with
+			// the refusal's status.
+			cancel(errStreamEnded)
+			st.stopAccepting()
+			st.wg.Wait()
+			<-sendDone
+			return r.status.Err()
+		}
 		if err != nil {
 			// The client canceled the stream or the connection is gone.
 			cancel(errStreamEnded)
@@ -129,6 +145,23 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 		return status.FromContextError(result).Err()
 	}
 	return nil
+}
+
+// refusal ends the stream with its status: a Hello that cannot be
+// honored.
+type refusal struct{ status *status.Status }
+
+func (r *refusal) Error() string { return r.status.Message() }
+
+func (st *stream) leaveConversation() {
+	st.mu.Lock()
+	leave := st.leave
+	st.leave = nil
+	st.left = true
+	st.mu.Unlock()
+	if leave != nil {
+		leave()
+	}
 }
 
 func sendError(err error) error {
@@ -168,19 +201,62 @@ func (st *stream) sendLoop(ss pb.ToolService_ExecuteToolServer) error {
 	}
 }
 
-// recvLoop reads client messages until the client closes its side (nil) or
-// the stream fails (the error).
+// recvLoop reads client messages until the client closes its side (nil),
+// the stream fails, or a Hello is refused (the error). It receives through
+// toold's codec (see codec.go), so a message that is too large or does not
+// decode arrives as a refusal of that message, not as a broken stream.
 func (st *stream) recvLoop(ss pb.ToolService_ExecuteToolServer) error {
+	var in inbound // reused: the codec resets it
 	for {
-		msg, err := ss.Recv()
+		err := ss.RecvMsg(&in)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		st.handle(msg)
+		if in.bad != nil {
+			st.handleBad(in.bad)
+			continue
+		}
+		if err := st.handle(in.msg); err != nil {
+			return err
+		}
 	}
+}
+
+// handleBad answers a message that could not be used: a ToolCall whose
+// call_id could be read and is free gets its Start and End with the error,
+// so the model's call is answered; anything else a MessageRejected. A bad
+// Hello, or a message of unknown kind, does not count as the stream's
+// first message.
+func (st *stream) handleBad(b *badMessage) {
+	if b.kind >= 2 {
+		st.mu.Lock()
+		first := !st.started
+		st.started = true
+		st.mu.Unlock()
+		if first {
+			if err := st.welcome(nil); err != nil {
+				// Only a shutdown refuses a new conversation; the message
+				// is refused either way.
+				st.reject("", err, "")
+				return
+			}
+		}
+	}
+	if b.kind == 2 && b.callID != "" {
+		st.mu.Lock()
+		busy := st.calls[b.callID] != nil
+		st.mu.Unlock()
+		if !busy {
+			now := time.Now()
+			st.push(events.Event{CallID: b.callID, Time: now, Start: &events.Start{RequestedName: b.name}})
+			st.push(events.Event{CallID: b.callID, End: &events.End{Err: b.err}})
+			return
+		}
+	}
+	st.reject("", b.err, b.callID)
 }
 
 // push queues a stream-level or call event; it fails only when the stream
@@ -195,7 +271,9 @@ func (st *stream) reject(callID string, err error, ref string) {
 	st.push(events.Event{CallID: callID, Rejected: &events.Rejected{Err: err, ReferenceID: ref}})
 }
 
-func (st *stream) handle(msg *pb.ClientMessage) {
+// handle acts on one client message; it fails only when a Hello is
+// refused, which ends the stream.
+func (st *stream) handle(msg *pb.ClientMessage) error {
 	st.mu.Lock()
 	first := !st.started
 	st.started = true
@@ -203,13 +281,14 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 	if hello := msg.GetHello(); hello != nil {
 		if !first {
 			st.reject("", errdefs.New(errdefs.ErrInvalidArgument, "Hello must be the first message of the stream; this one was ignored"), "")
-			return
+			return nil
 		}
-		st.welcome(hello)
-		return
+		return st.welcome(hello)
 	}
 	if first {
-		st.welcome(nil)
+		if err := st.welcome(nil); err != nil {
+			return err
+		}
 	}
 	switch m := msg.GetMsg().(type) {
 	case *pb.ClientMessage_Call:
@@ -223,28 +302,52 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 	default:
 		st.reject("", errdefs.New(errdefs.ErrInvalidArgument, "empty client message: set one of hello, call, approval, cancel, input"), "")
 	}
+	return nil
 }
 
-func (st *stream) welcome(h *pb.Hello) {
+// maxConversationID bounds Hello.conversation_id.
+const maxConversationID = 256
+
+// welcome joins the stream to its conversation and sends Welcome. It fails
+// (ending the stream) when the Hello names a conversation toold holds
+// without presenting its secret: nothing of the conversation is reached.
+func (st *stream) welcome(h *pb.Hello) error {
+	id, secret := h.GetConversationId(), h.GetConversationSecret()
+	if len(id) > maxConversationID {
+		return &refusal{status.Newf(codes.InvalidArgument, "conversation_id is %d bytes; at most %d are allowed", len(id), maxConversationID)}
+	}
+	id, secret, leave, err := st.srv.convs.Join(id, secret, "conv-")
+	if err != nil {
+		e := errdefs.As(err)
+		st.log.Info("stream refused", "conversation_id", h.GetConversationId(), "reason", e.Msg)
+		return &refusal{status.New(GRPCCode(e), e.Msg)}
+	}
 	st.mu.Lock()
+	if st.left {
+		// The receiver outlived the handler (see ExecuteTool): nobody
+		// would leave the conversation for this stream.
+		st.mu.Unlock()
+		leave()
+		return &refusal{status.New(codes.Canceled, "the stream has ended")}
+	}
+	st.leave = leave
+	st.conversationID = id
 	if h != nil {
-		st.conversationID = h.GetConversationId()
 		st.mode = authz.Stricter(st.srv.cfg.Mode, modeFromPB(h.GetApprovalMode()))
 		st.omitExecuting = h.GetOmitExecuting()
 		st.client = h.GetClientName()
 	}
-	if st.conversationID == "" {
-		st.conversationID = newID("conv-")
-	}
 	w := &events.Welcome{
-		ConversationID: st.conversationID,
-		Mode:           st.mode,
-		ServerVersion:  st.srv.cfg.Version,
-		Workspace:      st.srv.cfg.Workspace,
-		MaxTimeout:     st.srv.cfg.MaxTimeout,
+		ConversationID:     st.conversationID,
+		ConversationSecret: secret,
+		Mode:               st.mode,
+		ServerVersion:      st.srv.cfg.Version,
+		Workspace:          st.srv.cfg.Workspace,
+		MaxTimeout:         st.srv.cfg.MaxTimeout,
 	}
 	st.mu.Unlock()
 	st.push(events.Event{Welcome: w})
+	return nil
 }
 
 func (st *stream) cancelCall(c *pb.Cancel) {
@@ -266,13 +369,22 @@ func (st *stream) startCall(c *pb.ToolCall) {
 	id := c.GetCallId()
 	var refuse error
 	st.mu.Lock()
+	// A ToolCall without a usable call_id is refused as a message: an End
+	// with an empty id, or a second End with a running call's id, would
+	// be taken for the end of another call.
+	switch {
+	case id == "":
+		st.mu.Unlock()
+		st.reject("", errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run"), "")
+		return
+	case st.calls[id] != nil:
+		st.mu.Unlock()
+		st.reject("", errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id), id)
+		return
+	}
 	switch {
 	case !st.accepting || isClosed(st.srv.draining):
 		refuse = errdefs.New(errdefs.ErrUnavailable, "toold is shutting down and accepts no new calls; retry on a new connection")
-	case id == "":
-		refuse = errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works)")
-	case st.calls[id] != nil:
-		refuse = errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; use a new call_id", id)
 	case len(st.calls) >= st.srv.cfg.MaxCallsPerStream:
 		refuse = errdefs.New(errdefs.ErrResourceExhausted, "too many calls running on this stream (limit %d); wait for some to end and retry", st.srv.cfg.MaxCallsPerStream)
 	case !st.srv.acquire():

@@ -112,7 +112,7 @@ func TestBadInputs(t *testing.T) {
 			tt.send(c)
 			var code pb.ErrorCode
 			var msg, field string
-			if tt.wantCode != 0 && (tt.callID != "" || strings.Contains(tt.name, "call id")) {
+			if tt.callID != "" {
 				res, mine := c.end(tt.callID)
 				if mine[0].GetStart() == nil {
 					t.Fatalf("first event of the call is %v, want Start", mine[0])
@@ -157,26 +157,58 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
+// A ToolCall reusing a running call's id is refused as a message
+// (MessageRejected, DUPLICATE_CALL_ID, reference_id = the id): the running
+// call gets no second Start and exactly one End, its own.
 func TestDuplicateCallID(t *testing.T) {
 	h := start(t, service.Config{}, testTools(nil)...)
 	c := h.open(nil)
-	c.call("d", "sleep", `{"ms":300}`)
+	c.call("d", "sleep", `{"ms":60000}`)
 	c.waitFor("first start", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "d")) > 0 })
 	c.call("d", "echo", `{"text":"dup"}`)
-	evs := c.waitFor("two ends", func(evs []*pb.ServerEvent) bool { return ends(evs, "d") == 2 })
-	var codes []pb.ErrorCode
-	for _, e := range ofCall(evs, "d") {
-		if end := e.GetEnd(); end != nil {
-			codes = append(codes, end.GetResult().GetError().GetCode())
+	evs := c.waitFor("rejection", func(evs []*pb.ServerEvent) bool { return rejection(evs) != nil })
+	r := rejection(evs)
+	if r.GetCode() != pb.ErrorCode_ERROR_CODE_DUPLICATE_CALL_ID || r.GetReferenceId() != "d" {
+		t.Fatalf("rejection = %v", r)
+	}
+	for _, e := range evs {
+		if e.GetRejected() != nil && e.GetCallId() != "" {
+			t.Fatalf("the rejection carries call_id %q: a client would take it for the running call's", e.GetCallId())
 		}
 	}
-	// The duplicate ends first, with its code; the original is unaffected.
-	if codes[0] != pb.ErrorCode_ERROR_CODE_DUPLICATE_CALL_ID || codes[1] != pb.ErrorCode_ERROR_CODE_UNSPECIFIED {
-		t.Fatalf("end codes = %v", codes)
+	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: &pb.Cancel{CallId: "d"}}})
+	res, mine := c.end("d")
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_CANCELED {
+		t.Fatalf("the running call ended %v, want CANCELED (its own end)", res)
+	}
+	starts := 0
+	for _, e := range mine {
+		if e.GetStart() != nil {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("%d starts for call d, want 1", starts)
 	}
 	// Once the first call ended, its id may be reused.
 	c.call("d", "echo", `{"text":"reuse"}`)
-	c.waitFor("third end", func(evs []*pb.ServerEvent) bool { return ends(evs, "d") == 3 })
+	evs = c.waitFor("second end", func(evs []*pb.ServerEvent) bool { return ends(evs, "d") == 2 })
+	if err := c.closeSend(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ends(c.events, "d"); n != 2 {
+		t.Fatalf("%d ends with call_id d after two calls, want 2", n)
+	}
+}
+
+// rejection returns the first MessageRejected event, or nil.
+func rejection(evs []*pb.ServerEvent) *pb.MessageRejected {
+	for _, e := range evs {
+		if r := e.GetRejected(); r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 func TestCancelAndTimeout(t *testing.T) {

@@ -89,7 +89,8 @@ var errDetached = errors.New("the client detached")
 // with NewTerminalServer.
 type TerminalServer struct {
 	pb.UnimplementedTerminalServiceServer
-	ts Terminals
+	ts    Terminals
+	convs *Conversations
 	// tokenRequired says toold checks a bearer token on every RPC; without
 	// one, Attach is allowed over the unix socket only.
 	tokenRequired bool
@@ -100,9 +101,11 @@ var _ pb.TerminalServiceServer = (*TerminalServer)(nil)
 // NewTerminalServer returns the TerminalService. tokenRequired tells
 // whether the daemon's auth interceptor requires a bearer token: without
 // one, Attach (a shell outside the tool policy) is refused over TCP, as
-// AdminService refuses changes.
-func NewTerminalServer(ts Terminals, tokenRequired bool) *TerminalServer {
-	return &TerminalServer{ts: ts, tokenRequired: tokenRequired}
+// AdminService refuses changes. convs is the ToolService's conversation
+// registry (Server.Conversations): an attach joins the session's
+// conversation with its secret, as a stream does. Required.
+func NewTerminalServer(ts Terminals, tokenRequired bool, convs *Conversations) *TerminalServer {
+	return &TerminalServer{ts: ts, tokenRequired: tokenRequired, convs: convs}
 }
 
 // ListSessions implements pb.TerminalServiceServer.
@@ -141,18 +144,33 @@ func (s *TerminalServer) Attach(stream pb.TerminalService_AttachServer) error {
 		sess          TerminalSession
 		created       bool
 		closeOnDetach bool
+		secret        string // handed out for a new session
 	)
 	switch t := open.GetTarget().(type) {
 	case *pb.AttachOpen_SessionId:
 		if sess, err = s.ts.Get(t.SessionId); err != nil {
 			return status.Error(codes.NotFound, errdefs.As(err).Msg)
 		}
+		// The session's conversation, with its secret: nothing of the
+		// session is sent or typed into before this.
+		leave, err := s.convs.JoinExisting(sess.Info().ConversationID, open.GetConversationSecret())
+		if err != nil {
+			e := errdefs.As(err)
+			return status.Error(GRPCCode(e), e.Msg)
+		}
+		defer leave()
 	case *pb.AttachOpen_NewSession:
 		ns := t.NewSession
-		conv := ns.GetConversationId()
-		if conv == "" {
-			conv = newID("attach-")
+		if len(ns.GetConversationId()) > maxConversationID {
+			return status.Errorf(codes.InvalidArgument, "conversation_id is %d bytes; at most %d are allowed", len(ns.GetConversationId()), maxConversationID)
 		}
+		conv, sec, leave, err := s.convs.Join(ns.GetConversationId(), open.GetConversationSecret(), "attach-")
+		if err != nil {
+			e := errdefs.As(err)
+			return status.Error(GRPCCode(e), e.Msg)
+		}
+		defer leave()
+		secret = sec
 		opts := terminal.SessionOptions{Name: ns.GetName(), WorkingDir: ns.GetWorkingDir(), Shell: ns.GetShell()}
 		if sz := open.GetSize(); sz != nil {
 			opts.Rows, opts.Cols = int(sz.GetRows()), int(sz.GetCols())
@@ -190,7 +208,7 @@ func (s *TerminalServer) Attach(stream pb.TerminalService_AttachServer) error {
 		from = max(0, info.NextIndex-int64(open.GetReplayBytes()))
 	}
 	if err := stream.Send(&pb.AttachResponse{Msg: &pb.AttachResponse_Attached{Attached: &pb.Attached{
-		Session: sessionToPB(info), Created: created,
+		Session: sessionToPB(info), Created: created, ConversationSecret: secret,
 	}}}); err != nil {
 		return err
 	}

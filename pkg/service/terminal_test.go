@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,8 +149,15 @@ func (f *fakeSession) snapshot() (input string, sizes [][2]int, attached int, cl
 // tcp is set, on loopback TCP) and returns clients for each.
 func serveTerminals(t *testing.T, ts service.Terminals, tokenRequired bool) (unixClient, tcpClient pb.TerminalServiceClient) {
 	t.Helper()
+	return serveTerminalsWith(t, ts, tokenRequired, service.NewConversations(service.ConversationConfig{}))
+}
+
+// serveTerminalsWith is serveTerminals with the conversation registry
+// whose secrets Attach checks.
+func serveTerminalsWith(t *testing.T, ts service.Terminals, tokenRequired bool, convs *service.Conversations) (unixClient, tcpClient pb.TerminalServiceClient) {
+	t.Helper()
 	gs := grpc.NewServer()
-	pb.RegisterTerminalServiceServer(gs, service.NewTerminalServer(ts, tokenRequired))
+	pb.RegisterTerminalServiceServer(gs, service.NewTerminalServer(ts, tokenRequired, convs))
 	dir, err := os.MkdirTemp("", "toold-term")
 	if err != nil {
 		t.Fatal(err)
@@ -219,13 +227,21 @@ func TestTerminalAttach(t *testing.T) {
 		}
 		return sess, nil
 	}}
-	client, _ := serveTerminals(t, ts, false)
+	convs := service.NewConversations(service.ConversationConfig{})
+	// The session's conversation ("conv") is held by an agent's stream.
+	_, secret, leave, err := convs.Join("conv", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	client, _ := serveTerminalsWith(t, ts, false, convs)
 	s, err := client.Attach(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Open{Open: &pb.AttachOpen{
 		Target: &pb.AttachOpen_SessionId{SessionId: "sess-1"}, Size: &pb.TerminalSize{Rows: 50, Cols: 132}, ReplayBytes: 7,
+		ConversationSecret: secret,
 	}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +291,7 @@ func TestTerminalAttachExit(t *testing.T) {
 		Size:   &pb.TerminalSize{Rows: 30, Cols: 90},
 	}}})
 	m, err := s.Recv()
-	if err != nil || !m.GetAttached().GetCreated() {
+	if err != nil || !m.GetAttached().GetCreated() || len(m.GetAttached().GetConversationSecret()) != 32 {
 		t.Fatalf("attached: %v %v", m, err)
 	}
 	if gotOpts.WorkingDir != "sub" || gotOpts.Rows != 30 || gotOpts.Cols != 90 {
@@ -378,5 +394,68 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 5s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Attaching to a session needs its conversation's secret: without it, or
+// with another, the stream ends PERMISSION_DENIED before anything of the
+// session is reached (no attach counted, no resize, no input typed).
+func TestTerminalAttachNeedsSecret(t *testing.T) {
+	t.Parallel()
+	sess := newFakeSession()
+	sess.emit("agent's private output\n")
+	ts := &fakeTerminals{
+		get: func(id string) (service.TerminalSession, error) { return sess, nil },
+		open: func(_ context.Context, conv string, _ terminal.SessionOptions) (service.TerminalSession, bool, error) {
+			t.Errorf("a session was opened in conversation %q", conv)
+			return sess, true, nil
+		},
+	}
+	convs := service.NewConversations(service.ConversationConfig{})
+	_, secret, leave, err := convs.Join("conv", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	_, other, leaveOther, err := convs.Join("other", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaveOther()
+	client, _ := serveTerminalsWith(t, ts, false, convs)
+	byID := func(secret string) *pb.AttachOpen {
+		return &pb.AttachOpen{Target: &pb.AttachOpen_SessionId{SessionId: "sess-1"}, ConversationSecret: secret,
+			Size: &pb.TerminalSize{Rows: 9, Cols: 9}, ReplayBytes: 100}
+	}
+	tests := []struct {
+		name string
+		open *pb.AttachOpen
+	}{
+		{"session without a secret", byID("")},
+		{"session with another conversation's secret", byID(other)},
+		{"session with a wrong secret", byID(secret[:31] + "0")},
+		{"new session in the conversation without its secret", &pb.AttachOpen{Target: &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{ConversationId: "conv"}}}},
+		{"new session in the conversation with another's secret", &pb.AttachOpen{Target: &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{ConversationId: "conv"}}, ConversationSecret: other}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := client.Attach(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Open{Open: tt.open}})
+			s.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Input{Input: []byte("cat ~/.ssh/id_rsa\r")}})
+			m, err := s.Recv()
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("got %v, %v; want PERMISSION_DENIED", m, err)
+			}
+			if !strings.Contains(status.Convert(err).Message(), "conversation_secret") {
+				t.Errorf("message %q does not say what is needed", status.Convert(err).Message())
+			}
+		})
+	}
+	in, sizes, attached, closed := sess.snapshot()
+	if in != "" || len(sizes) != 0 || attached != 0 || closed {
+		t.Errorf("the session was reached: input %q, sizes %v, attached %d, closed %v", in, sizes, attached, closed)
 	}
 }

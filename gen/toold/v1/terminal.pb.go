@@ -455,9 +455,14 @@ type AttachOpen struct {
 	FromIndex *uint64 `protobuf:"varint,4,opt,name=from_index,json=fromIndex,proto3,oneof" json:"from_index,omitempty"`
 	// When from_index is unset: replay this many of the last bytes kept (0:
 	// only output from now on).
-	ReplayBytes   uint32 `protobuf:"varint,5,opt,name=replay_bytes,json=replayBytes,proto3" json:"replay_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReplayBytes uint32 `protobuf:"varint,5,opt,name=replay_bytes,json=replayBytes,proto3" json:"replay_bytes,omitempty"`
+	// The secret of the conversation the session belongs to (for session_id)
+	// or is opened in (for new_session, when that conversation exists).
+	// Not needed to start a session in a new conversation: Attached then
+	// returns the new conversation's secret.
+	ConversationSecret string `protobuf:"bytes,6,opt,name=conversation_secret,json=conversationSecret,proto3" json:"conversation_secret,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AttachOpen) Reset() {
@@ -534,6 +539,13 @@ func (x *AttachOpen) GetReplayBytes() uint32 {
 		return x.ReplayBytes
 	}
 	return 0
+}
+
+func (x *AttachOpen) GetConversationSecret() string {
+	if x != nil {
+		return x.ConversationSecret
+	}
+	return ""
 }
 
 type isAttachOpen_Target interface {
@@ -750,9 +762,13 @@ type Attached struct {
 	Session *TerminalSession `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// True when AttachOpen.new_session started it (false when it was reused
 	// or attached by id).
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// Set when AttachOpen.new_session started a new conversation: its
+	// secret, as Welcome.conversation_secret (an agent joining that
+	// conversation presents it).
+	ConversationSecret string `protobuf:"bytes,3,opt,name=conversation_secret,json=conversationSecret,proto3" json:"conversation_secret,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Attached) Reset() {
@@ -797,6 +813,13 @@ func (x *Attached) GetCreated() bool {
 		return x.Created
 	}
 	return false
+}
+
+func (x *Attached) GetConversationSecret() string {
+	if x != nil {
+		return x.ConversationSecret
+	}
+	return ""
 }
 
 // TerminalOutput is a piece of a session's output.
@@ -956,7 +979,7 @@ const file_toold_v1_terminal_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x14.toold.v1.AttachOpenH\x00R\x04open\x12\x16\n" +
 	"\x05input\x18\x02 \x01(\fH\x00R\x05input\x120\n" +
 	"\x06resize\x18\x03 \x01(\v2\x16.toold.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
-	"\x03msg\"\xf2\x01\n" +
+	"\x03msg\"\xa3\x02\n" +
 	"\n" +
 	"AttachOpen\x12\x1f\n" +
 	"\n" +
@@ -966,7 +989,8 @@ const file_toold_v1_terminal_proto_rawDesc = "" +
 	"\x04size\x18\x03 \x01(\v2\x16.toold.v1.TerminalSizeR\x04size\x12\"\n" +
 	"\n" +
 	"from_index\x18\x04 \x01(\x04H\x01R\tfromIndex\x88\x01\x01\x12!\n" +
-	"\freplay_bytes\x18\x05 \x01(\rR\vreplayBytesB\b\n" +
+	"\freplay_bytes\x18\x05 \x01(\rR\vreplayBytes\x12/\n" +
+	"\x13conversation_secret\x18\x06 \x01(\tR\x12conversationSecretB\b\n" +
 	"\x06targetB\r\n" +
 	"\v_from_index\"\xa8\x01\n" +
 	"\n" +
@@ -981,10 +1005,11 @@ const file_toold_v1_terminal_proto_rawDesc = "" +
 	"\battached\x18\x01 \x01(\v2\x12.toold.v1.AttachedH\x00R\battached\x122\n" +
 	"\x06output\x18\x02 \x01(\v2\x18.toold.v1.TerminalOutputH\x00R\x06output\x121\n" +
 	"\x06exited\x18\x03 \x01(\v2\x17.toold.v1.SessionExitedH\x00R\x06exitedB\x05\n" +
-	"\x03msg\"Y\n" +
+	"\x03msg\"\x8a\x01\n" +
 	"\bAttached\x123\n" +
 	"\asession\x18\x01 \x01(\v2\x19.toold.v1.TerminalSessionR\asession\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"T\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12/\n" +
+	"\x13conversation_secret\x18\x03 \x01(\tR\x12conversationSecret\"T\n" +
 	"\x0eTerminalOutput\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x18\n" +

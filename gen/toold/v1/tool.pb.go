@@ -168,13 +168,16 @@ const (
 	// A dependency the tool needs is not reachable (an MCP server is down).
 	// Retrying later may succeed.
 	ErrorCode_ERROR_CODE_UNAVAILABLE ErrorCode = 8
-	// A limit was reached (too many calls at once on the stream or the daemon).
-	// Retrying after other calls end may succeed.
+	// A limit was reached: too many calls at once on the stream or the daemon
+	// (retrying after other calls end may succeed), or a ToolCall message over
+	// the server's message limit (send less: write a large file in parts).
 	ErrorCode_ERROR_CODE_RESOURCE_EXHAUSTED ErrorCode = 9
 	// A bug in toold. Details are in the server log, not in the message.
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 10
 	// The call_id is already in use on this stream by a call that has not
-	// ended. The earlier call is not affected.
+	// ended. The earlier call is not affected. Used in MessageRejected: the
+	// refused ToolCall gets no events of its own, so the running call's
+	// ToolCallEnd stays the only one with that call_id.
 	ErrorCode_ERROR_CODE_DUPLICATE_CALL_ID ErrorCode = 11
 	// Approval was requested and nobody answered within the approval timeout.
 	// Nothing was done.
@@ -556,12 +559,19 @@ func (*ClientMessage_Cancel) isClientMessage_Msg() {}
 
 func (*ClientMessage_Input) isClientMessage_Msg() {}
 
-// Hello opens a conversation. Every field is optional.
+// Hello opens a conversation, or joins one. Every field is optional.
 type Hello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Identifies the agent conversation. Grants from approvals, background
-	// processes and terminal sessions belong to it. The server generates one
-	// when empty and returns it in Welcome.
+	// processes, terminal sessions and kept command output belong to it. The
+	// server generates one when empty and returns it in Welcome.
+	//
+	// A conversation id is a name, not a credential: when it names a
+	// conversation the server holds (one with a stream attached, or with
+	// background processes, sessions, kept output or grants left), the Hello
+	// must carry that conversation's secret, else the stream ends with
+	// PERMISSION_DENIED and nothing of the conversation is reached. A name the
+	// server does not hold starts a new conversation with a new secret.
 	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
 	// A stricter mode than the server's for this stream (ASK is stricter than
 	// AUTO, which is stricter than YOLO). A looser mode than the server's is
@@ -572,8 +582,12 @@ type Hello struct {
 	// When true, the server does not send Executing events (ToolCallStart,
 	// Progress and ToolCallEnd are still sent). For latency-sensitive clients.
 	OmitExecuting bool `protobuf:"varint,4,opt,name=omit_executing,json=omitExecuting,proto3" json:"omit_executing,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The secret Welcome.conversation_secret handed out when the conversation
+	// started. Required to join a conversation the server holds (see
+	// conversation_id); ignored when a new conversation starts.
+	ConversationSecret string `protobuf:"bytes,5,opt,name=conversation_secret,json=conversationSecret,proto3" json:"conversation_secret,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -632,6 +646,13 @@ func (x *Hello) GetOmitExecuting() bool {
 		return x.OmitExecuting
 	}
 	return false
+}
+
+func (x *Hello) GetConversationSecret() string {
+	if x != nil {
+		return x.ConversationSecret
+	}
+	return ""
 }
 
 // ToolCall asks toold to run one tool call, as the model produced it.
@@ -1238,7 +1259,9 @@ type ServerEvent_Keepalive struct {
 
 type ServerEvent_Rejected struct {
 	// A client message was refused (unknown approval_id, cancel of an unknown
-	// call, Hello after the first message). The stream continues.
+	// call, Hello after the first message, a ToolCall whose call_id is
+	// empty or in use, a message over the size limit or one that does not
+	// decode). The stream continues.
 	Rejected *MessageRejected `protobuf:"bytes,18,opt,name=rejected,proto3,oneof"`
 }
 
@@ -1265,6 +1288,14 @@ type Welcome struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation id (the client's, or one the server generated).
 	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// The conversation's secret: a random value (32 hex digits) the server
+	// made when the conversation started. Another stream joining the
+	// conversation (to reach its background processes, sessions, output and
+	// grants) presents it in Hello.conversation_secret; so does
+	// TerminalService.Attach. Keep it as private as the token. The same secret
+	// is returned to every stream of the conversation; it is forgotten when
+	// the server forgets the conversation (see conversations.idle_ttl).
+	ConversationSecret string `protobuf:"bytes,6,opt,name=conversation_secret,json=conversationSecret,proto3" json:"conversation_secret,omitempty"`
 	// The approval mode in force on this stream.
 	ApprovalMode ApprovalMode `protobuf:"varint,2,opt,name=approval_mode,json=approvalMode,proto3,enum=toold.v1.ApprovalMode" json:"approval_mode,omitempty"`
 	// toold's version.
@@ -1310,6 +1341,13 @@ func (*Welcome) Descriptor() ([]byte, []int) {
 func (x *Welcome) GetConversationId() string {
 	if x != nil {
 		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *Welcome) GetConversationSecret() string {
+	if x != nil {
+		return x.ConversationSecret
 	}
 	return ""
 }
@@ -2733,14 +2771,21 @@ func (*Keepalive) Descriptor() ([]byte, []int) {
 }
 
 // MessageRejected reports a client message the server could not act on.
+// Nothing else happens because of that message: no call starts, ends or
+// changes. The event's call_id is empty when the message was a ToolCall
+// (so that it is never taken for an event of a running call with the same
+// id); reference_id names the call instead.
 type MessageRejected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Why, as a stable code (INVALID_ARGUMENTS for malformed messages,
-	// TOOL_NOT_FOUND is not used here).
+	// Why, as a stable code: INVALID_ARGUMENTS for malformed messages (one
+	// that does not decode, such as invalid UTF-8 in a string field; an
+	// empty call_id), RESOURCE_EXHAUSTED for a message over the size limit,
+	// DUPLICATE_CALL_ID for a ToolCall whose call_id is in use.
 	Code ErrorCode `protobuf:"varint,1,opt,name=code,proto3,enum=toold.v1.ErrorCode" json:"code,omitempty"`
 	// What was wrong.
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// The approval_id or request_id the message referred to, if any.
+	// The approval_id, request_id or (for a refused ToolCall) call_id the
+	// message referred to, if any and if it could be read.
 	ReferenceId   string `protobuf:"bytes,3,opt,name=reference_id,json=referenceId,proto3" json:"reference_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3094,13 +3139,14 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\bapproval\x18\x03 \x01(\v2\x1a.toold.v1.ApprovalDecisionH\x00R\bapproval\x12*\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x10.toold.v1.CancelH\x00R\x06cancel\x12'\n" +
 	"\x05input\x18\x05 \x01(\v2\x0f.toold.v1.InputH\x00R\x05inputB\x05\n" +
-	"\x03msg\"\xb5\x01\n" +
+	"\x03msg\"\xe6\x01\n" +
 	"\x05Hello\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12;\n" +
 	"\rapproval_mode\x18\x02 \x01(\x0e2\x16.toold.v1.ApprovalModeR\fapprovalMode\x12\x1f\n" +
 	"\vclient_name\x18\x03 \x01(\tR\n" +
 	"clientName\x12%\n" +
-	"\x0eomit_executing\x18\x04 \x01(\bR\romitExecuting\"\xf4\x02\n" +
+	"\x0eomit_executing\x18\x04 \x01(\bR\romitExecuting\x12/\n" +
+	"\x13conversation_secret\x18\x05 \x01(\tR\x12conversationSecret\"\xf4\x02\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
@@ -3144,9 +3190,10 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x03end\x18\x10 \x01(\v2\x15.toold.v1.ToolCallEndH\x00R\x03end\x123\n" +
 	"\tkeepalive\x18\x11 \x01(\v2\x13.toold.v1.KeepaliveH\x00R\tkeepalive\x127\n" +
 	"\brejected\x18\x12 \x01(\v2\x19.toold.v1.MessageRejectedH\x00R\brejectedB\a\n" +
-	"\x05event\"\xf0\x01\n" +
+	"\x05event\"\xa1\x02\n" +
 	"\aWelcome\x12'\n" +
-	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12;\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12/\n" +
+	"\x13conversation_secret\x18\x06 \x01(\tR\x12conversationSecret\x12;\n" +
 	"\rapproval_mode\x18\x02 \x01(\x0e2\x16.toold.v1.ApprovalModeR\fapprovalMode\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12\x1c\n" +
 	"\tworkspace\x18\x04 \x01(\tR\tworkspace\x12:\n" +

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/pkg/leftover"
 )
 
 // Atomic writes.
@@ -42,9 +44,11 @@ type writeResult struct {
 }
 
 // tempName returns a name for a temporary file next to name: hidden (so
-// glob and grep skip it) and recognizable.
+// glob and grep skip it) and recognizable, with the owner mark of this
+// toold (pkg/leftover), so that a later toold removes it should this one
+// die before renaming it (see RemoveLeftovers).
 func tempName(name string) string {
-	suffix := fmt.Sprintf(".toold-%012x.tmp", rand.Uint64()&(1<<48-1))
+	suffix := fmt.Sprintf(".toold-%s-%012x.tmp", leftover.Mark(), rand.Uint64()&(1<<48-1))
 	if max := maxNameBytes - len(suffix) - 1; len(name) > max {
 		name = name[:max]
 	}

@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/leftover"
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -63,6 +65,11 @@ type Config struct {
 	// 64 MiB); KeepTotal caps all kept output together (default 1 GiB).
 	// See store for what happens at the limits.
 	KeepPerCall, KeepTotal int64
+	// KeepCount caps how many finished commands' outputs are kept
+	// (default 1000); KeepAge how long after its command ended an output
+	// is kept (default 1h). The oldest go first.
+	KeepCount int
+	KeepAge   time.Duration
 	// SessionBuffer is how many bytes of output a session keeps (default
 	// 1 MiB); older output is dropped.
 	SessionBuffer int
@@ -92,6 +99,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeepTotal <= 0 {
 		c.KeepTotal = 1 << 30
+	}
+	if c.KeepCount <= 0 {
+		c.KeepCount = defaultKeepCount
+	}
+	if c.KeepAge <= 0 {
+		c.KeepAge = defaultKeepAge
 	}
 	if c.SessionBuffer <= 0 {
 		c.SessionBuffer = 1 << 20
@@ -166,7 +179,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
-	dir, err := os.MkdirTemp(cfg.Dir, "toold-")
+	// The name carries this toold's owner mark, so that a later toold
+	// removes the directory should this one die without removing it.
+	dir, err := os.MkdirTemp(cfg.Dir, dirPrefix+leftover.Mark()+"-")
 	if err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
@@ -182,6 +197,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
+	m.store.maxRecords, m.store.maxAge = cfg.KeepCount, cfg.KeepAge
 	if cfg.Sandbox != nil {
 		p := *cfg.Sandbox
 		p.Writable = append([]string{m.ws.Dir(), m.tmp}, p.Writable...)
@@ -207,7 +223,60 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
 	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, leftoverBudget)
+		defer cancel()
+		if n := removeLeftoverDirs(ctx, cfg.Dir); n > 0 {
+			cfg.Logger.Info("terminal: removed the output directories of toolds that are gone", "dir", cfg.Dir, "removed", n)
+		}
+	}()
 	return m, nil
+}
+
+// dirPrefix starts the name of a Manager's directory in Config.Dir:
+// "toold-out-<owner mark>-<random>".
+const dirPrefix = "toold-out-"
+
+// leftoverBudget bounds the removal of leftover directories at start.
+const leftoverBudget = 30 * time.Second
+
+// removeLeftoverDirs removes the directories of Managers of toolds that no
+// longer run (see pkg/leftover) from dir, until ctx ends; it returns how
+// many it removed. Only directories (not symlinks) owned by this user and
+// named by dirPrefix with a dead owner's mark are touched.
+func removeLeftoverDirs(ctx context.Context, dir string) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			break
+		}
+		rest, ok := strings.CutPrefix(e.Name(), dirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		mark, _, ok := strings.Cut(rest, "-")
+		if !ok || !leftover.Dead(mark) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if os.RemoveAll(p) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Supervision says how unconfined commands are supervised now: "cgroup"
@@ -343,4 +412,86 @@ func newID(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// HoldsConversation reports whether anything of conversation conv is
+// left: a background process (running, or ended and still listed), a
+// terminal session (open, or exited and still listed), or kept output.
+func (m *Manager) HoldsConversation(conv string) bool {
+	m.mu.Lock()
+	held := false
+	for _, p := range m.procs {
+		if p.conv == conv {
+			held = true
+			break
+		}
+	}
+	if !held {
+		for _, s := range m.sessions {
+			if s.conv == conv {
+				held = true
+				break
+			}
+		}
+	}
+	m.mu.Unlock()
+	return held || m.store.holds(conv)
+}
+
+// ForgetConversation ends everything of conversation conv: its background
+// processes are stopped (SIGTERM to each tree, SIGKILL after the kill
+// grace) and its sessions closed, and once they are gone (or ctx ends),
+// they and its kept output are forgotten (the output files deleted). The
+// daemon calls it for a conversation nobody was attached to for too long.
+func (m *Manager) ForgetConversation(ctx context.Context, conv string) error {
+	m.mu.Lock()
+	var procs []*process
+	for _, p := range m.procs {
+		if p.conv == conv {
+			procs = append(procs, p)
+		}
+	}
+	var sessions []*Session
+	for _, s := range m.sessions {
+		if s.conv == conv {
+			sessions = append(sessions, s)
+		}
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, p := range procs {
+		p.stop(stopKilled)
+	}
+	for _, s := range sessions {
+		s.h.Stop()
+	}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("terminal: process %s of conversation %s is still stopping: %w", p.id, conv, context.Cause(ctx)))
+		}
+	}
+	for _, s := range sessions {
+		if err := s.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.mu.Lock()
+	for _, p := range procs {
+		if m.procs[p.id] == p && p.isDone() {
+			delete(m.procs, p.id)
+		}
+	}
+	for _, s := range sessions {
+		if m.sessions[s.id] == s && s.isExited() {
+			delete(m.sessions, s.id)
+		}
+	}
+	m.mu.Unlock()
+	m.store.dropConversation(conv)
+	if len(errs) > 0 {
+		m.cfg.Logger.Warn("conversation not fully forgotten", "conversation_id", conv, "err", errors.Join(errs...))
+	}
+	return errors.Join(errs...)
 }

@@ -34,15 +34,25 @@ import (
 //     oldest finished records are evicted (their files deleted); when only
 //     running records are left, the writer stops keeping (as at perCall).
 //     Reads of an evicted record say it was evicted.
+//   - maxRecords: at most this many finished records are kept (so at most
+//     as many files, plus one per running command); a new record evicts
+//     the oldest finished ones beyond it.
+//   - maxAge: a record finished longer ago than this is evicted, when the
+//     store is next used (a command starts, output is read, or the daemon
+//     asks whether a conversation holds anything).
+//   - a conversation's records are all dropped when the daemon forgets the
+//     conversation (dropConversation).
 //
 // Records are keyed by conversation and call id: a conversation reads only
 // its own. A later record with the same key replaces the earlier one in the
 // index (the earlier stays readable through its process, if any).
 type store struct {
-	dir       string
-	perCall   int64
-	total     int64
-	viewBytes int
+	dir        string
+	perCall    int64
+	total      int64
+	viewBytes  int
+	maxRecords int
+	maxAge     time.Duration
 
 	mu       sync.Mutex
 	seq      int
@@ -61,7 +71,14 @@ type recordKey struct{ conv, callID string }
 type eviction struct {
 	total int64
 	at    time.Time
+	why   string // "to keep all kept outputs under 1 GiB"
 }
+
+// Defaults of the store's count and age bounds.
+const (
+	defaultKeepCount = 1000
+	defaultKeepAge   = time.Hour
+)
 
 func newStore(dir string, perCall, total int64, viewBytes int) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -69,6 +86,7 @@ func newStore(dir string, perCall, total int64, viewBytes int) (*store, error) {
 	}
 	return &store{
 		dir: dir, perCall: perCall, total: total, viewBytes: viewBytes,
+		maxRecords: defaultKeepCount, maxAge: defaultKeepAge,
 		records: map[recordKey]*record{}, evicted: map[recordKey]eviction{},
 	}, nil
 }
@@ -86,7 +104,8 @@ type record struct {
 	// must not take mu.
 	doneFlag  atomic.Bool
 	totalHint atomic.Int64
-	disk      int64 // bytes in the file; guarded by st.mu
+	endedAt   atomic.Int64 // unix nanoseconds; set before doneFlag
+	disk      int64        // bytes in the file; guarded by st.mu
 
 	mu        sync.Mutex
 	f         *os.File // created at the first kept byte; open until finish
@@ -120,20 +139,89 @@ func (s *store) create(conv, callID, command string) *record {
 	s.records[r.key] = r
 	delete(s.evicted, r.key)
 	s.order = append(s.order, r)
+	s.pruneLocked(time.Now())
 	s.mu.Unlock()
 	return r
+}
+
+// pruneLocked evicts finished records beyond maxRecords (oldest first) and
+// those finished longer than maxAge ago.
+func (s *store) pruneLocked(now time.Time) {
+	finished := 0
+	for _, o := range s.order {
+		if o.finished() {
+			finished++
+		}
+	}
+	for i := 0; i < len(s.order); {
+		o := s.order[i]
+		if !o.finished() {
+			i++
+			continue
+		}
+		switch {
+		case finished > s.maxRecords:
+			s.evictLocked(i, fmt.Sprintf("to keep at most %d outputs", s.maxRecords))
+		case s.maxAge > 0 && now.Sub(time.Unix(0, o.endedAt.Load())) > s.maxAge:
+			s.evictLocked(i, fmt.Sprintf("because outputs are kept for %s", s.maxAge))
+		default:
+			i++
+			continue
+		}
+		finished--
+	}
+}
+
+// prune applies the count and age bounds now.
+func (s *store) prune() {
+	s.mu.Lock()
+	s.pruneLocked(time.Now())
+	s.mu.Unlock()
+}
+
+// holds reports whether conversation conv has kept output.
+func (s *store) holds(conv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked(time.Now())
+	for _, o := range s.order {
+		if o.key.conv == conv {
+			return true
+		}
+	}
+	return false
+}
+
+// dropConversation deletes every finished record of conv and forgets its
+// evictions: nothing of the conversation stays.
+func (s *store) dropConversation(conv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < len(s.order); {
+		if o := s.order[i]; o.key.conv == conv && o.finished() {
+			s.evictLocked(i, "")
+			continue
+		}
+		i++
+	}
+	for k := range s.evicted {
+		if k.conv == conv {
+			delete(s.evicted, k)
+		}
+	}
 }
 
 // lookup returns the newest record of conv and callID, or why there is none.
 func (s *store) lookup(conv, callID string) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pruneLocked(time.Now())
 	if r, ok := s.records[recordKey{conv, callID}]; ok {
 		return r, nil
 	}
 	if ev, ok := s.evicted[recordKey{conv, callID}]; ok {
-		return nil, fmt.Errorf("the output of call %q (%s) was evicted at %s to keep all kept outputs under %s; run the command again",
-			callID, humanSize(ev.total), ev.at.Format(time.TimeOnly), humanSize(s.total))
+		return nil, fmt.Errorf("the output of call %q (%s) was evicted at %s %s; run the command again",
+			callID, humanSize(ev.total), ev.at.Format(time.TimeOnly), ev.why)
 	}
 	return nil, fmt.Errorf("no kept output for call_id %q in this conversation; read_output reads the output of run_command calls by their call_id", callID)
 }
@@ -158,7 +246,7 @@ func (s *store) reserve(r *record, n int64) int64 {
 		if victim < 0 {
 			break
 		}
-		s.evictLocked(victim)
+		s.evictLocked(victim, "to keep all kept outputs under "+humanSize(s.total))
 	}
 	n = max(0, min(n, s.total-s.used))
 	s.used += n
@@ -171,7 +259,9 @@ func (s *store) reserve(r *record, n int64) int64 {
 // for s.mu).
 func (r *record) finished() bool { return r.gone.Load() || r.doneFlag.Load() }
 
-func (s *store) evictLocked(i int) {
+// evictLocked deletes the file of the i-th record; why, when not empty,
+// is remembered to explain a later read.
+func (s *store) evictLocked(i int, why string) {
 	r := s.order[i]
 	s.order = append(s.order[:i], s.order[i+1:]...)
 	r.gone.Store(true)
@@ -180,7 +270,10 @@ func (s *store) evictLocked(i int) {
 	_ = os.Remove(r.path) // readers with the file open still read it
 	if s.records[r.key] == r {
 		delete(s.records, r.key)
-		s.evicted[r.key] = eviction{total: r.totalHint.Load(), at: time.Now()}
+		if why == "" {
+			return
+		}
+		s.evicted[r.key] = eviction{total: r.totalHint.Load(), at: time.Now(), why: why}
 		s.evictLog = append(s.evictLog, r.key)
 		if len(s.evictLog) > maxEvictions {
 			delete(s.evicted, s.evictLog[0])
@@ -194,7 +287,7 @@ func (s *store) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.order) > 0 {
-		s.evictLocked(0)
+		s.evictLocked(0, "")
 	}
 }
 
@@ -267,6 +360,9 @@ func (r *record) notifyLocked() {
 // finish ends the record: the tail bytes that did not fit are appended to
 // the file, memory is released, and outcome says how the command ended.
 func (r *record) finish(outcome string) {
+	// Once r counts as finished, the store's count bound applies to it
+	// (after r.mu is released: the store evicts without r's lock).
+	defer r.st.prune()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -286,6 +382,7 @@ func (r *record) finish(outcome string) {
 	}
 	r.f, r.head, r.tail = nil, nil, nil
 	r.done = true
+	r.endedAt.Store(time.Now().UnixNano())
 	r.doneFlag.Store(true)
 	r.outcome = outcome
 	r.notifyLocked()
