@@ -207,9 +207,11 @@ func (f *fetcher) fetch(ctx context.Context, req fetchRequest, judge hostJudge) 
 			if err := checkURL(next); err != nil {
 				return nil, errdefs.New(errdefs.ErrDenied, "%s redirects to %s, which cannot be fetched: %s", u.Redacted(), next.Redacted(), errdefs.As(err).Msg)
 			}
-			if hostOf(next) != hostOf(u) && judge != nil {
+			if !sameSite(hostOf(next), hostOf(u)) && judge != nil {
 				if err := judge(ctx, hostOf(next)); err != nil {
-					return nil, err
+					e := errdefs.As(err)
+					e.Msg = fmt.Sprintf("%s redirects to %s: %s", u.Redacted(), next.Redacted(), e.Msg)
+					return nil, e
 				}
 			}
 			p.Redirects = append(p.Redirects, next.String())
@@ -227,6 +229,13 @@ func (f *fetcher) fetch(ctx context.Context, req fetchRequest, judge hostJudge) 
 		convert(p, body, req.Format)
 		return p, nil
 	}
+}
+
+// sameSite reports whether a redirect from host a to host b stays where
+// the call was authorized: the same host, or the same with "www." added or
+// dropped. Anything else is judged again.
+func sameSite(a, b string) bool {
+	return a == b || strings.TrimPrefix(a, "www.") == strings.TrimPrefix(b, "www.")
 }
 
 var errFetchTimeout = errors.New("fetch timeout")
