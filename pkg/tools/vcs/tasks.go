@@ -142,7 +142,7 @@ func npmTasks(b []byte, runner string) []*Task {
 	return out
 }
 
-var justRecipe = regexp.MustCompile(`^@?([A-Za-z_][A-Za-z0-9_-]*)([^:=]*):([^=]|$)`)
+var justRecipe = regexp.MustCompile(`^@?([A-Za-z_][A-Za-z0-9_-]*)([^:]*):([^=]|$)`)
 
 func justTasks(b []byte, file string) []*Task {
 	var out []*Task
