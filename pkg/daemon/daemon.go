@@ -45,6 +45,8 @@ import (
 	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/terminal"
+	"github.com/toold/toold/pkg/tools/vcs"
+	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -128,7 +130,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		return err
 	}
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)...); err != nil {
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.moreOptions(cfg.Output.ToolLimits()))...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -200,8 +202,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
 // granter records the grants of user_collaboration; nil disables them.
 // term runs the commands and sessions of terminal_operations (with nil,
-// the tool is listed and its calls fail UNAVAILABLE).
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager) []tools.Tool {
+// the tool is listed and its calls fail UNAVAILABLE). more configures the
+// tools after terminal_operations (web, version control); without it they
+// take their defaults.
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, more ...MoreOptions) []tools.Tool {
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
@@ -209,11 +213,18 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 	if s, ok := granter.(authz.Sensitivity); ok {
 		hidden = s.Sensitive
 	}
+	var mo MoreOptions
+	if len(more) > 0 {
+		mo = more[0]
+	}
+	termTool := terminal.New(term, limits)
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits, fileops.Options{Hidden: hidden}),
 		&collab.UserCollaboration{Granter: granter},
-		terminal.New(term, limits),
+		termTool,
+		web.New(mo.Web),
+		vcs.New(vcsOptions(ws, termTool, limits)),
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/vcs"
 	"github.com/toold/toold/pkg/tools/web"
+	"github.com/toold/toold/pkg/workspace"
 )
 
 // webOptions wires web_operations to the policy: a host that a policy rule
@@ -51,4 +53,26 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 		return e
 	}
 	return opts
+}
+
+// MoreOptions configure the built-in tools after terminal_operations.
+type MoreOptions struct {
+	// Web configures web_operations.
+	Web web.Options
+}
+
+// moreOptions builds MoreOptions from the configuration and the policy.
+func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
+	return MoreOptions{Web: m.webOptions(limits)}
+}
+
+// vcsOptions configures build_and_version_control: git in the workspace,
+// run_task through terminal_operations (so a task runs exactly like
+// run_command of the command it expands to).
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits) vcs.Options {
+	o := vcs.Options{Terminal: term, Limits: limits}
+	if ws != nil {
+		o.Root = ws.Dir()
+	}
+	return o
 }
