@@ -136,6 +136,9 @@ type Scope struct {
 	// PathPrefix or CommandPrefix narrow a conversation grant.
 	PathPrefix    string
 	CommandPrefix string
+	// Host, when set, narrows a conversation grant to reaching this one
+	// host (as normalized for hosts rules: lowercase, no port).
+	Host string
 	TTL           time.Duration
 	Description   string
 }

@@ -125,6 +125,8 @@ func (g Grant) covers(tool, op string, f *facet) bool {
 		return f.kind == facetPath && !f.hard && f.loc.Abs != "" && underDir(f.loc.Abs, sc.PathPrefix)
 	case sc.CommandPrefix != "":
 		return f.kind == facetCommand && !f.hard && wordsHavePrefix(f.words, strings.Fields(sc.CommandPrefix))
+	case sc.Host != "":
+		return f.kind == facetHost && !f.hard && f.host == sc.Host
 	}
 	return true
 }

@@ -985,8 +985,10 @@ func (j *judgement) scopes() []Scope {
 			if s.CommandPrefix = commandPrefix(f.words); s.CommandPrefix == "" {
 				continue
 			}
+		case facetHost:
+			s.Host = f.host
 		}
-		key := s.PathPrefix + "\x00" + s.CommandPrefix
+		key := s.PathPrefix + "\x00" + s.CommandPrefix + "\x00" + s.Host
 		if seen[key] {
 			continue
 		}
@@ -1010,6 +1012,8 @@ func describeScope(s Scope) string {
 		what = fmt.Sprintf("%s on paths under %s", target, s.PathPrefix)
 	case s.CommandPrefix != "":
 		what = fmt.Sprintf("%s running commands that start with %q", target, s.CommandPrefix)
+	case s.Host != "":
+		what = fmt.Sprintf("%s reaching host %s", target, s.Host)
 	default:
 		what = "every " + target + " call"
 	}

@@ -73,6 +73,22 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || !strings.Contains(res.GetError().GetMessage(), "loopback") {
 		t.Fatalf("approved loopback fetch: %v", res)
 	}
+	// Approved for this host in the conversation: the next fetch of the
+	// host does not ask (and the guard still refuses loopback).
+	hostScope := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
+		for _, s := range a.GetScopes() {
+			if s.GetHost() == "127.0.0.1" && s.GetKind() == pb.ApprovalScope_KIND_CONVERSATION {
+				return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, ScopeId: s.GetScopeId()}
+			}
+		}
+		t.Fatalf("no host scope offered: %v", a.GetScopes())
+		return nil
+	}
+	x.call("a2b", "web_fetch", jsonArgs(map[string]any{"url": srv.URL + "/one"}), hostScope)
+	res, evs = x.call("a2c", "web_fetch", jsonArgs(map[string]any{"url": srv.URL + "/two"}))
+	if asked(evs) != nil || res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED {
+		t.Fatalf("after the host grant: %v", res)
+	}
 	if hits.Load() != 0 {
 		t.Fatal("the loopback server was reached without a rule naming it")
 	}

@@ -65,7 +65,7 @@ internal/thing:
 `
 
 var projectFiles = map[string]string{
-	"Makefile": makefile,
+	"Makefile":     makefile,
 	"package.json": `{"name": "x", "scripts": {"test": "echo npm test", "build": "tsc -p .", "dev": "vite"}}`,
 	"justfile": `set shell := ["bash", "-c"]
 alias b := build
