@@ -138,9 +138,9 @@ type Scope struct {
 	CommandPrefix string
 	// Host, when set, narrows a conversation grant to reaching this one
 	// host (as normalized for hosts rules: lowercase, no port).
-	Host string
-	TTL           time.Duration
-	Description   string
+	Host        string
+	TTL         time.Duration
+	Description string
 }
 
 // ParsedCommand is one simple command of a command line, after unwrapping.
