@@ -38,6 +38,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/telemetry"
@@ -78,6 +79,7 @@ type Main struct {
 	debug     *http.Server
 	mcp       mcpState // see mcp.go
 	terminal  *terminal.Manager
+	egress    *netguard.Proxy // terminal.network: proxy
 	serveWG   sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -125,6 +127,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	granter, _ := m.Authorizer.(authz.Granter)
 	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
 	if err != nil {
+		return err
+	}
+	if err := m.startEgress(&tcfg); err != nil {
 		return err
 	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
@@ -294,6 +299,7 @@ func (m *Main) shutdown() error {
 // (SIGTERM, SIGKILL after terminal.kill_grace) and deletes kept outputs.
 // It is safe to call more than once.
 func (m *Main) closeTerminal() error {
+	defer m.closeEgress()
 	if m.terminal == nil {
 		return nil
 	}

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpproxy"
@@ -11,6 +14,7 @@ import (
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/tools/vcs"
 	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
@@ -75,4 +79,66 @@ func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits) v
 		o.Root = ws.Dir()
 	}
 	return o
+}
+
+// startEgress starts the egress proxy when terminal.network is proxy and
+// points commands at it: HTTP(S)_PROXY in their environment and, with a
+// Landlock sandbox, TCP connect allowed only to the proxy's port. The
+// proxy applies the policy's host rules as they apply to run_command (a
+// host that asks is refused: a proxy cannot ask) and the private-address
+// guard (a host a rule allows by name may reach private addresses).
+func (m *Main) startEgress(tcfg *terminal.Config) error {
+	if !m.Config.Terminal.Network.Proxy {
+		return nil
+	}
+	g := &netguard.Guard{}
+	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
+	if eng, ok := m.Authorizer.(*authz.Engine); ok {
+		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
+		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+		p.Judge = func(ctx context.Context, host string) error {
+			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",
+				Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskLow})
+			if err != nil {
+				return err
+			}
+			switch v.Decision {
+			case authz.Allow:
+				return nil
+			case authz.Deny:
+				return &netguard.DeniedError{Msg: fmt.Sprintf("host %s is denied for commands (rule %s): %s", host, v.Rule, v.Reason)}
+			}
+			return &netguard.DeniedError{Msg: fmt.Sprintf("host %s needs a person's approval (rule %s: %s), which a command's connection cannot ask for", host, v.Rule, v.Reason)}
+		}
+	}
+	if err := p.Start("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("terminal.network proxy: %w", err)
+	}
+	m.egress = p
+	env := map[string]string{}
+	for k, v := range tcfg.Env {
+		env[k] = v
+	}
+	for k, v := range p.Env() {
+		env[k] = v
+	}
+	tcfg.Env = env
+	if tcfg.Sandbox != nil {
+		_, port, _ := net.SplitHostPort(p.Addr())
+		pn, _ := strconv.Atoi(port)
+		sb := *tcfg.Sandbox
+		sb.NoNetwork = true
+		sb.ConnectPorts = append(append([]uint16{}, sb.ConnectPorts...), uint16(pn))
+		tcfg.Sandbox = &sb
+	}
+	m.Logger.Info("egress proxy for commands", "addr", p.Addr(), "sandboxed", tcfg.Sandbox != nil)
+	return nil
+}
+
+// closeEgress stops the egress proxy; safe to call more than once.
+func (m *Main) closeEgress() {
+	if m.egress != nil {
+		_ = m.egress.Close()
+		m.egress = nil
+	}
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 func jsonArgs(m map[string]any) string {
@@ -191,5 +193,79 @@ func TestRunTaskJudgedLikeRunCommand(t *testing.T) {
 	res, _ = x.call("g3", "git_log", "{}")
 	if !strings.Contains(res.GetContent()[0].GetText(), "add the Makefile") {
 		t.Fatalf("git_log: %v", res)
+	}
+}
+
+// TestEgressProxyEndToEnd: with terminal.network: proxy, commands reach
+// the network through toold's egress proxy: hosts rules and the guard
+// apply to curl in run_command, a denied host prints why and how to ask,
+// and with Landlock (ABI >= 4) a direct connection around the proxy fails.
+func TestEgressProxyEndToEnd(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is required (make test-deps installs it)")
+	}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("hello from the site"))
+	}))
+	t.Cleanup(srv.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(policyFile, []byte(`rules:
+  - name: local-site
+    decision: allow
+    hosts: [localhost]
+  - name: no-denied
+    decision: deny
+    reason: not for commands
+    hosts: ["*.denied"]
+`), 0o644)
+	landlock := sandbox.LandlockABI() >= 4
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.PolicyFile = policyFile
+		c.Terminal.Network = config.NetworkMode{Proxy: true}
+		if landlock {
+			c.Terminal.Sandbox = "landlock"
+		}
+	}))
+	x := newSession(t, d)
+	run := func(id, line string) string {
+		t.Helper()
+		res, _ := x.call(id, "run_command", jsonArgs(map[string]any{"command": line}))
+		if res.GetError() != nil {
+			t.Fatalf("%s: %v", line, res.GetError())
+		}
+		return res.GetContent()[0].GetText()
+	}
+	if out := run("p0", "env | grep -c '^HTTPS_PROXY=http://127.0.0.1:'"); !strings.Contains(out, "1") {
+		t.Fatalf("proxy env: %s", out)
+	}
+	if out := run("p1", curl+" -sS http://localhost:"+port+"/"); !strings.Contains(out, "hello from the site") {
+		t.Fatalf("allowed host: %s", out)
+	}
+	// The policy denies a line naming the host; a host only known at run
+	// time meets the proxy.
+	out := run("p2", "h=x.denied; "+curl+" -sS http://$h/")
+	if !strings.Contains(out, "host x.denied is denied for commands (rule no-denied)") || !strings.Contains(out, "web_fetch") {
+		t.Fatalf("denied host: %s", out)
+	}
+	for i, u := range []string{"http://127.0.0.1:" + port + "/", "http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/"} {
+		if out := run(fmt.Sprint("p3-", i), "u='"+u+"'; "+curl+" -sS -i $u"); !strings.Contains(out, "403") {
+			t.Fatalf("%s: %s", u, out)
+		}
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("site hits %d, want 1", hits.Load())
+	}
+	if !landlock {
+		t.Logf("Landlock ABI %d < 4: direct connections around the proxy are not refused on this kernel", sandbox.LandlockABI())
+		return
+	}
+	out = run("p4", curl+" -sS --noproxy '*' http://localhost:"+port+"/; echo exit=$?")
+	if strings.Contains(out, "hello from the site") || !strings.Contains(out, "exit=7") {
+		t.Fatalf("direct connection around the proxy: %s", out)
 	}
 }
