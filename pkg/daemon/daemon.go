@@ -38,8 +38,8 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"

@@ -32,10 +32,10 @@ type Proxy struct {
 	// Logger receives one line per denied request.
 	Logger *slog.Logger
 
-	srv   *http.Server
-	ln    net.Listener
-	rp    *httputil.ReverseProxy
-	wg    sync.WaitGroup
+	srv    *http.Server
+	ln     net.Listener
+	rp     *httputil.ReverseProxy
+	wg     sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
