@@ -150,6 +150,8 @@ func (v *VCS) env() []string {
 		"SSH_ASKPASS=",
 		"GIT_OPTIONAL_LOCKS=0",
 		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(v.root),
+		// The work tree is the workspace, whatever core.worktree says.
+		"GIT_WORK_TREE=" + v.root,
 		"LC_ALL=C",
 		"TZ=UTC",
 	}

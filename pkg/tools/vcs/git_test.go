@@ -286,6 +286,7 @@ func TestHostileRepoConfig(t *testing.T) {
 	askPass = %[1]s askpass
 	gitProxy = %[1]s
 	hooksPath = %[2]s
+	worktree = /
 [alias]
 	status = !%[1]s alias-status
 	st = !%[1]s alias-st
@@ -372,6 +373,11 @@ func TestHostileRepoConfig(t *testing.T) {
 		if c.op == "git_commit" && res.Structured["subject"] != "commit through the traps" {
 			t.Fatalf("commit: %v", res.Text)
 		}
+	}
+	// core.worktree = / is ignored: the work tree is the workspace.
+	st, err := r.call("git_status", nil)
+	if err != nil || strings.Contains(st.Text, "etc/") || strings.Contains(st.Text, "usr/") {
+		t.Fatalf("status with core.worktree=/: %v\n%.500s", err, st.Text)
 	}
 	// The content committed is the file's own (no clean filter applied).
 	if got := r.git("show", "HEAD:f.txt"); got != "hello changed\n" {

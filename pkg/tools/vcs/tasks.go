@@ -44,13 +44,19 @@ func (t *Task) QualifiedName() string { return t.Source + ":" + t.Name }
 // maxTaskFile bounds the task files read.
 const maxTaskFile = 4 << 20
 
+// readFile reads a task file of the workspace root through an os.Root, so
+// a symlink cannot lead it out of the workspace.
 func (v *VCS) readFile(name string) ([]byte, bool) {
-	p := filepath.Join(v.root, name)
-	fi, err := os.Lstat(p)
+	r, err := os.OpenRoot(v.root)
+	if err != nil {
+		return nil, false
+	}
+	defer r.Close()
+	fi, err := r.Lstat(name)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxTaskFile {
 		return nil, false
 	}
-	b, err := os.ReadFile(p)
+	b, err := r.ReadFile(name)
 	return b, err == nil
 }
 
