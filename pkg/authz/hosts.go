@@ -1,5 +1,10 @@
 package authz
 
+import (
+	"strings"
+	"unicode"
+)
+
 // HostRuleAllows reports whether a policy rule names host explicitly and
 // allows it for calls of tool and op: an allow rule with hosts that match
 // it, and no deny or ask rule with hosts that match it. Rules that judge a
@@ -22,10 +27,25 @@ func (e *Engine) HostRuleAllows(tool, op, host string) bool {
 		}
 		switch r.decision {
 		case Allow:
-			allowed = allowed || len(r.args) == 0
+			allowed = allowed || (len(r.args) == 0 && namesHost(r.hosts, h))
 		default:
 			return false
 		}
 	}
 	return allowed
+}
+
+// namesHost reports whether a glob that matches h names something: a rule
+// allowing every host ("*", "*.*") does not open private addresses to
+// all of them.
+func namesHost(gs []*wordGlob, h string) bool {
+	for _, g := range gs {
+		if g.any || !g.match(h) {
+			continue
+		}
+		if strings.IndexFunc(g.src, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+			return true
+		}
+	}
+	return false
 }

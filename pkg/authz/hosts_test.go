@@ -22,6 +22,10 @@ func TestHostScope(t *testing.T) {
     decision: allow
     tool: web_operations
     hosts: ["*.go.dev", go.dev]
+  - name: everything-else
+    decision: allow
+    tool: other_tool
+    hosts: ["*"]
   - name: no-pastebins
     decision: deny
     hosts: ["pastebin.com"]
@@ -83,6 +87,7 @@ func TestHostScope(t *testing.T) {
 		{"web_operations", "pkg.go.dev", true}, {"web_operations", "go.dev", true},
 		{"web_operations", "example.com", false}, {"web_operations", "pastebin.com", false},
 		{"other_tool", "go.dev", false}, {"web_operations", "169.254.169.254", false},
+		{"other_tool", "10.0.0.1", false}, {"other_tool", "internal.corp", false},
 	} {
 		if got := e.HostRuleAllows(c.tool, "web_fetch", c.host); got != c.want {
 			t.Errorf("HostRuleAllows(%s, %s) = %v", c.tool, c.host, got)
