@@ -41,6 +41,10 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte("<html><head><title>Local</title></head><body><article><h1>Hello</h1><p>A page served on loopback for the end-to-end test, long enough to be the main content of the page.</p></article></body></html>"))
 	}))
@@ -100,6 +104,13 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 	if !res.GetSuccess() || asked(evs) != nil || !strings.Contains(res.GetContent()[0].GetText(), "# Hello") {
 		t.Fatalf("allowed host: %v", res)
 	}
+	// A redirect to another host is judged again: 127.0.0.3 is neither
+	// allowed by a rule nor granted, so the fetch stops and says how to go
+	// on. (127.0.0.1 is granted above: the guard would refuse it.)
+	res, _ = x.call("a4", "web_fetch", jsonArgs(map[string]any{"url": "http://localhost:" + port + "/?to=http://127.0.0.3:" + port + "/x"}))
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || !strings.Contains(res.GetError().GetMessage(), "call web_fetch with the new URL") {
+		t.Fatalf("redirect to another host: %v", res)
+	}
 	// Metadata and denied hosts: denied by rule, in every mode.
 	for id, u := range map[string]string{"m1": "http://169.254.169.254/latest/meta-data/", "m2": "http://metadata.google.internal/", "d1": "https://x.blocked.example/"} {
 		res, evs = x.call(id, "web_fetch", jsonArgs(map[string]any{"url": u}))
@@ -112,8 +123,8 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE || !strings.Contains(res.GetError().GetMessage(), "web.search.provider") {
 		t.Fatalf("search without provider: %v", res)
 	}
-	if hits.Load() != 1 {
-		t.Fatalf("server hits %d, want 1", hits.Load())
+	if hits.Load() != 2 {
+		t.Fatalf("server hits %d, want 2", hits.Load())
 	}
 }
 
