@@ -71,6 +71,8 @@ type Config struct {
 	Terminal Terminal `yaml:"terminal"`
 	// Web configures web_fetch and web_search (see web.go).
 	Web Web `yaml:"web"`
+	// VCS configures git and tasks (see web.go).
+	VCS VCS `yaml:"vcs"`
 }
 
 // Timeouts of calls.

@@ -15,5 +15,15 @@ type Web struct {
 	Search web.SearchConfig `yaml:"search"`
 }
 
+// VCS configures build_and_version_control.
+//
+//	vcs:
+//	  hooks: true   # let git run the repository's hooks (default false)
+type VCS struct {
+	// Hooks lets git run the repository's hooks (pre-commit, ...). Off by
+	// default: hooks are programs the repository names.
+	Hooks bool `yaml:"hooks"`
+}
+
 // Validate checks the web settings.
 func (w Web) Validate() error { return w.Search.Validate() }

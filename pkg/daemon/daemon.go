@@ -229,7 +229,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 		&collab.UserCollaboration{Granter: granter},
 		termTool,
 		web.New(mo.Web),
-		vcs.New(vcsOptions(ws, termTool, limits)),
+		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
 	}
 }
 

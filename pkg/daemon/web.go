@@ -63,18 +63,20 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 type MoreOptions struct {
 	// Web configures web_operations.
 	Web web.Options
+	// GitHooks lets git run the repository's hooks (vcs.hooks).
+	GitHooks bool
 }
 
 // moreOptions builds MoreOptions from the configuration and the policy.
 func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
-	return MoreOptions{Web: m.webOptions(limits)}
+	return MoreOptions{Web: m.webOptions(limits), GitHooks: m.Config.VCS.Hooks}
 }
 
 // vcsOptions configures build_and_version_control: git in the workspace,
 // run_task through terminal_operations (so a task runs exactly like
 // run_command of the command it expands to).
-func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits) vcs.Options {
-	o := vcs.Options{Terminal: term, Limits: limits}
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, hooks bool) vcs.Options {
+	o := vcs.Options{Terminal: term, Limits: limits, Hooks: hooks}
 	if ws != nil {
 		o.Root = ws.Dir()
 	}

@@ -384,3 +384,21 @@ func TestHostileRepoConfig(t *testing.T) {
 		t.Fatalf("committed content %q", got)
 	}
 }
+
+// TestHooksWhenConfigured: with Hooks, the repository's hooks (pre-commit
+// here) run (the
+// option works); without, they do not.
+func TestHooksWhenConfigured(t *testing.T) {
+	for _, hooks := range []bool{false, true} {
+		r := newRepo(t)
+		marks := t.TempDir()
+		os.WriteFile(filepath.Join(r.dir, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\ntouch "+filepath.Join(marks, "ran")+"\n"), 0o755)
+		r.tool = vcs.New(vcs.Options{Root: r.dir, Hooks: hooks})
+		r.write("f.txt", "x\n")
+		r.mustCall("git_commit", map[string]any{"message": "m", "paths": []any{"f.txt"}})
+		_, err := os.Stat(filepath.Join(marks, "ran"))
+		if ran := err == nil; ran != hooks {
+			t.Fatalf("hooks %v: post-commit ran %v", hooks, ran)
+		}
+	}
+}

@@ -497,7 +497,7 @@ var gitBranchOp = &operation{
 var gitCommitOp = &operation{
 	name: "git_commit",
 	description: "Commit: with paths, stage those paths first (changes, additions and deletions) and commit; without, commit what is staged. " +
-		"Never pushes (push with run_command, under its rules). Hooks do not run.",
+		"Never pushes (push with run_command, under its rules). The repository's hooks do not run unless toold is configured to let them (vcs.hooks).",
 	risk: tools.RiskMedium,
 	schema: `{"type": "object", "properties": {
   "message": {"type": "string", "minLength": 1, "description": "The commit message."},
@@ -531,7 +531,11 @@ var gitCommitOp = &operation{
 				return nil, failed("git_commit (staging the paths)", r)
 			}
 		}
-		r, err := v.runGit(ctx, "commit", "--no-verify", "--no-edit", "--cleanup=strip", "-m", a.Message)
+		args := []string{"commit", "--no-edit", "--cleanup=strip", "-m", a.Message}
+		if !v.opts.Hooks {
+			args = append(args, "--no-verify")
+		}
+		r, err := v.runGit(ctx, args...)
 		if err != nil {
 			return nil, err
 		}
