@@ -386,8 +386,7 @@ func TestHostileRepoConfig(t *testing.T) {
 }
 
 // TestHooksWhenConfigured: with Hooks, the repository's hooks (pre-commit
-// here) run (the
-// option works); without, they do not.
+// here) run, so the option works; without, they do not.
 func TestHooksWhenConfigured(t *testing.T) {
 	for _, hooks := range []bool{false, true} {
 		r := newRepo(t)
