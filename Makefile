@@ -94,8 +94,13 @@ $(MCP_PEERS): testdata/mcp/package-lock.json
 .PHONY: mcp-peers
 mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in testdata/mcp).
 
+.PHONY: net-deps
+net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
+	@command -v git >/dev/null && command -v curl >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git curl >/dev/null; }
+
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers ## Install what the tests drive (grpcurl, the MCP peers).
+test-deps: $(BIN)/grpcurl mcp-peers net-deps ## Install what the tests drive (grpcurl, the MCP peers, git and curl).
 
 .PHONY: test
 test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.

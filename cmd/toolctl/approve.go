@@ -526,6 +526,9 @@ func scopeText(s *pb.ApprovalScope) string {
 	if c := s.GetCommandPrefix(); c != "" {
 		what += " for commands starting with " + c
 	}
+	if h := s.GetHost(); h != "" {
+		what += " reaching host " + h
+	}
 	if s.GetKind() != pb.ApprovalScope_KIND_CONVERSATION {
 		return what + ", this call only"
 	}

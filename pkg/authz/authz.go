@@ -138,7 +138,10 @@ type Scope struct {
 	CommandPrefix string
 	// Arguments, when set, binds a grant to one exact call: the canonical
 	// JSON of its arguments (user_collaboration's authorize_arguments).
-	Arguments   string
+	Arguments string
+	// Host, when set, narrows a conversation grant to reaching this one
+	// host (as normalized for hosts rules: lowercase, no port).
+	Host        string
 	TTL         time.Duration
 	Description string
 }

@@ -132,6 +132,8 @@ func (g Grant) covers(tool, op, args string, f *facet) bool {
 		return f.kind == facetPath && f.loc.Abs != "" && underDir(f.loc.Abs, sc.PathPrefix)
 	case sc.CommandPrefix != "":
 		return f.kind == facetCommand && f.grantable && wordsHavePrefix(f.words, strings.Fields(sc.CommandPrefix))
+	case sc.Host != "":
+		return f.kind == facetHost && f.host == sc.Host
 	}
 	return true
 }

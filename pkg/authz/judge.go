@@ -1113,8 +1113,10 @@ func (j *judgement) scopes() []Scope {
 			if s.CommandPrefix = commandPrefix(f.words); s.CommandPrefix == "" {
 				continue
 			}
+		case facetHost:
+			s.Host = f.host
 		}
-		key := s.PathPrefix + "\x00" + s.CommandPrefix
+		key := s.PathPrefix + "\x00" + s.CommandPrefix + "\x00" + s.Host
 		if seen[key] {
 			continue
 		}
@@ -1140,6 +1142,8 @@ func describeScope(s Scope) string {
 		what = fmt.Sprintf("%s running commands that start with %q, written out in full (no variables, substitutions, wrappers or environment)", target, s.CommandPrefix)
 	case s.Arguments != "":
 		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Preview(s.Arguments, 200))
+	case s.Host != "":
+		what = fmt.Sprintf("%s reaching host %s", target, s.Host)
 	default:
 		what = "every " + target + " call"
 	}

@@ -69,6 +69,10 @@ type Config struct {
 	// Terminal configures shell commands, background processes and
 	// terminal sessions, and their sandbox (see terminal.go).
 	Terminal Terminal `yaml:"terminal"`
+	// Web configures web_fetch and web_search (see web.go).
+	Web Web `yaml:"web"`
+	// VCS configures git and tasks (see web.go).
+	VCS VCS `yaml:"vcs"`
 	// Conversations bounds the conversations no stream is attached to.
 	Conversations Conversations `yaml:"conversations"`
 }
@@ -235,6 +239,9 @@ func (c *Config) Validate() error {
 	case "", "text", "json":
 	default:
 		return fmt.Errorf("log.format %q: want text or json", c.Log.Format)
+	}
+	if err := c.Web.Validate(); err != nil {
+		return err
 	}
 	return nil
 }

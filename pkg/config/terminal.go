@@ -38,7 +38,9 @@ type Terminal struct {
 	Sandbox string `yaml:"sandbox"`
 	// Network, when false, also refuses sandboxed commands TCP connect and
 	// bind (default true).
-	Network *bool `yaml:"network"`
+	// "proxy" sends commands' HTTP(S) through toold's egress proxy (host
+	// rules and the private-address guard; see network.go).
+	Network NetworkMode `yaml:"network"`
 	// Writable are more directories sandboxed commands may write in.
 	Writable []string `yaml:"writable"`
 	// PassEnv names the variables of toold's environment that commands
@@ -103,7 +105,7 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 		Limits:        limits,
 		Logger:        log,
 	}
-	noNet := t.Network != nil && !*t.Network
+	noNet := t.Network.Off
 	switch t.Sandbox {
 	case "", "off":
 		if noNet || len(t.Writable) > 0 {

@@ -155,7 +155,7 @@ func TestGrantsCoverOnlyWhatWasShownEndToEnd(t *testing.T) {
 		}
 	}
 	// Covered: the same commands, written out.
-	if res, evs := x.call("covered", "run_command", commandArgs("git status --short && rm -rf build2", nil)); !res.GetSuccess() || asked(evs) {
+	if res, evs := x.call("covered", "run_command", commandArgs("git status --short && rm -rf build2", nil)); !res.GetSuccess() || askedIn(evs) {
 		t.Fatalf("covered call: %v", res)
 	}
 	for i, tt := range []struct {
@@ -181,7 +181,7 @@ func TestGrantsCoverOnlyWhatWasShownEndToEnd(t *testing.T) {
 	}
 }
 
-func asked(evs []*pb.ServerEvent) bool {
+func askedIn(evs []*pb.ServerEvent) bool {
 	for _, e := range evs {
 		if e.GetRequiresApproval() != nil {
 			return true

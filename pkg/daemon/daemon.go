@@ -39,12 +39,15 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/terminal"
+	"github.com/toold/toold/pkg/tools/vcs"
+	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -76,6 +79,7 @@ type Main struct {
 	debug     *http.Server
 	mcp       mcpState // see mcp.go
 	terminal  *terminal.Manager
+	egress    *netguard.Proxy // terminal.network: proxy
 	serveWG   sync.WaitGroup
 	leftovers leftoverState // see leftovers.go
 	closeOnce sync.Once
@@ -126,10 +130,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := m.startEgress(&tcfg); err != nil {
+		return err
+	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		return err
 	}
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)...); err != nil {
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.moreOptions(cfg.Output.ToolLimits()))...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -208,8 +215,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
 // granter records the grants of user_collaboration; nil disables them.
 // term runs the commands and sessions of terminal_operations (with nil,
-// the tool is listed and its calls fail UNAVAILABLE).
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager) []tools.Tool {
+// the tool is listed and its calls fail UNAVAILABLE). more configures the
+// tools after terminal_operations (web, version control); without it they
+// take their defaults.
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, more ...MoreOptions) []tools.Tool {
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
@@ -221,11 +230,18 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 	// touch (a path that changed since the decision; a hard link to a
 	// sensitive file).
 	guard, _ := granter.(authz.UseChecker)
+	var mo MoreOptions
+	if len(more) > 0 {
+		mo = more[0]
+	}
+	termTool := terminal.New(term, limits)
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits, fileops.Options{Hidden: hidden, Guard: guard}),
 		&collab.UserCollaboration{Granter: granter},
-		terminal.New(term, limits),
+		termTool,
+		web.New(mo.Web),
+		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
 	}
 }
 
@@ -295,6 +311,7 @@ func (m *Main) shutdown() error {
 // (SIGTERM, SIGKILL after terminal.kill_grace) and deletes kept outputs.
 // It is safe to call more than once.
 func (m *Main) closeTerminal() error {
+	defer m.closeEgress()
 	if m.terminal == nil {
 		return nil
 	}

@@ -67,6 +67,10 @@ type Policy struct {
 	Writable []string `json:"writable"`
 	// NoNetwork refuses TCP connect and bind.
 	NoNetwork bool `json:"no_network"`
+	// ConnectPorts, with NoNetwork, are the TCP ports connect is still
+	// allowed to (toold's egress proxy). Landlock matches ports, not
+	// addresses.
+	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
 	// Require makes the helper refuse to run the command when the kernel
 	// has no Landlock at all. Either way, the helper enforces as much of
 	// the policy as the kernel's ABI supports (see Describe).
@@ -120,6 +124,11 @@ func confine(p Policy) error {
 		landlock.RWFiles(devices...).WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs("/dev/shm").IgnoreIfMissing(),
+	}
+	if p.NoNetwork {
+		for _, port := range p.ConnectPorts {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
 	}
 	if len(p.Writable) > 0 {
 		// Refer lets mv and ln work between directories of the workspace.

@@ -207,6 +207,7 @@ func scopeToPB(s authz.Scope) *pb.ApprovalScope {
 		Operation:     s.Operation,
 		PathPrefix:    s.PathPrefix,
 		CommandPrefix: s.CommandPrefix,
+		Host:          s.Host,
 		Ttl:           ttl,
 		Description:   s.Description,
 	}

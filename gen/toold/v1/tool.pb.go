@@ -1492,7 +1492,9 @@ type ApprovalScope struct {
 	// How long a conversation grant lives (default 300 s). Unset for ONCE.
 	Ttl *durationpb.Duration `protobuf:"bytes,7,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// The scope in one line for people.
-	Description   string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	// For network tools: the grant covers reaching this host only.
+	Host          string `protobuf:"bytes,9,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1579,6 +1581,13 @@ func (x *ApprovalScope) GetTtl() *durationpb.Duration {
 func (x *ApprovalScope) GetDescription() string {
 	if x != nil {
 		return x.Description
+	}
+	return ""
+}
+
+func (x *ApprovalScope) GetHost() string {
+	if x != nil {
+		return x.Host
 	}
 	return ""
 }
@@ -3205,7 +3214,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\toperation\x18\x03 \x01(\tR\toperation\x12\x18\n" +
 	"\adisplay\x18\x04 \x01(\tR\adisplay\x12'\n" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12\x19\n" +
-	"\btrace_id\x18\x06 \x01(\tR\atraceId\"\xe9\x02\n" +
+	"\btrace_id\x18\x06 \x01(\tR\atraceId\"\xfd\x02\n" +
 	"\rApprovalScope\x12\x19\n" +
 	"\bscope_id\x18\x01 \x01(\tR\ascopeId\x120\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1c.toold.v1.ApprovalScope.KindR\x04kind\x12\x12\n" +
@@ -3215,7 +3224,8 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"pathPrefix\x12%\n" +
 	"\x0ecommand_prefix\x18\x06 \x01(\tR\rcommandPrefix\x12+\n" +
 	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12 \n" +
-	"\vdescription\x18\b \x01(\tR\vdescription\"B\n" +
+	"\vdescription\x18\b \x01(\tR\vdescription\x12\x12\n" +
+	"\x04host\x18\t \x01(\tR\x04host\"B\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_ONCE\x10\x01\x12\x15\n" +

@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpproxy"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/netguard"
+	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/terminal"
+	"github.com/toold/toold/pkg/tools/vcs"
+	"github.com/toold/toold/pkg/tools/web"
+	"github.com/toold/toold/pkg/workspace"
+)
+
+// webOptions wires web_operations to the policy: a host that a policy rule
+// allows by name may reach private addresses (never metadata), and a
+// redirect to another host is judged again. Proxies come from toold's
+// environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
+func (m *Main) webOptions(limits tools.Limits) web.Options {
+	g := &netguard.Guard{}
+	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)"}
+	pf := httpproxy.FromEnvironment().ProxyFunc()
+	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
+	eng, ok := m.Authorizer.(*authz.Engine)
+	if !ok {
+		return opts
+	}
+	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
+	mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+	opts.JudgeHost = func(ctx context.Context, call *tools.Call, host string) error {
+		v, err := eng.Explain(ctx, &authz.Request{
+			ConversationID: call.ConversationID, CallID: call.ID, Mode: mode,
+			Tool: call.Tool, Operation: call.Operation, Args: call.Args,
+			Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskMedium,
+		})
+		if err != nil {
+			return err
+		}
+		switch v.Decision {
+		case authz.Allow:
+			return nil
+		case authz.Deny:
+			e := errdefs.New(errdefs.ErrDenied, "the page redirects to %s, which policy denies: %s", host, v.Reason)
+			e.Rule = v.Rule
+			return e
+		}
+		e := errdefs.New(errdefs.ErrDenied, "the page redirects to another host, %s, which is not allowed yet (%s); call web_fetch with the new URL to ask for it", host, strings.TrimSpace(v.Reason))
+		e.Rule = v.Rule
+		return e
+	}
+	return opts
+}
+
+// MoreOptions configure the built-in tools after terminal_operations.
+type MoreOptions struct {
+	// Web configures web_operations.
+	Web web.Options
+	// GitHooks lets git run the repository's hooks (vcs.hooks).
+	GitHooks bool
+}
+
+// moreOptions builds MoreOptions from the configuration and the policy.
+func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
+	return MoreOptions{Web: m.webOptions(limits), GitHooks: m.Config.VCS.Hooks}
+}
+
+// vcsOptions configures build_and_version_control: git in the workspace,
+// run_task through terminal_operations (so a task runs exactly like
+// run_command of the command it expands to).
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, hooks bool) vcs.Options {
+	o := vcs.Options{Terminal: term, Limits: limits, Hooks: hooks}
+	if ws != nil {
+		o.Root = ws.Dir()
+	}
+	return o
+}
+
+// startEgress starts the egress proxy when terminal.network is proxy and
+// points commands at it: HTTP(S)_PROXY in their environment and, with a
+// Landlock sandbox, TCP connect allowed only to the proxy's port. The
+// proxy applies the policy's host rules as they apply to run_command (a
+// host that asks is refused: a proxy cannot ask) and the private-address
+// guard (a host a rule allows by name may reach private addresses).
+func (m *Main) startEgress(tcfg *terminal.Config) error {
+	if !m.Config.Terminal.Network.Proxy {
+		return nil
+	}
+	g := &netguard.Guard{}
+	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
+	if eng, ok := m.Authorizer.(*authz.Engine); ok {
+		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
+		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+		p.Judge = func(ctx context.Context, host string) error {
+			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",
+				Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskLow})
+			if err != nil {
+				return err
+			}
+			switch v.Decision {
+			case authz.Allow:
+				return nil
+			case authz.Deny:
+				return &netguard.DeniedError{Msg: fmt.Sprintf("host %s is denied for commands (rule %s): %s", host, v.Rule, v.Reason)}
+			}
+			return &netguard.DeniedError{Msg: fmt.Sprintf("host %s needs a person's approval (rule %s: %s), which a command's connection cannot ask for", host, v.Rule, v.Reason)}
+		}
+	}
+	if err := p.Start("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("terminal.network proxy: %w", err)
+	}
+	m.egress = p
+	env := map[string]string{}
+	for k, v := range tcfg.Env {
+		env[k] = v
+	}
+	for k, v := range p.Env() {
+		env[k] = v
+	}
+	tcfg.Env = env
+	if tcfg.Sandbox != nil {
+		_, port, _ := net.SplitHostPort(p.Addr())
+		pn, _ := strconv.Atoi(port)
+		sb := *tcfg.Sandbox
+		sb.NoNetwork = true
+		sb.ConnectPorts = append(append([]uint16{}, sb.ConnectPorts...), uint16(pn))
+		tcfg.Sandbox = &sb
+	}
+	m.Logger.Info("egress proxy for commands", "addr", p.Addr(), "sandboxed", tcfg.Sandbox != nil)
+	return nil
+}
+
+// closeEgress stops the egress proxy; safe to call more than once.
+func (m *Main) closeEgress() {
+	if m.egress != nil {
+		_ = m.egress.Close()
+		m.egress = nil
+	}
+}
