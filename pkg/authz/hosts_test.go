@@ -52,7 +52,7 @@ func TestHostScope(t *testing.T) {
 	if hostScope == nil {
 		t.Fatalf("scopes %+v offer no host scope", v.Scopes)
 	}
-	if hostScope.Description != "web_operations.web_fetch reaching host example.com, in this conversation for 5m0s (deny rules and sensitive paths still apply)" {
+	if hostScope.Description != "web_operations.web_fetch reaching host example.com, in this conversation for 5m0s (deny rules, sensitive paths and what asks in every mode still apply)" {
 		t.Errorf("description %q", hostScope.Description)
 	}
 	if _, err := e.Grant("c1", *hostScope, false, 0, "test"); err != nil {

@@ -245,7 +245,10 @@ func TestEgressProxyEndToEnd(t *testing.T) {
 	x := newSession(t, d)
 	run := func(id, line string) string {
 		t.Helper()
-		res, _ := x.call(id, "run_command", jsonArgs(map[string]any{"command": line}))
+		// A network client whose host is only known at run time asks in
+		// every mode; the person approves it once, and the proxy judges
+		// the host it really reaches.
+		res, _ := x.call(id, "run_command", jsonArgs(map[string]any{"command": line}), approveOnce)
 		if res.GetError() != nil {
 			t.Fatalf("%s: %v", line, res.GetError())
 		}
@@ -258,7 +261,7 @@ func TestEgressProxyEndToEnd(t *testing.T) {
 		t.Fatalf("allowed host: %s", out)
 	}
 	// The policy denies a line naming the host; a host only known at run
-	// time meets the proxy.
+	// time (approved once) meets the proxy.
 	out := run("p2", "h=x.denied; "+curl+" -sS http://$h/")
 	if !strings.Contains(out, "host x.denied is denied for commands (rule no-denied)") || !strings.Contains(out, "web_fetch") {
 		t.Fatalf("denied host: %s", out)
