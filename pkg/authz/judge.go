@@ -483,6 +483,12 @@ var pseudoDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random
 // the line may be in; a glob is expanded (bounded) and its fixed
 // directory added.
 func (j *judgement) commandPath(i int, w word, acc access, dirs []string) {
+	if w.extglob {
+		if i >= 0 && i < len(j.cmds) {
+			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + w.src + " is an extended glob, whose matches cannot be judged", true})
+		}
+		return
+	}
 	t := j.expandHome(w.text)
 	if slices.Contains(pseudoDevices, path.Clean(t)) {
 		return
@@ -521,7 +527,12 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 		if d != "" {
 			pattern = d + "/" + t
 		}
-		fixed := pattern[:strings.IndexAny(pattern, "*?[")]
+		k := strings.IndexAny(pattern, "*?[")
+		if k < 0 {
+			// A glob of bash's own (extglob) without * ? or [.
+			k = len(pattern)
+		}
+		fixed := pattern[:k]
 		if k := strings.LastIndexByte(fixed, '/'); k >= 0 {
 			fd := fixed[:k]
 			if fd == "" {

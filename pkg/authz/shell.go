@@ -65,6 +65,9 @@ type word struct {
 	src string
 	// subst reports a command or process substitution in the word.
 	subst bool
+	// extglob reports an extended glob (@(...), ?(...), +(...), *(...),
+	// !(...)), which the judge cannot expand.
+	extglob bool
 }
 
 func (w word) String() string {
@@ -786,7 +789,7 @@ func (b *blockParser) evalWord(w *syntax.Word, assign bool) word {
 			out.subst = true
 			dynamic(x)
 		case *syntax.ExtGlob:
-			out.glob = true
+			out.glob, out.extglob = true, true
 			sb.WriteString(b.text(x))
 		default:
 			dynamic(part)

@@ -300,3 +300,45 @@ func TestProgressResetsTimeout(t *testing.T) {
 		t.Fatalf("endless call not capped by the maximum: %v after %v", res, time.Since(began))
 	}
 }
+
+// panickyPolicy panics deciding calls of the tool "trap".
+type panickyPolicy struct{ fakePolicy }
+
+func (p *panickyPolicy) Authorize(ctx context.Context, r *authz.Request) (authz.Verdict, error) {
+	if r.Tool == "trap" {
+		panic("policy bug")
+	}
+	return p.fakePolicy.Authorize(ctx, r)
+}
+
+// previewPanics is a tool whose approval preview panics.
+type previewPanics struct{ *fakeTool }
+
+func (previewPanics) Preview(context.Context, *tools.Call) (string, error) { panic("preview bug") }
+
+// A panic in the policy or in a tool's preview ends that call INTERNAL;
+// nothing runs and the stream and daemon go on.
+func TestPanicsInPolicyAndPreviewEndOnlyTheCall(t *testing.T) {
+	var ran atomic.Int32
+	trap := simple("trap", `{"type":"object"}`, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+		ran.Add(1)
+		return &tools.Result{Text: "ran"}, nil
+	})
+	h := start(t, service.Config{Authorizer: &panickyPolicy{}}, trap, previewPanics{guardedTool(&ran).(*fakeTool)}, &tools.Think{})
+	c := h.open(nil)
+	c.call("a", "trap", `{}`)
+	if res, _ := c.end("a"); res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_INTERNAL {
+		t.Fatalf("policy panic: %v", res)
+	}
+	c.call("b", "guarded", `{}`)
+	if res, _ := c.end("b"); res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_INTERNAL {
+		t.Fatalf("preview panic: %v", res)
+	}
+	c.call("c", "think", `{"thought":"still here"}`)
+	if res, _ := c.end("c"); !res.GetSuccess() {
+		t.Fatalf("the stream did not go on: %v", res)
+	}
+	if ran.Load() != 0 {
+		t.Fatal("a call ran after its policy or preview panicked")
+	}
+}

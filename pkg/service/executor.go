@@ -271,6 +271,28 @@ func describe(t tools.Tool, call *tools.Call) (eff tools.Effect, err error) {
 	return t.Describe(call), nil
 }
 
+// guardedAuthorize asks the policy; a panic there is a bug that ends the
+// call INTERNAL (and denies it), never the daemon.
+func guardedAuthorize(ctx context.Context, a authz.Authorizer, req *authz.Request, call *tools.Call) (v authz.Verdict, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = authz.Verdict{}, panicError(call, "Authorize", r)
+		}
+	}()
+	return a.Authorize(ctx, req)
+}
+
+// guardedPreview asks the tool for the approval's preview; a panic there
+// ends the call INTERNAL.
+func guardedPreview(ctx context.Context, p tools.Previewer, call *tools.Call) (diff string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			diff, err = "", panicError(call, "Preview", r)
+		}
+	}()
+	return p.Preview(ctx, call)
+}
+
 func panicError(call *tools.Call, where string, r any) error {
 	return &errdefs.Error{Class: errdefs.ErrInternal, Msg: "internal error; the details are in the toold log",
 		Cause: fmt.Errorf("panic in %s of %s.%s: %v\n%s", where, call.Tool, call.Operation, r, debug.Stack())}
@@ -301,7 +323,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		Effect:         effect,
 		Risk:           risk,
 	}
-	v, err := x.cfg.Authorizer.Authorize(ctx, areq)
+	v, err := guardedAuthorize(ctx, x.cfg.Authorizer, areq, call)
 	if err != nil {
 		spanError(span, err)
 		return err
@@ -378,7 +400,7 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		// The preview may read what the call would touch, outside the
 		// workspace too, to show the person a diff; it changes nothing.
 		call.Outside = v.Outside
-		diff, err := p.Preview(ctx, call)
+		diff, err := guardedPreview(ctx, p, call)
 		if err != nil {
 			return err
 		}
