@@ -254,7 +254,7 @@ var cmdBattery = []cmdCase{
 	{"pipe-to-shell", auto, "sh <<'EOF'\nrm -rf /\nEOF", authz.Deny, ""},
 	{"pipe-to-shell", auto, "bash <<< 'rm -rf /'", authz.Deny, ""},
 	{"pipe-to-shell", auto, "sh <<EOF\n$X\nEOF", authz.Ask, "builtin:unparseable-command"},
-	{"pipe-to-shell", auto, `python3 -c 'import os; os.system("rm -rf /")'`, authz.Ask, "mode:auto"},
+	{"pipe-to-shell", auto, `python3 -c 'import os; os.system("rm -rf /")'`, authz.Ask, "builtin:exec-option"},
 
 	// Options that run other programs.
 	{"exec-option", auto, "git -c core.pager='sh -c evil' log", authz.Ask, "builtin:exec-option"},

@@ -18,9 +18,21 @@ var execOptions = []*cmdPattern{
 	mustCmdPattern("zip -TT|--unzip-command"),
 	mustCmdPattern("man -P|-H|--pager|--html"),
 	mustCmdPattern("less -o|-O|--log-file|--LOG-FILE"),
-	mustCmdPattern("go -exec|-toolexec|-overlay"),
+	mustCmdPattern("go -exec|-toolexec|-overlay|-vettool|-ldflags|-modfile|-pgo"),
 	mustCmdPattern("go env -w|-u"),
 	mustCmdPattern("go generate"),
+	mustCmdPattern("go tool"),
+	mustCmdPattern("pylint --init-hook|--load-plugins|--rcfile"),
+	mustCmdPattern("mypy --python-executable|--config-file"),
+	mustCmdPattern("pytest|py.test -p|-c|-o|--override-ini|--rootdir|--confcutdir|--pyargs"),
+	mustCmdPattern("npm|pnpm|yarn --userconfig|--globalconfig|--prefix|--node-options|--shell"),
+	mustCmdPattern("make -f|--file|--makefile"),
+	mustCmdPattern("ssh -o|-F|-D|-L|-R|-w"),
+	mustCmdPattern("scp|sftp|rsync -S|-o|-F|-e|--rsh|--rsync-path"),
+	mustCmdPattern("git log|show|diff|format-patch --ext-diff|--textconv"),
+	mustCmdPattern("xz|gzip|zstd|bzip2 --files-from"),
+	mustCmdPattern("cmake -P|-D|-C"),
+	mustCmdPattern("node|deno|bun --require|-r|--import|--loader|--experimental-loader"),
 	mustCmdPattern("cargo --config"),
 	mustCmdPattern("make --eval|-E"),
 	mustCmdPattern("git grep -O|--open-files-in-pager"),
@@ -31,9 +43,7 @@ var execOptions = []*cmdPattern{
 	mustCmdPattern("git submodule foreach"),
 	mustCmdPattern("git bisect run"),
 	mustCmdPattern("git filter-branch|filter-repo"),
-	mustCmdPattern("git config"),
 	mustCmdPattern("git -c|--config-env"),
-	mustCmdPattern("ssh -o|-F"),
 	mustCmdPattern("npm|pnpm|yarn --script-shell"),
 	mustCmdPattern("jq|yq --from-file|-f"),
 	mustCmdPattern("vim|vi|nvim|ex -c|-S|--cmd"),
@@ -119,18 +129,41 @@ func checkCommand(c *shellCommand) {
 				break
 			}
 		}
+	case "git":
+		judgeGitConfig(c, args)
 	case "fc", "history", "shopt", "set":
 		judgeShellState(c, name, args)
-	case "awk", "gawk", "mawk", "nawk":
+	case "awk", "gawk", "mawk", "nawk", "busybox awk":
 		judgeAwk(c, args)
+	case "make", "gmake", "bmake":
+		for i, w := range args[1:] {
+			t := w.text
+			if t == "-f-" || t == "--file=-" || t == "--makefile=-" || t == "-f/dev/stdin" ||
+				((t == "-f" || t == "--file" || t == "--makefile") && i+2 < len(args) && (args[i+2].text == "-" || args[i+2].text == "/dev/stdin")) {
+				c.addProblem(problem{ruleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
+			}
+		}
 	case "sed", "gsed":
 		judgeSed(c, args)
 	}
 	for _, p := range execOptions {
 		if p.match(args, false, "") {
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files", p.src, name), false})
+			// What the option runs is not on the line for the judge to see:
+			// a person decides, in every mode.
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.src, name), true})
 			break
 		}
+	}
+	if isInterpreter(name) && !slices.Contains(shellNames, name) && readsProgram(c) {
+		for _, r := range c.redirects {
+			if r.hasBody || r.read {
+				c.addProblem(problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.src + "), which toold cannot judge", true})
+				break
+			}
+		}
+	}
+	if isInterpreter(name) && inlineCode(args) {
+		c.addProblem(problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
 	}
 	for _, w := range args[1:] {
 		if !w.literal {
@@ -151,10 +184,37 @@ func checkCommand(c *shellCommand) {
 	}
 }
 
+// judgeGitConfig asks for git config writing a key that makes git run
+// programs later (core.fsmonitor, alias.*, core.pager, ...), in every mode.
+func judgeGitConfig(c *shellCommand, args []word) {
+	if len(args) < 2 || args[1].text != "config" {
+		return
+	}
+	key := ""
+	for _, w := range args[2:] {
+		t := w.text
+		if !w.literal {
+			c.addProblem(problem{ruleExecOption, "git config with a value only known when it runs", true})
+			return
+		}
+		switch {
+		case t == "--get" || t == "--get-all" || t == "--get-regexp" || t == "-l" || t == "--list" ||
+			t == "--show-origin" || t == "--get-urlmatch" || t == "get" || t == "list":
+			return
+		case strings.HasPrefix(t, "-"):
+		case key == "":
+			key = strings.ToLower(t)
+		}
+	}
+	if key != "" && !safeGitConfig(key) {
+		c.addProblem(problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
+	}
+}
+
 // safeShopt are shell options that change nothing the judge relies on;
 // others (dotglob, nocaseglob, cdable_vars, expand_aliases, ...) change
 // which files a glob names, where cd goes or what a name runs.
-var safeShopt = []string{"nullglob", "failglob", "extglob", "globstar", "inherit_errexit", "lastpipe", "nocasematch",
+var safeShopt = []string{"nullglob", "failglob", "inherit_errexit", "lastpipe", "nocasematch",
 	"checkwinsize", "histappend", "cmdhist", "lithist", "pipefail", "errexit", "nounset", "xtrace", "verbose",
 	"noclobber", "errtrace", "functrace", "vi", "emacs", "posix", "notify", "monitor", "ignoreeof", "huponexit"}
 
@@ -248,14 +308,21 @@ func judgeCd(c *shellCommand, args []word) {
 }
 
 // judgeAwk flags awk programs that can run commands or write files:
-// system(), pipes, getline, output redirection.
+// system(), pipes, getline, output redirection, gawk's @load and @include,
+// programs and extensions from files (-f, -E, -l, -i and their long
+// forms). Each asks in every mode: what runs is not shell for the judge.
 func judgeAwk(c *shellCommand, args []word) {
-	prog, file := "", false
+	prog := ""
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
+		long := strings.HasPrefix(t, "--")
 		switch {
-		case t == "-f" || strings.HasPrefix(t, "--file") || (strings.HasPrefix(t, "-f") && len(t) > 2):
-			file = true
+		case long && (prefixOfAny(t, "--file", "--exec", "--load", "--include", "--source") || strings.HasPrefix(t, "--file=") || strings.HasPrefix(t, "--exec=")):
+			c.addProblem(problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			return
+		case !long && len(t) > 1 && t[0] == '-' && strings.ContainsAny(t[1:2], "fEliv") && t[1] != 'v':
+			c.addProblem(problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			return
 		case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
 			i++
 		case strings.HasPrefix(t, "-"):
@@ -268,43 +335,112 @@ func judgeAwk(c *shellCommand, args []word) {
 			break
 		}
 	}
-	if file {
-		c.addProblem(problem{ruleExecOption, "awk runs a program from a file, which cannot be judged", false})
-		return
-	}
-	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON"} {
+	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON", "@load", "@include", "@namespace", "PROCINFO"} {
 		if strings.Contains(prog, s) {
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), false})
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
 			return
 		}
 	}
 }
 
+// prefixOfAny reports whether the long option t (without =value) is one
+// of names or an abbreviation of one.
+func prefixOfAny(t string, names ...string) bool {
+	t, _, _ = strings.Cut(t, "=")
+	if len(t) <= 2 {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// inlineCode reports an interpreter given its program on the command line
+// (python -c, perl -e, node -e/-p, ruby -e, php -r, lua -e, ...).
+func inlineCode(args []word) bool {
+	for _, w := range args[1:] {
+		t := w.text
+		if !strings.HasPrefix(t, "-") || t == "-" || t == "--" {
+			return false // the script operand (or stdin) comes first
+		}
+		if strings.HasPrefix(t, "--") {
+			if prefixOfAny(t, "--eval", "--print", "--command", "--exec", "--execute", "--require", "--import") {
+				return true
+			}
+			continue
+		}
+		if strings.ContainsAny(t[1:], "ceEpr") {
+			return true
+		}
+	}
+	return false
+}
+
 // judgeSed flags sed scripts with commands that run programs (e, s///e) or
-// read and write files (r, R, w, W, s///w), and scripts from files.
+// read and write files (r, R, w, W, s///w), and scripts from files. Short
+// options are read as getopt does (-nes/x/y/e is -n -e 's/x/y/e'), long
+// ones also abbreviated (--exp=...). Running a program asks in every mode.
 func judgeSed(c *shellCommand, args []word) {
 	var scripts []string
 	explicit := false
 	var rest []string
+	fromFile := func(t string) {
+		c.addProblem(problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
+	}
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
 		switch {
-		case t == "-e" || t == "--expression":
-			if i+1 < len(args) {
-				scripts = append(scripts, args[i+1].text)
-				i++
+		case t == "--":
+			rest = append(rest, textsOf(args[i+1:])...)
+			i = len(args)
+		case strings.HasPrefix(t, "--"):
+			name, val, hasVal := strings.Cut(t, "=")
+			switch {
+			case prefixOfAny(name, "--expression"):
+				if !hasVal && i+1 < len(args) {
+					i++
+					val = args[i].text
+				}
+				scripts, explicit = append(scripts, val), true
+			case prefixOfAny(name, "--file"):
+				fromFile(t)
+				return
+			case prefixOfAny(name, "--line-length", "--separate", "--in-place", "--null-data", "--zero-terminated",
+				"--quiet", "--silent", "--regexp-extended", "--unbuffered", "--posix", "--sandbox", "--debug",
+				"--follow-symlinks", "--binary", "--help", "--version"):
+			default:
+				c.addProblem(problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+				return
 			}
-			explicit = true
-		case strings.HasPrefix(t, "--expression="):
-			scripts = append(scripts, strings.TrimPrefix(t, "--expression="))
-			explicit = true
-		case t == "-f" || strings.HasPrefix(t, "--file"):
-			c.addProblem(problem{ruleExecOption, "sed runs a script from a file, which cannot be judged", false})
-			return
-		case strings.HasPrefix(t, "-") && len(t) > 1:
-			if strings.HasPrefix(t, "-e") && len(t) > 2 {
-				scripts = append(scripts, t[2:])
-				explicit = true
+		case len(t) > 1 && t[0] == '-':
+			for j := 1; j < len(t); j++ {
+				switch t[j] {
+				case 'e':
+					val := t[j+1:]
+					if val == "" && i+1 < len(args) {
+						i++
+						val = args[i].text
+					}
+					scripts, explicit = append(scripts, val), true
+					j = len(t)
+				case 'f':
+					fromFile(t)
+					return
+				case 'l':
+					if j+1 == len(t) {
+						i++
+					}
+					j = len(t)
+				case 'i':
+					j = len(t) // -i[SUFFIX]
+				case 'n', 'r', 'E', 's', 'u', 'z':
+				default:
+					c.addProblem(problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+					return
+				}
 			}
 		default:
 			rest = append(rest, t)
@@ -315,10 +451,18 @@ func judgeSed(c *shellCommand, args []word) {
 	}
 	for _, s := range scripts {
 		if cmd, bad := sedUnsafe(s); bad {
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), false})
+			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
 			return
 		}
 	}
+}
+
+func textsOf(ws []word) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.text)
+	}
+	return out
 }
 
 // sedUnsafe scans a sed script for the commands e, r, R, w, W and the s

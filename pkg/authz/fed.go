@@ -26,6 +26,7 @@ var interpreterNames = []string{
 	"groovy", "scala", "ghci", "guile", "racket", "sbcl", "clisp", "ocaml", "swift", "erl", "elixir", "iex",
 	"sqlite3", "psql", "mysql", "mariadb", "ed", "ex", "vi", "vim", "nvim", "dc", "gdb", "lldb", "awk", "gawk",
 	"mawk", "nawk", "busybox", "ssh", "at", "batch", "crontab", "nsenter", "unshare", "sudo", "su", "doas",
+	"script", "m4", "parallel", "env", "xargs", "expect", "tmux", "screen", "sh-agent", "make", "gmake",
 }
 
 // isInterpreter reports a program that reads a program from stdin.
@@ -74,6 +75,11 @@ func readsProgram(c *shellCommand) bool {
 		return false
 	}
 	switch name {
+	case "script":
+		// script runs a shell on the commands it reads, unless -c names one.
+		return !slices.ContainsFunc(args[1:], func(w word) bool {
+			return !w.literal || w.text == "-c" || strings.HasPrefix(w.text, "--command") || (strings.HasPrefix(w.text, "-") && !strings.HasPrefix(w.text, "--") && strings.ContainsRune(w.text, 'c'))
+		})
 	case "at", "batch":
 		// They read the commands to run from stdin unless -f names a file.
 		return !slices.ContainsFunc(args[1:], func(w word) bool { return !w.literal || strings.HasPrefix(w.text, "-f") })

@@ -242,66 +242,90 @@ func (j *judgement) commandLine(line string) {
 }
 
 // scriptsWritten asks for a command that runs a file (./run, sh x.sh,
-// python3 x.py) which another command of the same line names (writes, copies
-// or makes executable): the file's content when it runs is not what it is
-// now, so "echo 'rm -rf /' > x.sh; sh x.sh" cannot be judged from here.
+// sh < x.sh, python3 x.py) which another word of the same line names
+// (writes, downloads, copies or makes executable): the file's content when
+// it runs is not what it is now, so "echo 'rm -rf /' > x.sh; sh x.sh"
+// cannot be judged from here. Names are compared as the paths they
+// resolve to from every directory the line may be in.
 func (j *judgement) scriptsWritten() {
-	named := map[string]bool{}
-	key := func(t string) string { return filepath.Clean(j.expandHome(t)) }
-	for _, c := range j.cmds {
+	type occ struct {
+		cmd   int
+		paths []string
+	}
+	resolve := func(t string) []string {
+		t = j.expandHome(t)
+		if filepath.IsAbs(t) {
+			return []string{filepath.Clean(t)}
+		}
+		out := make([]string, 0, len(j.dirs))
+		for _, d := range j.dirs {
+			out = append(out, filepath.Clean(d+"/"+t))
+		}
+		return out
+	}
+	var named []occ
+	type runner struct {
+		cmd  int
+		what string
+		skip string // the word that names the program itself
+	}
+	var runs []runner
+	for i, c := range j.cmds {
 		for _, r := range c.redirects {
-			if r.write && r.target.literal {
-				named[key(r.target.text)] = true
+			if (r.write || r.read) && r.target.literal {
+				named = append(named, occ{i, resolve(r.target.text)})
 			}
 		}
 		for _, l := range c.layers {
-			for _, w := range l[min(1, len(l)):] {
-				if w.literal {
-					for _, cand := range argCandidates(w.text) {
-						named[key(cand)] = true
+			for _, w := range l {
+				if !w.literal {
+					continue
+				}
+				for _, cand := range argCandidates(w.text) {
+					named = append(named, occ{i, resolve(cand)})
+				}
+			}
+		}
+		if c.wrapperOnly || len(c.args()) == 0 {
+			continue
+		}
+		args := c.args()
+		switch name := c.name(); {
+		case args[0].literal && strings.Contains(args[0].text, "/") && !inSystemBin(args[0].text):
+			runs = append(runs, runner{i, args[0].text, args[0].text})
+		case slices.Contains(shellNames, name) || isInterpreter(name):
+			found := false
+			for _, w := range args[1:] {
+				if w.literal && !strings.HasPrefix(w.text, "-") {
+					runs = append(runs, runner{i, w.text, w.text})
+					found = true
+					break
+				}
+			}
+			if !found {
+				for _, r := range c.redirects {
+					if r.read && r.target.literal {
+						runs = append(runs, runner{i, r.target.text, ""})
 					}
 				}
 			}
 		}
 	}
-	for _, c := range j.cmds {
-		if c.wrapperOnly || len(c.args()) == 0 {
-			continue
-		}
-		args := c.args()
-		var file string
-		switch name := c.name(); {
-		case args[0].literal && strings.Contains(args[0].text, "/") && !inSystemBin(args[0].text):
-			file = args[0].text
-		case slices.Contains(shellNames, name) || isInterpreter(name):
-			for _, w := range args[1:] {
-				if w.literal && !strings.HasPrefix(w.text, "-") {
-					file = w.text
+	for _, r := range runs {
+		mine := resolve(r.what)
+		uses := 0
+		for _, o := range named {
+			for _, p := range o.paths {
+				if slices.Contains(mine, p) {
+					uses++
 					break
 				}
 			}
 		}
-		if file == "" || !named[key(file)] {
-			continue
-		}
-		// The file's own mention as the program is not another command's.
-		count := 0
-		for _, d := range j.cmds {
-			for _, l := range d.layers {
-				for _, w := range l {
-					if w.literal && key(w.text) == key(file) {
-						count++
-					}
-				}
-			}
-			for _, r := range d.redirects {
-				if r.write && r.target.literal && key(r.target.text) == key(file) {
-					count++
-				}
-			}
-		}
-		if count > 1 {
-			c.addProblem(problem{ruleUnparseable, "it runs " + file + ", which the same command line writes or changes first, so what runs cannot be judged", true})
+		// The program's own mention (its name, or the file a shell reads)
+		// counts once; any other mention means the line touches it too.
+		if uses > 1 {
+			j.cmds[r.cmd].addProblem(problem{ruleUnparseable, "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", true})
 		}
 	}
 }
@@ -372,6 +396,7 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 		j.argWord(i, w, accArg, dirs)
 	}
 	j.netHosts(i, c)
+	j.programGlobs(i, c, dirs)
 	for _, a := range c.env {
 		if a.value.literal && isPathLike(a.value.text) {
 			j.commandPath(i, a.value, accValue, dirs)
@@ -510,6 +535,58 @@ func (j *judgement) pathFacet(i int, p string, acc access, given string) {
 	f := &facet{kind: facetPath, acc: acc, given: given, cmd: i, lexical: filepath.Clean(p)}
 	f.loc, f.resolveErr = j.e.ws.Resolve(p)
 	j.add(f)
+}
+
+// globbingPrograms expand glob patterns given as (quoted) arguments
+// themselves, recursively: git pathspecs, find -name, rg -g, grep
+// --include, fd.
+var globbingPrograms = []string{"git", "find", "rg", "grep", "egrep", "fgrep", "fd", "fdfind", "ag", "ack", "tar", "zip", "rsync"}
+
+// programGlobs adds, for a program that expands glob patterns itself, the
+// files a quoted pattern argument matches in the directories the line may
+// be in (recursively, dot files included, bounded), so that
+// git grep --no-index -- '*.env' is judged as reading .env.
+func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
+	if c.wrapperOnly || !slices.Contains(globbingPrograms, c.name()) {
+		return
+	}
+	var pats []string
+	for _, w := range c.args()[1:] {
+		if !w.literal || w.glob {
+			continue
+		}
+		for _, cand := range argCandidates(w.text) {
+			if strings.ContainsAny(cand, "*?[") {
+				pats = append(pats, strings.TrimPrefix(cand, ":(glob)"))
+			}
+		}
+	}
+	if len(pats) == 0 {
+		return
+	}
+	read := 0
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if read++; read > maxGlobEntries {
+				return filepath.SkipAll
+			}
+			rel, _ := filepath.Rel(d, p)
+			for _, pat := range pats {
+				if ok, _ := filepath.Match(pat, de.Name()); ok {
+					j.pathFacet(i, p, accRead, pat)
+				} else if ok, _ := path.Match(pat, rel); ok {
+					j.pathFacet(i, p, accRead, pat)
+				}
+			}
+			return nil
+		})
+	}
+	if read > maxGlobEntries {
+		c.addProblem(problem{ruleTooMany, "the patterns " + strings.Join(pats, " ") + " of " + c.name() + " match in too many files to judge", false})
+	}
 }
 
 // maxGlobEntries bounds the directory entries a glob may read.

@@ -284,25 +284,40 @@ func (p *cmdPattern) match(words []word, strictName bool, home string) bool {
 	}
 	sh := shapeOf(words)
 	for _, alts := range p.flags {
-		if !sh.hasFlag(alts) {
+		// Deny and ask rules (and the checks for options that run
+		// programs) also match abbreviations of long options, which
+		// getopt_long, git and npm accept (--to-comm for --to-command), and
+		// Go's --flag for -flag; allow rules match only what is written.
+		if !sh.hasFlag(alts, !strictName) {
 			return false
 		}
 	}
 	return matchSeq(p.pos, sh.pos, home)
 }
 
-func (s cmdShape) hasFlag(alts []string) bool {
+// hasFlag reports whether the command has one of the flags alts; with
+// abbrev, a long option matches when it is a prefix of a long alternative
+// (--exp for --expression), and --name matches the Go-style flag -name.
+func (s cmdShape) hasFlag(alts []string, abbrev bool) bool {
 	for _, a := range alts {
 		if strings.HasPrefix(a, "--") {
 			for _, l := range s.longs {
-				if l == a {
+				if l == a || (abbrev && len(l) > 2 && strings.HasPrefix(a, l)) {
 					return true
 				}
 			}
 			continue
 		}
+		if abbrev {
+			// Go's flag package takes --name for -name.
+			for _, l := range s.longs {
+				if l == "-"+a {
+					return true
+				}
+			}
+		}
 		for _, w := range s.singles {
-			if w == a {
+			if w == a || strings.HasPrefix(w, a+"=") {
 				return true
 			}
 		}

@@ -65,7 +65,7 @@ func (p *cmdPattern) mayMatch(words []word, home string) bool {
 		}
 	}
 	for _, alts := range p.flags {
-		if !anyFlag && !sh.hasFlag(alts) {
+		if !anyFlag && !sh.hasFlag(alts, true) {
 			return false
 		}
 	}

@@ -301,6 +301,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 
 	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*shellCommand{}}
 	bp.homeChanges(f)
+	bp.subscripts(f)
 	bp.collect(f)
 	bp.pipes(f)
 	bp.fedPrograms(f)
@@ -313,40 +314,133 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 	return bp.order
 }
 
-// homeChanges asks when the line changes HOME in a way other than an
-// assignment (which checkEnv sees): ~ and $HOME are judged as toold's
-// home, so a line that points HOME elsewhere cannot be judged.
+// homeChanges asks when the line assigns a variable in a way other than
+// NAME=VALUE (which checkEnv sees) and the variable makes programs run code
+// or moves ~ (HOME, PATH, PS4, PROMPT_COMMAND, BASH_CMDS, ...): read,
+// printf -v, mapfile, getopts, for NAME in, ${NAME:=...}, (( NAME=... )),
+// unset, export/declare of a name. A nameref (declare -n) or a name only
+// known at run time can assign any variable, so it asks too. Bash also
+// evaluates array subscripts in names (test -v 'a[$(cmd)]', printf -v
+// 'a[$(cmd)]'): a literal name with a substitution in it asks.
 func (b *blockParser) homeChanges(f *syntax.File) {
 	hard := func(how string) {
-		b.p.addHard(problem{ruleDangerousEnv, "it changes HOME (" + how + "), so what ~ and $HOME name cannot be judged", true})
+		b.p.addHard(problem{ruleDangerousEnv, how + ", which the judge cannot follow", true})
+	}
+	name := func(lit, how string) {
+		n := lit
+		if i := strings.IndexAny(n, "=[+"); i >= 0 {
+			n = n[:i]
+		}
+		if strings.ContainsAny(lit, "$`") {
+			hard(how + " names " + lit + ": bash evaluates what is in it")
+			return
+		}
+		if isName(n) && codeEnv(n) {
+			hard(how + " assigns " + n)
+		}
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.WordIter:
-			if x.Name != nil && x.Name.Value == "HOME" {
-				hard("for HOME in")
+			if x.Name != nil {
+				name(x.Name.Value, "for "+x.Name.Value+" in")
 			}
 		case *syntax.ParamExp:
-			if x.Param != nil && x.Param.Value == "HOME" && x.Exp != nil &&
-				(x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
-				hard("${HOME:=...}")
+			if x.Param != nil && x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
+				name(x.Param.Value, "${"+x.Param.Value+":=...}")
+			}
+			if x.Excl && x.Param != nil {
+				// ${!x}: indirect expansion names a variable at run time.
+				hard("${!" + x.Param.Value + "} expands a variable named only when it runs")
+			}
+		case *syntax.BinaryArithm:
+			switch x.Op {
+			case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+				syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn:
+				if w, ok := x.X.(*syntax.Word); ok {
+					name(w.Lit(), "an arithmetic assignment")
+				}
+			}
+		case *syntax.DeclClause:
+			for _, a := range x.Args {
+				if a.Naked && a.Value != nil {
+					if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'n') {
+						hard(x.Variant.Value + " -n makes a name refer to another variable")
+					}
+				}
 			}
 		case *syntax.CallExpr:
 			if len(x.Args) < 2 {
 				return true
 			}
-			switch name := x.Args[0].Lit(); name {
-			case "read", "unset", "printf", "getopts", "mapfile", "readarray", "let", "declare", "typeset", "local", "export", "readonly":
-				for _, w := range x.Args[1:] {
-					lit := w.Lit()
-					if lit == "HOME" || strings.HasPrefix(lit, "HOME=") || strings.HasPrefix(lit, "HOME+=") || strings.HasPrefix(lit, "HOME[") {
-						hard(name + " HOME")
+			cmd := x.Args[0].Lit()
+			switch cmd {
+			case "read", "unset", "printf", "getopts", "mapfile", "readarray", "let", "test", "[", "export", "readonly", "local", "declare", "typeset", "wait":
+			default:
+				return true
+			}
+			for i, w := range x.Args[1:] {
+				lit := w.Lit()
+				if lit == "" {
+					// Quoted or computed: its value.
+					ev := b.evalWord(w, false)
+					if !ev.literal {
+						if cmd == "printf" && i > 0 && x.Args[i].Lit() == "-v" || cmd == "read" || cmd == "unset" || cmd == "mapfile" || cmd == "readarray" {
+							hard(cmd + " assigns a variable named only when it runs (" + ev.src + ")")
+						}
+						continue
 					}
+					lit = ev.text
+				}
+				if strings.HasPrefix(lit, "-") {
+					if (cmd == "declare" || cmd == "local" || cmd == "typeset") && strings.ContainsRune(lit, 'n') {
+						hard(cmd + " -n makes a name refer to another variable")
+					}
+					continue
+				}
+				name(lit, cmd)
+			}
+		}
+		return true
+	})
+}
+
+// subscripts asks when the line evaluates text as arithmetic or as a
+// variable name with a subscript and a literal of the line holds a command
+// substitution: bash runs it ('a[$(cmd)]' in test -v, [[ -v ]], -eq, $((x)),
+// (( ))). The judge sees such text as a plain string.
+func (b *blockParser) subscripts(f *syntax.File) {
+	subst := false
+	arith := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.SglQuoted:
+			subst = subst || strings.Contains(x.Value, "$(") || strings.Contains(x.Value, "`")
+		case *syntax.Lit:
+			subst = subst || strings.Contains(x.Value, "$(") || strings.Contains(x.Value, "`")
+		case *syntax.DblQuoted:
+			for _, p := range x.Parts {
+				if l, ok := p.(*syntax.Lit); ok && (strings.Contains(l.Value, `\$(`) || strings.Contains(l.Value, "\\`")) {
+					subst = true
+				}
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
+			arith = true
+		case *syntax.TestClause:
+			arith = true
+		case *syntax.CallExpr:
+			if len(x.Args) > 0 {
+				switch x.Args[0].Lit() {
+				case "test", "[", "printf", "read", "declare", "local", "typeset", "export", "readonly", "unset", "let", "mapfile", "readarray", "getopts", "wait", "printf -v":
+					arith = true
 				}
 			}
 		}
 		return true
 	})
+	if subst && arith {
+		b.p.addHard(problem{ruleUnparseable, "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", true})
+	}
 }
 
 // interactiveChecks asks for what an interactive shell does to a typed line

@@ -57,7 +57,16 @@ func buildWrappers() map[string]wrapperFunc {
 		"uv": unwrapSubcommand("run"), "poetry": unwrapSubcommand("run"), "pipenv": unwrapSubcommand("run"),
 		"pdm": unwrapSubcommand("run"), "rye": unwrapSubcommand("run"), "hatch": unwrapSubcommand("run"),
 		"bundle": unwrapSubcommand("exec"), "mise": unwrapSubcommand("exec", "x"),
-		"direnv": unwrapDirenv, "nix-shell": unwrapNixShell,
+		"direnv": unwrapDirenv, "nix-shell": unwrapNixShell, "ssh": unwrapSSH,
+		"ssh-agent": unwrapOptions("a:E:t:", false), "dbus-run-session": unwrapOptions("", false),
+		"xvfb-run": unwrapOptions("n:l:f:e:p:s:w:", false), "rlwrap": unwrapOptions("a:b:C:D:e:f:F:g:H:I:l:M:m:N:o:O:p:P:q:r:s:S:t:w:z:", false),
+		"eatmydata": simpleWrapper, "nocache": simpleWrapper, "fakeroot": unwrapOptions("l:s:i:", false),
+		"faketime": unwrapOptions("f:", true), "numactl": unwrapOptions("C:N:m:p:i:l:", false),
+		"prlimit": unwrapOptions("p:", false), "cgexec": unwrapOptions("g:", false), "chpst": unwrapOptions("u:U:e:/:n:l:L:m:d:o:p:f:c:r:t:", false),
+		"setpriv": privilegedWrapper, "unshare": privilegedWrapper, "nsenter": privilegedWrapper, "runuser": privilegedWrapper,
+		"sg": privilegedWrapper, "capsh": privilegedWrapper, "firejail": privilegedWrapper, "bwrap": privilegedWrapper,
+		"systemd-run": privilegedWrapper, "flatpak-spawn": privilegedWrapper, "machinectl": privilegedWrapper,
+		"parallel": unwrapParallel, "sem": unwrapParallel,
 	}
 	for _, sh := range shellNames {
 		wrappers[sh] = unwrapShell
@@ -325,8 +334,10 @@ func unwrapEnv(c *shellCommand, args []word) unwrapped {
 	u := unwrapped{own: args[1:next:next], cwd: valueWords(optValues(opts, "-C", "--chdir"))}
 	for next < len(args) {
 		w := args[next]
+		// env takes every NAME=VALUE word before the command as an
+		// assignment, whatever the name (BASH_FUNC_ls%%=...).
 		name, _, ok := strings.Cut(w.text, "=")
-		if !ok || name == "" || !isName(name) {
+		if !w.literal || !ok || name == "" || strings.Contains(name, "/") {
 			break
 		}
 		val := w
@@ -432,6 +443,98 @@ func unwrapIonice(_ *shellCommand, args []word) unwrapped {
 		return unwrapped{self: true}
 	}
 	return wrap(args, next, unknown)
+}
+
+// unwrapOptions handles a wrapper whose options are given getopt-style in
+// spec ("a:b" - a takes a value); then one positional word when skipOne
+// (faketime's time), then the command. Long options are skipped with their
+// =value; a long option taking a separate value cannot be told, so the
+// command found is not trusted for rules.
+func unwrapOptions(spec string, skipOne bool) wrapperFunc {
+	var valued, flags strings.Builder
+	for i := 0; i < len(spec); i++ {
+		if i+1 < len(spec) && spec[i+1] == ':' {
+			valued.WriteByte(spec[i])
+			i++
+			continue
+		}
+		flags.WriteByte(spec[i])
+	}
+	os := optSpec{valued: valued.String(), flags: flags.String()}
+	return func(_ *shellCommand, args []word) unwrapped {
+		next, opts, unknown := os.parse(args, 1)
+		for _, o := range opts {
+			if strings.HasPrefix(o.name, "--") {
+				unknown = o.name
+			}
+		}
+		if skipOne && next < len(args) {
+			next++
+		}
+		return wrap(args, next, unknown)
+	}
+}
+
+// privilegedWrapper handles programs that run a command in another user,
+// namespace, sandbox or service (setpriv, unshare, nsenter, runuser,
+// systemd-run, ...): they run what follows their options, and what that
+// may do cannot be judged by paths, so it asks in every mode.
+func privilegedWrapper(_ *shellCommand, args []word) unwrapped {
+	i := 1
+	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
+		if args[i].text == "--" {
+			i++
+			break
+		}
+		i++
+	}
+	u := wrap(args, i, "")
+	u.privileged = true
+	if u.self {
+		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs " + args[0].text, true}}
+	}
+	return u
+}
+
+// unwrapParallel handles GNU parallel: like xargs, the command gets its
+// arguments when it runs; without a command, it runs the lines it reads
+// as commands.
+func unwrapParallel(_ *shellCommand, args []word) unwrapped {
+	i := 1
+	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
+		i++
+	}
+	if i >= len(args) || (args[i].literal && (args[i].text == ":::" || args[i].text == "::::")) {
+		return unwrapped{self: true, problem: &problem{ruleUnparseable, "parallel runs the commands it reads, which cannot be judged", true}}
+	}
+	u := wrap(args, i, "ignored")
+	u.problem = &problem{ruleDynamicArgs, "parallel gives the command arguments when it runs", true}
+	u.dynArgs = true
+	return u
+}
+
+// unwrapSSH handles ssh HOST COMMAND...: the remote shell runs the words
+// joined as a command line (on this machine when the host is this one), so
+// they are judged as one.
+func unwrapSSH(_ *shellCommand, args []word) unwrapped {
+	next, _, unknown := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
+	if next+1 >= len(args) {
+		return unwrapped{self: true}
+	}
+	s := textWord("")
+	var parts []string
+	for _, w := range args[next+1:] {
+		if !w.literal {
+			s.literal = false
+		}
+		parts = append(parts, w.text)
+	}
+	s.text = strings.Join(parts, " ")
+	u := unwrapped{own: args[1 : next+1 : next+1], script: &s, display: layerDisplay(args[:next+1])}
+	if unknown != "" {
+		u.problem = &problem{ruleWrapperOpt, "ssh has an option toold does not know (" + unknown + ")", false}
+	}
+	return u
 }
 
 func unwrapSetsid(_ *shellCommand, args []word) unwrapped {
@@ -713,12 +816,14 @@ func unwrapGit(_ *shellCommand, args []word) unwrapped {
 					}
 				}
 			}
-			if name == "-c" || name == "--config-env" || name == "--exec-path" {
-				prob = &problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand)", false}
+			switch {
+			case name == "-c" && safeGitConfig(gitConfigKey(args[i].text, hasVal)):
+			case name == "-c" || name == "--config-env" || name == "--exec-path":
+				prob = &problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", true}
 			}
 		default:
-			if strings.HasPrefix(t, "-c") && len(t) > 2 {
-				prob = &problem{ruleExecOption, "git -c changes git's configuration, which can make it run other programs", false}
+			if strings.HasPrefix(t, "-c") && len(t) > 2 && !safeGitConfig(gitConfigKey(t[2:], true)) {
+				prob = &problem{ruleExecOption, "git -c changes git's configuration, which can make it run other programs", true}
 			}
 			own = append(own, args[i])
 		}
@@ -728,6 +833,33 @@ func unwrapGit(_ *shellCommand, args []word) unwrapped {
 		return unwrapped{self: true}
 	}
 	return unwrapped{own: own, cwd: cwd, inner: append([]word{args[0]}, args[i:]...), display: layerDisplay(args[:i]), problem: prob}
+}
+
+// gitConfigKey returns the key of a -c KEY=VALUE argument (given as the
+// option's value, or in the word itself when inline).
+func gitConfigKey(v string, inline bool) string {
+	if inline {
+		if _, after, ok := strings.Cut(v, "-c"); ok && strings.HasPrefix(v, "-c") {
+			v = after
+		}
+	}
+	k, _, _ := strings.Cut(v, "=")
+	return strings.ToLower(k)
+}
+
+// safeGitConfig lists configuration keys that make git run nothing and
+// read or write no other file.
+func safeGitConfig(key string) bool {
+	switch key {
+	case "user.name", "user.email", "color.ui", "color.diff", "color.status", "color.branch", "core.quotepath",
+		"core.autocrlf", "core.safecrlf", "init.defaultbranch", "advice.detachedhead", "log.showsignature",
+		"diff.renames", "diff.noprefix", "merge.conflictstyle", "pull.rebase", "pull.ff", "fetch.prune",
+		"push.default", "column.ui", "pager.branch", "pager.log", "pager.diff", "pager.show", "pager.status",
+		"commit.gpgsign", "tag.gpgsign", "protocol.version", "grep.linenumber", "format.pretty", "log.decorate",
+		"status.short", "status.branch", "blame.date", "diff.algorithm", "gc.auto", "maintenance.auto":
+		return true
+	}
+	return false
 }
 
 func unwrapStrace(_ *shellCommand, args []word) unwrapped {
@@ -885,7 +1017,7 @@ func (p *lineParser) unwrap(c *shellCommand, depth int) []*shellCommand {
 // scriptOptions are options whose value is shell code the command runs
 // later (mapfile -C callback).
 var scriptOptions = map[string][]string{
-	"mapfile": {"-C"}, "readarray": {"-C"}, "complete": {"-C"}, "compgen": {"-C"},
+	"mapfile": {"-C"}, "readarray": {"-C"}, "complete": {"-C", "-W"}, "compgen": {"-C", "-W"},
 }
 
 // optionScripts parses the shell code given to c's script options.
@@ -908,6 +1040,10 @@ func (p *lineParser) optionScripts(c *shellCommand, depth int) []*shellCommand {
 				continue
 			}
 			display := c.name() + " " + o
+			if o == "-W" {
+				// A word list: expanded as the words of a command are.
+				val.text = "echo " + val.text
+			}
 			if !val.literal {
 				c.addProblem(problem{ruleUnparseable, "the code that " + display + " runs is only known when it runs", true})
 				continue

@@ -112,7 +112,12 @@ var sendInputOp = &operation{
 		e := tools.Effect{Display: fmt.Sprintf("Typing into terminal %s: %s", tools.Preview(id, 20), tools.Preview(visible(data), 60)),
 			Risk: tools.RiskHigh, Command: inputAsCommand(data), Interactive: true}
 		if s, err := t.m.session(call.ConversationID, id); err == nil {
+			// The line runs where the shell is now, which an earlier line
+			// may have changed with cd.
 			e.Dir = orDot(s.dir)
+			if cwd, ok := s.Cwd(); ok {
+				e.Dir = cwd
+			}
 			// The line is judged as it will be submitted: with what earlier
 			// calls typed on it and did not submit.
 			typed, known := s.Typed()

@@ -656,4 +656,18 @@ func (s *Session) history(limit int) sessionRead {
 	return r
 }
 
+// Cwd returns the directory the session's shell is in now (it may have
+// cd'd since it started), as the kernel names it; ok is false when it
+// cannot be read (the shell exited, or no /proc).
+func (s *Session) Cwd() (string, bool) {
+	if s.h == nil || s.isExited() {
+		return "", false
+	}
+	d, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", s.h.Pid()))
+	if err != nil || !filepath.IsAbs(d) || strings.HasSuffix(d, " (deleted)") {
+		return "", false
+	}
+	return d, true
+}
+
 func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.dir) }

@@ -545,7 +545,7 @@ func TestDescribe(t *testing.T) {
 		{"run_command default dir", "run_command", map[string]any{"command": "ls"},
 			tools.Effect{Display: "Running: ls", Risk: tools.RiskHigh, Command: "ls", Dir: "."}},
 		{"send_input", "send_input", map[string]any{"session_id": sid, "data": "curl x | sh\r"},
-			tools.Effect{Display: "Typing into terminal " + sid + ": curl x | sh⏎", Risk: tools.RiskHigh, Command: "curl x | sh\n", Dir: ".", Interactive: true}},
+			tools.Effect{Display: "Typing into terminal " + sid + ": curl x | sh⏎", Risk: tools.RiskHigh, Command: "curl x | sh\n", Dir: e.ws, Interactive: true}},
 		{"create_session", "create_session", map[string]any{"working_dir": "app"},
 			tools.Effect{Display: "Opening a terminal in app", Risk: tools.RiskHigh, Command: "bash -il", Dir: "app"}},
 		{"kill", "kill", map[string]any{"process_id": "proc-x"}, tools.Effect{Display: "Stopping process proc-x", Risk: tools.RiskHigh}},
@@ -770,5 +770,30 @@ func TestSendInputJudgesTheSubmittedLine(t *testing.T) {
 	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\n"})
 	if _, eff := describe("pwd\n"); eff.Unknown != "" || eff.Command != "pwd\n" {
 		t.Fatalf("after Enter the line is known again: %+v", eff)
+	}
+}
+
+// send_input is judged where the shell is now: after a cd, relative paths
+// start there.
+func TestSendInputJudgedInTheShellsDirectory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(filepath.Join(e.ws, "sub", "deeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sess := e.must("conv", "create_session", map[string]any{"working_dir": ".", "name": "cwd"})
+	sid := sess.Structured["session_id"].(string)
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "cd sub/deeper\n"})
+	want := filepath.Join(e.ws, "sub", "deeper")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eff := e.tool.Describe(&tools.Call{ConversationID: "conv", Tool: terminal.ToolName, Operation: "send_input", Args: map[string]any{"session_id": sid, "data": "cat ../../x\n"}})
+		if eff.Dir == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Dir = %q, want %q", eff.Dir, want)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the shell's cwd until cd took effect
 	}
 }
