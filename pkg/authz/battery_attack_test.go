@@ -32,7 +32,7 @@ type attackCase struct {
 	// gives a terminal's input the shell's current directory.
 	stepDirs []string
 	pty      bool
-	why   string
+	why      string
 }
 
 func one(class string, mode authz.Mode, example bool, line, why string) attackCase {
