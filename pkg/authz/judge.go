@@ -1012,7 +1012,13 @@ func (j *judgement) applyGrants(consume bool) {
 	if len(asks) == 0 {
 		return
 	}
-	used, ok := j.e.grants.cover(j.req.ConversationID, j.req.Tool, j.req.Operation, argsKey(j.req.Args), asks, consume, j.e.now())
+	args := argsKey(j.req.Args)
+	if j.req.Effect.Interactive {
+		// Typed input is judged with what earlier input left on the line,
+		// which its arguments do not show: no exact-call grant covers it.
+		args = "interactive"
+	}
+	used, ok := j.e.grants.cover(j.req.ConversationID, j.req.Tool, j.req.Operation, args, asks, consume, j.e.now())
 	if !ok {
 		return
 	}
@@ -1278,6 +1284,14 @@ func commandPrefix(words []string) string {
 		name = path.Base(name)
 	}
 	if len(words) > 1 && slices.Contains(subcommandTools, path.Base(name)) && isSubcommand(words[1]) {
+		return name + " " + words[1]
+	}
+	if b := path.Base(name); slices.Contains(shellNames, b) || isInterpreter(b) {
+		// A grant for an interpreter is for the script it was shown
+		// running, never for any program it may be given.
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") {
+			return ""
+		}
 		return name + " " + words[1]
 	}
 	return name
