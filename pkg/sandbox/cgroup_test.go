@@ -137,10 +137,12 @@ bash -c 'trap "" TERM; sleep 100.%[1]s' &
 echo ready
 sleep 100.%[1]s`, tok)
 	p, out := cgStart(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
-	waitFor(t, func() bool { return len(survivors(tok)) >= 5 })
-	if m, s := p.Members(), survivors(tok); len(m) < len(s) {
-		t.Errorf("the cgroup has members %v; the tree is %v", m, s)
-	}
+	var m, s []int
+	waitForMsg(t, func() bool {
+		s = survivors(tok)
+		m = p.Members()
+		return len(s) >= 5 && subset(s, m)
+	}, func() string { return fmt.Sprintf("the cgroup has members %v; the tree is %v", m, s) })
 	begin := time.Now()
 	p.Stop()
 	<-p.Done()

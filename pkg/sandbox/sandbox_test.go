@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,12 +217,16 @@ bash -c 'trap "" TERM; sleep 100.%[1]s' &
 echo ready
 sleep 100.%[1]s`, tok)
 	p, out := start(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
-	waitFor(t, func() bool { return len(survivors(tok)) >= 5 })
 	// Every process of the tree, the orphaned setsid one included, is
-	// below the helper.
-	if d, s := sandbox.Descendants(p.HelperPid()), survivors(tok); len(d) < len(s) {
-		t.Errorf("the helper has descendants %v; the tree is %v", d, s)
-	}
+	// below the helper. The tree and the helper's descendants are read one
+	// after the other while the script still starts processes, so wait
+	// until a reading finds them all (a process outside would never be).
+	var d, s []int
+	waitForMsg(t, func() bool {
+		s = survivors(tok)
+		d = sandbox.Descendants(p.HelperPid())
+		return len(s) >= 5 && subset(s, d)
+	}, func() string { return fmt.Sprintf("the helper has descendants %v; the tree is %v", d, s) })
 	begin := time.Now()
 	p.Stop()
 	<-p.Done()
@@ -383,6 +388,28 @@ func TestDescendants(t *testing.T) {
 	p.Stop()
 	<-p.Done()
 	checkClean(t, tok)
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []int) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitForMsg is waitFor with a message saying what was last seen.
+func waitForMsg(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met in 10s: %s", msg())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
