@@ -307,8 +307,10 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("result %q", res.Text)
 	}
 	checkNoSurvivors(t, tok)
-	// Steady output keeps an idle timeout from firing.
-	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done", "idle_timeout": 0.4}, nil); err != nil {
+	// Steady output keeps an idle timeout from firing: the command runs
+	// longer than its idle timeout, printing every 0.3 s (with a margin for
+	// a loaded machine, where each sleep also forks).
+	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.3; done", "idle_timeout": 2}, nil); err != nil {
 		t.Errorf("steady output: %v", err)
 	}
 }
