@@ -69,6 +69,11 @@ type Config struct {
 	// Terminal configures shell commands, background processes and
 	// terminal sessions, and their sandbox (see terminal.go).
 	Terminal Terminal `yaml:"terminal"`
+	// StateDir is where toold keeps what outlives a run (default
+	// $XDG_STATE_HOME/toold; see StateDir in memory.go).
+	StateDir string `yaml:"state_dir"`
+	// Memory configures memory_operations' storage (see memory.go).
+	Memory Memory `yaml:"memory"`
 }
 
 // Timeouts of calls.
@@ -199,6 +204,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
+	}
+	if err := c.Memory.validate(); err != nil {
+		return err
 	}
 	switch c.Log.Format {
 	case "", "text", "json":

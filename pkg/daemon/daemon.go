@@ -44,6 +44,7 @@ import (
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
+	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
 )
@@ -74,7 +75,8 @@ type Main struct {
 	socket    string // the socket path we created, removed on Close
 	tpClose   func(context.Context) error
 	debug     *http.Server
-	mcp       mcpState // see mcp.go
+	mcp       mcpState    // see mcp.go
+	memory    memoryState // see memory.go
 	terminal  *terminal.Manager
 	serveWG   sync.WaitGroup
 	closeOnce sync.Once
@@ -114,6 +116,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err
 	}
+	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
+		return err
+	}
 	m.registry = tools.NewRegistry()
 	if m.Authorizer == nil {
 		if m.Authorizer, err = m.newEngine(); err != nil {
@@ -128,7 +133,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		return err
 	}
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)...); err != nil {
+	m.openMemory(ctx)
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool)...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -156,6 +162,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != ""))
+	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -200,8 +207,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
 // granter records the grants of user_collaboration; nil disables them.
 // term runs the commands and sessions of terminal_operations (with nil,
-// the tool is listed and its calls fail UNAVAILABLE).
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager) []tools.Tool {
+// the tool is listed and its calls fail UNAVAILABLE). mem is
+// memory_operations (nil: listed, its calls fail UNAVAILABLE).
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, mem *memops.MemoryOperations) []tools.Tool {
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
@@ -209,11 +217,15 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 	if s, ok := granter.(authz.Sensitivity); ok {
 		hidden = s.Sensitive
 	}
+	if mem == nil {
+		mem = memops.New(nil, "", errors.New("no memory store is configured"))
+	}
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits, fileops.Options{Hidden: hidden}),
 		&collab.UserCollaboration{Granter: granter},
 		terminal.New(term, limits),
+		mem,
 	}
 }
 
@@ -262,6 +274,10 @@ func (m *Main) shutdown() error {
 	// Background processes and sessions end with the daemon; attached
 	// terminals then get SessionExited and their streams end.
 	m.closeTerminal()
+	// Todo watchers end, so that their streams do not hold GracefulStop.
+	if m.memory.server != nil {
+		m.memory.server.Shutdown()
+	}
 	if m.grpc != nil {
 		// Streams end on their own once their calls have ended; unary RPCs
 		// are short. Force the rest after a moment.
@@ -296,6 +312,7 @@ func (m *Main) release() error {
 	var errs []error
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
+	errs = append(errs, m.closeMemory())
 	for _, l := range m.listeners {
 		_ = l.Close()
 	}
