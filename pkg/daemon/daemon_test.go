@@ -128,7 +128,10 @@ func TestConfigValidation(t *testing.T) {
 		{"bad memory backend", func(c *config.Config) { c.Memory.Backend = "mysql" }, "memory.backend"},
 		{"postgres without dsn", func(c *config.Config) { c.Memory.Backend = "postgres" }, "memory.dsn"},
 		{"embeddings without model", func(c *config.Config) { c.Memory.Embeddings.URL = "http://127.0.0.1:1/v1/embeddings" }, "model"},
-		{"embeddings not http", func(c *config.Config) { c.Memory.Embeddings.URL = "file:///etc/passwd"; c.Memory.Embeddings.Model = "m" }, "http"},
+		{"embeddings not http", func(c *config.Config) {
+			c.Memory.Embeddings.URL = "file:///etc/passwd"
+			c.Memory.Embeddings.Model = "m"
+		}, "http"},
 		{"memory off", func(c *config.Config) { c.Memory.Backend = "off" }, ""},
 	}
 	for _, tt := range tests {
