@@ -64,7 +64,9 @@ func TestTodos(t *testing.T) {
 		terminalWidth: func(io.Writer) int { return 0 },
 	}
 	done := make(chan int, 1)
-	go func() { done <- a.run(ctx, []string{"--socket", d.Socket, "todos", "--conversation", "dev-1", "--watch"}) }()
+	go func() {
+		done <- a.run(ctx, []string{"--socket", d.Socket, "todos", "--conversation", "dev-1", "--watch"})
+	}()
 	waitFor(t, &out, "the empty list", func(s string) bool { return strings.Contains(s, "dev-1 · 0/0 done · v0\n  (empty)") })
 
 	r = runAt(t, d.Socket, "call", "--conversation", "dev-1", "manage_todos", "action=write",

@@ -76,8 +76,11 @@ type recordingSink struct {
 	data  []map[string]any
 }
 
-func (s *recordingSink) Progress(msg string, _ float64) error { s.lines = append(s.lines, msg); return nil }
-func (s *recordingSink) Output(tools.Stream, []byte) error     { return nil }
+func (s *recordingSink) Progress(msg string, _ float64) error {
+	s.lines = append(s.lines, msg)
+	return nil
+}
+func (s *recordingSink) Output(tools.Stream, []byte) error { return nil }
 
 type dataSink struct{ recordingSink }
 
