@@ -94,8 +94,18 @@ $(MCP_PEERS): testdata/mcp/package-lock.json
 .PHONY: mcp-peers
 mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in testdata/mcp).
 
+# PostgreSQL for the memory tests and bench rows: Debian's server binaries
+# (pinned to one major version); the tests start their own throwaway server
+# with initdb in a temp dir, on a unix socket only (pkg/memory/pgtest).
+PG_VERSION := 15
+
+.PHONY: postgres
+postgres: ## Install PostgreSQL $(PG_VERSION) from Debian (only when missing) for the memory tests.
+	@test -x /usr/lib/postgresql/$(PG_VERSION)/bin/initdb || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$(PG_VERSION) >/dev/null; }
+
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers ## Install what the tests drive (grpcurl, the MCP peers).
+test-deps: $(BIN)/grpcurl mcp-peers postgres ## Install what the tests drive (grpcurl, the MCP peers, PostgreSQL).
 
 .PHONY: test
 test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.
