@@ -113,7 +113,7 @@ test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test
 	$(MAKE) bench-smoke
 
 .PHONY: bench-deps
-bench-deps: ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
+bench-deps: postgres ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
 	@command -v rg >/dev/null && { command -v fdfind >/dev/null || command -v fd >/dev/null; } || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep fd-find grep >/dev/null; }
 
