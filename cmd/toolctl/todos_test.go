@@ -110,6 +110,6 @@ func TestTodos(t *testing.T) {
 func TestTodosWithoutMemory(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Memory.Backend = "off" }))
-	runAt(t, d.Socket, "todos").check(t, exitFailure, nil, []string{"memory is unavailable", "off"})
+	runAt(t, d.Socket, "todos").check(t, exitFailure, nil, []string{"memory is unavailable", "turned off"})
 	runAt(t, d.Socket, "todos", "--watch").check(t, exitFailure, nil, []string{"memory is unavailable"})
 }

@@ -49,11 +49,15 @@ func (m *Main) openMemory(ctx context.Context) {
 		b, err = memory.OpenSQLite(ctx, path)
 	}
 	if err != nil {
+		// The reason may name hosts, users or paths: it goes to the log;
+		// models and clients get a sentence without them.
+		public := errors.New("memory is turned off in toold's configuration")
 		if cfg.Backend != "off" {
 			m.Logger.Error("memory unavailable", "backend", cfg.Backend, "err", err)
+			public = errors.New("toold could not open its memory database at start; the reason is in toold's log")
 		}
-		m.memory.tool = memops.New(nil, ws, err)
-		m.memory.server = service.NewMemoryServer(nil, ws, err)
+		m.memory.tool = memops.New(nil, ws, public)
+		m.memory.server = service.NewMemoryServer(nil, ws, public)
 		return
 	}
 	m.memory.store = memory.New(memory.Config{

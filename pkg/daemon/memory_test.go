@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -237,5 +238,25 @@ func TestStateDirIsSensitive(t *testing.T) {
 	res, _ = x.call("g", "grep_search", `{"pattern": "secret plan"}`)
 	if strings.Contains(text(res), "memory.db") {
 		t.Fatalf("grep reads the memory database: %s", text(res))
+	}
+}
+
+// A memory database that cannot be opened does not stop toold: the other
+// tools work, memory calls end UNAVAILABLE with a reason that names no
+// path.
+func TestMemoryUnavailable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.StateDir = filepath.Join(blocker, "state") }))
+	x := newSession(t, d)
+	hello(x, "c")
+	if res, _ := x.call("t", "think", `{"thought": "still here"}`); !res.GetSuccess() {
+		t.Fatalf("think: %v", res)
+	}
+	res, _ := x.call("s", "search_memory", `{"query": "anything"}`)
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE || strings.Contains(res.GetError().GetMessage(), blocker) {
+		t.Fatalf("search: %v", res)
 	}
 }
