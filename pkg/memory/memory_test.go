@@ -721,3 +721,5 @@ func TestTerms(t *testing.T) {
 		}
 	}
 }
+
+func pgtestDatabase(b testing.TB) string { return pgtest.NewDatabase(b) }

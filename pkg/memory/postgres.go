@@ -319,15 +319,16 @@ func (p *Postgres) Search(ctx context.Context, o Owner, f Filter, terms []string
 	a := pgArgs{strings.Join(terms, " | ")} // Terms holds letters and digits only
 	where := pgVisible(o, f, &a)
 	rows, err := p.pool.Query(ctx, `SELECT `+pgCols+`,
-			ts_headline('english', m.content, q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'),
-			m.rank
+			ts_headline('english', m.content, best.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'),
+			best.rank
 		FROM (
-			SELECT m.*, ts_rank_cd(m.tsv, q) AS rank, q
+			SELECT m.seq, ts_rank_cd(m.tsv, q) AS rank, q
 			FROM toold_memories m, to_tsquery('english', $1) q
 			WHERE m.tsv @@ q AND `+where+`
 			ORDER BY rank DESC, m.seq DESC
 			LIMIT `+a.add(limit)+`
-		) m ORDER BY m.rank DESC, m.seq DESC`, a...)
+		) best JOIN toold_memories m ON m.seq = best.seq
+		ORDER BY best.rank DESC, m.seq DESC`, a...)
 	if err != nil {
 		return nil, err
 	}

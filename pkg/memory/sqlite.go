@@ -330,30 +330,68 @@ func (s *SQLite) List(ctx context.Context, o Owner, f Filter, limit, offset int)
 }
 
 // Search implements Backend: FTS5 with the porter stemmer, ranked by bm25.
+// It ranks in two steps: the ids of the best matches first (bm25 of every
+// match, nothing else), then rows and snippets for those only — computing
+// a snippet costs more than ranking, and SQLite would compute it for every
+// match before sorting.
 func (s *SQLite) Search(ctx context.Context, o Owner, f Filter, terms []string, limit int) ([]Hit, error) {
 	q := make([]string, len(terms))
 	for i, t := range terms {
 		q[i] = `"` + t + `"` // Terms holds letters and digits only
 	}
+	match := strings.Join(q, " OR ")
 	where, args := sqliteVisible(o, f)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteCols+`, snippet(memories_fts, 0, '**', '**', '…', 24), bm25(memories_fts) AS rank
+	rows, err := s.db.QueryContext(ctx, `SELECT memories_fts.rowid, bm25(memories_fts) AS rank
 		FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND `+where+` ORDER BY rank, m.seq DESC LIMIT ?`,
-		append(append([]any{strings.Join(q, " OR ")}, args...), limit)...)
+		append(append([]any{match}, args...), limit)...)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []int64
+	score := map[int64]float64{}
+	for rows.Next() {
+		var seq int64
+		var r float64
+		if err := rows.Scan(&seq, &r); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+		score[seq] = -r // bm25 is lower for better matches
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(seqs) == 0 {
+		return nil, err
+	}
+	seqJSON, _ := json.Marshal(seqs)
+	rows, err = s.db.QueryContext(ctx, `SELECT `+sqliteCols+`, m.seq, snippet(memories_fts, 0, '**', '**', '…', 24)
+		FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
+		WHERE memories_fts MATCH ? AND memories_fts.rowid IN (SELECT value FROM json_each(?))`, match, string(seqJSON))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Hit
+	byseq := map[int64]Hit{}
 	for rows.Next() {
 		var h Hit
-		if err := scanSQLite(rows, &h.Memory, &h.Snippet, &h.Score); err != nil {
+		var seq int64
+		if err := scanSQLite(rows, &h.Memory, &seq, &h.Snippet); err != nil {
 			return nil, err
 		}
-		h.Score = -h.Score // bm25 is lower for better matches
-		out = append(out, h)
+		h.Score = score[seq]
+		byseq[seq] = h
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Hit, 0, len(seqs))
+	for _, seq := range seqs {
+		if h, ok := byseq[seq]; ok { // gone between the two steps: left out
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // Vectors implements Backend.
