@@ -222,6 +222,37 @@ func Terms(q string) []string {
 	return out
 }
 
+// stopwords are the words of PostgreSQL's english text-search
+// configuration (Snowball's list) that it leaves out of every query; the
+// SQLite backend leaves them out too, so that both rank alike and a
+// question-like query ("what is the build flag") does not match, and rank,
+// every memory.
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves
+		he him his himself she her hers herself it its itself they them their theirs themselves what which
+		who whom this that these those am is are was were be been being have has had having do does did
+		doing a an the and but if or because as until while of at by for with about against between into
+		through during before after above below to from up down in out on off over under again further then
+		once here there when where why how all any both each few more most other some such no nor not only
+		own same so than too very s t can will just don should now`) {
+		stopwords[w] = true
+	}
+}
+
+// searchTerms are the words of q a search looks for: Terms without
+// stopwords.
+func searchTerms(q string) []string {
+	var out []string
+	for _, t := range Terms(q) {
+		if !stopwords[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // visibleScopes returns the scopes f admits.
 func (f Filter) scopes() []Scope {
 	if f.Scope != "" {

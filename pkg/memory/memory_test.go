@@ -131,6 +131,7 @@ func TestSearchRanksAndMarks(t *testing.T) {
 			{"a word of a tag", "deploy", memory.Filter{}, []string{b.ID}, ""},
 			{"punctuation is no syntax", `"postgresql" OR NEAR( -*`, memory.Filter{}, []string{a.ID, b.ID}, ""},
 			{"no match", "kubernetes", memory.Filter{}, nil, ""},
+			{"stopwords left out", "what is the socket", memory.Filter{}, []string{a.ID}, ""},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -159,8 +160,10 @@ func TestSearchRanksAndMarks(t *testing.T) {
 		if hs[0].Created.IsZero() || hs[0].Scope != memory.ScopeWorkspace || len(hs[0].Tags) != 1 {
 			t.Fatalf("hit lacks fields: %+v", hs[0])
 		}
-		if _, _, err := s.Search(context.Background(), alice, " ?! ", memory.Filter{}, 10); !errors.Is(err, errdefs.ErrInvalidArgument) {
-			t.Fatalf("empty query: %v", err)
+		for _, q := range []string{" ?! ", "what is it"} {
+			if _, _, err := s.Search(context.Background(), alice, q, memory.Filter{}, 10); !errors.Is(err, errdefs.ErrInvalidArgument) {
+				t.Fatalf("query %q: %v", q, err)
+			}
 		}
 	})
 }

@@ -178,8 +178,11 @@ func (s *Store) Search(ctx context.Context, o Owner, query string, f Filter, lim
 	if err != nil {
 		return nil, info, err
 	}
-	terms := Terms(query)
+	terms := searchTerms(query)
 	if len(terms) == 0 {
+		if len(Terms(query)) > 0 {
+			return nil, info, errdefs.Invalid("/query", "minLength", "the query has only common words (the, is, what...), which match everything; search for the specific words a memory would contain")
+		}
 		return nil, info, errdefs.Invalid("/query", "minLength", "the query has no words to search for; give one or more words, or use list_memories to see everything")
 	}
 	limit = max(limit, 1)
