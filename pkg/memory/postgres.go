@@ -33,8 +33,11 @@ var postgresMigrations = []string{
 		tsv          tsvector GENERATED ALWAYS AS (to_tsvector('english', content || ' ' || tag_text)) STORED
 	);
 	CREATE INDEX toold_memories_owner ON toold_memories (scope, workspace, conversation, created);
-	CREATE INDEX toold_memories_tsv ON toold_memories USING gin (tsv);
-	CREATE INDEX toold_memories_tags ON toold_memories USING gin (tags);
+	-- fastupdate off: new rows go into the index at once instead of a
+	-- pending list that every search would scan linearly (and that makes
+	-- the planner shun the index).
+	CREATE INDEX toold_memories_tsv ON toold_memories USING gin (tsv) WITH (fastupdate = off);
+	CREATE INDEX toold_memories_tags ON toold_memories USING gin (tags) WITH (fastupdate = off);
 	CREATE TABLE toold_scope_usage (
 		scope text NOT NULL, workspace text NOT NULL, conversation text NOT NULL,
 		count bigint NOT NULL, bytes bigint NOT NULL,
@@ -318,13 +321,16 @@ func (p *Postgres) List(ctx context.Context, o Owner, f Filter, limit, offset in
 func (p *Postgres) Search(ctx context.Context, o Owner, f Filter, terms []string, limit int) ([]Hit, error) {
 	a := pgArgs{strings.Join(terms, " | ")} // Terms holds letters and digits only
 	where := pgVisible(o, f, &a)
+	// The tsquery is an expression of the WHERE clause, not a FROM item,
+	// so that the planner can use the GIN index (as a join with a function
+	// scan it scans every row).
 	rows, err := p.pool.Query(ctx, `SELECT `+pgCols+`,
-			ts_headline('english', m.content, best.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'),
+			ts_headline('english', m.content, to_tsquery('english', $1), 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'),
 			best.rank
 		FROM (
-			SELECT m.seq, ts_rank_cd(m.tsv, q) AS rank, q
-			FROM toold_memories m, to_tsquery('english', $1) q
-			WHERE m.tsv @@ q AND `+where+`
+			SELECT m.seq, ts_rank_cd(m.tsv, to_tsquery('english', $1)) AS rank
+			FROM toold_memories m
+			WHERE m.tsv @@ to_tsquery('english', $1) AND `+where+`
 			ORDER BY rank DESC, m.seq DESC
 			LIMIT `+a.add(limit)+`
 		) best JOIN toold_memories m ON m.seq = best.seq
