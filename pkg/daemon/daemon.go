@@ -133,7 +133,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		return err
 	}
-	m.openMemory(ctx)
+	m.openMemory()
 	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool)...); err != nil {
 		return err
 	}

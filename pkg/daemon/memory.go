@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"time"
 
 	"github.com/toold/toold/pkg/memory"
 	"github.com/toold/toold/pkg/service"
@@ -20,48 +19,37 @@ type memoryState struct {
 	server   *service.MemoryServer
 }
 
-// openMemory opens the configured memory backend. A backend that cannot be
-// opened does not stop the daemon: the error is logged, memory_operations
-// stays listed and its calls (and MemoryService) fail UNAVAILABLE with the
-// reason, and every other tool works.
-func (m *Main) openMemory(ctx context.Context) {
+// openMemory sets up memory_operations and the MemoryService over the
+// configured backend, which is opened on the first memory call (see
+// memory.Lazy): a daemon that never uses memory pays nothing for it. A
+// backend that cannot be opened does not stop the daemon: its error goes to
+// the log, memory calls end UNAVAILABLE (without paths or hosts) and are
+// retried, every other tool works. memory.backend off lists the tool but
+// every call fails UNAVAILABLE.
+func (m *Main) openMemory() {
 	cfg := m.Config.Memory
 	ws := cfg.WorkspaceID
 	if ws == "" {
 		ws = m.ws.Dir()
 	}
-	var (
-		b   memory.Backend
-		err error
-	)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	switch cfg.Backend {
-	case "off":
-		err = errors.New("memory.backend is off in the configuration")
-	case "postgres":
-		b, err = memory.OpenPostgres(ctx, cfg.DSN)
-	default:
+	if cfg.Backend == "off" {
+		off := errors.New("memory is turned off in toold's configuration")
+		m.memory.tool = memops.New(nil, ws, off)
+		m.memory.server = service.NewMemoryServer(nil, ws, off)
+		return
+	}
+	open := func(ctx context.Context) (memory.Backend, error) {
+		if cfg.Backend == "postgres" {
+			return memory.OpenPostgres(ctx, cfg.DSN)
+		}
 		path := cfg.Path
 		if path == "" {
 			path = filepath.Join(m.memory.stateDir, "memory.db")
 		}
-		b, err = memory.OpenSQLite(ctx, path)
-	}
-	if err != nil {
-		// The reason may name hosts, users or paths: it goes to the log;
-		// models and clients get a sentence without them.
-		public := errors.New("memory is turned off in toold's configuration")
-		if cfg.Backend != "off" {
-			m.Logger.Error("memory unavailable", "backend", cfg.Backend, "err", err)
-			public = errors.New("toold could not open its memory database at start; the reason is in toold's log")
-		}
-		m.memory.tool = memops.New(nil, ws, public)
-		m.memory.server = service.NewMemoryServer(nil, ws, public)
-		return
+		return memory.OpenSQLite(ctx, path)
 	}
 	m.memory.store = memory.New(memory.Config{
-		Backend:  b,
+		Backend:  memory.Lazy(open),
 		Limits:   cfg.StoreLimits(),
 		Embedder: cfg.Embedder(),
 		Logger:   m.Logger,

@@ -380,7 +380,7 @@ func (s *Store) embed(ctx context.Context, content string, tags []string) []floa
 // ends pass through, others become ErrUnavailable with a generic message
 // (the cause is kept for the log).
 func (s *Store) backendErr(ctx context.Context, err error, what string) error {
-	if errdefs.As(err) != nil {
+	if errdefs.Class(err) != nil {
 		return err
 	}
 	if ctx.Err() != nil {
