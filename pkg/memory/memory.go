@@ -78,7 +78,7 @@ type Hit struct {
 	// this**.
 	Snippet string
 	// Score orders results, higher first. For full-text ranking it is the
-	// backend's relevance (bm25 or ts_rank_cd); with semantic ranking it is
+	// backend's relevance (bm25 or ts_rank); with semantic ranking it is
 	// the reciprocal-rank-fusion score.
 	Score float64
 }
