@@ -98,9 +98,18 @@ mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in test
 net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
 	@command -v git >/dev/null && command -v curl >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git curl >/dev/null; }
+# PostgreSQL for the memory tests and bench rows: Debian's server binaries
+# (pinned to one major version); the tests start their own throwaway server
+# with initdb in a temp dir, on a unix socket only (pkg/memory/pgtest).
+PG_VERSION := 15
+
+.PHONY: postgres
+postgres: ## Install PostgreSQL $(PG_VERSION) from Debian (only when missing) for the memory tests.
+	@test -x /usr/lib/postgresql/$(PG_VERSION)/bin/initdb || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$(PG_VERSION) >/dev/null; }
 
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers net-deps ## Install what the tests drive (grpcurl, the MCP peers, git and curl).
+test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL).
 
 .PHONY: test
 test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.
@@ -108,7 +117,7 @@ test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test
 	$(MAKE) bench-smoke
 
 .PHONY: bench-deps
-bench-deps: ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
+bench-deps: postgres ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
 	@command -v rg >/dev/null && { command -v fdfind >/dev/null || command -v fd >/dev/null; } || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep fd-find grep >/dev/null; }
 

@@ -55,7 +55,7 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 		return nil, err
 	}
 	defer logf.Close()
-	args := append([]string{"--socket", sock, "--workspace", workspace, "--log-level", "warn"}, extra...)
+	args := append([]string{"--socket", sock, "--workspace", workspace, "--log-level", "warn", "--state-dir", sock + ".state"}, extra...)
 	d := &daemon{sock: sock, log: logPath}
 	if b.profiles != "" {
 		d.cpuProf, d.memProf, d.profDir = sock+".cpu.pprof", sock+".allocs.pprof", b.profiles

@@ -35,6 +35,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"stream", b.rowStream},
 		{"mcp", b.rowMCP},
 		{"memory", b.rowMemory},
+		{"memops", b.rowMemoryOps},
 		{"sessions", b.rowSessions},
 	} {
 		if !b.want(r.id) {

@@ -10,6 +10,7 @@
 //	toolctl grants revoke ID
 //	toolctl mcp list [--json] | mcp add NAME (-- COMMAND [ARGS...] | URL) [flags] | mcp remove NAME
 //	toolctl shell [--session ID | --workdir DIR --shell PROG --keep] [--list]
+//	toolctl todos [--conversation ID] [--watch] [--json]
 //
 // It reaches toold on the unix socket ./toold.sock (--socket, $TOOLD_SOCKET)
 // or on a TCP address (--addr), sends a bearer token when one is given
@@ -188,6 +189,7 @@ serving, 2 on usage errors and when toold cannot be reached.`,
 	root.AddCommand(a.newPolicyCmd(), a.newGrantsCmd())
 	root.AddCommand(a.newMCPCmd())
 	root.AddCommand(a.newShellCmd())
+	root.AddCommand(a.newTodosCmd())
 	return root
 }
 

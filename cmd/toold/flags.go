@@ -32,6 +32,7 @@ func parseFlags(args []string) (*daemon.Main, error) {
 		approvalT = fs.Duration("approval-timeout", 0, "end calls that wait longer than this for an approval (0: wait)")
 		mcpConfig = fs.String("mcp-config", "", "JSON file with {\"mcpServers\": {...}} (Claude Desktop / Cursor format): MCP servers whose tools toold offers")
 		mcpHTTP   = fs.Bool("mcp-http", false, "also serve the tools over MCP (streamable HTTP) at /mcp on the --listen address")
+		stateDir  = fs.String("state-dir", "", "where toold keeps state that outlives a run, such as the memory database (default $XDG_STATE_HOME/toold)")
 		version   = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.StringVar(&profiles.cpu, "cpuprofile", "", "write a CPU profile of the whole run to this file at exit")
@@ -70,6 +71,7 @@ func parseFlags(args []string) (*daemon.Main, error) {
 	set(&cfg.Log.Format, *logFormat)
 	set(&cfg.DebugAddr, *debugAddr)
 	set(&cfg.MCP.ConfigFile, *mcpConfig)
+	set(&cfg.StateDir, *stateDir)
 	cfg.MCP.HTTP = cfg.MCP.HTTP || *mcpHTTP
 	if *grace > 0 {
 		cfg.ShutdownGrace = config.Duration(*grace)

@@ -72,7 +72,7 @@ func TestBinarySIGTERM(t *testing.T) {
 	defer os.RemoveAll(sockDir)
 	sock := filepath.Join(sockDir, "toold.sock")
 	ws := t.TempDir()
-	cmd := exec.Command(bin, "--socket", sock, "--workspace", ws, "--shutdown-grace", "1s")
+	cmd := exec.Command(bin, "--socket", sock, "--workspace", ws, "--shutdown-grace", "1s", "--state-dir", t.TempDir())
 	var logs strings.Builder
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {

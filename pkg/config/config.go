@@ -75,6 +75,11 @@ type Config struct {
 	VCS VCS `yaml:"vcs"`
 	// Conversations bounds the conversations no stream is attached to.
 	Conversations Conversations `yaml:"conversations"`
+	// StateDir is where toold keeps what outlives a run (default
+	// $XDG_STATE_HOME/toold; see StateDir in memory.go).
+	StateDir string `yaml:"state_dir"`
+	// Memory configures memory_operations' storage (see memory.go).
+	Memory Memory `yaml:"memory"`
 }
 
 // Conversations bounds the conversations no stream is attached to (their
@@ -222,6 +227,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
+	}
+	if err := c.Memory.validate(); err != nil {
+		return err
 	}
 	switch {
 	case c.Limits.MessageBytes < 0 || c.Limits.MessageBytes > 1<<30:

@@ -45,6 +45,7 @@ import (
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
 	"github.com/toold/toold/pkg/tools/fileops"
+	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/tools/vcs"
 	"github.com/toold/toold/pkg/tools/web"
@@ -77,7 +78,8 @@ type Main struct {
 	socket    string // the socket path we created, removed on Close
 	tpClose   func(context.Context) error
 	debug     *http.Server
-	mcp       mcpState // see mcp.go
+	mcp       mcpState    // see mcp.go
+	memory    memoryState // see memory.go
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	serveWG   sync.WaitGroup
@@ -119,6 +121,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err
 	}
+	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
+		return err
+	}
 	m.registry = tools.NewRegistry()
 	if m.Authorizer == nil {
 		if m.Authorizer, err = m.newEngine(); err != nil {
@@ -136,7 +141,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		return err
 	}
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.moreOptions(cfg.Output.ToolLimits()))...); err != nil {
+	m.openMemory()
+	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -170,6 +176,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.svc.Conversations()))
+	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -217,8 +224,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // term runs the commands and sessions of terminal_operations (with nil,
 // the tool is listed and its calls fail UNAVAILABLE). more configures the
 // tools after terminal_operations (web, version control); without it they
-// take their defaults.
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, more ...MoreOptions) []tools.Tool {
+// take their defaults. mem is memory_operations (nil: listed, its calls
+// fail UNAVAILABLE).
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, mem *memops.MemoryOperations, more ...MoreOptions) []tools.Tool {
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
@@ -235,6 +243,9 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 		mo = more[0]
 	}
 	termTool := terminal.New(term, limits)
+	if mem == nil {
+		mem = memops.New(nil, "", errors.New("no memory store is configured"))
+	}
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits, fileops.Options{Hidden: hidden, Guard: guard}),
@@ -242,6 +253,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 		termTool,
 		web.New(mo.Web),
 		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
+		mem,
 	}
 }
 
@@ -290,6 +302,10 @@ func (m *Main) shutdown() error {
 	// Background processes and sessions end with the daemon; attached
 	// terminals then get SessionExited and their streams end.
 	m.closeTerminal()
+	// Todo watchers end, so that their streams do not hold GracefulStop.
+	if m.memory.server != nil {
+		m.memory.server.Shutdown()
+	}
 	if m.grpc != nil {
 		// Streams end on their own once their calls have ended; unary RPCs
 		// are short. Force the rest after a moment.
@@ -326,6 +342,7 @@ func (m *Main) release() error {
 	m.stopLeftovers()
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
+	errs = append(errs, m.closeMemory())
 	for _, l := range m.listeners {
 		_ = l.Close()
 	}

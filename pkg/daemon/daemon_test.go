@@ -24,6 +24,7 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/memory/pgtest"
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -31,7 +32,17 @@ import (
 func TestMain(m *testing.M) {
 	// Commands run under a helper process; the test binary stands in.
 	sandbox.RunHelperIfRequested()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(stopPostgres{m})
+}
+
+// stopPostgres stops the PostgreSQL server the memory tests may have
+// started, after the tests and before goleak looks for leftovers.
+type stopPostgres struct{ m *testing.M }
+
+func (s stopPostgres) Run() int {
+	code := s.m.Run()
+	pgtest.StopShared()
+	return code
 }
 
 func TestSocketIsPrivate(t *testing.T) {
@@ -114,6 +125,14 @@ func TestConfigValidation(t *testing.T) {
 			c.Timeouts.Max = config.Duration(time.Minute)
 		}, "exceeds"},
 		{"bad log format", func(c *config.Config) { c.Log.Format = "xml" }, "log.format"},
+		{"bad memory backend", func(c *config.Config) { c.Memory.Backend = "mysql" }, "memory.backend"},
+		{"postgres without dsn", func(c *config.Config) { c.Memory.Backend = "postgres" }, "memory.dsn"},
+		{"embeddings without model", func(c *config.Config) { c.Memory.Embeddings.URL = "http://127.0.0.1:1/v1/embeddings" }, "model"},
+		{"embeddings not http", func(c *config.Config) {
+			c.Memory.Embeddings.URL = "file:///etc/passwd"
+			c.Memory.Embeddings.Model = "m"
+		}, "http"},
+		{"memory off", func(c *config.Config) { c.Memory.Backend = "off" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +186,7 @@ func TestSocketTakeover(t *testing.T) {
 	m := &daemon.Main{Config: config.Default(), Logger: d.Main.Logger}
 	m.Config.Socket = sock
 	m.Config.Workspace = t.TempDir()
+	m.Config.StateDir = t.TempDir()
 	if err := m.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "another toold") {
 		m.Close()
 		t.Fatalf("second daemon on a live socket: %v", err)
@@ -178,6 +198,7 @@ func TestSocketTakeover(t *testing.T) {
 	m2 := &daemon.Main{Config: config.Default(), Logger: d.Main.Logger}
 	m2.Config.Socket = reg
 	m2.Config.Workspace = t.TempDir()
+	m2.Config.StateDir = t.TempDir()
 	if err := m2.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		m2.Close()
 		t.Fatalf("socket over a file: %v", err)
@@ -303,7 +324,7 @@ func TestListToolsOrder(t *testing.T) {
 		names = append(names, ts.GetName())
 	}
 	var want []string
-	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil, nil) {
+	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil, nil, nil) {
 		want = append(want, bt.Spec().Name)
 	}
 	if strings.Join(names, ",") != strings.Join(want, ",") || names[0] != "think" {

@@ -20,7 +20,9 @@ func (m *Main) newEngine() (*authz.Engine, error) {
 		policy = p
 	}
 	var own []string
-	for _, f := range []string{cfg.TokenFile, cfg.PolicyFile, cfg.Source} {
+	// The state directory (and a memory database elsewhere) hold other
+	// conversations' memories and, later, history: no call may touch them.
+	for _, f := range []string{cfg.TokenFile, cfg.PolicyFile, cfg.Source, m.memory.stateDir, cfg.Memory.Path} {
 		if f == "" {
 			continue
 		}

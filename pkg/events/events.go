@@ -102,6 +102,9 @@ type Progress struct {
 	Fraction float64
 	// Output is set for output chunks.
 	Output *Chunk
+	// Data, when set, is structured state for the client (see
+	// tools.DataSink); never set with Output.
+	Data map[string]any
 }
 
 // Chunk is a piece of a call's output stream.

@@ -270,6 +270,8 @@ func eventToPB(ev *events.Event) *pb.ServerEvent {
 		}
 		if o := p.Output; o != nil {
 			pp.Output = &pb.OutputChunk{Stream: streamToPB(o.Stream), Data: o.Data, Offset: o.Offset}
+		} else if p.Data != nil {
+			pp.Data = structOf(p.Data)
 		}
 		out.Event = &pb.ServerEvent_Progress{Progress: pp}
 	case ev.End != nil:

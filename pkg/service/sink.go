@@ -22,8 +22,9 @@ type callSink struct {
 }
 
 var (
-	_ tools.Sink  = (*callSink)(nil)
-	_ tools.Asker = (*callSink)(nil)
+	_ tools.Sink     = (*callSink)(nil)
+	_ tools.Asker    = (*callSink)(nil)
+	_ tools.DataSink = (*callSink)(nil)
 )
 
 // Progress implements tools.Sink.
@@ -35,6 +36,14 @@ func (s *callSink) Progress(msg string, fraction float64) error {
 		s.activity()
 	}
 	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction}})
+}
+
+// ProgressData implements tools.DataSink.
+func (s *callSink) ProgressData(msg string, data map[string]any) error {
+	if s.activity != nil {
+		s.activity()
+	}
+	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: -1, Data: data}})
 }
 
 // Output implements tools.Sink.

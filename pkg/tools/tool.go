@@ -288,3 +288,15 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return d
 }
+
+// DataSink is implemented by sinks that can carry structured progress: a
+// Progress event whose data is a JSON object a client can draw (the whole
+// todo list of manage_todos). A tool type-asserts its Sink; when the sink is
+// no DataSink it reports a plain Progress instead.
+type DataSink interface {
+	// ProgressData reports a status line and a JSON object (JSON types:
+	// string, float64 or json.Number, bool, nil, []any, map[string]any).
+	// Like Progress it may block (backpressure) and fails once the call's
+	// stream is gone.
+	ProgressData(msg string, data map[string]any) error
+}

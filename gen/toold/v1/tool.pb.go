@@ -2124,7 +2124,16 @@ type Progress struct {
 	// Completion between 0 and 1, when known.
 	Fraction *float64 `protobuf:"fixed64,2,opt,name=fraction,proto3,oneof" json:"fraction,omitempty"`
 	// Output bytes, for calls that produce a stream.
-	Output        *OutputChunk `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	Output *OutputChunk `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	// Structured state a client can draw, set by tools whose progress is
+	// data rather than a line: memory_operations.manage_todos sends, on every
+	// change of a todo list, the whole list as {"conversation_id": string,
+	// "version": number (one higher on each change), "updated": RFC 3339
+	// time, "todos": [{"id", "title", "status": "pending" | "in_progress" |
+	// "completed" | "cancelled", "note"}], "counts": {status: number}}.
+	// Each such event replaces the previous state; message then holds a
+	// one-line summary. Never set together with output.
+	Data          *structpb.Struct `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2176,6 +2185,13 @@ func (x *Progress) GetFraction() float64 {
 func (x *Progress) GetOutput() *OutputChunk {
 	if x != nil {
 		return x.Output
+	}
+	return nil
+}
+
+func (x *Progress) GetData() *structpb.Struct {
+	if x != nil {
+		return x.Data
 	}
 	return nil
 }
@@ -3280,11 +3296,12 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
 	"\rSTREAM_STDERR\x10\x02\x12\x0e\n" +
 	"\n" +
-	"STREAM_PTY\x10\x03\"\x81\x01\n" +
+	"STREAM_PTY\x10\x03\"\xae\x01\n" +
 	"\bProgress\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x1f\n" +
 	"\bfraction\x18\x02 \x01(\x01H\x00R\bfraction\x88\x01\x01\x12-\n" +
-	"\x06output\x18\x03 \x01(\v2\x15.toold.v1.OutputChunkR\x06outputB\v\n" +
+	"\x06output\x18\x03 \x01(\v2\x15.toold.v1.OutputChunkR\x06output\x12+\n" +
+	"\x04data\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04dataB\v\n" +
 	"\t_fraction\"c\n" +
 	"\aContent\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x14\n" +
@@ -3487,31 +3504,32 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	40, // 30: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 31: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
 	21, // 32: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
-	24, // 33: toold.v1.Content.blob:type_name -> toold.v1.Blob
-	2,  // 34: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
-	23, // 35: toold.v1.ToolResult.content:type_name -> toold.v1.Content
-	38, // 36: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
-	27, // 37: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
-	25, // 38: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
-	39, // 39: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
-	26, // 40: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
-	38, // 41: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
-	28, // 42: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
-	2,  // 43: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
-	3,  // 44: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
-	1,  // 45: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
-	33, // 46: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
-	1,  // 47: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
-	34, // 48: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
-	32, // 49: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
-	6,  // 50: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
-	35, // 51: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
-	12, // 52: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
-	51, // [51:53] is the sub-list for method output_type
-	49, // [49:51] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	38, // 33: toold.v1.Progress.data:type_name -> google.protobuf.Struct
+	24, // 34: toold.v1.Content.blob:type_name -> toold.v1.Blob
+	2,  // 35: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
+	23, // 36: toold.v1.ToolResult.content:type_name -> toold.v1.Content
+	38, // 37: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
+	27, // 38: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
+	25, // 39: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
+	39, // 40: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
+	26, // 41: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
+	38, // 42: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
+	28, // 43: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
+	2,  // 44: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
+	3,  // 45: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
+	1,  // 46: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
+	33, // 47: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
+	1,  // 48: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
+	34, // 49: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
+	32, // 50: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
+	6,  // 51: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
+	35, // 52: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
+	12, // 53: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
+	52, // [52:54] is the sub-list for method output_type
+	50, // [50:52] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_tool_proto_init() }

@@ -58,6 +58,7 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	cfg := config.Default()
 	cfg.Socket = filepath.Join(sockDir, "toold.sock")
 	cfg.Workspace = t.TempDir()
+	cfg.StateDir = t.TempDir() // never the user's own state
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
 	var w io.Writer = io.Discard
 	if os.Getenv("TOOLD_TEST_LOG") != "" {
