@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -129,14 +130,17 @@ func TestCgroupsStartErrors(t *testing.T) {
 // orphaned, and one that ignores SIGTERM, are stopped with the rest.
 func TestCgroupsStopKillsWholeTree(t *testing.T) {
 	tok := token(t)
+	trapped := filepath.Join(t.TempDir(), "trapped")
 	script := fmt.Sprintf(`
 sleep 100.%[1]s &
 setsid sleep 100.%[1]s &
 (setsid sleep 100.%[1]s &)
-bash -c 'trap "" TERM; sleep 100.%[1]s' &
+bash -c 'trap "" TERM; touch %[2]s; sleep 100.%[1]s' &
 echo ready
-sleep 100.%[1]s`, tok)
+sleep 100.%[1]s`, tok, trapped)
 	p, out := cgStart(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
+	// The process that ignores SIGTERM must have set its trap first.
+	waitFor(t, func() bool { _, err := os.Stat(trapped); return err == nil })
 	var m, s []int
 	waitForMsg(t, func() bool {
 		s = survivors(tok)

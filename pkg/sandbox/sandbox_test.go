@@ -209,14 +209,17 @@ func TestStartErrors(t *testing.T) {
 func TestStopKillsWholeTree(t *testing.T) {
 	t.Parallel()
 	tok := token(t)
+	trapped := filepath.Join(t.TempDir(), "trapped")
 	script := fmt.Sprintf(`
 sleep 100.%[1]s &
 setsid sleep 100.%[1]s &
 (setsid sleep 100.%[1]s &)
-bash -c 'trap "" TERM; sleep 100.%[1]s' &
+bash -c 'trap "" TERM; touch %[2]s; sleep 100.%[1]s' &
 echo ready
-sleep 100.%[1]s`, tok)
+sleep 100.%[1]s`, tok, trapped)
 	p, out := start(t, t.Context(), sandbox.Spec{Grace: 300 * time.Millisecond}, script)
+	// The process that ignores SIGTERM must have set its trap first.
+	waitFor(t, func() bool { _, err := os.Stat(trapped); return err == nil })
 	// Every process of the tree, the orphaned setsid one included, is
 	// below the helper. The tree and the helper's descendants are read one
 	// after the other while the script still starts processes, so wait

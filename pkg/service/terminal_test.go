@@ -433,7 +433,7 @@ func TestTerminalAttachNeedsSecret(t *testing.T) {
 	}{
 		{"session without a secret", byID("")},
 		{"session with another conversation's secret", byID(other)},
-		{"session with a wrong secret", byID(secret[:31] + "0")},
+		{"session with a wrong secret", byID(wrong(secret))},
 		{"new session in the conversation without its secret", &pb.AttachOpen{Target: &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{ConversationId: "conv"}}}},
 		{"new session in the conversation with another's secret", &pb.AttachOpen{Target: &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{ConversationId: "conv"}}, ConversationSecret: other}},
 	}
@@ -458,4 +458,13 @@ func TestTerminalAttachNeedsSecret(t *testing.T) {
 	if in != "" || len(sizes) != 0 || attached != 0 || closed {
 		t.Errorf("the session was reached: input %q, sizes %v, attached %d, closed %v", in, sizes, attached, closed)
 	}
+}
+
+// wrong returns secret with its last character changed.
+func wrong(secret string) string {
+	last := byte('0')
+	if secret[len(secret)-1] == '0' {
+		last = '1'
+	}
+	return secret[:len(secret)-1] + string(last)
 }
