@@ -14,7 +14,7 @@ import {
   type ApprovalRequest,
   type Decision,
 } from "../src/index.js";
-import { pidAlive, readText, Toold, waitFor } from "./harness.js";
+import { pidAlive, readText, Toold, waitFor } from "../src/testing.js";
 
 describe("client on a unix socket (AUTO mode)", () => {
   let d: Toold;

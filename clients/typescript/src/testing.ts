@@ -1,16 +1,19 @@
-// Starts a real toold on a temp unix socket (and optionally TCP) for the tests.
+// Test helpers (import "@toold/client/testing"): start a real toold on a
+// temp unix socket (and optionally TCP), poll for conditions.
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
-
+/** $TOOLD_BIN, else bin/toold of the first directory above this file that has one. */
 export function tooldBinary(): string {
-  const p = process.env.TOOLD_BIN || path.join(repo, "bin", "toold");
-  fs.accessSync(p, fs.constants.X_OK);
-  return p;
+  if (process.env.TOOLD_BIN) return process.env.TOOLD_BIN;
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    const p = path.join(dir, "bin", "toold");
+    if (fs.existsSync(p)) return p;
+    if (path.dirname(dir) === dir) throw new Error("no toold binary: run `make build` or set TOOLD_BIN");
+  }
 }
 
 export interface TooldOptions {
