@@ -41,9 +41,14 @@ func render(infos []tools.Info, format pb.ToolFormat, flat bool) (string, error)
 		case pb.ToolFormat_TOOL_FORMAT_ANTHROPIC:
 			out = append(out, map[string]any{"name": f.name, "description": f.desc, "input_schema": f.schema})
 		case pb.ToolFormat_TOOL_FORMAT_GEMINI:
-			// Gemini takes full JSON Schema in parametersJsonSchema (its
-			// "parameters" field accepts only an OpenAPI subset).
-			out = append(out, map[string]any{"name": f.name, "description": f.desc, "parametersJsonSchema": f.schema})
+			// Gemini takes JSON Schema in parametersJsonSchema (its
+			// "parameters" field accepts only an OpenAPI subset), but only
+			// the keywords it documents.
+			schema, err := geminiSchema(f.schema)
+			if err != nil {
+				return "", status.Error(codes.Internal, fmt.Sprintf("rendering %s for Gemini failed", f.name))
+			}
+			out = append(out, map[string]any{"name": f.name, "description": f.desc, "parametersJsonSchema": schema})
 		case pb.ToolFormat_TOOL_FORMAT_MCP:
 			out = append(out, map[string]any{"name": f.name, "description": f.desc, "inputSchema": f.schema})
 		default:
