@@ -146,7 +146,7 @@ test-python: build client-debs ## Python client and example agent: unittest agai
 	cd examples/python-agent && TOOLD_BIN=$(BIN)/toold timeout 600 $(PYTHON) -m unittest discover -s . -p 'test_*.py' -v
 
 .PHONY: test-typescript
-test-typescript: build $(TS_CLIENT_DEPS) $(TS_AGENT_DEPS) ## TypeScript client, provider checks and example agent: node --test against a real toold.
+test-typescript: build mcp-peers $(TS_CLIENT_DEPS) $(TS_AGENT_DEPS) ## TypeScript client, provider checks and example agent: node --test against a real toold.
 	cd clients/typescript && npm run --silent build && TOOLD_BIN=$(BIN)/toold timeout 600 npm test --silent
 	cd examples/typescript-agent && TOOLD_BIN=$(BIN)/toold timeout 600 npm test --silent
 
