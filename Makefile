@@ -153,6 +153,11 @@ test-typescript: build mcp-peers $(TS_CLIENT_DEPS) $(TS_AGENT_DEPS) ## TypeScrip
 .PHONY: test-clients
 test-clients: test-python test-typescript ## Python and TypeScript clients, examples and README snippets against a real toold.
 
+.PHONY: bench-clients
+bench-clients: build client-debs $(TS_CLIENT_DEPS) ## Round trip of a no-op call from the Go, Python and TypeScript clients against one toold.
+	cd clients/typescript && npm run --silent build
+	$(PYTHON) clients/bench/run.py
+
 .PHONY: bench-deps
 bench-deps: ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.
 	@command -v rg >/dev/null && { command -v fdfind >/dev/null || command -v fd >/dev/null; } || \
