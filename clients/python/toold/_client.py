@@ -149,9 +149,18 @@ class Client:
             self._stub = None
 
     async def list_tools(
-        self, format: Union[str, int, None] = None, *, flat_operations: bool = False, timeout: float = 30
+        self,
+        format: Union[str, int, None] = None,
+        *,
+        flat_operations: bool = False,
+        strict: bool = False,
+        timeout: float = 30,
     ) -> ToolList:
-        """Lists the tools; ``format`` ("openai", "anthropic", "gemini", "mcp") adds a rendering."""
+        """Lists the tools; ``format`` ("openai", "anthropic", "gemini", "mcp") adds a rendering.
+
+        ``flat_operations`` also renders every operation as its own tool;
+        ``strict`` (with "openai") renders for OpenAI's strict mode.
+        """
         if isinstance(format, str):
             try:
                 fmt = FORMATS[format.lower()]
@@ -161,7 +170,7 @@ class Client:
             fmt = format or tool_pb2.TOOL_FORMAT_UNSPECIFIED
         try:
             resp = await self._tool_stub().ListTools(
-                tool_pb2.ListToolsRequest(format=fmt, flat_operations=flat_operations),
+                tool_pb2.ListToolsRequest(format=fmt, flat_operations=flat_operations, strict=strict),
                 metadata=self._metadata,
                 timeout=timeout,
             )

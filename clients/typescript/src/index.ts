@@ -143,13 +143,17 @@ export class Client {
     this.clientName = opts.clientName ?? "toold-ts/0.1";
   }
 
-  /** Lists the tools; format ("openai", "anthropic", "gemini", "mcp") adds a rendering. */
-  async listTools(opts: { format?: FormatName; flatOperations?: boolean; signal?: AbortSignal } = {}): Promise<ToolList> {
+  /**
+   * Lists the tools; format ("openai", "anthropic", "gemini", "mcp") adds a
+   * rendering, flatOperations renders every operation as its own tool too,
+   * strict (with "openai") renders for OpenAI's strict mode.
+   */
+  async listTools(opts: { format?: FormatName; flatOperations?: boolean; strict?: boolean; signal?: AbortSignal } = {}): Promise<ToolList> {
     const format = opts.format ?? "toold";
     if (!(format in FORMATS)) throw new TypeError(`unknown format ${JSON.stringify(format)}; one of ${Object.keys(FORMATS).join(", ")}`);
     try {
       const r = await this.rpc.listTools(
-        { format: FORMATS[format], flatOperations: opts.flatOperations ?? false },
+        { format: FORMATS[format], flatOperations: opts.flatOperations ?? false, strict: opts.strict ?? false },
         { signal: opts.signal, timeoutMs: 30_000 },
       );
       return {

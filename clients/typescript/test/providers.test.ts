@@ -49,7 +49,7 @@ function typecheck(source: string): string[] {
 }
 
 /** A module assigning each rendering, as a literal, to the SDKs' request types. */
-function sdkSource(r: { openai: string; anthropic: string; gemini: string }): string {
+function sdkSource(r: { openai: string; openaiStrict: string; anthropic: string; gemini: string }): string {
   return `import type OpenAI from "openai";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { FunctionDeclaration, GenerateContentParameters } from "@google/genai";
@@ -57,6 +57,11 @@ import type { FunctionDeclaration, GenerateContentParameters } from "@google/gen
 export const openaiTools = ${r.openai} satisfies OpenAI.Chat.Completions.ChatCompletionTool[];
 export const openaiRequest: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
   model: "gpt-4.1", messages: [{ role: "user", content: "hi" }], tools: openaiTools,
+};
+
+export const openaiStrictTools = ${r.openaiStrict} satisfies OpenAI.Chat.Completions.ChatCompletionFunctionTool[];
+export const openaiStrictRequest: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
+  model: "gpt-4.1", messages: [{ role: "user", content: "hi" }], tools: openaiStrictTools, parallel_tool_calls: true,
 };
 
 export const anthropicTools = ${r.anthropic} satisfies Anthropic.Tool[];
@@ -101,6 +106,17 @@ const GEMINI_KEYWORDS = new Set([
   "minProperties", "maxProperties",
 ]);
 
+// The keywords OpenAI's strict mode (Structured Outputs, "Supported
+// schemas") supports.
+const OPENAI_STRICT_KEYWORDS = new Set([
+  "type", "description", "title", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf",
+  "$defs", "$ref", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+  "minItems", "maxItems",
+]);
+
+const acceptsNull = (s: Json): boolean =>
+  s.type === "null" || (Array.isArray(s.type) && s.type.includes("null")) || (Array.isArray(s.anyOf) && s.anyOf.some((b: Json) => acceptsNull(b)));
+
 type Rule = { name: string; check: (tool: Json) => string[] };
 
 const nameRule = (key: (t: Json) => unknown, re: RegExp): Rule => ({
@@ -124,7 +140,38 @@ const described: (key: (t: Json) => unknown) => Rule = (key) => ({
   check: (t) => (typeof key(t) === "string" && (key(t) as string).length > 0 ? [] : ["no description"]),
 });
 
-const RULES: Record<Exclude<FormatName, "toold">, Rule[]> = {
+const strictParams = (t: Json) => [...walk(t.function?.parameters)];
+
+const RULES: Record<Exclude<FormatName, "toold"> | "openaiStrict", Rule[]> = {
+  // OpenAI strict mode (function.strict): additionalProperties false and every
+  // property required in every object; supported keywords only; every node typed.
+  openaiStrict: [
+    onlyKeys(["type", "function"]),
+    nameRule((t) => t.function?.name, /^[a-zA-Z0-9_-]{1,64}$/),
+    objectRoot((t) => t.function?.parameters),
+    { name: "function.strict is true", check: (t) => (t.function?.strict === true ? [] : ["strict not set"]) },
+    {
+      name: "every object has additionalProperties false and requires every property",
+      check: (t) =>
+        strictParams(t).flatMap(([at, s]) => {
+          if (s.type !== "object" && !(Array.isArray(s.type) && s.type.includes("object")) && !s.properties) return [];
+          const keys = Object.keys(s.properties ?? {}).sort();
+          const req = [...(s.required ?? [])].sort();
+          const out: string[] = [];
+          if (s.additionalProperties !== false) out.push(`${at || "/"}: additionalProperties ${JSON.stringify(s.additionalProperties)}`);
+          if (JSON.stringify(keys) !== JSON.stringify(req)) out.push(`${at || "/"}: required ${JSON.stringify(req)} != properties ${JSON.stringify(keys)}`);
+          return out;
+        }),
+    },
+    {
+      name: "only keywords strict mode supports",
+      check: (t) => strictParams(t).flatMap(([at, s]) => Object.keys(s).filter((k) => !OPENAI_STRICT_KEYWORDS.has(k)).map((k) => `${at || "/"}: ${k}`)),
+    },
+    {
+      name: "every schema says what it is (type, anyOf, $ref, enum or const)",
+      check: (t) => strictParams(t).filter(([, s]) => !["type", "anyOf", "$ref", "enum", "const"].some((k) => k in s)).map(([at]) => `${at || "/"}: untyped`),
+    },
+  ],
   openai: [
     onlyKeys(["type", "function"]),
     { name: 'type is "function"', check: (t) => (t.type === "function" ? [] : [`type ${t.type}`]) },
@@ -197,6 +244,10 @@ describe("provider renderings", () => {
       rendered[format] = r.rendered as Json[];
       json[format] = r.renderedJson;
     }
+    const st = await client.listTools({ format: "openai", flatOperations: true, strict: true });
+    rendered.openaiStrict = st.rendered as Json[];
+    json.openaiStrict = st.renderedJson;
+    await assert.rejects(client.listTools({ format: "anthropic", strict: true }), /INVALID_ARGUMENT.*strict/);
     await client.close();
   });
   after(async () => {
@@ -212,14 +263,14 @@ describe("provider renderings", () => {
   });
 
   test("they type-check against the official SDKs' request types", () => {
-    const diags = typecheck(sdkSource({ openai: json.openai, anthropic: json.anthropic, gemini: json.gemini }));
+    const diags = typecheck(sdkSource({ openai: json.openai, openaiStrict: json.openaiStrict, anthropic: json.anthropic, gemini: json.gemini }));
     assert.deepEqual(diags, []);
   });
 
   test("the type-check fails on renderings that break the SDKs' types", () => {
     // The check is only worth something if it can fail: each broken rendering
     // must be refused by the SDK types.
-    const good = { openai: json.openai, anthropic: json.anthropic, gemini: json.gemini };
+    const good = { openai: json.openai, openaiStrict: json.openaiStrict, anthropic: json.anthropic, gemini: json.gemini };
     const cases: [string, Partial<typeof good>][] = [
       ["openai: wrong type tag", { openai: JSON.stringify([{ type: "fn", function: { name: "x", parameters: {} } }]) }],
       ["openai: name missing", { openai: JSON.stringify([{ type: "function", function: { parameters: {} } }]) }],
@@ -232,11 +283,43 @@ describe("provider renderings", () => {
     }
   });
 
-  for (const format of ["openai", "anthropic", "gemini", "mcp"] as const) {
+  for (const format of ["openai", "openaiStrict", "anthropic", "gemini", "mcp"] as const) {
     test(`${format}: every tool keeps the provider's documented restrictions`, () => {
       assert.deepEqual(violations(format, rendered[format]), []);
     });
   }
+
+  test("openai strict: what was optional accepts null, what was required does not change", () => {
+    const loose = new Map(rendered.openai.map((t) => [t.function.name, t.function.parameters as Json]));
+    const bad: string[] = [];
+    for (const t of rendered.openaiStrict) {
+      const before = loose.get(t.function.name)!;
+      const after = t.function.parameters as Json;
+      for (const [name, s] of Object.entries(after.properties ?? {}) as [string, Json][]) {
+        const optional = !(before.required ?? []).includes(name);
+        if (optional !== acceptsNull(s)) bad.push(`${t.function.name}.${name}: optional ${optional}, accepts null ${acceptsNull(s)}`);
+      }
+      // Only free-form maps may be left out (strict mode cannot express them).
+      for (const [name, s] of Object.entries(before.properties ?? {}) as [string, Json][]) {
+        if (!(name in (after.properties ?? {})) && !(s.type === "object" && !s.properties && s.additionalProperties)) bad.push(`${t.function.name}.${name}: dropped`);
+      }
+    }
+    assert.deepEqual(bad, []);
+  });
+
+  test("openai strict: a call the way a strict model makes it (every property, null when unused) runs", async () => {
+    fs.writeFileSync(path.join(d.workspace, "strict.txt"), "one\ntwo\nthree\n");
+    const fo = rendered.openaiStrict.find((t) => t.function.name === "file_operations")!.function.parameters as Json;
+    const args: Record<string, unknown> = Object.fromEntries(Object.keys(fo.properties).map((k) => [k, null]));
+    Object.assign(args, { operation: "read_file", path: "strict.txt", limit: 2 });
+    const client = connect({ socket: d.socket });
+    const r = await client.session().call("file_operations", args);
+    await client.close();
+    assert.ok(r.success, r.text);
+    assert.match(r.text, /two/);
+    assert.doesNotMatch(r.text, /three/);
+    assert.ok(r.coercions.length > 10, `${r.coercions.length} nulls removed`);
+  });
 
   test("the restriction tables catch what they describe", () => {
     const cases: [keyof typeof RULES, Json, RegExp][] = [
@@ -248,6 +331,10 @@ describe("provider renderings", () => {
       ["gemini", { name: "a", description: "d", parametersJsonSchema: { $schema: "x", type: "object" } }, /\$schema/],
       ["gemini", { name: "1a", description: "d", parametersJsonSchema: { type: "object" } }, /name/],
       ["mcp", { name: "a", inputSchema: { type: "string" } }, /root type/],
+      ["openaiStrict", { type: "function", function: { name: "a", strict: true, parameters: { type: "object", properties: { x: { type: "string" } }, required: [], additionalProperties: false } } }, /required/],
+      ["openaiStrict", { type: "function", function: { name: "a", strict: true, parameters: { type: "object", properties: {}, required: [] } } }, /additionalProperties undefined/],
+      ["openaiStrict", { type: "function", function: { name: "a", strict: true, parameters: { type: "object", properties: { x: { type: "string", minLength: 1 } }, required: ["x"], additionalProperties: false } } }, /minLength/],
+      ["openaiStrict", { type: "function", function: { name: "a", parameters: { type: "object", properties: {}, required: [], additionalProperties: false } } }, /strict not set/],
     ];
     for (const [format, tool, want] of cases) {
       const v = violations(format, [tool]);

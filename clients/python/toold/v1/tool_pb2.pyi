@@ -195,12 +195,14 @@ class Keepalive(_message.Message):
     def __init__(self) -> None: ...
 
 class ListToolsRequest(_message.Message):
-    __slots__ = ["flat_operations", "format"]
+    __slots__ = ["flat_operations", "format", "strict"]
     FLAT_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
     flat_operations: bool
     format: ToolFormat
-    def __init__(self, format: _Optional[_Union[ToolFormat, str]] = ..., flat_operations: bool = ...) -> None: ...
+    strict: bool
+    def __init__(self, format: _Optional[_Union[ToolFormat, str]] = ..., flat_operations: bool = ..., strict: bool = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ["rendered_json", "tools"]
