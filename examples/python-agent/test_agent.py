@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python", "tests"))
 
 import agent  # noqa: E402
 import toold  # noqa: E402
-from harness import Toold  # noqa: E402
+from harness import AsyncTestCase, Toold  # noqa: E402
 
 TASK = "How many lines has notes.txt? Then clean up."
 
@@ -27,7 +27,7 @@ def seed(workspace: str) -> None:
         f.write("write the agent\n")
 
 
-class ReplayTest(unittest.IsolatedAsyncioTestCase):
+class ReplayTest(AsyncTestCase):
 
     async def run_replay(self, **client_kw):
         provider = agent.ReplayProvider(os.path.join(HERE, "replay"))

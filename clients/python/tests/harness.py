@@ -140,3 +140,30 @@ async def async_wait_for(cond, timeout: float = 10.0, what: str = "condition") -
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+import asyncio as _asyncio  # noqa: E402
+import atexit as _atexit  # noqa: E402
+import unittest as _unittest  # noqa: E402
+
+_runner = None
+
+
+class AsyncTestCase(_unittest.IsolatedAsyncioTestCase):
+    """IsolatedAsyncioTestCase on one event loop for the whole run.
+
+    grpc.aio's completion-queue poller stays attached to the loop it first
+    ran on; with a new loop per test (the default) it later fires into a
+    closed loop and logs "Event loop is closed". Agents run one loop, so the
+    tests do too.
+    """
+
+    def _setupAsyncioRunner(self):
+        global _runner
+        if _runner is None:
+            _runner = _asyncio.Runner(debug=True)
+            _atexit.register(_runner.close)
+        self._asyncioRunner = _runner
+
+    def _tearDownAsyncioRunner(self):
+        pass  # closed at exit

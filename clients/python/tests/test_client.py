@@ -11,10 +11,10 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import toold  # noqa: E402
-from harness import Toold, async_wait_for, pid_alive, read_text  # noqa: E402
+from harness import AsyncTestCase, Toold, async_wait_for, pid_alive, read_text  # noqa: E402
 
 
-class ClientTest(unittest.IsolatedAsyncioTestCase):
+class ClientTest(AsyncTestCase):
     """Calls on one toold in AUTO mode (writes and commands ask)."""
 
     @classmethod
@@ -192,7 +192,7 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("oops", r.text)
 
 
-class DaemonGoneTest(unittest.IsolatedAsyncioTestCase):
+class DaemonGoneTest(AsyncTestCase):
     async def test_daemon_killed_mid_call(self):
         d = Toold(mode="yolo")
         self.addCleanup(d.stop)
@@ -213,7 +213,7 @@ class DaemonGoneTest(unittest.IsolatedAsyncioTestCase):
         await asyncio.wait_for(client.close(), 15)
 
 
-class TCPTokenTest(unittest.IsolatedAsyncioTestCase):
+class TCPTokenTest(AsyncTestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = Toold(mode="auto", tcp=True, token="s3cret-token")
