@@ -18,6 +18,7 @@ import {
   ApprovalMode,
   ClientMessageSchema,
   ToolFormat,
+  ToolResultSchema,
   ToolService,
   type ClientMessage,
   type ServerEvent,
@@ -330,7 +331,7 @@ export class Session {
     if (e.case === "end") {
       c.ended = true;
       this.calls.delete(ev.callId);
-      c.events.push(eventOf(ev, Result.fromPB(ev.callId, e.value.result ?? ({} as never))));
+      c.events.push(eventOf(ev, Result.fromPB(ev.callId, e.value.result ?? create(ToolResultSchema))));
       return;
     }
     if (e.case === "requiresApproval") this.spawn(this.answerApproval(approvalOf(ev.callId, c.name, c.args, e.value)));
