@@ -192,6 +192,24 @@ class ClientTest(AsyncTestCase):
         self.assertIn("oops", r.text)
 
 
+class CloseTest(AsyncTestCase):
+    async def test_close_stops_running_calls(self):
+        d = Toold(mode="yolo")
+        self.addCleanup(d.stop)
+        client = toold.Client(socket=d.socket)
+        s = client.session()
+        pidfile = os.path.join(d.workspace, "pid.txt")
+        running = asyncio.ensure_future(s.call("run_command", {"command": "echo $$ > pid.txt; exec sleep 60"}))
+        await async_wait_for(lambda: read_text(pidfile).strip(), what="the command to start")
+        pid = int(read_text(pidfile))
+        await asyncio.gather(*(s.call("think", {"thought": "x"}) for _ in range(5)))
+        await client.close()
+        self.assertEqual((await running).error.code, "CANCELED")  # close() canceled it; toold ended it
+        await async_wait_for(lambda: not pid_alive(pid), what="the command of a call running at close() to be stopped")
+        with self.assertRaises(toold.TooldError):
+            await s.call("think", {"thought": "after close"})
+
+
 class DaemonGoneTest(AsyncTestCase):
     async def test_daemon_killed_mid_call(self):
         d = Toold(mode="yolo")

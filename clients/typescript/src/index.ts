@@ -13,7 +13,7 @@ import * as path from "node:path";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client as RpcClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import {
   ApprovalMode,
   ClientMessageSchema,
@@ -121,6 +121,7 @@ export class Client {
   readonly rpc: RpcClient<typeof ToolService>;
   readonly clientName: string;
   private readonly sessions = new Set<Session>();
+  private readonly connection: Http2SessionManager;
 
   constructor(opts: ConnectOptions = {}) {
     if (opts.socket && opts.address) throw new TypeError("give socket or address, not both");
@@ -129,17 +130,11 @@ export class Client {
       if (token) req.header.set("authorization", `bearer ${token}`);
       return next(req);
     };
-    let transport;
-    if (opts.address) {
-      transport = createGrpcTransport({ baseUrl: `http://${opts.address}`, interceptors: [auth] });
-    } else {
-      const sock = path.resolve(opts.socket || process.env.TOOLD_SOCKET || "./toold.sock");
-      transport = createGrpcTransport({
-        baseUrl: "http://localhost",
-        interceptors: [auth],
-        nodeOptions: { createConnection: () => net.connect(sock) },
-      });
-    }
+    // One HTTP/2 connection per Client, ours to close in close().
+    const baseUrl = opts.address ? `http://${opts.address}` : "http://localhost";
+    const sock = path.resolve(opts.socket || process.env.TOOLD_SOCKET || "./toold.sock");
+    this.connection = new Http2SessionManager(baseUrl, {}, opts.address ? {} : { createConnection: () => net.connect(sock) });
+    const transport = createGrpcTransport({ baseUrl, interceptors: [auth], sessionManager: this.connection });
     this.rpc = createClient(ToolService, transport);
     this.clientName = opts.clientName ?? "toold-ts/0.1";
   }
@@ -175,9 +170,10 @@ export class Client {
     return s;
   }
 
-  /** Closes every session. HTTP/2 connections close when idle. */
+  /** Closes every session, then the connection. */
   async close(): Promise<void> {
     await Promise.all([...this.sessions].map((s) => s.close()));
+    this.connection.abort();
   }
 }
 

@@ -124,3 +124,16 @@ export function pidAlive(pid: number): boolean {
   const stat = readText(`/proc/${pid}/stat`);
   return stat !== "" && stat.split(") ")[1]?.[0] !== "Z";
 }
+
+/** How many sockets this process has open (from /proc/self/fd). */
+export function openSockets(): number {
+  let n = 0;
+  for (const fd of fs.readdirSync("/proc/self/fd")) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith("socket:")) n++;
+    } catch {
+      // closed while we looked
+    }
+  }
+  return n;
+}
