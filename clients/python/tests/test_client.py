@@ -149,6 +149,29 @@ class ClientTest(AsyncTestCase):
             # The stream lives on.
             self.assertTrue((await s.call("think", {"thought": "still here"})).success)
 
+    async def test_cancel_while_asking(self):
+        asked = asyncio.Event()
+        handler_canceled = asyncio.Event()
+
+        async def never_answers(req):
+            asked.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                handler_canceled.set()
+                raise
+
+        async with self.client.session(on_approval=never_answers) as s:
+            task = asyncio.ensure_future(s.call("write_file", {"path": "never.txt", "content": "x"}))
+            await asyncio.wait_for(asked.wait(), 10)
+            task.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await task
+            # The handler is told: its call is gone.
+            await asyncio.wait_for(handler_canceled.wait(), 10)
+            self.assertTrue((await s.call("think", {"thought": "still here"})).success)
+        self.assertFalse(os.path.exists(os.path.join(self.d.workspace, "never.txt")))
+
     async def test_events_cancel_on_early_exit(self):
         async with self.client.session(on_approval=self.on_approval) as s:
             kinds = []

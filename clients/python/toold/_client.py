@@ -206,6 +206,13 @@ class _Call:
     arguments: Any
     events: "asyncio.Queue[Union[Event, BaseException]]" = field(default_factory=asyncio.Queue)
     ended: bool = False
+    #: Approval and input handlers still running for this call; canceled when it ends.
+    handlers: "set[asyncio.Task]" = field(default_factory=set)
+
+    def finish(self) -> None:
+        self.ended = True
+        for t in self.handlers:
+            t.cancel()
 
 
 _CLOSE = object()
@@ -352,6 +359,7 @@ class Session:
             self._welcome.exception()  # retrieved: open() re-raises it
         for c in self._calls.values():
             if not c.ended:
+                c.finish()
                 c.events.put_nowait(err)
 
     def _dispatch(self, ev) -> None:
@@ -370,21 +378,25 @@ class Session:
         event = Event(kind, ev.call_id, ev.seq, ev)
         if kind == "end":
             event = Event(kind, ev.call_id, ev.seq, ev, Result.from_pb(ev.call_id, ev.end.result))
-            c.ended = True
+            c.finish()
             del self._calls[ev.call_id]
         elif kind == "requires_approval":
             req = approval_from_pb(ev.call_id, c.name, c.arguments, ev.requires_approval)
-            self._spawn(self._answer_approval(req))
+            self._spawn(c, self._answer_approval(req))
         elif kind == "input_required":
             r = ev.input_required
             req = InputRequest(ev.call_id, r.request_id, r.prompt, list(r.choices), r.approval, r.authorize_operation, r)
-            self._spawn(self._answer_input(req))
+            self._spawn(c, self._answer_input(req))
         c.events.put_nowait(event)
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, c: _Call, coro) -> None:
+        # A handler may wait for a person; it is canceled when its call ends
+        # (canceled, timed out, the stream gone), so nobody is asked in vain.
         t = asyncio.get_running_loop().create_task(coro)
         self._handlers.add(t)
+        c.handlers.add(t)
         t.add_done_callback(self._handlers.discard)
+        t.add_done_callback(c.handlers.discard)
 
     async def _answer_approval(self, req: ApprovalRequest) -> None:
         if self._on_approval is None:
@@ -473,7 +485,7 @@ class Session:
                     return
         finally:
             if not c.ended and self._error is None:
-                c.ended = True
+                c.finish()
                 self._calls.pop(cid, None)
                 self._send(tool_pb2.ClientMessage(cancel=tool_pb2.Cancel(call_id=cid, reason="client canceled")))
 
