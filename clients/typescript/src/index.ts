@@ -182,6 +182,13 @@ interface PendingCall {
   args: unknown;
   events: AsyncQueue<Event | Error>;
   ended: boolean;
+  /** Aborted when the call ends: tells its approval and input handlers. */
+  done: AbortController;
+}
+
+function finish(c: PendingCall): void {
+  c.ended = true;
+  c.done.abort(new TooldError("the call ended"));
 }
 
 const CLOSE = Symbol("close");
@@ -199,7 +206,6 @@ export class Session {
   private readonly calls = new Map<string, PendingCall>();
   private readonly outbox = new AsyncQueue<ClientMessage | typeof CLOSE>();
   private readonly abort = new AbortController();
-  private readonly handlers = new Set<Promise<void>>();
   private opened?: Promise<Welcome>;
   private reader?: Promise<void>;
   private welcomeMsg?: Welcome;
@@ -278,7 +284,8 @@ export class Session {
       await this.reader;
       clearTimeout(timer);
     }
-    await Promise.allSettled([...this.handlers]);
+    // Handlers still running were told through req.signal (their calls
+    // ended); their answers are dropped, and close() does not wait on them.
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -311,7 +318,12 @@ export class Session {
     this.failure = err;
     this.outbox.push(CLOSE); // ends the request generator
     failed(err);
-    for (const c of this.calls.values()) if (!c.ended) c.events.push(err);
+    for (const c of this.calls.values()) {
+      if (!c.ended) {
+        finish(c);
+        c.events.push(err);
+      }
+    }
   }
 
   private dispatch(ev: ServerEvent, welcomed: (w: Welcome) => void): void {
@@ -325,12 +337,12 @@ export class Session {
     const c = this.calls.get(ev.callId);
     if (!c) return;
     if (e.case === "end") {
-      c.ended = true;
+      finish(c);
       this.calls.delete(ev.callId);
       c.events.push(eventOf(ev, Result.fromPB(ev.callId, e.value.result ?? create(ToolResultSchema))));
       return;
     }
-    if (e.case === "requiresApproval") this.spawn(this.answerApproval(approvalOf(ev.callId, c.name, c.args, e.value)));
+    if (e.case === "requiresApproval") this.spawn(this.answerApproval(approvalOf(ev.callId, c.name, c.args, e.value, c.done.signal)));
     if (e.case === "inputRequired") {
       const r = e.value;
       this.spawn(
@@ -342,6 +354,7 @@ export class Session {
           approval: r.approval,
           authorizeOperation: r.authorizeOperation,
           raw: r,
+          signal: c.done.signal,
         }),
       );
     }
@@ -349,8 +362,8 @@ export class Session {
   }
 
   private spawn(p: Promise<void>): void {
-    this.handlers.add(p);
-    void p.finally(() => this.handlers.delete(p));
+    // Handlers catch their own errors; nothing waits on them (see close()).
+    void p;
   }
 
   private async answerApproval(req: ApprovalRequest): Promise<void> {
@@ -367,6 +380,7 @@ export class Session {
     if (typeof d !== "object" || d === null || typeof d.approve !== "boolean") {
       d = { approve: false, reason: "the approval handler returned neither a boolean nor a Decision" };
     }
+    if (req.signal.aborted) return; // the call ended meanwhile
     this.send({
       case: "approval",
       value: {
@@ -388,6 +402,7 @@ export class Session {
         text = "";
       }
     }
+    if (req.signal.aborted) return; // the call ended meanwhile
     this.send({ case: "input", value: { callId: req.callId, requestId: req.requestId, payload: { case: "text", value: text } } });
   }
 
@@ -403,7 +418,7 @@ export class Session {
     if (this.closed) throw new TooldError("the session is closed");
     const callId = opts.callId ?? `${this.prefix}-${this.nextId++}`;
     if (this.calls.has(callId)) throw new TypeError(`call_id ${callId} is in use on this session`);
-    const c: PendingCall = { name, args, events: new AsyncQueue(), ended: false };
+    const c: PendingCall = { name, args, events: new AsyncQueue(), ended: false, done: new AbortController() };
     this.calls.set(callId, c);
     this.send({
       case: "call",
@@ -426,7 +441,7 @@ export class Session {
     } finally {
       opts.signal?.removeEventListener("abort", onAbort);
       if (!c.ended && !this.failure) {
-        c.ended = true;
+        finish(c);
         this.calls.delete(callId);
         this.send({ case: "cancel", value: { callId, reason: "client canceled" } });
       }

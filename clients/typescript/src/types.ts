@@ -152,6 +152,8 @@ export interface ApprovalRequest {
   scopes: Scope[];
   /** The RequiresApproval message as received (fields added later show here). */
   raw: RequiresApproval;
+  /** Aborted when the call ends first (canceled, timed out, the stream gone): stop asking. */
+  signal: AbortSignal;
 }
 
 /** An answer to an ApprovalRequest; a handler may also return a boolean. */
@@ -174,6 +176,8 @@ export interface InputRequest {
   approval: boolean;
   authorizeOperation: string;
   raw: InputRequired;
+  /** Aborted when the call ends first: stop asking. */
+  signal: AbortSignal;
 }
 
 /** One event of a call, as session.events() yields it. */
@@ -208,7 +212,7 @@ export function eventOf(ev: ServerEvent, result?: Result): Event {
   return out;
 }
 
-export function approvalOf(callId: string, name: string, args: unknown, ra: RequiresApproval): ApprovalRequest {
+export function approvalOf(callId: string, name: string, args: unknown, ra: RequiresApproval, signal: AbortSignal): ApprovalRequest {
   const e = ra.effect;
   return {
     callId,
@@ -234,5 +238,6 @@ export function approvalOf(callId: string, name: string, args: unknown, ra: Requ
       description: s.description,
     })),
     raw: ra,
+    signal,
   };
 }

@@ -124,6 +124,23 @@ describe("client on a unix socket (AUTO mode)", () => {
     await client.close();
   });
 
+  test("aborting a call while its approval is pending tells the handler", async () => {
+    const client = connect({ socket: d.socket });
+    let asked!: (req: ApprovalRequest) => void;
+    const askedP = new Promise<ApprovalRequest>((r) => (asked = r));
+    const s = client.session({ onApproval: (req) => (asked(req), new Promise<boolean>(() => {})) });
+    const ac = new AbortController();
+    const pending = s.call("write_file", { path: "never.txt", content: "x" }, { signal: ac.signal });
+    const req = await askedP;
+    assert.equal(req.signal.aborted, false);
+    ac.abort();
+    await assert.rejects(pending, (e: unknown) => e instanceof Error && e.name === "AbortError");
+    assert.equal(req.signal.aborted, true);
+    assert.ok((await s.call("think", { thought: "still here" })).success);
+    assert.equal(fs.existsSync(path.join(d.workspace, "never.txt")), false);
+    await client.close();
+  });
+
   test("leaving events() early cancels the call", async () => {
     const client = connect({ socket: d.socket });
     const s = client.session({ onApproval: () => true });
