@@ -42,21 +42,58 @@ $(BIN)/protoc-gen-go-grpc:
 $(BIN)/grpcurl:
 	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
+# Debian packages for the Python stubs and client (bookworm's versions,
+# pinned): protoc and grpc_python_plugin generate clients/python/toold/v1;
+# python3-grpcio and python3-protobuf run the client and its tests with
+# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH).
+CLIENT_DEBS := protobuf-compiler=3.21.12-3+deb12u1 protobuf-compiler-grpc=1.51.1-3+b1 \
+	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1
+PYTHON := /usr/bin/python3
+
+.PHONY: client-debs
+client-debs: ## Install the pinned Debian packages for the Python stubs and client (only when missing).
+	@missing=; for p in $(CLIENT_DEBS); do \
+		[ "$$(dpkg-query -W -f='$${Version}' $${p%%=*} 2>/dev/null)" = "$${p#*=}" ] || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# The TypeScript client's npm dependencies (protoc-gen-es among them),
+# pinned by clients/typescript/package-lock.json; the examples' likewise.
+TS_CLIENT_DEPS := clients/typescript/node_modules/.package-lock.json
+TS_AGENT_DEPS := examples/typescript-agent/node_modules/.package-lock.json
+
+$(TS_CLIENT_DEPS): clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(TS_AGENT_DEPS): examples/typescript-agent/package-lock.json $(TS_CLIENT_DEPS)
+	cd examples/typescript-agent && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: client-deps
+client-deps: client-debs $(TS_CLIENT_DEPS) $(TS_AGENT_DEPS) ## Install what the Python and TypeScript clients and examples need.
+
 .PHONY: tools
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl ## Install pinned buf, protoc plugins and grpcurl into ./bin.
 
 # --- code generation ---------------------------------------------------------
 
+# Everything buf generates: Go, and the Python and TypeScript client stubs.
+GEN_DIRS := gen clients/python/toold/v1 clients/typescript/src/gen
+
 .PHONY: generate
-generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc ## Regenerate gen/ from proto/ with buf.
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc client-debs $(TS_CLIENT_DEPS) ## Regenerate gen/ and the client stubs from proto/ with buf.
 	$(BIN)/buf build
-	rm -rf gen
+	rm -rf $(GEN_DIRS)
 	$(BIN)/buf generate
 
 .PHONY: check-generate
-check-generate: generate ## Fail if gen/ differs from what `make generate` produces.
-	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has untracked files: run 'make generate' and commit" >&2; exit 1; }
+check-generate: generate ## Fail if gen/ or the client stubs differ from what `make generate` produces.
+	@git diff --exit-code --stat -- $(GEN_DIRS) || { echo "generated code is stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GEN_DIRS))" || { git status --porcelain -- $(GEN_DIRS); echo "generated code has untracked files: run 'make generate' and commit" >&2; exit 1; }
 
 # --- checks --------------------------------------------------------------------
 
@@ -115,6 +152,25 @@ test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres ## Install what the tests 
 test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.
 	PATH=$(BIN):$$PATH TOOLD_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) bench-smoke
+	$(MAKE) test-clients
+
+.PHONY: test-python
+test-python: build client-debs ## Python client and example agent: unittest against a real toold (Debian's python3).
+	cd clients/python && TOOLD_BIN=$(BIN)/toold timeout 600 $(PYTHON) -m unittest discover -s tests -v
+	cd examples/python-agent && TOOLD_BIN=$(BIN)/toold timeout 600 $(PYTHON) -m unittest discover -s . -p 'test_*.py' -v
+
+.PHONY: test-typescript
+test-typescript: build mcp-peers $(TS_CLIENT_DEPS) $(TS_AGENT_DEPS) ## TypeScript client, provider checks and example agent: node --test against a real toold.
+	cd clients/typescript && npm run --silent build && TOOLD_BIN=$(BIN)/toold timeout 600 npm test --silent
+	cd examples/typescript-agent && TOOLD_BIN=$(BIN)/toold timeout 600 npm test --silent
+
+.PHONY: test-clients
+test-clients: test-python test-typescript ## Python and TypeScript clients, examples and README snippets against a real toold.
+
+.PHONY: bench-clients
+bench-clients: build client-debs $(TS_CLIENT_DEPS) ## Round trip of a no-op call from the Go, Python and TypeScript clients against one toold.
+	cd clients/typescript && npm run --silent build
+	$(PYTHON) clients/bench/run.py
 
 .PHONY: bench-deps
 bench-deps: postgres ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.

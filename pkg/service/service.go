@@ -209,8 +209,8 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 		}
 		resp.Tools = append(resp.Tools, ts)
 	}
-	if req.GetFormat() != pb.ToolFormat_TOOL_FORMAT_UNSPECIFIED {
-		r, err := render(infos, req.GetFormat(), req.GetFlatOperations())
+	if req.GetFormat() != pb.ToolFormat_TOOL_FORMAT_UNSPECIFIED || req.GetStrict() {
+		r, err := render(infos, req.GetFormat(), req.GetFlatOperations(), req.GetStrict())
 		if err != nil {
 			return nil, err
 		}

@@ -212,6 +212,8 @@ type Target struct {
 	// Risk is the operation's base risk.
 	Risk Risk
 	op   *compiledOp
+	// ops are all operations of the tool (for a consolidated tool, more than op).
+	ops map[string]*compiledOp
 }
 
 // Resolve finds the tool and operation a model meant by name. args are the
@@ -289,13 +291,14 @@ func (r *Registry) target(e *entry, op string, args map[string]any, implied stri
 		}
 		return nil, errdefs.Invalid("/"+OperationArg, "enum", "%s", msg)
 	}
-	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co}, nil
+	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co, ops: e.ops}, nil
 }
 
 // Prepare coerces args by the operation's schema, then validates them. It
 // changes args in place and returns the coercions made.
 func (t *Target) Prepare(args map[string]any) ([]Coercion, error) {
-	cs := coerce(t.op.schema.raw, args)
+	cs := dropForeignNulls(t.op, t.ops, args)
+	cs = append(cs, coerce(t.op.schema.raw, args)...)
 	if err := t.op.schema.validate(args); err != nil {
 		if e, ok := err.(*errdefs.Error); ok && t.Operation != t.ToolName {
 			e.Msg = fmt.Sprintf("%s.%s: %s", t.ToolName, t.Operation, e.Msg)
@@ -303,6 +306,41 @@ func (t *Target) Prepare(args map[string]any) ([]Coercion, error) {
 		return cs, err
 	}
 	return cs, nil
+}
+
+// dropForeignNulls removes null arguments that the operation does not take
+// but another operation of the same tool does: OpenAI's strict mode makes a
+// model send every property of a consolidated tool, null for those it does
+// not use. Anything else unknown is left for validation to report.
+func dropForeignNulls(op *compiledOp, ops map[string]*compiledOp, args map[string]any) []Coercion {
+	if len(ops) < 2 {
+		return nil
+	}
+	own, _ := op.schema.raw["properties"].(map[string]any)
+	var keys []string
+	for k, v := range args {
+		if _, mine := own[k]; v != nil || mine {
+			continue
+		}
+		for _, o := range ops {
+			if p, _ := o.schema.raw["properties"].(map[string]any); p != nil {
+				if _, theirs := p[k]; theirs {
+					keys = append(keys, k)
+					break
+				}
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	cs := make([]Coercion, 0, len(keys))
+	for _, k := range keys {
+		delete(args, k)
+		cs = append(cs, Coercion{Field: "/" + escapePointer(k), From: "null", Rule: "null for an argument this operation does not take removed"})
+	}
+	return cs
 }
 
 func opNames(e *entry) []string {

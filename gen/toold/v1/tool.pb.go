@@ -2875,8 +2875,17 @@ type ListToolsRequest struct {
 	// Include each operation as its own flat tool in the rendering (in
 	// addition to the consolidated tool).
 	FlatOperations bool `protobuf:"varint,2,opt,name=flat_operations,json=flatOperations,proto3" json:"flat_operations,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// For TOOL_FORMAT_OPENAI only: render for OpenAI's strict mode
+	// (function.strict true): every object schema has additionalProperties
+	// false and lists every property in required, optional properties accept
+	// null (toold removes a null optional argument, and a null argument that
+	// the selected operation of a consolidated tool does not take), and only
+	// keywords strict mode supports are kept; object-valued maps (run_command's
+	// env) are left out. toold still validates calls against the full schema.
+	// With another format it is INVALID_ARGUMENT.
+	Strict        bool `protobuf:"varint,3,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsRequest) Reset() {
@@ -2919,6 +2928,13 @@ func (x *ListToolsRequest) GetFormat() ToolFormat {
 func (x *ListToolsRequest) GetFlatOperations() bool {
 	if x != nil {
 		return x.FlatOperations
+	}
+	return false
+}
+
+func (x *ListToolsRequest) GetStrict() bool {
+	if x != nil {
+		return x.Strict
 	}
 	return false
 }
@@ -3354,10 +3370,11 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0fMessageRejected\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.toold.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12!\n" +
-	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"i\n" +
+	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"\x81\x01\n" +
 	"\x10ListToolsRequest\x12,\n" +
 	"\x06format\x18\x01 \x01(\x0e2\x14.toold.v1.ToolFormatR\x06format\x12'\n" +
-	"\x0fflat_operations\x18\x02 \x01(\bR\x0eflatOperations\"\x8d\x01\n" +
+	"\x0fflat_operations\x18\x02 \x01(\bR\x0eflatOperations\x12\x16\n" +
+	"\x06strict\x18\x03 \x01(\bR\x06strict\"\x8d\x01\n" +
 	"\tOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
