@@ -7,18 +7,20 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AttachOpen(_message.Message):
-    __slots__ = ["from_index", "new_session", "replay_bytes", "session_id", "size"]
+    __slots__ = ["conversation_secret", "from_index", "new_session", "replay_bytes", "session_id", "size"]
+    CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     FROM_INDEX_FIELD_NUMBER: _ClassVar[int]
     NEW_SESSION_FIELD_NUMBER: _ClassVar[int]
     REPLAY_BYTES_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
+    conversation_secret: str
     from_index: int
     new_session: NewSession
     replay_bytes: int
     session_id: str
     size: TerminalSize
-    def __init__(self, session_id: _Optional[str] = ..., new_session: _Optional[_Union[NewSession, _Mapping]] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ..., from_index: _Optional[int] = ..., replay_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., new_session: _Optional[_Union[NewSession, _Mapping]] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ..., from_index: _Optional[int] = ..., replay_bytes: _Optional[int] = ..., conversation_secret: _Optional[str] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
     __slots__ = ["input", "open", "resize"]
@@ -41,12 +43,14 @@ class AttachResponse(_message.Message):
     def __init__(self, attached: _Optional[_Union[Attached, _Mapping]] = ..., output: _Optional[_Union[TerminalOutput, _Mapping]] = ..., exited: _Optional[_Union[SessionExited, _Mapping]] = ...) -> None: ...
 
 class Attached(_message.Message):
-    __slots__ = ["created", "session"]
+    __slots__ = ["conversation_secret", "created", "session"]
+    CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    conversation_secret: str
     created: bool
     session: TerminalSession
-    def __init__(self, session: _Optional[_Union[TerminalSession, _Mapping]] = ..., created: bool = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[TerminalSession, _Mapping]] = ..., created: bool = ..., conversation_secret: _Optional[str] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ["conversation_id"]

@@ -16,9 +16,13 @@ class TerminalServiceStub(object):
     them is reported as dropped. Agents (send_input) and attached people type
     into the same terminal; everyone sees the same output.
 
-    Callers need the daemon's token like any other RPC; with it they may
-    attach to any conversation's session. Sessions run under the daemon's
-    sandbox settings whoever opened them.
+    Callers need the daemon's token like any other RPC. Attaching to a
+    session of a conversation also needs that conversation's secret
+    (Welcome.conversation_secret), exactly as an ExecuteTool stream joining
+    it does: the token lets a client talk to toold, the secret lets it reach
+    one conversation. ListSessions needs only the token (it shows sessions,
+    it reaches none). Sessions run under the daemon's sandbox settings
+    whoever opened them.
     """
 
     def __init__(self, channel):
@@ -50,9 +54,13 @@ class TerminalServiceServicer(object):
     them is reported as dropped. Agents (send_input) and attached people type
     into the same terminal; everyone sees the same output.
 
-    Callers need the daemon's token like any other RPC; with it they may
-    attach to any conversation's session. Sessions run under the daemon's
-    sandbox settings whoever opened them.
+    Callers need the daemon's token like any other RPC. Attaching to a
+    session of a conversation also needs that conversation's secret
+    (Welcome.conversation_secret), exactly as an ExecuteTool stream joining
+    it does: the token lets a client talk to toold, the secret lets it reach
+    one conversation. ListSessions needs only the token (it shows sessions,
+    it reaches none). Sessions run under the daemon's sandbox settings
+    whoever opened them.
     """
 
     def ListSessions(self, request, context):
@@ -69,6 +77,7 @@ class TerminalServiceServicer(object):
 
         The client's first message must be an AttachOpen; the server answers
         with Attached (or ends the stream with NOT_FOUND, INVALID_ARGUMENT,
+        PERMISSION_DENIED (a missing or wrong conversation_secret),
         FAILED_PRECONDITION or RESOURCE_EXHAUSTED), then sends TerminalOutput
         messages in index order, starting with the replay AttachOpen asked for.
         The client then sends input bytes and resizes in any order.
@@ -117,9 +126,13 @@ class TerminalService(object):
     them is reported as dropped. Agents (send_input) and attached people type
     into the same terminal; everyone sees the same output.
 
-    Callers need the daemon's token like any other RPC; with it they may
-    attach to any conversation's session. Sessions run under the daemon's
-    sandbox settings whoever opened them.
+    Callers need the daemon's token like any other RPC. Attaching to a
+    session of a conversation also needs that conversation's secret
+    (Welcome.conversation_secret), exactly as an ExecuteTool stream joining
+    it does: the token lets a client talk to toold, the secret lets it reach
+    one conversation. ListSessions needs only the token (it shows sessions,
+    it reaches none). Sessions run under the daemon's sandbox settings
+    whoever opened them.
     """
 
     @staticmethod

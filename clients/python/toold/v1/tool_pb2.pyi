@@ -51,11 +51,12 @@ class ApprovalDecision(_message.Message):
     def __init__(self, approval_id: _Optional[str] = ..., approve: bool = ..., scope_id: _Optional[str] = ..., reason: _Optional[str] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ApprovalScope(_message.Message):
-    __slots__ = ["command_prefix", "description", "kind", "operation", "path_prefix", "scope_id", "tool", "ttl"]
+    __slots__ = ["command_prefix", "description", "host", "kind", "operation", "path_prefix", "scope_id", "tool", "ttl"]
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     COMMAND_PREFIX_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
     KIND_CONVERSATION: ApprovalScope.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     KIND_ONCE: ApprovalScope.Kind
@@ -67,13 +68,14 @@ class ApprovalScope(_message.Message):
     TTL_FIELD_NUMBER: _ClassVar[int]
     command_prefix: str
     description: str
+    host: str
     kind: ApprovalScope.Kind
     operation: str
     path_prefix: str
     scope_id: str
     tool: str
     ttl: _duration_pb2.Duration
-    def __init__(self, scope_id: _Optional[str] = ..., kind: _Optional[_Union[ApprovalScope.Kind, str]] = ..., tool: _Optional[str] = ..., operation: _Optional[str] = ..., path_prefix: _Optional[str] = ..., command_prefix: _Optional[str] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., description: _Optional[str] = ...) -> None: ...
+    def __init__(self, scope_id: _Optional[str] = ..., kind: _Optional[_Union[ApprovalScope.Kind, str]] = ..., tool: _Optional[str] = ..., operation: _Optional[str] = ..., path_prefix: _Optional[str] = ..., command_prefix: _Optional[str] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class Blob(_message.Message):
     __slots__ = ["data", "mime_type"]
@@ -127,22 +129,33 @@ class Content(_message.Message):
     def __init__(self, text: _Optional[str] = ..., json: _Optional[str] = ..., blob: _Optional[_Union[Blob, _Mapping]] = ...) -> None: ...
 
 class Effect(_message.Message):
-    __slots__ = ["command", "commands", "diff", "hosts", "reads", "summary", "writes"]
+    __slots__ = ["command", "commands", "diff", "env", "hosts", "reads", "summary", "working_dir", "writes"]
+    class EnvEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     DIFF_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
     HOSTS_FIELD_NUMBER: _ClassVar[int]
     READS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
     WRITES_FIELD_NUMBER: _ClassVar[int]
     command: str
     commands: _containers.RepeatedCompositeFieldContainer[ParsedCommand]
     diff: str
+    env: _containers.ScalarMap[str, str]
     hosts: _containers.RepeatedScalarFieldContainer[str]
     reads: _containers.RepeatedScalarFieldContainer[str]
     summary: str
+    working_dir: str
     writes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, reads: _Optional[_Iterable[str]] = ..., writes: _Optional[_Iterable[str]] = ..., command: _Optional[str] = ..., commands: _Optional[_Iterable[_Union[ParsedCommand, _Mapping]]] = ..., diff: _Optional[str] = ..., hosts: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ...) -> None: ...
+    def __init__(self, reads: _Optional[_Iterable[str]] = ..., writes: _Optional[_Iterable[str]] = ..., command: _Optional[str] = ..., commands: _Optional[_Iterable[_Union[ParsedCommand, _Mapping]]] = ..., diff: _Optional[str] = ..., hosts: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ...) -> None: ...
 
 class Executing(_message.Message):
     __slots__ = ["pid"]
@@ -151,16 +164,18 @@ class Executing(_message.Message):
     def __init__(self, pid: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["approval_mode", "client_name", "conversation_id", "omit_executing"]
+    __slots__ = ["approval_mode", "client_name", "conversation_id", "conversation_secret", "omit_executing"]
     APPROVAL_MODE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     OMIT_EXECUTING_FIELD_NUMBER: _ClassVar[int]
     approval_mode: ApprovalMode
     client_name: str
     conversation_id: str
+    conversation_secret: str
     omit_executing: bool
-    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ...) -> None: ...
+    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ..., conversation_secret: _Optional[str] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ["call_id", "data", "eof", "request_id", "text"]
@@ -177,18 +192,20 @@ class Input(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., request_id: _Optional[str] = ..., data: _Optional[bytes] = ..., text: _Optional[str] = ..., eof: bool = ...) -> None: ...
 
 class InputRequired(_message.Message):
-    __slots__ = ["approval", "authorize_operation", "choices", "prompt", "request_id"]
+    __slots__ = ["approval", "authorize_arguments_json", "authorize_operation", "choices", "prompt", "request_id"]
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZE_ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     AUTHORIZE_OPERATION_FIELD_NUMBER: _ClassVar[int]
     CHOICES_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     approval: bool
+    authorize_arguments_json: str
     authorize_operation: str
     choices: _containers.RepeatedScalarFieldContainer[str]
     prompt: str
     request_id: str
-    def __init__(self, request_id: _Optional[str] = ..., prompt: _Optional[str] = ..., choices: _Optional[_Iterable[str]] = ..., approval: bool = ..., authorize_operation: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., prompt: _Optional[str] = ..., choices: _Optional[_Iterable[str]] = ..., approval: bool = ..., authorize_operation: _Optional[str] = ..., authorize_arguments_json: _Optional[str] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = []
@@ -251,28 +268,32 @@ class OutputChunk(_message.Message):
     def __init__(self, stream: _Optional[_Union[OutputChunk.Stream, str]] = ..., data: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class ParsedCommand(_message.Message):
-    __slots__ = ["args", "decision", "redirects", "rule", "wrappers"]
+    __slots__ = ["args", "decision", "env", "redirects", "rule", "wrappers"]
     ARGS_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
     REDIRECTS_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
     WRAPPERS_FIELD_NUMBER: _ClassVar[int]
     args: _containers.RepeatedScalarFieldContainer[str]
     decision: str
+    env: _containers.RepeatedScalarFieldContainer[str]
     redirects: _containers.RepeatedScalarFieldContainer[str]
     rule: str
     wrappers: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, args: _Optional[_Iterable[str]] = ..., wrappers: _Optional[_Iterable[str]] = ..., redirects: _Optional[_Iterable[str]] = ..., decision: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
+    def __init__(self, args: _Optional[_Iterable[str]] = ..., wrappers: _Optional[_Iterable[str]] = ..., redirects: _Optional[_Iterable[str]] = ..., decision: _Optional[str] = ..., rule: _Optional[str] = ..., env: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ["fraction", "message", "output"]
+    __slots__ = ["data", "fraction", "message", "output"]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     FRACTION_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    data: _struct_pb2.Struct
     fraction: float
     message: str
     output: OutputChunk
-    def __init__(self, message: _Optional[str] = ..., fraction: _Optional[float] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ...) -> None: ...
+    def __init__(self, message: _Optional[str] = ..., fraction: _Optional[float] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RequiresApproval(_message.Message):
     __slots__ = ["approval_id", "effect", "expires_at", "reason", "risk", "rule", "scopes"]
@@ -434,18 +455,20 @@ class Truncation(_message.Message):
     def __init__(self, truncated: bool = ..., shown_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., shown_items: _Optional[int] = ..., total_items: _Optional[int] = ..., continuation: _Optional[str] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ["approval_mode", "conversation_id", "max_timeout", "server_version", "workspace"]
+    __slots__ = ["approval_mode", "conversation_id", "conversation_secret", "max_timeout", "server_version", "workspace"]
     APPROVAL_MODE_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     approval_mode: ApprovalMode
     conversation_id: str
+    conversation_secret: str
     max_timeout: _duration_pb2.Duration
     server_version: str
     workspace: str
-    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., server_version: _Optional[str] = ..., workspace: _Optional[str] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, conversation_id: _Optional[str] = ..., conversation_secret: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., server_version: _Optional[str] = ..., workspace: _Optional[str] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ApprovalMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -10,8 +10,18 @@ class ToolServiceStub(object):
 
     One ExecuteTool stream serves one agent conversation. Calls on it are
     multiplexed by a client-chosen call_id and may run concurrently. The server
-    never breaks the stream because of a bad call: every call that the server
-    accepted as a ToolCall message ends in exactly one ToolCallEnd event.
+    never breaks the stream because of a bad call or a bad message: every call
+    that the server accepted as a ToolCall message ends in exactly one
+    ToolCallEnd event, and a message it cannot act on is answered by a
+    MessageRejected event (or, for a ToolCall with a usable new call_id, by a
+    ToolCallStart and a ToolCallEnd with the error).
+
+    Message limits: a client message larger than the server's message limit
+    (limits.message_bytes, default 4 MiB), or one that does not decode (invalid
+    UTF-8 in a string field, malformed protobuf), is refused on its own and
+    the stream continues. A message larger than the transport limit (the
+    larger of 64 MiB and the message limit) cannot be skipped by gRPC and ends
+    the stream with RESOURCE_EXHAUSTED.
     """
 
     def __init__(self, channel):
@@ -37,8 +47,18 @@ class ToolServiceServicer(object):
 
     One ExecuteTool stream serves one agent conversation. Calls on it are
     multiplexed by a client-chosen call_id and may run concurrently. The server
-    never breaks the stream because of a bad call: every call that the server
-    accepted as a ToolCall message ends in exactly one ToolCallEnd event.
+    never breaks the stream because of a bad call or a bad message: every call
+    that the server accepted as a ToolCall message ends in exactly one
+    ToolCallEnd event, and a message it cannot act on is answered by a
+    MessageRejected event (or, for a ToolCall with a usable new call_id, by a
+    ToolCallStart and a ToolCallEnd with the error).
+
+    Message limits: a client message larger than the server's message limit
+    (limits.message_bytes, default 4 MiB), or one that does not decode (invalid
+    UTF-8 in a string field, malformed protobuf), is refused on its own and
+    the stream continues. A message larger than the transport limit (the
+    larger of 64 MiB and the message limit) cannot be skipped by gRPC and ends
+    the stream with RESOURCE_EXHAUSTED.
     """
 
     def ListTools(self, request, context):
@@ -63,7 +83,10 @@ class ToolServiceServicer(object):
         Closing the client side of the stream (CloseSend) lets running calls
         finish; the server then ends the stream with OK. Canceling the stream (or
         losing the connection) cancels every call on it. The server ends the stream
-        itself only on shutdown, after every call got its ToolCallEnd.
+        itself only on shutdown, after every call got its ToolCallEnd; when a
+        Hello names a conversation that exists and does not present its secret
+        (PERMISSION_DENIED, before anything of the conversation is reached); and
+        when a message exceeds the transport limit (RESOURCE_EXHAUSTED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -94,8 +117,18 @@ class ToolService(object):
 
     One ExecuteTool stream serves one agent conversation. Calls on it are
     multiplexed by a client-chosen call_id and may run concurrently. The server
-    never breaks the stream because of a bad call: every call that the server
-    accepted as a ToolCall message ends in exactly one ToolCallEnd event.
+    never breaks the stream because of a bad call or a bad message: every call
+    that the server accepted as a ToolCall message ends in exactly one
+    ToolCallEnd event, and a message it cannot act on is answered by a
+    MessageRejected event (or, for a ToolCall with a usable new call_id, by a
+    ToolCallStart and a ToolCallEnd with the error).
+
+    Message limits: a client message larger than the server's message limit
+    (limits.message_bytes, default 4 MiB), or one that does not decode (invalid
+    UTF-8 in a string field, malformed protobuf), is refused on its own and
+    the stream continues. A message larger than the transport limit (the
+    larger of 64 MiB and the message limit) cannot be skipped by gRPC and ends
+    the stream with RESOURCE_EXHAUSTED.
     """
 
     @staticmethod

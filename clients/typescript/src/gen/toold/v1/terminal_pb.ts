@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toold/v1/terminal.proto.
  */
 export const file_toold_v1_terminal: GenFile = /*@__PURE__*/
-  fileDesc("Chd0b29sZC92MS90ZXJtaW5hbC5wcm90bxIIdG9vbGQudjEiLgoTTGlzdFNlc3Npb25zUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiQwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKwoIc2Vzc2lvbnMYASADKAsyGS50b29sZC52MS5UZXJtaW5hbFNlc3Npb24iKgoMVGVybWluYWxTaXplEgwKBHJvd3MYASABKA0SDAoEY29scxgCIAEoDSLFAgoPVGVybWluYWxTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLd29ya2luZ19kaXIYBCABKAkSDwoHY29tbWFuZBgFIAMoCRILCgNwaWQYBiABKAUSJAoEc2l6ZRgHIAEoCzIWLnRvb2xkLnYxLlRlcm1pbmFsU2l6ZRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGZXhpdGVkGAkgASgIEg8KB291dGNvbWUYCiABKAkSEQoJZXhpdF9jb2RlGAsgASgFEhMKC2ZpcnN0X2luZGV4GAwgASgEEhIKCm5leHRfaW5kZXgYDSABKAQSEAoIYXR0YWNoZWQYDiABKAUidwoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudG9vbGQudjEuQXR0YWNoT3BlbkgAEg8KBWlucHV0GAIgASgMSAASKAoGcmVzaXplGAMgASgLMhYudG9vbGQudjEuVGVybWluYWxTaXplSABCBQoDbXNnIr0BCgpBdHRhY2hPcGVuEhQKCnNlc3Npb25faWQYASABKAlIABIrCgtuZXdfc2Vzc2lvbhgCIAEoCzIULnRvb2xkLnYxLk5ld1Nlc3Npb25IABIkCgRzaXplGAMgASgLMhYudG9vbGQudjEuVGVybWluYWxTaXplEhcKCmZyb21faW5kZXgYBCABKARIAYgBARIUCgxyZXBsYXlfYnl0ZXMYBSABKA1CCAoGdGFyZ2V0Qg0KC19mcm9tX2luZGV4InAKCk5ld1Nlc3Npb24SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLd29ya2luZ19kaXIYAyABKAkSDQoFc2hlbGwYBCABKAkSFwoPY2xvc2Vfb25fZGV0YWNoGAUgASgIIpYBCg5BdHRhY2hSZXNwb25zZRImCghhdHRhY2hlZBgBIAEoCzISLnRvb2xkLnYxLkF0dGFjaGVkSAASKgoGb3V0cHV0GAIgASgLMhgudG9vbGQudjEuVGVybWluYWxPdXRwdXRIABIpCgZleGl0ZWQYAyABKAsyFy50b29sZC52MS5TZXNzaW9uRXhpdGVkSABCBQoDbXNnIkcKCEF0dGFjaGVkEioKB3Nlc3Npb24YASABKAsyGS50b29sZC52MS5UZXJtaW5hbFNlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCI+Cg5UZXJtaW5hbE91dHB1dBIMCgRkYXRhGAEgASgMEg0KBWluZGV4GAIgASgEEg8KB2Ryb3BwZWQYAyABKAQiMwoNU2Vzc2lvbkV4aXRlZBIPCgdvdXRjb21lGAEgASgJEhEKCWV4aXRfY29kZRgCIAEoBTKhAQoPVGVybWluYWxTZXJ2aWNlEk0KDExpc3RTZXNzaW9ucxIdLnRvb2xkLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHi50b29sZC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRI/CgZBdHRhY2gSFy50b29sZC52MS5BdHRhY2hSZXF1ZXN0GhgudG9vbGQudjEuQXR0YWNoUmVzcG9uc2UoATABQi1aK2dpdGh1Yi5jb20vdG9vbGQvdG9vbGQvZ2VuL3Rvb2xkL3YxO3Rvb2xkdjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Chd0b29sZC92MS90ZXJtaW5hbC5wcm90bxIIdG9vbGQudjEiLgoTTGlzdFNlc3Npb25zUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiQwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKwoIc2Vzc2lvbnMYASADKAsyGS50b29sZC52MS5UZXJtaW5hbFNlc3Npb24iKgoMVGVybWluYWxTaXplEgwKBHJvd3MYASABKA0SDAoEY29scxgCIAEoDSLFAgoPVGVybWluYWxTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLd29ya2luZ19kaXIYBCABKAkSDwoHY29tbWFuZBgFIAMoCRILCgNwaWQYBiABKAUSJAoEc2l6ZRgHIAEoCzIWLnRvb2xkLnYxLlRlcm1pbmFsU2l6ZRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGZXhpdGVkGAkgASgIEg8KB291dGNvbWUYCiABKAkSEQoJZXhpdF9jb2RlGAsgASgFEhMKC2ZpcnN0X2luZGV4GAwgASgEEhIKCm5leHRfaW5kZXgYDSABKAQSEAoIYXR0YWNoZWQYDiABKAUidwoNQXR0YWNoUmVxdWVzdBIkCgRvcGVuGAEgASgLMhQudG9vbGQudjEuQXR0YWNoT3BlbkgAEg8KBWlucHV0GAIgASgMSAASKAoGcmVzaXplGAMgASgLMhYudG9vbGQudjEuVGVybWluYWxTaXplSABCBQoDbXNnItoBCgpBdHRhY2hPcGVuEhQKCnNlc3Npb25faWQYASABKAlIABIrCgtuZXdfc2Vzc2lvbhgCIAEoCzIULnRvb2xkLnYxLk5ld1Nlc3Npb25IABIkCgRzaXplGAMgASgLMhYudG9vbGQudjEuVGVybWluYWxTaXplEhcKCmZyb21faW5kZXgYBCABKARIAYgBARIUCgxyZXBsYXlfYnl0ZXMYBSABKA0SGwoTY29udmVyc2F0aW9uX3NlY3JldBgGIAEoCUIICgZ0YXJnZXRCDQoLX2Zyb21faW5kZXgicAoKTmV3U2Vzc2lvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgt3b3JraW5nX2RpchgDIAEoCRINCgVzaGVsbBgEIAEoCRIXCg9jbG9zZV9vbl9kZXRhY2gYBSABKAgilgEKDkF0dGFjaFJlc3BvbnNlEiYKCGF0dGFjaGVkGAEgASgLMhIudG9vbGQudjEuQXR0YWNoZWRIABIqCgZvdXRwdXQYAiABKAsyGC50b29sZC52MS5UZXJtaW5hbE91dHB1dEgAEikKBmV4aXRlZBgDIAEoCzIXLnRvb2xkLnYxLlNlc3Npb25FeGl0ZWRIAEIFCgNtc2ciZAoIQXR0YWNoZWQSKgoHc2Vzc2lvbhgBIAEoCzIZLnRvb2xkLnYxLlRlcm1pbmFsU2Vzc2lvbhIPCgdjcmVhdGVkGAIgASgIEhsKE2NvbnZlcnNhdGlvbl9zZWNyZXQYAyABKAkiPgoOVGVybWluYWxPdXRwdXQSDAoEZGF0YRgBIAEoDBINCgVpbmRleBgCIAEoBBIPCgdkcm9wcGVkGAMgASgEIjMKDVNlc3Npb25FeGl0ZWQSDwoHb3V0Y29tZRgBIAEoCRIRCglleGl0X2NvZGUYAiABKAUyoQEKD1Rlcm1pbmFsU2VydmljZRJNCgxMaXN0U2Vzc2lvbnMSHS50b29sZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4udG9vbGQudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPwoGQXR0YWNoEhcudG9vbGQudjEuQXR0YWNoUmVxdWVzdBoYLnRvb2xkLnYxLkF0dGFjaFJlc3BvbnNlKAEwAUItWitnaXRodWIuY29tL3Rvb2xkL3Rvb2xkL2dlbi90b29sZC92MTt0b29sZHYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * ListSessionsRequest selects sessions.
@@ -294,6 +294,16 @@ export type AttachOpen = Message<"toold.v1.AttachOpen"> & {
    * @generated from field: uint32 replay_bytes = 5;
    */
   replayBytes: number;
+
+  /**
+   * The secret of the conversation the session belongs to (for session_id)
+   * or is opened in (for new_session, when that conversation exists).
+   * Not needed to start a session in a new conversation: Attached then
+   * returns the new conversation's secret.
+   *
+   * @generated from field: string conversation_secret = 6;
+   */
+  conversationSecret: string;
 };
 
 /**
@@ -420,6 +430,15 @@ export type Attached = Message<"toold.v1.Attached"> & {
    * @generated from field: bool created = 2;
    */
   created: boolean;
+
+  /**
+   * Set when AttachOpen.new_session started a new conversation: its
+   * secret, as Welcome.conversation_secret (an agent joining that
+   * conversation presents it).
+   *
+   * @generated from field: string conversation_secret = 3;
+   */
+  conversationSecret: string;
 };
 
 /**
@@ -504,9 +523,13 @@ export const SessionExitedSchema: GenMessage<SessionExited> = /*@__PURE__*/
  * them is reported as dropped. Agents (send_input) and attached people type
  * into the same terminal; everyone sees the same output.
  *
- * Callers need the daemon's token like any other RPC; with it they may
- * attach to any conversation's session. Sessions run under the daemon's
- * sandbox settings whoever opened them.
+ * Callers need the daemon's token like any other RPC. Attaching to a
+ * session of a conversation also needs that conversation's secret
+ * (Welcome.conversation_secret), exactly as an ExecuteTool stream joining
+ * it does: the token lets a client talk to toold, the secret lets it reach
+ * one conversation. ListSessions needs only the token (it shows sessions,
+ * it reaches none). Sessions run under the daemon's sandbox settings
+ * whoever opened them.
  *
  * @generated from service toold.v1.TerminalService
  */
@@ -528,6 +551,7 @@ export const TerminalService: GenService<{
    *
    * The client's first message must be an AttachOpen; the server answers
    * with Attached (or ends the stream with NOT_FOUND, INVALID_ARGUMENT,
+   * PERMISSION_DENIED (a missing or wrong conversation_secret),
    * FAILED_PRECONDITION or RESOURCE_EXHAUSTED), then sends TerminalOutput
    * messages in index order, starting with the replay AttachOpen asked for.
    * The client then sends input bytes and resizes in any order.

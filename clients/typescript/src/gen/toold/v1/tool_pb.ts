@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toold/v1/tool.proto.
  */
 export const file_toold_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("ChN0b29sZC92MS90b29sLnByb3RvEgh0b29sZC52MSLSAQoNQ2xpZW50TWVzc2FnZRIgCgVoZWxsbxgBIAEoCzIPLnRvb2xkLnYxLkhlbGxvSAASIgoEY2FsbBgCIAEoCzISLnRvb2xkLnYxLlRvb2xDYWxsSAASLgoIYXBwcm92YWwYAyABKAsyGi50b29sZC52MS5BcHByb3ZhbERlY2lzaW9uSAASIgoGY2FuY2VsGAQgASgLMhAudG9vbGQudjEuQ2FuY2VsSAASIAoFaW5wdXQYBSABKAsyDy50b29sZC52MS5JbnB1dEgAQgUKA21zZyJ8CgVIZWxsbxIXCg9jb252ZXJzYXRpb25faWQYASABKAkSLQoNYXBwcm92YWxfbW9kZRgCIAEoDjIWLnRvb2xkLnYxLkFwcHJvdmFsTW9kZRITCgtjbGllbnRfbmFtZRgDIAEoCRIWCg5vbWl0X2V4ZWN1dGluZxgEIAEoCCKjAgoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhgKDmFyZ3VtZW50c19qc29uGAMgASgJSAASMwoQYXJndW1lbnRzX3N0cnVjdBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKDXRyYWNlX2NvbnRleHQYBiADKAsyJC50b29sZC52MS5Ub29sQ2FsbC5UcmFjZUNvbnRleHRFbnRyeRozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCWFyZ3VtZW50cyKCAQoQQXBwcm92YWxEZWNpc2lvbhITCgthcHByb3ZhbF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCHNjb3BlX2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCRImCgN0dGwYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJImQKBUlucHV0Eg8KB2NhbGxfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgRkYXRhGAMgASgMSAASDgoEdGV4dBgEIAEoCUgAEgsKA2VvZhgFIAEoCEIJCgdwYXlsb2FkIusDCgtTZXJ2ZXJFdmVudBIPCgdjYWxsX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkCgd3ZWxjb21lGAogASgLMhEudG9vbGQudjEuV2VsY29tZUgAEigKBXN0YXJ0GAsgASgLMhcudG9vbGQudjEuVG9vbENhbGxTdGFydEgAEjcKEXJlcXVpcmVzX2FwcHJvdmFsGAwgASgLMhoudG9vbGQudjEuUmVxdWlyZXNBcHByb3ZhbEgAEjEKDmlucHV0X3JlcXVpcmVkGA0gASgLMhcudG9vbGQudjEuSW5wdXRSZXF1aXJlZEgAEigKCWV4ZWN1dGluZxgOIAEoCzITLnRvb2xkLnYxLkV4ZWN1dGluZ0gAEiYKCHByb2dyZXNzGA8gASgLMhIudG9vbGQudjEuUHJvZ3Jlc3NIABIkCgNlbmQYECABKAsyFS50b29sZC52MS5Ub29sQ2FsbEVuZEgAEigKCWtlZXBhbGl2ZRgRIAEoCzITLnRvb2xkLnYxLktlZXBhbGl2ZUgAEi0KCHJlamVjdGVkGBIgASgLMhkudG9vbGQudjEuTWVzc2FnZVJlamVjdGVkSABCBwoFZXZlbnQirAEKB1dlbGNvbWUSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEi0KDWFwcHJvdmFsX21vZGUYAiABKA4yFi50b29sZC52MS5BcHByb3ZhbE1vZGUSFgoOc2VydmVyX3ZlcnNpb24YAyABKAkSEQoJd29ya3NwYWNlGAQgASgJEi4KC21heF90aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIo4BCg1Ub29sQ2FsbFN0YXJ0EhYKDnJlcXVlc3RlZF9uYW1lGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJb3BlcmF0aW9uGAMgASgJEg8KB2Rpc3BsYXkYBCABKAkSIQoEcmlzaxgFIAEoDjITLnRvb2xkLnYxLlJpc2tMZXZlbBIQCgh0cmFjZV9pZBgGIAEoCSKcAgoNQXBwcm92YWxTY29wZRIQCghzY29wZV9pZBgBIAEoCRIqCgRraW5kGAIgASgOMhwudG9vbGQudjEuQXBwcm92YWxTY29wZS5LaW5kEgwKBHRvb2wYAyABKAkSEQoJb3BlcmF0aW9uGAQgASgJEhMKC3BhdGhfcHJlZml4GAUgASgJEhYKDmNvbW1hbmRfcHJlZml4GAYgASgJEiYKA3R0bBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgtkZXNjcmlwdGlvbhgIIAEoCSJCCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABINCglLSU5EX09OQ0UQARIVChFLSU5EX0NPTlZFUlNBVElPThACImIKDVBhcnNlZENvbW1hbmQSDAoEYXJncxgBIAMoCRIQCgh3cmFwcGVycxgCIAMoCRIRCglyZWRpcmVjdHMYAyADKAkSEAoIZGVjaXNpb24YBCABKAkSDAoEcnVsZRgFIAEoCSKRAQoGRWZmZWN0Eg0KBXJlYWRzGAEgAygJEg4KBndyaXRlcxgCIAMoCRIPCgdjb21tYW5kGAMgASgJEikKCGNvbW1hbmRzGAQgAygLMhcudG9vbGQudjEuUGFyc2VkQ29tbWFuZBIMCgRkaWZmGAUgASgJEg0KBWhvc3RzGAYgAygJEg8KB3N1bW1hcnkYByABKAki4wEKEFJlcXVpcmVzQXBwcm92YWwSEwoLYXBwcm92YWxfaWQYASABKAkSIAoGZWZmZWN0GAIgASgLMhAudG9vbGQudjEuRWZmZWN0Eg4KBnJlYXNvbhgDIAEoCRIMCgRydWxlGAQgASgJEiEKBHJpc2sYBSABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSJwoGc2NvcGVzGAYgAygLMhcudG9vbGQudjEuQXBwcm92YWxTY29wZRIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJzCg1JbnB1dFJlcXVpcmVkEhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcHJvbXB0GAIgASgJEg8KB2Nob2ljZXMYAyADKAkSEAoIYXBwcm92YWwYBCABKAgSGwoTYXV0aG9yaXplX29wZXJhdGlvbhgFIAEoCSIYCglFeGVjdXRpbmcSCwoDcGlkGAEgASgFIrEBCgtPdXRwdXRDaHVuaxIsCgZzdHJlYW0YASABKA4yHC50b29sZC52MS5PdXRwdXRDaHVuay5TdHJlYW0SDAoEZGF0YRgCIAEoDBIOCgZvZmZzZXQYAyABKAQiVgoGU3RyZWFtEhYKElNUUkVBTV9VTlNQRUNJRklFRBAAEhEKDVNUUkVBTV9TVERPVVQQARIRCg1TVFJFQU1fU1RERVJSEAISDgoKU1RSRUFNX1BUWRADImYKCFByb2dyZXNzEg8KB21lc3NhZ2UYASABKAkSFQoIZnJhY3Rpb24YAiABKAFIAIgBARIlCgZvdXRwdXQYAyABKAsyFS50b29sZC52MS5PdXRwdXRDaHVua0ILCglfZnJhY3Rpb24iUQoHQ29udGVudBIOCgR0ZXh0GAEgASgJSAASDgoEanNvbhgCIAEoCUgAEh4KBGJsb2IYAyABKAsyDi50b29sZC52MS5CbG9iSABCBgoEa2luZCInCgRCbG9iEhEKCW1pbWVfdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgMIokBCgpUcnVuY2F0aW9uEhEKCXRydW5jYXRlZBgBIAEoCBITCgtzaG93bl9ieXRlcxgCIAEoBBITCgt0b3RhbF9ieXRlcxgDIAEoBBITCgtzaG93bl9pdGVtcxgEIAEoBBITCgt0b3RhbF9pdGVtcxgFIAEoBBIUCgxjb250aW51YXRpb24YBiABKAkiQQoIQ29lcmNpb24SDQoFZmllbGQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIMCgRydWxlGAQgASgJInEKCVRvb2xFcnJvchIhCgRjb2RlGAEgASgOMhMudG9vbGQudjEuRXJyb3JDb2RlEg8KB21lc3NhZ2UYAiABKAkSEwoLc3VnZ2VzdGlvbnMYAyADKAkSDQoFZmllbGQYBCABKAkSDAoEcnVsZRgFIAEoCSK7AgoKVG9vbFJlc3VsdBIPCgdzdWNjZXNzGAEgASgIEiIKB2NvbnRlbnQYAiADKAsyES50b29sZC52MS5Db250ZW50EisKCnN0cnVjdHVyZWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiIKBWVycm9yGAQgASgLMhMudG9vbGQudjEuVG9vbEVycm9yEigKCnRydW5jYXRpb24YBSABKAsyFC50b29sZC52MS5UcnVuY2F0aW9uEisKCGR1cmF0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiUKCWNvZXJjaW9ucxgHIAMoCzISLnRvb2xkLnYxLkNvZXJjaW9uEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIzCgtUb29sQ2FsbEVuZBIkCgZyZXN1bHQYASABKAsyFC50b29sZC52MS5Ub29sUmVzdWx0IgsKCUtlZXBhbGl2ZSJbCg9NZXNzYWdlUmVqZWN0ZWQSIQoEY29kZRgBIAEoDjITLnRvb2xkLnYxLkVycm9yQ29kZRIPCgdtZXNzYWdlGAIgASgJEhQKDHJlZmVyZW5jZV9pZBgDIAEoCSJhChBMaXN0VG9vbHNSZXF1ZXN0EiQKBmZvcm1hdBgBIAEoDjIULnRvb2xkLnYxLlRvb2xGb3JtYXQSFwoPZmxhdF9vcGVyYXRpb25zGAIgASgIEg4KBnN0cmljdBgDIAEoCCJnCglPcGVyYXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIhCgRyaXNrGAMgASgOMhMudG9vbGQudjEuUmlza0xldmVsEhQKDGlucHV0X3NjaGVtYRgEIAEoCSKwAQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIUCgxpbnB1dF9zY2hlbWEYAyABKAkSJwoKb3BlcmF0aW9ucxgEIAMoCzITLnRvb2xkLnYxLk9wZXJhdGlvbhIhCgRyaXNrGAUgASgOMhMudG9vbGQudjEuUmlza0xldmVsEg4KBnNvdXJjZRgGIAEoCRIPCgdhbGlhc2VzGAcgAygJIk0KEUxpc3RUb29sc1Jlc3BvbnNlEiEKBXRvb2xzGAEgAygLMhIudG9vbGQudjEuVG9vbFNwZWMSFQoNcmVuZGVyZWRfanNvbhgCIAEoCSp0CgxBcHByb3ZhbE1vZGUSHQoZQVBQUk9WQUxfTU9ERV9VTlNQRUNJRklFRBAAEhYKEkFQUFJPVkFMX01PREVfWU9MTxABEhYKEkFQUFJPVkFMX01PREVfQVVUTxACEhUKEUFQUFJPVkFMX01PREVfQVNLEAMqZwoJUmlza0xldmVsEhoKFlJJU0tfTEVWRUxfVU5TUEVDSUZJRUQQABISCg5SSVNLX0xFVkVMX0xPVxABEhUKEVJJU0tfTEVWRUxfTUVESVVNEAISEwoPUklTS19MRVZFTF9ISUdIEAMqqgMKCUVycm9yQ29kZRIaChZFUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASHQoZRVJST1JfQ09ERV9UT09MX05PVF9GT1VORBABEiAKHEVSUk9SX0NPREVfSU5WQUxJRF9BUkdVTUVOVFMQAhIVChFFUlJPUl9DT0RFX0RFTklFRBADEh8KG0VSUk9SX0NPREVfUkVKRUNURURfQllfVVNFUhAEEhYKEkVSUk9SX0NPREVfVElNRU9VVBAFEhcKE0VSUk9SX0NPREVfQ0FOQ0VMRUQQBhIfChtFUlJPUl9DT0RFX0VYRUNVVElPTl9GQUlMRUQQBxIaChZFUlJPUl9DT0RFX1VOQVZBSUxBQkxFEAgSIQodRVJST1JfQ09ERV9SRVNPVVJDRV9FWEhBVVNURUQQCRIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAoSIAocRVJST1JfQ09ERV9EVVBMSUNBVEVfQ0FMTF9JRBALEh8KG0VSUk9SX0NPREVfQVBQUk9WQUxfVElNRU9VVBAMEhsKF0VSUk9SX0NPREVfRElTQ09OTkVDVEVEEA0qiQEKClRvb2xGb3JtYXQSGwoXVE9PTF9GT1JNQVRfVU5TUEVDSUZJRUQQABIWChJUT09MX0ZPUk1BVF9PUEVOQUkQARIZChVUT09MX0ZPUk1BVF9BTlRIUk9QSUMQAhIWChJUT09MX0ZPUk1BVF9HRU1JTkkQAxITCg9UT09MX0ZPUk1BVF9NQ1AQBDKWAQoLVG9vbFNlcnZpY2USRAoJTGlzdFRvb2xzEhoudG9vbGQudjEuTGlzdFRvb2xzUmVxdWVzdBobLnRvb2xkLnYxLkxpc3RUb29sc1Jlc3BvbnNlEkEKC0V4ZWN1dGVUb29sEhcudG9vbGQudjEuQ2xpZW50TWVzc2FnZRoVLnRvb2xkLnYxLlNlcnZlckV2ZW50KAEwAUItWitnaXRodWIuY29tL3Rvb2xkL3Rvb2xkL2dlbi90b29sZC92MTt0b29sZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChN0b29sZC92MS90b29sLnByb3RvEgh0b29sZC52MSLSAQoNQ2xpZW50TWVzc2FnZRIgCgVoZWxsbxgBIAEoCzIPLnRvb2xkLnYxLkhlbGxvSAASIgoEY2FsbBgCIAEoCzISLnRvb2xkLnYxLlRvb2xDYWxsSAASLgoIYXBwcm92YWwYAyABKAsyGi50b29sZC52MS5BcHByb3ZhbERlY2lzaW9uSAASIgoGY2FuY2VsGAQgASgLMhAudG9vbGQudjEuQ2FuY2VsSAASIAoFaW5wdXQYBSABKAsyDy50b29sZC52MS5JbnB1dEgAQgUKA21zZyKZAQoFSGVsbG8SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEi0KDWFwcHJvdmFsX21vZGUYAiABKA4yFi50b29sZC52MS5BcHByb3ZhbE1vZGUSEwoLY2xpZW50X25hbWUYAyABKAkSFgoOb21pdF9leGVjdXRpbmcYBCABKAgSGwoTY29udmVyc2F0aW9uX3NlY3JldBgFIAEoCSKjAgoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhgKDmFyZ3VtZW50c19qc29uGAMgASgJSAASMwoQYXJndW1lbnRzX3N0cnVjdBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKDXRyYWNlX2NvbnRleHQYBiADKAsyJC50b29sZC52MS5Ub29sQ2FsbC5UcmFjZUNvbnRleHRFbnRyeRozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCWFyZ3VtZW50cyKCAQoQQXBwcm92YWxEZWNpc2lvbhITCgthcHByb3ZhbF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCHNjb3BlX2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCRImCgN0dGwYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJImQKBUlucHV0Eg8KB2NhbGxfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgRkYXRhGAMgASgMSAASDgoEdGV4dBgEIAEoCUgAEgsKA2VvZhgFIAEoCEIJCgdwYXlsb2FkIusDCgtTZXJ2ZXJFdmVudBIPCgdjYWxsX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkCgd3ZWxjb21lGAogASgLMhEudG9vbGQudjEuV2VsY29tZUgAEigKBXN0YXJ0GAsgASgLMhcudG9vbGQudjEuVG9vbENhbGxTdGFydEgAEjcKEXJlcXVpcmVzX2FwcHJvdmFsGAwgASgLMhoudG9vbGQudjEuUmVxdWlyZXNBcHByb3ZhbEgAEjEKDmlucHV0X3JlcXVpcmVkGA0gASgLMhcudG9vbGQudjEuSW5wdXRSZXF1aXJlZEgAEigKCWV4ZWN1dGluZxgOIAEoCzITLnRvb2xkLnYxLkV4ZWN1dGluZ0gAEiYKCHByb2dyZXNzGA8gASgLMhIudG9vbGQudjEuUHJvZ3Jlc3NIABIkCgNlbmQYECABKAsyFS50b29sZC52MS5Ub29sQ2FsbEVuZEgAEigKCWtlZXBhbGl2ZRgRIAEoCzITLnRvb2xkLnYxLktlZXBhbGl2ZUgAEi0KCHJlamVjdGVkGBIgASgLMhkudG9vbGQudjEuTWVzc2FnZVJlamVjdGVkSABCBwoFZXZlbnQiyQEKB1dlbGNvbWUSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhsKE2NvbnZlcnNhdGlvbl9zZWNyZXQYBiABKAkSLQoNYXBwcm92YWxfbW9kZRgCIAEoDjIWLnRvb2xkLnYxLkFwcHJvdmFsTW9kZRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCRIRCgl3b3Jrc3BhY2UYBCABKAkSLgoLbWF4X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24ijgEKDVRvb2xDYWxsU3RhcnQSFgoOcmVxdWVzdGVkX25hbWUYASABKAkSDAoEdG9vbBgCIAEoCRIRCglvcGVyYXRpb24YAyABKAkSDwoHZGlzcGxheRgEIAEoCRIhCgRyaXNrGAUgASgOMhMudG9vbGQudjEuUmlza0xldmVsEhAKCHRyYWNlX2lkGAYgASgJIqoCCg1BcHByb3ZhbFNjb3BlEhAKCHNjb3BlX2lkGAEgASgJEioKBGtpbmQYAiABKA4yHC50b29sZC52MS5BcHByb3ZhbFNjb3BlLktpbmQSDAoEdG9vbBgDIAEoCRIRCglvcGVyYXRpb24YBCABKAkSEwoLcGF0aF9wcmVmaXgYBSABKAkSFgoOY29tbWFuZF9wcmVmaXgYBiABKAkSJgoDdHRsGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC2Rlc2NyaXB0aW9uGAggASgJEgwKBGhvc3QYCSABKAkiQgoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDQoJS0lORF9PTkNFEAESFQoRS0lORF9DT05WRVJTQVRJT04QAiJvCg1QYXJzZWRDb21tYW5kEgwKBGFyZ3MYASADKAkSEAoId3JhcHBlcnMYAiADKAkSEQoJcmVkaXJlY3RzGAMgAygJEhAKCGRlY2lzaW9uGAQgASgJEgwKBHJ1bGUYBSABKAkSCwoDZW52GAYgAygJIvoBCgZFZmZlY3QSDQoFcmVhZHMYASADKAkSDgoGd3JpdGVzGAIgAygJEg8KB2NvbW1hbmQYAyABKAkSKQoIY29tbWFuZHMYBCADKAsyFy50b29sZC52MS5QYXJzZWRDb21tYW5kEgwKBGRpZmYYBSABKAkSDQoFaG9zdHMYBiADKAkSDwoHc3VtbWFyeRgHIAEoCRImCgNlbnYYCCADKAsyGS50b29sZC52MS5FZmZlY3QuRW52RW50cnkSEwoLd29ya2luZ19kaXIYCSABKAkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLjAQoQUmVxdWlyZXNBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIgCgZlZmZlY3QYAiABKAsyEC50b29sZC52MS5FZmZlY3QSDgoGcmVhc29uGAMgASgJEgwKBHJ1bGUYBCABKAkSIQoEcmlzaxgFIAEoDjITLnRvb2xkLnYxLlJpc2tMZXZlbBInCgZzY29wZXMYBiADKAsyFy50b29sZC52MS5BcHByb3ZhbFNjb3BlEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpUBCg1JbnB1dFJlcXVpcmVkEhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcHJvbXB0GAIgASgJEg8KB2Nob2ljZXMYAyADKAkSEAoIYXBwcm92YWwYBCABKAgSGwoTYXV0aG9yaXplX29wZXJhdGlvbhgFIAEoCRIgChhhdXRob3JpemVfYXJndW1lbnRzX2pzb24YBiABKAkiGAoJRXhlY3V0aW5nEgsKA3BpZBgBIAEoBSKxAQoLT3V0cHV0Q2h1bmsSLAoGc3RyZWFtGAEgASgOMhwudG9vbGQudjEuT3V0cHV0Q2h1bmsuU3RyZWFtEgwKBGRhdGEYAiABKAwSDgoGb2Zmc2V0GAMgASgEIlYKBlN0cmVhbRIWChJTVFJFQU1fVU5TUEVDSUZJRUQQABIRCg1TVFJFQU1fU1RET1VUEAESEQoNU1RSRUFNX1NUREVSUhACEg4KClNUUkVBTV9QVFkQAyKNAQoIUHJvZ3Jlc3MSDwoHbWVzc2FnZRgBIAEoCRIVCghmcmFjdGlvbhgCIAEoAUgAiAEBEiUKBm91dHB1dBgDIAEoCzIVLnRvb2xkLnYxLk91dHB1dENodW5rEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgsKCV9mcmFjdGlvbiJRCgdDb250ZW50Eg4KBHRleHQYASABKAlIABIOCgRqc29uGAIgASgJSAASHgoEYmxvYhgDIAEoCzIOLnRvb2xkLnYxLkJsb2JIAEIGCgRraW5kIicKBEJsb2ISEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwiiQEKClRydW5jYXRpb24SEQoJdHJ1bmNhdGVkGAEgASgIEhMKC3Nob3duX2J5dGVzGAIgASgEEhMKC3RvdGFsX2J5dGVzGAMgASgEEhMKC3Nob3duX2l0ZW1zGAQgASgEEhMKC3RvdGFsX2l0ZW1zGAUgASgEEhQKDGNvbnRpbnVhdGlvbhgGIAEoCSJBCghDb2VyY2lvbhINCgVmaWVsZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEgwKBHJ1bGUYBCABKAkicQoJVG9vbEVycm9yEiEKBGNvZGUYASABKA4yEy50b29sZC52MS5FcnJvckNvZGUSDwoHbWVzc2FnZRgCIAEoCRITCgtzdWdnZXN0aW9ucxgDIAMoCRINCgVmaWVsZBgEIAEoCRIMCgRydWxlGAUgASgJIrsCCgpUb29sUmVzdWx0Eg8KB3N1Y2Nlc3MYASABKAgSIgoHY29udGVudBgCIAMoCzIRLnRvb2xkLnYxLkNvbnRlbnQSKwoKc3RydWN0dXJlZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIgoFZXJyb3IYBCABKAsyEy50b29sZC52MS5Ub29sRXJyb3ISKAoKdHJ1bmNhdGlvbhgFIAEoCzIULnRvb2xkLnYxLlRydW5jYXRpb24SKwoIZHVyYXRpb24YBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJQoJY29lcmNpb25zGAcgAygLMhIudG9vbGQudjEuQ29lcmNpb24SKQoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjMKC1Rvb2xDYWxsRW5kEiQKBnJlc3VsdBgBIAEoCzIULnRvb2xkLnYxLlRvb2xSZXN1bHQiCwoJS2VlcGFsaXZlIlsKD01lc3NhZ2VSZWplY3RlZBIhCgRjb2RlGAEgASgOMhMudG9vbGQudjEuRXJyb3JDb2RlEg8KB21lc3NhZ2UYAiABKAkSFAoMcmVmZXJlbmNlX2lkGAMgASgJImEKEExpc3RUb29sc1JlcXVlc3QSJAoGZm9ybWF0GAEgASgOMhQudG9vbGQudjEuVG9vbEZvcm1hdBIXCg9mbGF0X29wZXJhdGlvbnMYAiABKAgSDgoGc3RyaWN0GAMgASgIImcKCU9wZXJhdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEiEKBHJpc2sYAyABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSFAoMaW5wdXRfc2NoZW1hGAQgASgJIrABCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhQKDGlucHV0X3NjaGVtYRgDIAEoCRInCgpvcGVyYXRpb25zGAQgAygLMhMudG9vbGQudjEuT3BlcmF0aW9uEiEKBHJpc2sYBSABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSDgoGc291cmNlGAYgASgJEg8KB2FsaWFzZXMYByADKAkiTQoRTGlzdFRvb2xzUmVzcG9uc2USIQoFdG9vbHMYASADKAsyEi50b29sZC52MS5Ub29sU3BlYxIVCg1yZW5kZXJlZF9qc29uGAIgASgJKnQKDEFwcHJvdmFsTW9kZRIdChlBUFBST1ZBTF9NT0RFX1VOU1BFQ0lGSUVEEAASFgoSQVBQUk9WQUxfTU9ERV9ZT0xPEAESFgoSQVBQUk9WQUxfTU9ERV9BVVRPEAISFQoRQVBQUk9WQUxfTU9ERV9BU0sQAypnCglSaXNrTGV2ZWwSGgoWUklTS19MRVZFTF9VTlNQRUNJRklFRBAAEhIKDlJJU0tfTEVWRUxfTE9XEAESFQoRUklTS19MRVZFTF9NRURJVU0QAhITCg9SSVNLX0xFVkVMX0hJR0gQAyqqAwoJRXJyb3JDb2RlEhoKFkVSUk9SX0NPREVfVU5TUEVDSUZJRUQQABIdChlFUlJPUl9DT0RFX1RPT0xfTk9UX0ZPVU5EEAESIAocRVJST1JfQ09ERV9JTlZBTElEX0FSR1VNRU5UUxACEhUKEUVSUk9SX0NPREVfREVOSUVEEAMSHwobRVJST1JfQ09ERV9SRUpFQ1RFRF9CWV9VU0VSEAQSFgoSRVJST1JfQ09ERV9USU1FT1VUEAUSFwoTRVJST1JfQ09ERV9DQU5DRUxFRBAGEh8KG0VSUk9SX0NPREVfRVhFQ1VUSU9OX0ZBSUxFRBAHEhoKFkVSUk9SX0NPREVfVU5BVkFJTEFCTEUQCBIhCh1FUlJPUl9DT0RFX1JFU09VUkNFX0VYSEFVU1RFRBAJEhcKE0VSUk9SX0NPREVfSU5URVJOQUwQChIgChxFUlJPUl9DT0RFX0RVUExJQ0FURV9DQUxMX0lEEAsSHwobRVJST1JfQ09ERV9BUFBST1ZBTF9USU1FT1VUEAwSGwoXRVJST1JfQ09ERV9ESVNDT05ORUNURUQQDSqJAQoKVG9vbEZvcm1hdBIbChdUT09MX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhYKElRPT0xfRk9STUFUX09QRU5BSRABEhkKFVRPT0xfRk9STUFUX0FOVEhST1BJQxACEhYKElRPT0xfRk9STUFUX0dFTUlOSRADEhMKD1RPT0xfRk9STUFUX01DUBAEMpYBCgtUb29sU2VydmljZRJECglMaXN0VG9vbHMSGi50b29sZC52MS5MaXN0VG9vbHNSZXF1ZXN0GhsudG9vbGQudjEuTGlzdFRvb2xzUmVzcG9uc2USQQoLRXhlY3V0ZVRvb2wSFy50b29sZC52MS5DbGllbnRNZXNzYWdlGhUudG9vbGQudjEuU2VydmVyRXZlbnQoATABQi1aK2dpdGh1Yi5jb20vdG9vbGQvdG9vbGQvZ2VuL3Rvb2xkL3YxO3Rvb2xkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * ClientMessage is one message from the agent to toold.
@@ -76,15 +76,22 @@ export const ClientMessageSchema: GenMessage<ClientMessage> = /*@__PURE__*/
   messageDesc(file_toold_v1_tool, 0);
 
 /**
- * Hello opens a conversation. Every field is optional.
+ * Hello opens a conversation, or joins one. Every field is optional.
  *
  * @generated from message toold.v1.Hello
  */
 export type Hello = Message<"toold.v1.Hello"> & {
   /**
    * Identifies the agent conversation. Grants from approvals, background
-   * processes and terminal sessions belong to it. The server generates one
-   * when empty and returns it in Welcome.
+   * processes, terminal sessions and kept command output belong to it. The
+   * server generates one when empty and returns it in Welcome.
+   *
+   * A conversation id is a name, not a credential: when it names a
+   * conversation the server holds (one with a stream attached, or with
+   * background processes, sessions, kept output or grants left), the Hello
+   * must carry that conversation's secret, else the stream ends with
+   * PERMISSION_DENIED and nothing of the conversation is reached. A name the
+   * server does not hold starts a new conversation with a new secret.
    *
    * @generated from field: string conversation_id = 1;
    */
@@ -113,6 +120,15 @@ export type Hello = Message<"toold.v1.Hello"> & {
    * @generated from field: bool omit_executing = 4;
    */
   omitExecuting: boolean;
+
+  /**
+   * The secret Welcome.conversation_secret handed out when the conversation
+   * started. Required to join a conversation the server holds (see
+   * conversation_id); ignored when a new conversation starts.
+   *
+   * @generated from field: string conversation_secret = 5;
+   */
+  conversationSecret: string;
 };
 
 /**
@@ -439,7 +455,9 @@ export type ServerEvent = Message<"toold.v1.ServerEvent"> & {
   } | {
     /**
      * A client message was refused (unknown approval_id, cancel of an unknown
-     * call, Hello after the first message). The stream continues.
+     * call, Hello after the first message, a ToolCall whose call_id is
+     * empty or in use, a message over the size limit or one that does not
+     * decode). The stream continues.
      *
      * @generated from field: toold.v1.MessageRejected rejected = 18;
      */
@@ -467,6 +485,19 @@ export type Welcome = Message<"toold.v1.Welcome"> & {
    * @generated from field: string conversation_id = 1;
    */
   conversationId: string;
+
+  /**
+   * The conversation's secret: a random value (32 hex digits) the server
+   * made when the conversation started. Another stream joining the
+   * conversation (to reach its background processes, sessions, output and
+   * grants) presents it in Hello.conversation_secret; so does
+   * TerminalService.Attach. Keep it as private as the token. The same secret
+   * is returned to every stream of the conversation; it is forgotten when
+   * the server forgets the conversation (see conversations.idle_ttl).
+   *
+   * @generated from field: string conversation_secret = 6;
+   */
+  conversationSecret: string;
 
   /**
    * The approval mode in force on this stream.
@@ -624,6 +655,13 @@ export type ApprovalScope = Message<"toold.v1.ApprovalScope"> & {
    * @generated from field: string description = 8;
    */
   description: string;
+
+  /**
+   * For network tools: the grant covers reaching this host only.
+   *
+   * @generated from field: string host = 9;
+   */
+  host: string;
 };
 
 /**
@@ -709,6 +747,14 @@ export type ParsedCommand = Message<"toold.v1.ParsedCommand"> & {
    * @generated from field: string rule = 5;
    */
   rule: string;
+
+  /**
+   * Variable assignments that apply to this command ("GOOS=linux", through
+   * env or written before it), as written.
+   *
+   * @generated from field: repeated string env = 6;
+   */
+  env: string[];
 };
 
 /**
@@ -772,6 +818,24 @@ export type Effect = Message<"toold.v1.Effect"> & {
    * @generated from field: string summary = 7;
    */
   summary: string;
+
+  /**
+   * Environment variables the call sets for its command (run_command's
+   * env). They are part of what runs and are judged by policy: a variable
+   * that makes a shell, git, the dynamic loader or an interpreter run code
+   * asks in every mode and is never covered by a grant.
+   *
+   * @generated from field: map<string, string> env = 8;
+   */
+  env: { [key: string]: string };
+
+  /**
+   * The directory the command runs in, as given (relative to the
+   * workspace); empty for the workspace root.
+   *
+   * @generated from field: string working_dir = 9;
+   */
+  workingDir: string;
 };
 
 /**
@@ -889,6 +953,15 @@ export type InputRequired = Message<"toold.v1.InputRequired"> & {
    * @generated from field: string authorize_operation = 5;
    */
   authorizeOperation: string;
+
+  /**
+   * The exact arguments (JSON) of the one call an approving answer grants;
+   * the grant covers that call only, once, and never a part of it that
+   * asks in every mode.
+   *
+   * @generated from field: string authorize_arguments_json = 6;
+   */
+  authorizeArgumentsJson: string;
 };
 
 /**
@@ -1021,6 +1094,20 @@ export type Progress = Message<"toold.v1.Progress"> & {
    * @generated from field: toold.v1.OutputChunk output = 3;
    */
   output?: OutputChunk | undefined;
+
+  /**
+   * Structured state a client can draw, set by tools whose progress is
+   * data rather than a line: memory_operations.manage_todos sends, on every
+   * change of a todo list, the whole list as {"conversation_id": string,
+   * "version": number (one higher on each change), "updated": RFC 3339
+   * time, "todos": [{"id", "title", "status": "pending" | "in_progress" |
+   * "completed" | "cancelled", "note"}], "counts": {status: number}}.
+   * Each such event replaces the previous state; message then holds a
+   * one-line summary. Never set together with output.
+   *
+   * @generated from field: google.protobuf.Struct data = 4;
+   */
+  data?: JsonObject | undefined;
 };
 
 /**
@@ -1360,13 +1447,19 @@ export const KeepaliveSchema: GenMessage<Keepalive> = /*@__PURE__*/
 
 /**
  * MessageRejected reports a client message the server could not act on.
+ * Nothing else happens because of that message: no call starts, ends or
+ * changes. The event's call_id is empty when the message was a ToolCall
+ * (so that it is never taken for an event of a running call with the same
+ * id); reference_id names the call instead.
  *
  * @generated from message toold.v1.MessageRejected
  */
 export type MessageRejected = Message<"toold.v1.MessageRejected"> & {
   /**
-   * Why, as a stable code (INVALID_ARGUMENTS for malformed messages,
-   * TOOL_NOT_FOUND is not used here).
+   * Why, as a stable code: INVALID_ARGUMENTS for malformed messages (one
+   * that does not decode, such as invalid UTF-8 in a string field; an
+   * empty call_id), RESOURCE_EXHAUSTED for a message over the size limit,
+   * DUPLICATE_CALL_ID for a ToolCall whose call_id is in use.
    *
    * @generated from field: toold.v1.ErrorCode code = 1;
    */
@@ -1380,7 +1473,8 @@ export type MessageRejected = Message<"toold.v1.MessageRejected"> & {
   message: string;
 
   /**
-   * The approval_id or request_id the message referred to, if any.
+   * The approval_id, request_id or (for a refused ToolCall) call_id the
+   * message referred to, if any and if it could be read.
    *
    * @generated from field: string reference_id = 3;
    */
@@ -1732,8 +1826,9 @@ export enum ErrorCode {
   UNAVAILABLE = 8,
 
   /**
-   * A limit was reached (too many calls at once on the stream or the daemon).
-   * Retrying after other calls end may succeed.
+   * A limit was reached: too many calls at once on the stream or the daemon
+   * (retrying after other calls end may succeed), or a ToolCall message over
+   * the server's message limit (send less: write a large file in parts).
    *
    * @generated from enum value: ERROR_CODE_RESOURCE_EXHAUSTED = 9;
    */
@@ -1748,7 +1843,9 @@ export enum ErrorCode {
 
   /**
    * The call_id is already in use on this stream by a call that has not
-   * ended. The earlier call is not affected.
+   * ended. The earlier call is not affected. Used in MessageRejected: the
+   * refused ToolCall gets no events of its own, so the running call's
+   * ToolCallEnd stays the only one with that call_id.
    *
    * @generated from enum value: ERROR_CODE_DUPLICATE_CALL_ID = 11;
    */
@@ -1830,8 +1927,18 @@ export const ToolFormatSchema: GenEnum<ToolFormat> = /*@__PURE__*/
  *
  * One ExecuteTool stream serves one agent conversation. Calls on it are
  * multiplexed by a client-chosen call_id and may run concurrently. The server
- * never breaks the stream because of a bad call: every call that the server
- * accepted as a ToolCall message ends in exactly one ToolCallEnd event.
+ * never breaks the stream because of a bad call or a bad message: every call
+ * that the server accepted as a ToolCall message ends in exactly one
+ * ToolCallEnd event, and a message it cannot act on is answered by a
+ * MessageRejected event (or, for a ToolCall with a usable new call_id, by a
+ * ToolCallStart and a ToolCallEnd with the error).
+ *
+ * Message limits: a client message larger than the server's message limit
+ * (limits.message_bytes, default 4 MiB), or one that does not decode (invalid
+ * UTF-8 in a string field, malformed protobuf), is refused on its own and
+ * the stream continues. A message larger than the transport limit (the
+ * larger of 64 MiB and the message limit) cannot be skipped by gRPC and ends
+ * the stream with RESOURCE_EXHAUSTED.
  *
  * @generated from service toold.v1.ToolService
  */
@@ -1861,7 +1968,10 @@ export const ToolService: GenService<{
    * Closing the client side of the stream (CloseSend) lets running calls
    * finish; the server then ends the stream with OK. Canceling the stream (or
    * losing the connection) cancels every call on it. The server ends the stream
-   * itself only on shutdown, after every call got its ToolCallEnd.
+   * itself only on shutdown, after every call got its ToolCallEnd; when a
+   * Hello names a conversation that exists and does not present its secret
+   * (PERMISSION_DENIED, before anything of the conversation is reached); and
+   * when a message exceeds the transport limit (RESOURCE_EXHAUSTED).
    *
    * @generated from rpc toold.v1.ToolService.ExecuteTool
    */
