@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,9 +127,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
-		return err
+		if !errors.Is(err, terminal.ErrNoShell) {
+			return err
+		}
+		// Without a shell (a minimal container image) every other tool
+		// still works: start without terminal_operations and say why.
+		m.terminal = nil
+		m.registry.SetUnavailable(terminalOff(err))
+		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
 	}
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)...); err != nil {
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal)
+	if m.terminal == nil {
+		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
+	}
+	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -215,6 +227,16 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 		&collab.UserCollaboration{Granter: granter},
 		terminal.New(term, limits),
 	}
+}
+
+// terminalOff describes terminal_operations as unavailable because err.
+func terminalOff(err error) tools.Unavailable {
+	spec := terminal.New(nil, tools.Limits{}).Spec()
+	u := tools.Unavailable{Name: spec.Name, Reason: err.Error() + "; install bash or sh (or set terminal.shell) to run commands"}
+	for _, op := range spec.Operations {
+		u.Operations = append(u.Operations, op.Name)
+	}
+	return u
 }
 
 // SocketPath returns the unix socket path, or "" when none.
