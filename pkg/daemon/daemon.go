@@ -77,9 +77,12 @@ type Main struct {
 	debug     *http.Server
 	mcp       mcpState // see mcp.go
 	terminal  *terminal.Manager
-	serveWG   sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	// healthSrv serves health only on Config.HealthListen (health.go).
+	healthSrv  *grpc.Server
+	healthAddr string
+	serveWG    sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -173,7 +176,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
-		l, err := listenUnix(cfg.Socket)
+		perm, _ := cfg.SocketPerm() // checked by Validate
+		l, err := listenUnix(cfg.Socket, perm)
 		if err != nil {
 			return err
 		}
@@ -189,6 +193,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if cfg.DebugAddr != "" {
 		if err := m.serveDebug(cfg.DebugAddr); err != nil {
+			return err
+		}
+	}
+	if cfg.HealthListen != "" {
+		if err := m.serveHealth(cfg.HealthListen); err != nil {
 			return err
 		}
 	}
@@ -297,6 +306,7 @@ func (m *Main) shutdown() error {
 			<-done
 		}
 	}
+	m.stopHealth()
 	m.serveWG.Wait()
 	return m.release()
 }
@@ -318,6 +328,7 @@ func (m *Main) release() error {
 	var errs []error
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
+	m.stopHealth()
 	for _, l := range m.listeners {
 		_ = l.Close()
 	}
@@ -403,9 +414,9 @@ func (m *Main) authFunc() auth.AuthFunc {
 	}
 }
 
-// listenUnix listens on a unix socket with mode 0600. A stale socket file
+// listenUnix listens on a unix socket with mode perm (0600 or 0660). A stale socket file
 // (nobody listening) is replaced; a live one is an error.
-func listenUnix(path string) (net.Listener, error) {
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket", path)
@@ -431,7 +442,7 @@ func listenUnix(path string) (net.Listener, error) {
 	}
 	// net.Listen created the socket under the umask (typically 0755: no one
 	// else may connect, since connecting needs write permission); narrow it.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, perm); err != nil {
 		l.Close()
 		return nil, err
 	}
