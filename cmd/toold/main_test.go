@@ -113,6 +113,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		t.Fatalf("--help lists %d flags:\n%s", flags, help.String())
 	}
 }
+
 // The real binary: serves on its socket, and on SIGTERM ends open streams
 // with OK, removes the socket and exits 0.
 func TestBinarySIGTERM(t *testing.T) {
