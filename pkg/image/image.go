@@ -15,6 +15,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,10 +230,20 @@ func tooldFiles(o Options) ([]File, error) {
 	return append(files, o.Extra...), nil
 }
 
-// isStatic reports whether b is an ELF executable without an interpreter
-// (a static binary that runs on an empty base).
+// isStatic reports whether b is an ELF executable without a program
+// interpreter (PT_INTERP): a static binary that runs on an empty base.
 func isStatic(b []byte) bool {
-	return bytes.HasPrefix(b, []byte("\x7fELF")) && !bytes.Contains(b, []byte("/lib64/ld-linux")) && !bytes.Contains(b, []byte("/lib/ld-linux"))
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN
 }
 
 // Layer returns a gzip-compressed OCI layer of files, in their order, every

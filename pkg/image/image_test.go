@@ -3,6 +3,8 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +21,33 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// fakeBins writes stand-ins for the static binaries (an ELF header without
-// an interpreter is all Build checks).
+// fakeELF returns a minimal ELF executable carrying payload: static, or
+// with a program interpreter (PT_INTERP) like a dynamically linked one.
+func fakeELF(payload string, dynamic bool) []byte {
+	var progs []elf.Prog64
+	progs = append(progs, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(elf.PF_R | elf.PF_X), Align: 0x1000})
+	if dynamic {
+		progs = append(progs, elf.Prog64{Type: uint32(elf.PT_INTERP), Flags: uint32(elf.PF_R), Align: 1})
+	}
+	h := elf.Header64{
+		Type: uint16(elf.ET_EXEC), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		Phoff: 64, Ehsize: 64, Phentsize: 56, Phnum: uint16(len(progs)),
+	}
+	copy(h.Ident[:], elf.ELFMAG)
+	h.Ident[elf.EI_CLASS], h.Ident[elf.EI_DATA], h.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	var buf bytes.Buffer
+	binary.Write(&buf, binary.LittleEndian, h)
+	binary.Write(&buf, binary.LittleEndian, progs)
+	buf.WriteString(payload)
+	return buf.Bytes()
+}
+
+// fakeBins writes stand-ins for the static binaries.
 func fakeBins(t *testing.T, content string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, b := range Binaries {
-		if err := os.WriteFile(filepath.Join(dir, b), []byte("\x7fELF "+b+content), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, b), fakeELF(b+content, false), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +257,7 @@ func TestBadInputs(t *testing.T) {
 	os.WriteFile(evil, buf.Bytes(), 0o644)
 	dynamic := t.TempDir()
 	for _, b := range Binaries {
-		os.WriteFile(filepath.Join(dynamic, b), []byte("\x7fELF /lib64/ld-linux-x86-64.so.2"), 0o755)
+		os.WriteFile(filepath.Join(dynamic, b), fakeELF("/lib64/ld-linux-x86-64.so.2", true), 0o755)
 	}
 	notTar := filepath.Join(dir, "not.tar")
 	os.WriteFile(notTar, []byte("hello"), 0o644)
