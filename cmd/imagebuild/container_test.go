@@ -83,7 +83,8 @@ func buildBinaries(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	c := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/toold/toold/cmd/toold", "github.com/toold/toold/cmd/toolctl", "github.com/toold/toold/cmd/toold-helper")
+		"github.com/toold/toold/cmd/toold", "github.com/toold/toold/cmd/toolctl", "github.com/toold/toold/cmd/toold-helper",
+		"github.com/toold/toold/cmd/imagebuild")
 	c.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
@@ -119,30 +120,20 @@ func TestContainer(t *testing.T) {
 
 	bin := buildBinaries(t)
 	toolctl := filepath.Join(bin, "toolctl")
-	created := time.Unix(1700000000, 0).UTC()
-	write := func(name, tag string, o image.Options) string {
+	// The images, built by imagebuild as make image runs it (a binary of
+	// its own: in this race-instrumented test, compressing would be slow).
+	imagebuild := func(args ...string) string {
 		t.Helper()
-		img, closeBase, err := image.Build(o)
-		if err != nil {
-			t.Fatal(err)
+		c := exec.Command(filepath.Join(bin, "imagebuild"), args...)
+		c.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1700000000")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("imagebuild %v: %v\n%s", args, err, out)
 		}
-		defer closeBase()
-		path := filepath.Join(dir, name)
-		if err := image.WriteFile(path, img, tag, created); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return args[len(args)-1]
 	}
-	baseImg, err := image.BusyboxBase(busybox, created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := filepath.Join(dir, "base.tar")
-	if err := image.WriteFile(base, baseImg, "toold-test-base:busybox", created); err != nil {
-		t.Fatal(err)
-	}
-	scratch := write("scratch.tar", "toold-test:scratch", image.Options{BinDir: bin, Version: "test", Created: created})
-	withBusybox := write("busybox.tar", "toold-test:busybox", image.Options{BinDir: bin, Base: base, Version: "test", Created: created})
+	base := imagebuild("-busybox", busybox, "-name", "toold-test-base:busybox", "-o", filepath.Join(dir, "base.tar"))
+	scratch := imagebuild("-bin", bin, "-name", "toold-test:scratch", "-version", "test", "-o", filepath.Join(dir, "scratch.tar"))
+	withBusybox := imagebuild("-bin", bin, "-base", base, "-name", "toold-test:busybox", "-version", "test", "-o", filepath.Join(dir, "busybox.tar"))
 	for _, a := range []string{scratch, withBusybox} {
 		if out := p.run("load", "--input", a); !strings.Contains(out, "toold-test:") {
 			t.Fatalf("podman load %s: %s", a, out)

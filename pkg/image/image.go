@@ -281,7 +281,7 @@ func Layer(files []File, created time.Time) (v1.Layer, error) {
 	raw := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(raw)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
 }
 
 // WriteOCIArchive writes img as an OCI archive (a tar of an OCI image
