@@ -76,6 +76,19 @@ func (p *pod) run(args ...string) string {
 	return strings.TrimSpace(stdout.String())
 }
 
+// logs returns a container's output (toold logs to stderr, which podman
+// logs replays on its stderr).
+func (p *pod) logs(name string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := p.cmd(ctx, "logs", name).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("podman logs %s: %v\n%s", name, err, out)
+	}
+	return string(out)
+}
+
 // buildBinaries builds toold, toolctl and toold-helper static, as the image
 // has them (make image also trims paths for reproducibility; the test
 // leaves that out so it shares the build cache with the other tests).
@@ -160,7 +173,7 @@ func TestContainer(t *testing.T) {
 	}
 
 	// start runs a container of tag with a fresh workspace and socket dir.
-	start := func(t *testing.T, name, tag string) (ws, sock string) {
+	start := func(t *testing.T, name, tag string, env ...string) (ws, sock string) {
 		ws, sockDir := filepath.Join(dir, name+"-ws"), filepath.Join(dir, name+"-sock")
 		for _, d := range []string{ws, sockDir} {
 			if err := os.Mkdir(d, 0o755); err != nil {
@@ -170,12 +183,16 @@ func TestContainer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p.run("run", "--detach", "--name", name,
+		args := []string{"run", "--detach", "--name", name,
 			"--read-only", "--cap-drop=ALL", "--network=none", "--security-opt", "no-new-privileges",
-			"--volume", ws+":/workspace", "--volume", sockDir+":/run/toold", tag)
+			"--volume", ws + ":/workspace", "--volume", sockDir + ":/run/toold"}
+		for _, e := range env {
+			args = append(args, "--env", e)
+		}
+		p.run(append(args, tag)...)
 		sock = filepath.Join(sockDir, "toold.sock")
 		if out, code := ctl(t, toolctl, sock, "--connect-timeout", "30s", "health"); code != 0 || out != "SERVING" {
-			t.Fatalf("health: %d %q\n%s", code, out, p.run("logs", name))
+			t.Fatalf("health: %d %q\n%s", code, out, p.logs(name))
 		}
 		return ws, sock
 	}
@@ -205,10 +222,15 @@ func TestContainer(t *testing.T) {
 		checkFiles(t, toolctl, sock, ws)
 		checkUID(t, p, "scratch")
 		stopped(t, p, "scratch")
+		if logs := p.logs("scratch"); !strings.Contains(logs, `"level":"WARN","msg":"tool off","tool":"terminal_operations","reason":"terminal: no shell to run commands`) {
+			t.Fatalf("the log does not say terminal_operations is off:\n%s", logs)
+		}
 	})
 
 	t.Run("busybox", func(t *testing.T) {
-		ws, sock := start(t, "busybox", "toold-test:busybox")
+		// A long shutdown grace (set the container way, by a TOOLD_*
+		// variable), so a loaded machine cannot make the drain below race.
+		ws, sock := start(t, "busybox", "toold-test:busybox", "TOOLD_SHUTDOWN_GRACE=90s")
 		checkFiles(t, toolctl, sock, ws)
 		checkUID(t, p, "busybox")
 		out, code := ctl(t, toolctl, sock, "call", "--yes", "run_command", "command=id -u && echo hi > made.txt && cat made.txt")
@@ -225,7 +247,7 @@ func TestContainer(t *testing.T) {
 
 		// podman stop (SIGTERM) while a command runs: toold drains, the
 		// call ends cleanly with its output, the container exits 0.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		call := exec.CommandContext(ctx, toolctl, "--socket", sock, "call", "--yes", "--json", "run_command",
 			"command=touch started; while [ ! -e release ]; do sleep 0.05; done; echo released")
@@ -259,7 +281,7 @@ func TestContainer(t *testing.T) {
 		stop := make(chan string, 1)
 		go func() {
 			var out bytes.Buffer
-			c := p.cmd(ctx, "stop", "--time", "60", "busybox")
+			c := p.cmd(ctx, "stop", "--time", "120", "busybox")
 			c.Stdout, c.Stderr = &out, &out
 			err := c.Run()
 			stop <- fmt.Sprint(err, out.String())
@@ -288,7 +310,11 @@ func TestContainer(t *testing.T) {
 			t.Fatalf("podman stop: %q", res)
 		}
 		if code := p.run("inspect", "--format", "{{.State.ExitCode}}", "busybox"); code != "0" {
-			t.Fatalf("exit code %s\n%s", code, p.run("logs", "busybox"))
+			t.Fatalf("exit code %s\n%s", code, p.logs("busybox"))
+		}
+		// JSON logs on stderr; the grace came from TOOLD_SHUTDOWN_GRACE.
+		if logs := p.logs("busybox"); !strings.Contains(logs, `"msg":"shutting down","grace":90000000000`) {
+			t.Fatalf("logs: %s", logs)
 		}
 	})
 }
@@ -377,6 +403,6 @@ func stopped(t *testing.T, p *pod, name string) {
 	t.Helper()
 	p.run("stop", "--time", "60", name)
 	if code := p.run("inspect", "--format", "{{.State.ExitCode}}", name); code != "0" {
-		t.Fatalf("exit code %s\n%s", code, p.run("logs", name))
+		t.Fatalf("exit code %s\n%s", code, p.logs(name))
 	}
 }
