@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
@@ -88,6 +92,21 @@ func TestStartsWithoutShell(t *testing.T) {
 				}
 				if r, _ := x.call("z", "run_comand", `{}`); r.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_TOOL_NOT_FOUND {
 					t.Fatalf("a misspelled name: %v, want TOOL_NOT_FOUND", r.GetError())
+				}
+				// TerminalService: no sessions, and a new one is UNAVAILABLE.
+				tc := pb.NewTerminalServiceClient(d.Conn)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if ls, err := tc.ListSessions(ctx, &pb.ListSessionsRequest{}); err != nil || len(ls.GetSessions()) != 0 {
+					t.Fatalf("ListSessions: %v %v", ls, err)
+				}
+				at, err := tc.Attach(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Open{Open: &pb.AttachOpen{Target: &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{}}}}})
+				if _, err := at.Recv(); status.Code(err) != codes.Unavailable {
+					t.Fatalf("Attach to a new session: %v, want Unavailable", err)
 				}
 				return
 			}
