@@ -149,8 +149,9 @@ postgres: ## Install PostgreSQL $(PG_VERSION) from Debian (only when missing) fo
 test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL).
 
 .PHONY: test
-test: lint check-generate test-deps ## Lint, check gen/ is clean, run every test with -race, and the harness in smoke mode.
+test: lint check-generate test-deps container-deps ## Lint, check gen/ is clean, run every test with -race (the container test and the Kubernetes manifests' module too), check the image is reproducible, and the harness in smoke mode.
 	PATH=$(BIN):$$PATH TOOLD_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) test-deploy image-check
 	$(MAKE) bench-smoke
 	$(MAKE) test-clients
 
@@ -171,6 +172,52 @@ test-clients: test-python test-typescript ## Python and TypeScript clients, exam
 bench-clients: build client-debs $(TS_CLIENT_DEPS) ## Round trip of a no-op call from the Go, Python and TypeScript clients against one toold.
 	cd clients/typescript && npm run --silent build
 	$(PYTHON) clients/bench/run.py
+
+# --- container image -------------------------------------------------------
+#
+# `make image` builds dist/image.tar, an OCI archive (`podman load -i
+# dist/image.tar`) of toold:$(VERSION) with no daemon and no registry
+# (cmd/imagebuild, go-containerregistry): static binaries on an empty base,
+# or on your own image with BASE=ARCHIVE_OR_LAYOUT. Every timestamp is
+# SOURCE_DATE_EPOCH (default: the commit's time), so two builds of a commit
+# are byte-identical. See docs/deploy.md.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE ?= dist/image.tar
+IMAGE_NAME ?= toold:$(VERSION)
+BASE ?=
+IMAGE_BIN = $(basename $(IMAGE))-bin
+IMAGE_LDFLAGS = -s -w -X github.com/toold/toold/pkg/daemon.Version=$(VERSION)
+
+.PHONY: image
+image: ## Build the container image dist/image.tar (OCI archive, toold:VERSION); BASE=ARCHIVE_OR_LAYOUT puts toold on your image.
+	rm -rf $(IMAGE_BIN) && mkdir -p $(IMAGE_BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(IMAGE_BIN)/ ./cmd/toold ./cmd/toolctl ./cmd/toold-helper
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/imagebuild -bin $(IMAGE_BIN) -name $(IMAGE_NAME) -version $(VERSION) -o $(IMAGE) $(if $(BASE),-base $(BASE))
+
+.PHONY: image-busybox
+image-busybox: container-deps ## Build dist/image-busybox.tar: toold on a busybox base made from Debian's busybox-static, so commands work.
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/imagebuild -busybox /bin/busybox -name toold-base:busybox -o dist/base-busybox.tar
+	$(MAKE) image BASE=dist/base-busybox.tar IMAGE=dist/image-busybox.tar IMAGE_NAME=toold-busybox:$(VERSION)
+
+.PHONY: image-check
+image-check: ## Build the image twice and fail unless the two archives are byte-identical.
+	$(MAKE) image IMAGE=dist/check-1.tar
+	$(MAKE) image IMAGE=dist/check-2.tar
+	cmp dist/check-1.tar dist/check-2.tar
+	rm -rf dist/check-1.tar dist/check-2.tar dist/check-1-bin dist/check-2-bin
+
+# The container test (cmd/imagebuild/container_test.go) runs the image
+# under podman with runc, on a private store; busybox-static makes the base
+# that has a shell. From Debian's stable release.
+.PHONY: container-deps
+container-deps: ## Install podman, runc and busybox-static from Debian (the container test drives them).
+	@command -v podman >/dev/null && command -v runc >/dev/null && dpkg -s busybox-static >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc busybox-static >/dev/null; }
+
+.PHONY: test-deploy
+test-deploy: ## Decode the Kubernetes manifests strictly and check them against toold (own Go module in deploy/kubernetes).
+	cd deploy/kubernetes && $(GO) test -race -count=1 ./...
 
 .PHONY: bench-deps
 bench-deps: postgres ## Install the baselines the harness compares with (ripgrep, fd, grep) from Debian.

@@ -101,7 +101,15 @@ func (a *app) runTools(ctx context.Context, o toolsOptions) error {
 	if mode == modeHuman && a.isTerminal(a.stdout) {
 		width = a.terminalWidth(a.stdout)
 	}
-	return writeToolTable(a.stdout, resp.GetTools(), width)
+	if err := writeToolTable(a.stdout, resp.GetTools(), width); err != nil {
+		return err
+	}
+	// Tools toold knows but cannot offer here (terminal_operations without
+	// a shell) go to stderr, so stdout stays the table of what works.
+	for _, u := range resp.GetUnavailable() {
+		fmt.Fprintf(a.stderr, "not available: %s: %s\n", u.GetName(), u.GetReason())
+	}
+	return nil
 }
 
 // writeToolTable prints one row per tool and an indented row per operation

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,26 +22,41 @@ import (
 func TestParseFlags(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfgFile, []byte("socket: /from/file.sock\nworkspace: /from/file\napproval_mode: ask\n"), 0o644)
-	t.Setenv("TOOLD_TOKEN", "from-env")
+	os.WriteFile(cfgFile, []byte("socket: /from/file.sock\nworkspace: /from/file\napproval_mode: ask\nshutdown_grace: 3s\n"), 0o644)
 	tests := []struct {
 		name      string
 		args      []string
+		env       map[string]string
 		socket    string
 		workspace string
 		mode      string
 		token     string
+		grace     time.Duration
 		wantErr   string
 	}{
-		{name: "defaults", args: nil, socket: "./toold.sock", workspace: ".", mode: "auto", token: "from-env"},
-		{name: "file", args: []string{"--config", cfgFile}, socket: "/from/file.sock", workspace: "/from/file", mode: "ask", token: "from-env"},
-		{name: "flags override file", args: []string{"--config", cfgFile, "--socket", "x.sock", "--token", "flag"}, socket: "x.sock", workspace: "/from/file", mode: "ask", token: "flag"},
+		{name: "defaults", socket: "./toold.sock", workspace: ".", mode: "auto", grace: 10 * time.Second},
+		{name: "file", args: []string{"--config", cfgFile}, socket: "/from/file.sock", workspace: "/from/file", mode: "ask", grace: 3 * time.Second},
+		{name: "flags override file", args: []string{"--config", cfgFile, "--socket", "x.sock", "--token", "flag"}, socket: "x.sock", workspace: "/from/file", mode: "ask", token: "flag", grace: 3 * time.Second},
+		{name: "env overrides file", args: []string{"--config", cfgFile}, env: map[string]string{"TOOLD_SOCKET": "/env.sock", "TOOLD_TOKEN": "from-env", "TOOLD_SHUTDOWN_GRACE": "7s"},
+			socket: "/env.sock", workspace: "/from/file", mode: "ask", token: "from-env", grace: 7 * time.Second},
+		{name: "flag overrides env", args: []string{"--socket", "flag.sock", "--approval-mode=yolo"}, env: map[string]string{"TOOLD_SOCKET": "/env.sock", "TOOLD_APPROVAL_MODE": "ask", "TOOLD_WORKSPACE": "/ws"},
+			socket: "flag.sock", workspace: "/ws", mode: "yolo", grace: 10 * time.Second},
+		{name: "config file from env", env: map[string]string{"TOOLD_CONFIG": cfgFile}, socket: "/from/file.sock", workspace: "/from/file", mode: "ask", grace: 3 * time.Second},
+		{name: "empty variable is unset", args: []string{"--config", cfgFile}, env: map[string]string{"TOOLD_SOCKET": "", "TOOLD_WORKSPACE": ""}, socket: "/from/file.sock", workspace: "/from/file", mode: "ask", grace: 3 * time.Second},
+		{name: "bad variable", env: map[string]string{"TOOLD_SHUTDOWN_GRACE": "soon"}, wantErr: "TOOLD_SHUTDOWN_GRACE"},
+		{name: "bad boolean variable", env: map[string]string{"TOOLD_MCP_HTTP": "maybe"}, wantErr: "TOOLD_MCP_HTTP"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "not defined"},
 		{name: "missing config", args: []string{"--config", filepath.Join(dir, "missing.yaml")}, wantErr: "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for _, f := range []string{"SOCKET", "WORKSPACE", "TOKEN", "APPROVAL_MODE", "CONFIG", "SHUTDOWN_GRACE", "MCP_HTTP"} {
+				t.Setenv("TOOLD_"+f, "")
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
 			m, err := parseFlags(tt.args)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -51,10 +68,49 @@ func TestParseFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := m.Config
-			if c.Socket != tt.socket || c.Workspace != tt.workspace || c.ApprovalMode != tt.mode || c.Token != tt.token {
+			if c.Socket != tt.socket || c.Workspace != tt.workspace || c.ApprovalMode != tt.mode || c.Token != tt.token || time.Duration(c.ShutdownGrace) != tt.grace {
 				t.Fatalf("config = %+v", c)
 			}
 		})
+	}
+}
+
+// Every flag has its TOOLD_* variable, and --help lists it.
+func TestEveryFlagHasEnv(t *testing.T) {
+	t.Setenv("TOOLD_STATE_DIR", "/state")
+	t.Setenv("TOOLD_SHELL", "sh")
+	t.Setenv("TOOLD_HEALTH_LISTEN", "127.0.0.1:0")
+	t.Setenv("TOOLD_SOCKET_MODE", "0660")
+	m, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Config; c.Terminal.Dir != "/state" || c.Terminal.Shell != "sh" || c.HealthListen != "127.0.0.1:0" || c.SocketMode != "0660" {
+		t.Fatalf("config = %+v", c)
+	}
+	var help strings.Builder
+	flagOutput = &help
+	defer func() { flagOutput = os.Stderr }()
+	_, err = parseFlags([]string{"--help"})
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	lines := strings.Split(help.String(), "\n")
+	flags := 0
+	for i, l := range lines {
+		name, ok := strings.CutPrefix(l, "  -")
+		if !ok {
+			continue
+		}
+		flags++
+		name, _, _ = strings.Cut(name, " ")
+		want := "[$TOOLD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "]"
+		if got := strings.Contains(lines[i+1], want); got == (name == "version") {
+			t.Errorf("--help for -%s: %q, want %s: %v", name, lines[i+1], want, name != "version")
+		}
+	}
+	if flags < 20 {
+		t.Fatalf("--help lists %d flags:\n%s", flags, help.String())
 	}
 }
 

@@ -22,6 +22,15 @@ import (
 type Config struct {
 	// Socket is the unix socket path (default ./toold.sock). "-" disables it.
 	Socket string `yaml:"socket"`
+	// SocketMode is the socket's permission bits, "0600" (default: only
+	// toold's user may connect) or "0660" (members of the socket's group
+	// too: an agent container that shares a volume with toold and has its
+	// group, see docs/deploy.md).
+	SocketMode string `yaml:"socket_mode"`
+	// HealthListen, when set, serves only gRPC health (grpc.health.v1) on
+	// this TCP address, for Kubernetes' gRPC probes; no tool service is
+	// reachable there. It reports NOT_SERVING once toold drains.
+	HealthListen string `yaml:"health_listen"`
 	// Listen is an optional TCP address ("127.0.0.1:7777"). A non-loopback
 	// address requires a token.
 	Listen string `yaml:"listen"`
@@ -225,6 +234,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("debug_addr %q must be a loopback address (profiles reveal internals)", c.DebugAddr)
 		}
 	}
+	if _, err := c.SocketPerm(); err != nil {
+		return err
+	}
+	if c.HealthListen != "" {
+		if _, _, err := net.SplitHostPort(c.HealthListen); err != nil {
+			return fmt.Errorf("health_listen %q: %w", c.HealthListen, err)
+		}
+	}
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
 	}
@@ -252,4 +269,17 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return nil
+}
+
+// SocketPerm returns the permission bits of the unix socket: 0600 unless
+// SocketMode says 0660. Any other mode is an error: a socket others can
+// connect to would let any local user run tools.
+func (c *Config) SocketPerm() (os.FileMode, error) {
+	switch c.SocketMode {
+	case "", "0600", "600":
+		return 0o600, nil
+	case "0660", "660":
+		return 0o660, nil
+	}
+	return 0, fmt.Errorf("socket_mode %q: want 0600 (toold's user only) or 0660 (and the socket's group); a socket others may connect to would let any local user run tools", c.SocketMode)
 }

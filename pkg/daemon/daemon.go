@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -82,10 +83,13 @@ type Main struct {
 	memory    memoryState // see memory.go
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
-	serveWG   sync.WaitGroup
-	leftovers leftoverState // see leftovers.go
-	closeOnce sync.Once
-	closeErr  error
+	leftovers leftoverState   // see leftovers.go
+	// healthSrv serves health only on Config.HealthListen (health.go).
+	healthSrv  *grpc.Server
+	healthAddr string
+	serveWG    sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -139,10 +143,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
-		return err
+		if !errors.Is(err, terminal.ErrNoShell) {
+			return err
+		}
+		// Without a shell (a minimal container image) every other tool
+		// still works: start without terminal_operations and say why.
+		m.terminal = nil
+		m.registry.SetUnavailable(terminalOff(err))
+		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
 	}
 	m.openMemory()
-	if err := m.registry.Register(BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))...); err != nil {
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
+	if m.terminal == nil {
+		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
+	}
+	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
 	m.svc = service.New(service.Config{
@@ -182,7 +197,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
-		l, err := listenUnix(cfg.Socket)
+		perm, _ := cfg.SocketPerm() // checked by Validate
+		l, err := listenUnix(cfg.Socket, perm)
 		if err != nil {
 			return err
 		}
@@ -198,6 +214,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if cfg.DebugAddr != "" {
 		if err := m.serveDebug(cfg.DebugAddr); err != nil {
+			return err
+		}
+	}
+	if cfg.HealthListen != "" {
+		if err := m.serveHealth(cfg.HealthListen); err != nil {
 			return err
 		}
 	}
@@ -255,6 +276,16 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
 		mem,
 	}
+}
+
+// terminalOff describes terminal_operations as unavailable because err.
+func terminalOff(err error) tools.Unavailable {
+	spec := terminal.New(nil, tools.Limits{}).Spec()
+	u := tools.Unavailable{Name: spec.Name, Reason: err.Error() + "; install bash or sh (or set terminal.shell) to run commands"}
+	for _, op := range spec.Operations {
+		u.Operations = append(u.Operations, op.Name)
+	}
+	return u
 }
 
 // SocketPath returns the unix socket path, or "" when none.
@@ -319,6 +350,7 @@ func (m *Main) shutdown() error {
 			<-done
 		}
 	}
+	m.stopHealth()
 	m.serveWG.Wait()
 	return m.release()
 }
@@ -343,6 +375,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	m.stopHealth()
 	for _, l := range m.listeners {
 		_ = l.Close()
 	}
@@ -429,9 +462,9 @@ func (m *Main) authFunc() auth.AuthFunc {
 	}
 }
 
-// listenUnix listens on a unix socket with mode 0600. A stale socket file
+// listenUnix listens on a unix socket with mode perm (0600 or 0660). A stale socket file
 // (nobody listening) is replaced; a live one is an error.
-func listenUnix(path string) (net.Listener, error) {
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket", path)
@@ -457,7 +490,7 @@ func listenUnix(path string) (net.Listener, error) {
 	}
 	// net.Listen created the socket under the umask (typically 0755: no one
 	// else may connect, since connecting needs write permission); narrow it.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, perm); err != nil {
 		l.Close()
 		return nil, err
 	}

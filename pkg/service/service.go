@@ -209,6 +209,9 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 		}
 		resp.Tools = append(resp.Tools, ts)
 	}
+	for _, u := range s.cfg.Registry.Unavailable() {
+		resp.Unavailable = append(resp.Unavailable, &pb.UnavailableTool{Name: u.Name, Operations: u.Operations, Reason: u.Reason})
+	}
 	if req.GetFormat() != pb.ToolFormat_TOOL_FORMAT_UNSPECIFIED || req.GetStrict() {
 		r, err := render(infos, req.GetFormat(), req.GetFlatOperations(), req.GetStrict())
 		if err != nil {

@@ -52,14 +52,26 @@ type TerminalSession interface {
 
 var _ TerminalSession = (*terminal.Session)(nil)
 
-// TerminalsOf adapts a terminal manager to Terminals.
+// TerminalsOf adapts a terminal manager to Terminals. With a nil m (toold
+// started without a shell) there are no sessions, and Get and Open fail
+// with ErrUnavailable.
 func TerminalsOf(m *terminal.Manager) Terminals { return managerTerminals{m} }
 
 type managerTerminals struct{ m *terminal.Manager }
 
-func (t managerTerminals) List(conv string) []terminal.SessionInfo { return t.m.Sessions(conv) }
+var errNoTerminals = errdefs.New(errdefs.ErrUnavailable, "terminals are not available on this toold: no shell is installed (see ListTools)")
+
+func (t managerTerminals) List(conv string) []terminal.SessionInfo {
+	if t.m == nil {
+		return nil
+	}
+	return t.m.Sessions(conv)
+}
 
 func (t managerTerminals) Get(id string) (TerminalSession, error) {
+	if t.m == nil {
+		return nil, errNoTerminals
+	}
 	s, err := t.m.SessionByID(id)
 	if err != nil {
 		return nil, err
@@ -68,6 +80,9 @@ func (t managerTerminals) Get(id string) (TerminalSession, error) {
 }
 
 func (t managerTerminals) Open(ctx context.Context, conv string, opts terminal.SessionOptions) (TerminalSession, bool, error) {
+	if t.m == nil {
+		return nil, false, errNoTerminals
+	}
 	s, reused, _, err := t.m.OpenSession(ctx, conv, opts)
 	if err != nil {
 		return nil, false, err

@@ -25,6 +25,45 @@ type Registry struct {
 	entries []*entry
 	byName  map[string]*entry // tool names and aliases
 	flat    map[string]opRef  // flat operation names of consolidated tools
+	off     []Unavailable     // tools this daemon does not offer, and why
+}
+
+// Unavailable is a tool a daemon knows but does not offer, because what it
+// needs is missing (terminal_operations without a shell). Listings report
+// it; calling it by its name, an operation's flat name or "tool.operation"
+// fails with ErrUnavailable and Reason instead of "no such tool".
+type Unavailable struct {
+	// Name is the tool's name; Operations its operations' names.
+	Name       string
+	Operations []string
+	// Reason says why it is off, for the model and the operator.
+	Reason string
+}
+
+// SetUnavailable records t as a tool this registry does not offer. A tool
+// registered under the same name later still wins at resolution.
+func (r *Registry) SetUnavailable(t Unavailable) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.off = append(r.off, t)
+}
+
+// Unavailable returns the tools recorded by SetUnavailable, in order.
+func (r *Registry) Unavailable() []Unavailable {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.off)
+}
+
+// unavailableLocked returns the unavailable tool a name means, if any.
+func (r *Registry) unavailableLocked(name string) (Unavailable, bool) {
+	tool, op, dotted := strings.Cut(name, ".")
+	for _, u := range r.off {
+		if name == u.Name || (dotted && tool == u.Name && slices.Contains(u.Operations, op)) || slices.Contains(u.Operations, name) {
+			return u, true
+		}
+	}
+	return Unavailable{}, false
 }
 
 type entry struct {
@@ -256,6 +295,9 @@ func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 		if e, ok := r.byName[tool+"__"+op]; ok && !e.spec.Consolidated() {
 			return r.target(e, e.spec.Operations[0].Name, args, "")
 		}
+	}
+	if u, ok := r.unavailableLocked(name); ok {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "%s is not available on this toold: %s", name, u.Reason)
 	}
 	sug := r.suggest(name, 3)
 	msg := fmt.Sprintf("no tool named %q", name)

@@ -3120,7 +3120,12 @@ type ListToolsResponse struct {
 	Tools []*ToolSpec `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	// The tools rendered for the requested format, as a JSON array; empty
 	// when no format was requested.
-	RenderedJson  string `protobuf:"bytes,2,opt,name=rendered_json,json=renderedJson,proto3" json:"rendered_json,omitempty"`
+	RenderedJson string `protobuf:"bytes,2,opt,name=rendered_json,json=renderedJson,proto3" json:"rendered_json,omitempty"`
+	// Built-in tools this toold does not offer because what they need is
+	// missing (terminal_operations where no shell is installed), and why.
+	// They are not in tools or rendered_json; calling one ends UNAVAILABLE
+	// with the reason.
+	Unavailable   []*UnavailableTool `protobuf:"bytes,3,rep,name=unavailable,proto3" json:"unavailable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3165,6 +3170,77 @@ func (x *ListToolsResponse) GetTools() []*ToolSpec {
 func (x *ListToolsResponse) GetRenderedJson() string {
 	if x != nil {
 		return x.RenderedJson
+	}
+	return ""
+}
+
+func (x *ListToolsResponse) GetUnavailable() []*UnavailableTool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return nil
+}
+
+// UnavailableTool is a tool toold knows but does not offer, and why.
+type UnavailableTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its operations' names (each also a flat tool name).
+	Operations []string `protobuf:"bytes,2,rep,name=operations,proto3" json:"operations,omitempty"`
+	// Why it is off, e.g. "no shell: neither bash nor sh is on PATH".
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnavailableTool) Reset() {
+	*x = UnavailableTool{}
+	mi := &file_toold_v1_tool_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnavailableTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnavailableTool) ProtoMessage() {}
+
+func (x *UnavailableTool) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_tool_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnavailableTool.ProtoReflect.Descriptor instead.
+func (*UnavailableTool) Descriptor() ([]byte, []int) {
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UnavailableTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnavailableTool) GetOperations() []string {
+	if x != nil {
+		return x.Operations
+	}
+	return nil
+}
+
+func (x *UnavailableTool) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -3389,10 +3465,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"operations\x12'\n" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x18\n" +
-	"\aaliases\x18\a \x03(\tR\aaliases\"b\n" +
+	"\aaliases\x18\a \x03(\tR\aaliases\"\x9f\x01\n" +
 	"\x11ListToolsResponse\x12(\n" +
 	"\x05tools\x18\x01 \x03(\v2\x12.toold.v1.ToolSpecR\x05tools\x12#\n" +
-	"\rrendered_json\x18\x02 \x01(\tR\frenderedJson*t\n" +
+	"\rrendered_json\x18\x02 \x01(\tR\frenderedJson\x12;\n" +
+	"\vunavailable\x18\x03 \x03(\v2\x19.toold.v1.UnavailableToolR\vunavailable\"]\n" +
+	"\x0fUnavailableTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"operations\x18\x02 \x03(\tR\n" +
+	"operations\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason*t\n" +
 	"\fApprovalMode\x12\x1d\n" +
 	"\x19APPROVAL_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12APPROVAL_MODE_YOLO\x10\x01\x12\x16\n" +
@@ -3443,7 +3526,7 @@ func file_toold_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_toold_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_toold_v1_tool_proto_goTypes = []any{
 	(ApprovalMode)(0),             // 0: toold.v1.ApprovalMode
 	(RiskLevel)(0),                // 1: toold.v1.RiskLevel
@@ -3481,11 +3564,12 @@ var file_toold_v1_tool_proto_goTypes = []any{
 	(*Operation)(nil),             // 33: toold.v1.Operation
 	(*ToolSpec)(nil),              // 34: toold.v1.ToolSpec
 	(*ListToolsResponse)(nil),     // 35: toold.v1.ListToolsResponse
-	nil,                           // 36: toold.v1.ToolCall.TraceContextEntry
-	nil,                           // 37: toold.v1.Effect.EnvEntry
-	(*structpb.Struct)(nil),       // 38: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
+	(*UnavailableTool)(nil),       // 36: toold.v1.UnavailableTool
+	nil,                           // 37: toold.v1.ToolCall.TraceContextEntry
+	nil,                           // 38: toold.v1.Effect.EnvEntry
+	(*structpb.Struct)(nil),       // 39: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
 }
 var file_toold_v1_tool_proto_depIdxs = []int32{
 	7,  // 0: toold.v1.ClientMessage.hello:type_name -> toold.v1.Hello
@@ -3494,11 +3578,11 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	10, // 3: toold.v1.ClientMessage.cancel:type_name -> toold.v1.Cancel
 	11, // 4: toold.v1.ClientMessage.input:type_name -> toold.v1.Input
 	0,  // 5: toold.v1.Hello.approval_mode:type_name -> toold.v1.ApprovalMode
-	38, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
-	39, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
-	36, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
-	39, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
-	40, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
+	39, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
+	40, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
+	37, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
+	40, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
+	41, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
 	13, // 11: toold.v1.ServerEvent.welcome:type_name -> toold.v1.Welcome
 	14, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
 	18, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
@@ -3509,28 +3593,28 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	30, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
 	31, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
 	0,  // 20: toold.v1.Welcome.approval_mode:type_name -> toold.v1.ApprovalMode
-	39, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
+	40, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
 	1,  // 22: toold.v1.ToolCallStart.risk:type_name -> toold.v1.RiskLevel
 	4,  // 23: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
-	39, // 24: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
+	40, // 24: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
 	16, // 25: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
-	37, // 26: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
+	38, // 26: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
 	17, // 27: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
 	1,  // 28: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
 	15, // 29: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
-	40, // 30: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 30: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 31: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
 	21, // 32: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
-	38, // 33: toold.v1.Progress.data:type_name -> google.protobuf.Struct
+	39, // 33: toold.v1.Progress.data:type_name -> google.protobuf.Struct
 	24, // 34: toold.v1.Content.blob:type_name -> toold.v1.Blob
 	2,  // 35: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
 	23, // 36: toold.v1.ToolResult.content:type_name -> toold.v1.Content
-	38, // 37: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
+	39, // 37: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
 	27, // 38: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
 	25, // 39: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
-	39, // 40: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
+	40, // 40: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
 	26, // 41: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
-	38, // 42: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
+	39, // 42: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
 	28, // 43: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
 	2,  // 44: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
 	3,  // 45: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
@@ -3538,15 +3622,16 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	33, // 47: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
 	1,  // 48: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
 	34, // 49: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
-	32, // 50: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
-	6,  // 51: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
-	35, // 52: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
-	12, // 53: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
-	52, // [52:54] is the sub-list for method output_type
-	50, // [50:52] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	36, // 50: toold.v1.ListToolsResponse.unavailable:type_name -> toold.v1.UnavailableTool
+	32, // 51: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
+	6,  // 52: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
+	35, // 53: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
+	12, // 54: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
+	53, // [53:55] is the sub-list for method output_type
+	51, // [51:53] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_tool_proto_init() }
@@ -3592,7 +3677,7 @@ func file_toold_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_tool_proto_rawDesc), len(file_toold_v1_tool_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,7 +28,10 @@ type Config struct {
 	// it. Required; the caller keeps it open while the Manager is in use.
 	Workspace *workspace.Workspace
 	// Shell is the shell that runs commands (Shell -c COMMAND) and the
-	// default program of sessions. Default "bash".
+	// default program of sessions. Default "bash", or "sh" where no bash is
+	// on PATH (a minimal container image). A shell other than bash runs
+	// only command lines that parse as POSIX sh (see checkSyntax), since
+	// policy judges command lines as bash parses them.
 	Shell string
 	// SessionArgs are the arguments of Shell in sessions (default: -il for
 	// bash and zsh, an interactive login shell; -i for other shells).
@@ -85,9 +88,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Shell == "" {
-		c.Shell = "bash"
-	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 2 * time.Second
 	}
@@ -120,6 +120,35 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// ErrNoShell is the class of NewManager's error when the shell that runs
+// commands is not installed. Without one, terminal_operations cannot work;
+// a daemon may start without the tool and say why (pkg/daemon does).
+var ErrNoShell = errors.New("no shell to run commands")
+
+// defaultShells are tried in order when Config.Shell is empty.
+var defaultShells = []string{"bash", "sh"}
+
+// findShell resolves the configured shell, or the first of defaultShells on
+// PATH, to an absolute path. It fails with ErrNoShell when there is none.
+func findShell(configured string) (string, error) {
+	names := defaultShells
+	if configured != "" {
+		names = []string{configured}
+	}
+	var errs []error
+	for _, name := range names {
+		path, err := exec.LookPath(name)
+		if err == nil {
+			return filepath.Abs(path)
+		}
+		errs = append(errs, err)
+	}
+	if configured != "" {
+		return "", fmt.Errorf("%w: terminal.shell %q: %w", ErrNoShell, configured, errors.Join(errs...))
+	}
+	return "", fmt.Errorf("%w: neither bash nor sh is on PATH (%s)", ErrNoShell, os.Getenv("PATH"))
 }
 
 // errManagerClosed is the cause of the Manager's context after Close.
@@ -166,13 +195,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Workspace == nil {
 		return nil, errors.New("terminal: a workspace is required")
 	}
-	shell, err := exec.LookPath(cfg.Shell)
+	shell, err := findShell(cfg.Shell)
 	if err != nil {
-		return nil, fmt.Errorf("terminal: shell %q: %w", cfg.Shell, err)
+		return nil, fmt.Errorf("terminal: %w", err)
 	}
-	if shell, err = filepath.Abs(shell); err != nil {
-		return nil, err
+	if cfg.Shell == "" && filepath.Base(shell) != "bash" {
+		cfg.Logger.Info("terminal: bash is not installed; commands run with "+shell+" and must be POSIX sh syntax", "shell", shell)
 	}
+	cfg.Shell = shell
 	if cfg.Sandbox != nil && cfg.Sandbox.Require && sandbox.LandlockABI() == 0 {
 		return nil, errors.New("terminal: the sandbox is required (sandbox: require) but this kernel does not offer Landlock; use sandbox: landlock to run unconfined with a warning, or off")
 	}
@@ -278,6 +308,9 @@ func removeLeftoverDirs(ctx context.Context, dir string) int {
 	}
 	return n
 }
+
+// Shell returns the absolute path of the shell that runs commands.
+func (m *Manager) Shell() string { return m.shell }
 
 // Supervision says how unconfined commands are supervised now: "cgroup"
 // (a cgroup per command) or "helper" (a helper process per command).

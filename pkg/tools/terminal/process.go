@@ -90,6 +90,9 @@ func (m *Manager) start(ctx context.Context, cs commandSpec, sink tools.Sink) (*
 	if err := checkEnv(cs.env); err != nil {
 		return nil, err
 	}
+	if err := checkSyntax(m.shell, cs.command); err != nil {
+		return nil, err
+	}
 	// Reserve the process's place (and its goroutine's) before starting it,
 	// so that Close either refuses it here or waits for it.
 	m.mu.Lock()

@@ -47,6 +47,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -123,7 +124,29 @@ func New(m *Manager, limits tools.Limits) *Terminal {
 		t.ops[op.name] = op
 	}
 	t.spec = tools.Spec{Name: ToolName, Description: toolDescription, Operations: specs, Source: "builtin"}
+	if m != nil && filepath.Base(m.shell) != "bash" {
+		t.spec = forShell(t.spec, filepath.Base(m.shell))
+	}
 	return t
+}
+
+// forShell rewrites what spec tells the model about bash for the shell sh
+// that runs commands here (see checkSyntax).
+func forShell(spec tools.Spec, sh string) tools.Spec {
+	r := strings.NewReplacer(
+		"with bash", "with "+sh+" (POSIX sh syntax only: no arrays, <(...) or <<<)",
+		"run by bash -c", "run by "+sh+" -c (POSIX sh syntax only)",
+		"default bash, as a login shell", "default "+sh,
+	)
+	spec.Description = r.Replace(spec.Description)
+	ops := make([]tools.OperationSpec, len(spec.Operations))
+	for i, op := range spec.Operations {
+		op.Description = r.Replace(op.Description)
+		op.Schema = json.RawMessage(r.Replace(string(op.Schema)))
+		ops[i] = op
+	}
+	spec.Operations = ops
+	return spec
 }
 
 // Spec implements tools.Tool. The returned value shares its schemas with

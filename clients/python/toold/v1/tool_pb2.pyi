@@ -222,12 +222,14 @@ class ListToolsRequest(_message.Message):
     def __init__(self, format: _Optional[_Union[ToolFormat, str]] = ..., flat_operations: bool = ..., strict: bool = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
-    __slots__ = ["rendered_json", "tools"]
+    __slots__ = ["rendered_json", "tools", "unavailable"]
     RENDERED_JSON_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     rendered_json: str
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., rendered_json: _Optional[str] = ...) -> None: ...
+    unavailable: _containers.RepeatedCompositeFieldContainer[UnavailableTool]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., rendered_json: _Optional[str] = ..., unavailable: _Optional[_Iterable[_Union[UnavailableTool, _Mapping]]] = ...) -> None: ...
 
 class MessageRejected(_message.Message):
     __slots__ = ["code", "message", "reference_id"]
@@ -453,6 +455,16 @@ class Truncation(_message.Message):
     total_items: int
     truncated: bool
     def __init__(self, truncated: bool = ..., shown_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., shown_items: _Optional[int] = ..., total_items: _Optional[int] = ..., continuation: _Optional[str] = ...) -> None: ...
+
+class UnavailableTool(_message.Message):
+    __slots__ = ["name", "operations", "reason"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    operations: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., operations: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ["approval_mode", "conversation_id", "conversation_secret", "max_timeout", "server_version", "workspace"]
