@@ -33,6 +33,17 @@ var execOptions = []*cmdPattern{
 	mustCmdPattern("xz|gzip|zstd|bzip2 --files-from"),
 	mustCmdPattern("cmake -P|-D|-C"),
 	mustCmdPattern("node|deno|bun --require|-r|--import|--loader|--experimental-loader"),
+	// Options that take the names of files or hosts from a file or stdin:
+	// what they reach is only known when they run.
+	mustCmdPattern("sort|du|wc --files0-from"),
+	mustCmdPattern("tar|bsdtar -T|--files-from|-X|--exclude-from"),
+	mustCmdPattern("rsync|cpio --files-from|--include-from|--exclude-from"),
+	mustCmdPattern("zip -@|--names-stdin"),
+	mustCmdPattern("curl -K|--config"),
+	mustCmdPattern("wget|wget2|aria2c -i|--input-file"),
+	mustCmdPattern("git --stdin|--pathspec-from-file"),
+	mustCmdPattern("git init|clone --template|--separate-git-dir"),
+	mustCmdPattern("grep|egrep|fgrep|rg -f|--file"),
 	mustCmdPattern("cargo --config"),
 	mustCmdPattern("make --eval|-E"),
 	mustCmdPattern("git grep -O|--open-files-in-pager"),
@@ -180,7 +191,9 @@ func checkCommand(c *shellCommand) {
 		}
 	}
 	if c.dynArgs {
-		c.addProblem(problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", false})
+		// Arguments a wrapper adds when it runs (xargs, find -exec {}) may
+		// name any file, a sensitive one too.
+		c.addProblem(problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
 	}
 }
 

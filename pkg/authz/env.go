@@ -22,7 +22,8 @@ const ruleEnv = "builtin:environment"
 // covered by a grant.
 var codeEnvNames = []string{
 	// Shells.
-	"histchars", "HISTIGNORE", "HISTTIMEFORMAT", "RIPGREP_CONFIG_PATH", "GNUMAKEFLAGS", "COMPILER_PATH",
+	"MAILPATH", "MAILCHECK", "MAIL", "SSLKEYLOGFILE", "FCEDIT", "SUDO_EDITOR", "IPYTHONDIR", "PSQLRC", "TEXTDOMAIN",
+	"TEXTDOMAINDIR", "PGSERVICEFILE", "PGPASSFILE", "MYSQL_HOME", "SQLITE_HISTORY", "NPM_TOKEN", "histchars", "HISTIGNORE", "HISTTIMEFORMAT", "RIPGREP_CONFIG_PATH", "GNUMAKEFLAGS", "COMPILER_PATH",
 	"GCC_EXEC_PREFIX", "VIMINIT", "EXINIT", "MYVIMRC", "MYGVIMRC", "VIMRUNTIME", "MANOPT", "MANPATH", "MANROFFOPT",
 	"GIT_EDITOR", "WGETRC", "SCREENRC", "TMUX", "GREP_OPTIONS", "LESS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND",
 	"IFS", "CDPATH", "GLOBIGNORE", "EXECIGNORE", "HISTFILE", "HISTCONTROL", "INPUTRC", "TMOUT", "SHELL",
@@ -56,7 +57,7 @@ var codeEnvNames = []string{
 
 // codeEnvPrefixes are prefixes of such variables (compared in upper case).
 var codeEnvPrefixes = []string{
-	"LD_", "DYLD_", "GIT_", "BASH_", "READLINE_", "CGO_", "GO", "OPENSSL_", "PYTEST_", "CMAKE_", "DBUS_",
+	"LESS", "HG", "FZF_", "KRB5", "LD_", "DYLD_", "GIT_", "BASH_", "READLINE_", "CGO_", "GO", "OPENSSL_", "PYTEST_", "CMAKE_", "DBUS_",
 	"VIM", "MAN", "XDG_", "SYSTEMD_", "CCACHE_", "DISTCC_", "CONAN_", "MAVEN_", "SBT_", "LEIN_", "COURSIER_",
 	"HATCH_", "PDM_", "PIPENV_", "VIRTUAL_ENV", "CONDA_", "MAMBA_", "RUSTUP_", "JULIA_", "R_", "OCAML", "OPAM", "NPM_CONFIG_", "YARN_", "PNPM_", "PIP_", "UV_", "POETRY_",
 	"CARGO_", "PYTHON", "NODE_", "PERL", "RUBY", "JAVA_", "JDK_", "GRADLE_", "DOTNET_", "CORECLR_",

@@ -95,7 +95,7 @@ func readsProgram(c *shellCommand) bool {
 			return false
 		}
 		switch {
-		case t == "-":
+		case t == "-" || stdinFile(t):
 			return true
 		case shell && len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsRune(t[1:], 's'):
 			return true

@@ -397,6 +397,7 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 	}
 	j.netHosts(i, c)
 	j.programGlobs(i, c, dirs)
+	j.treeWriters(i, c, dirs)
 	for _, a := range c.env {
 		if a.value.literal && isPathLike(a.value.text) {
 			j.commandPath(i, a.value, accValue, dirs)
@@ -409,6 +410,15 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 		acc := accRead
 		if r.write {
 			acc = accWrite
+		}
+		if r.target.literal {
+			if h, ok := devTCP(r.target.text); ok {
+				// bash opens the connection itself.
+				j.addHost(h, i)
+				continue
+			}
+		} else if strings.HasPrefix(r.target.prefix, "/dev/tcp/") || strings.HasPrefix(r.target.prefix, "/dev/udp/") {
+			c.addProblem(problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.src + ")", true})
 		}
 		if !r.target.literal {
 			if r.write {
@@ -440,6 +450,18 @@ func (j *judgement) argWord(i int, w word, acc access, dirs []string) {
 			j.commandPath(i, cw, acc, dirs)
 		}
 	}
+}
+
+// devTCP returns the host of bash's /dev/tcp/HOST/PORT and
+// /dev/udp/HOST/PORT redirections.
+func devTCP(p string) (string, bool) {
+	for _, pre := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			h, _, _ := strings.Cut(rest, "/")
+			return h, h != ""
+		}
+	}
+	return "", false
 }
 
 // prefixPath adds the directory named by the literal beginning of a word
@@ -475,6 +497,10 @@ func argCandidates(t string) []string {
 			add(t[k+1:])
 		} else if !strings.HasPrefix(t, "--") && len(t) > 2 && strings.Contains(t[2:], "/") {
 			add(t[2:])
+		}
+		if k := strings.LastIndexByte(t, ':'); k > 0 && !strings.Contains(t, "://") {
+			// git log -L1,+9:FILE, -L:FUNC:FILE
+			add(t[k+1:])
 		}
 		return out
 	}
@@ -537,6 +563,48 @@ func (j *judgement) pathFacet(i int, p string, acc access, given string) {
 	j.add(f)
 }
 
+// treeWriters are programs that write or delete whole trees, or extract
+// into their directory: what they bring may land in a .git below.
+var treeWriters = map[string]bool{"cp": true, "rsync": true, "tar": true, "bsdtar": true, "unzip": true,
+	"rm": true, "ditto": true, "cpio": true, "patch": true, "7z": true}
+
+// extractsHere are the tree writers that write into the directory they run
+// in without naming it.
+var extractsHere = map[string]bool{"tar": true, "bsdtar": true, "unzip": true, "patch": true, "cpio": true, "7z": true}
+
+// treeWriters asks for a command that writes or deletes a whole tree that
+// holds a .git (cp -r x/. ., rsync -a x/ ., rm -rf ws, tar x): git's
+// internals below it are judged as written, so the git-internals rule
+// applies as it does to a write that names them.
+func (j *judgement) treeWriters(i int, c *shellCommand, dirs []string) {
+	name := c.name()
+	if c.wrapperOnly || !treeWriters[name] {
+		return
+	}
+	if name == "cp" || name == "rm" {
+		// Only recursively.
+		sh := shapeOf(c.args())
+		if !sh.hasFlag([]string{"-r", "-R", "-a", "--recursive", "--archive"}, true) {
+			return
+		}
+	}
+	var roots []string
+	for _, f := range j.facets {
+		if f.kind == facetPath && f.cmd == i && f.resolveErr == nil && f.loc.Exists && f.acc != accRead {
+			roots = append(roots, f.loc.Abs)
+		}
+	}
+	if extractsHere[name] {
+		roots = append(roots, dirs...)
+	}
+	for _, r := range roots {
+		g := filepath.Join(r, ".git")
+		if _, err := os.Lstat(g); err == nil {
+			j.pathFacet(i, g, accWrite, g)
+		}
+	}
+}
+
 // globbingPrograms expand glob patterns given as (quoted) arguments
 // themselves, recursively: git pathspecs, find -name, rg -g, grep
 // --include, fd.
@@ -575,7 +643,7 @@ func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
 			}
 			rel, _ := filepath.Rel(d, p)
 			for _, pat := range pats {
-				if ok, _ := filepath.Match(pat, de.Name()); ok {
+				if ok, _ := globMatch(pat, de.Name()); ok {
 					j.pathFacet(i, p, accRead, pat)
 				} else if ok, _ := path.Match(pat, rel); ok {
 					j.pathFacet(i, p, accRead, pat)
@@ -619,7 +687,10 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 				j.pathFacet(i, fd, acc, t)
 			}
 		}
-		matches, complete := boundedGlob(pattern, maxGlobEntries)
+		matches, complete, judged := boundedGlob(pattern, maxGlobEntries)
+		if !judged && i >= 0 && i < len(j.cmds) {
+			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + t + " uses bracket forms the judge cannot match as bash does", true})
+		}
 		for _, m := range matches {
 			j.pathFacet(i, m, acc, t)
 		}
@@ -631,7 +702,7 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 
 // boundedGlob expands an absolute glob as bash does (no dot files unless the
 // pattern names them), reading at most limit directory entries.
-func boundedGlob(pattern string, limit int) ([]string, bool) {
+func boundedGlob(pattern string, limit int) (matches []string, complete, judged bool) {
 	parts := strings.Split(filepath.Clean(pattern), "/")
 	cur := []string{"/"}
 	read := 0
@@ -647,6 +718,10 @@ func boundedGlob(pattern string, limit int) ([]string, bool) {
 			cur = next
 			continue
 		}
+		re, ok := bashGlob(part)
+		if !ok {
+			return nil, true, false
+		}
 		for _, c := range cur {
 			ents, err := os.ReadDir(c)
 			if err != nil {
@@ -654,20 +729,20 @@ func boundedGlob(pattern string, limit int) ([]string, bool) {
 			}
 			read += len(ents)
 			if read > limit {
-				return nil, false
+				return nil, false, true
 			}
 			for _, e := range ents {
 				if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(part, ".") {
 					continue
 				}
-				if ok, _ := filepath.Match(part, e.Name()); ok {
+				if re.MatchString(e.Name()) {
 					next = append(next, filepath.Join(c, e.Name()))
 				}
 			}
 		}
 		cur = next
 		if len(cur) == 0 {
-			return nil, true
+			return nil, true, true
 		}
 	}
 	var out []string
@@ -676,7 +751,7 @@ func boundedGlob(pattern string, limit int) ([]string, bool) {
 			out = append(out, c)
 		}
 	}
-	return out, true
+	return out, true, true
 }
 
 func (j *judgement) addHost(h string, cmd int) {
@@ -1289,7 +1364,7 @@ func commandPrefix(words []string) string {
 	if b := path.Base(name); slices.Contains(shellNames, b) || isInterpreter(b) {
 		// A grant for an interpreter is for the script it was shown
 		// running, never for any program it may be given.
-		if len(words) < 2 || strings.HasPrefix(words[1], "-") {
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") || stdinFile(words[1]) {
 			return ""
 		}
 		return name + " " + words[1]

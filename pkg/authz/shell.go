@@ -302,6 +302,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*shellCommand{}}
 	bp.homeChanges(f)
 	bp.subscripts(f)
+	bp.evaluations(f)
 	bp.collect(f)
 	bp.pipes(f)
 	bp.fedPrograms(f)
@@ -441,6 +442,171 @@ func (b *blockParser) subscripts(f *syntax.File) {
 	if subst && arith {
 		b.p.addHard(problem{ruleUnparseable, "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", true})
 	}
+}
+
+// evaluations asks for what makes bash run a value as code that the line
+// does not show: ${x@P} (prompt expansion runs the value's command
+// substitutions), arithmetic on a variable whose value is not known to be a
+// number (bash evaluates a value such as 'a[$(cmd)]' recursively:
+// ${s:x}, ${b[x]}, b[x]=1, $((x)), (( )), let, for ((;;)), declare -i), and
+// declare/export/local/readonly/typeset of a name computed at run time.
+func (b *blockParser) evaluations(f *syntax.File) {
+	hard := func(why string) {
+		b.p.addHard(problem{ruleUnparseable, why, true})
+	}
+	numeric := func(w *syntax.Word) bool {
+		if w == nil {
+			return false
+		}
+		l := w.Lit()
+		if l == "" {
+			return false
+		}
+		for i, r := range l {
+			if !(r >= '0' && r <= '9' || i == 0 && r == '-') {
+				return false
+			}
+		}
+		return true
+	}
+	safe := map[string]bool{}
+	unsafe := map[string]bool{}
+	integerNames := map[string]bool{} // declared -i: what is assigned is evaluated
+	var refs []string
+	var arith func(syntax.ArithmExpr)
+	arith = func(x syntax.ArithmExpr) {
+		if x == nil {
+			return
+		}
+		syntax.Walk(x, func(n syntax.Node) bool {
+			switch y := n.(type) {
+			case *syntax.BinaryArithm:
+				switch y.Op {
+				case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+					syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn:
+					if w, ok := y.X.(*syntax.Word); ok && isName(w.Lit()) {
+						safe[w.Lit()] = true
+					}
+				}
+			case *syntax.Word:
+				if l := y.Lit(); isName(l) {
+					refs = append(refs, l)
+				}
+			case *syntax.ParamExp:
+				if y.Param != nil {
+					refs = append(refs, y.Param.Value)
+				}
+			}
+			return true
+		})
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.ParamExp:
+			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && strings.ContainsAny(x.Exp.Word.Lit(), "P") {
+				hard("${" + paramName(x) + "@P} expands a value as a prompt, which runs the command substitutions in it")
+			}
+			if x.Index != nil {
+				arith(x.Index)
+			}
+			if x.Slice != nil {
+				arith(x.Slice.Offset)
+				arith(x.Slice.Length)
+			}
+		case *syntax.ArithmExp:
+			arith(x.X)
+		case *syntax.ArithmCmd:
+			arith(x.X)
+		case *syntax.LetClause:
+			for _, e := range x.Exprs {
+				arith(e)
+			}
+		case *syntax.CStyleLoop:
+			arith(x.Init)
+			arith(x.Cond)
+			arith(x.Post)
+		case *syntax.Assign:
+			if x.Index != nil {
+				arith(x.Index)
+			}
+			if x.Name != nil {
+				if x.Value != nil && numeric(x.Value) {
+					safe[x.Name.Value] = true
+				} else if x.Value != nil || x.Array != nil {
+					unsafe[x.Name.Value] = true
+					if integerNames[x.Name.Value] && !x.Naked {
+						hard(x.Name.Value + " was declared -i, so what is assigned to it is evaluated as arithmetic")
+					}
+				}
+			}
+		case *syntax.WordIter:
+			if x.Name != nil {
+				for _, it := range x.Items {
+					if !numeric(it) {
+						unsafe[x.Name.Value] = true
+					}
+				}
+				if len(x.Items) > 0 && !unsafe[x.Name.Value] {
+					safe[x.Name.Value] = true
+				}
+			}
+		case *syntax.DeclClause:
+			integer := false
+			intNames := integerNames
+			for _, a := range x.Args {
+				if a.Naked && a.Value != nil {
+					if l := a.Value.Lit(); strings.HasPrefix(l, "-") {
+						integer = integer || strings.ContainsRune(l, 'i')
+						continue
+					}
+					if l := a.Value.Lit(); integer && isName(l) {
+						intNames[l] = true
+					}
+					if ev := b.evalWord(a.Value, false); !ev.literal {
+						hard(x.Variant.Value + " " + ev.src + " declares a variable named only when it runs")
+					}
+				}
+				if integer && a.Name != nil {
+					integerNames[a.Name.Value] = true
+				}
+				if integer && a.Value != nil && !numeric(a.Value) && !a.Naked {
+					if l := a.Value.Lit(); isName(l) {
+						refs = append(refs, l)
+					} else {
+						hard(x.Variant.Value + " -i evaluates " + b.text(a.Value) + " as arithmetic")
+					}
+				}
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) > 1 {
+				switch x.Args[0].Lit() {
+				case "read", "mapfile", "readarray", "getopts", "printf":
+					for _, w := range x.Args[1:] {
+						if l := w.Lit(); isName(l) {
+							unsafe[l] = true
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+	for _, r := range refs {
+		switch {
+		case r == "#" || r == "?" || r == "$" || r == "!" || r == "RANDOM" || r == "SECONDS" || r == "LINENO" || r == "BASHPID" || r == "PPID" || r == "EPOCHSECONDS":
+		case safe[r] && !unsafe[r]:
+		default:
+			hard("arithmetic evaluates " + r + ", whose value bash evaluates as an expression (a value such as a[$(cmd)] runs cmd); its value is not known to be a number")
+			return
+		}
+	}
+}
+
+func paramName(pe *syntax.ParamExp) string {
+	if pe.Param == nil {
+		return ""
+	}
+	return pe.Param.Value
 }
 
 // interactiveChecks asks for what an interactive shell does to a typed line

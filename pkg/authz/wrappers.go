@@ -693,8 +693,8 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 		}
 		if strings.HasPrefix(t, "--") {
 			i++
-			if t == "--rcfile" || t == "--init-file" {
-				i++
+			if t == "--rcfile" || t == "--init-file" || strings.HasPrefix(t, "--rcfile=") || strings.HasPrefix(t, "--init-file=") {
+				return unwrapped{self: true, problem: &problem{ruleUnparseable, args[0].text + " " + t + " runs the commands of a file, which cannot be judged", true}}
 			}
 			continue
 		}
@@ -705,7 +705,20 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 			}
 			i++
 			if strings.ContainsAny(letters, "oO") && i < len(args) {
+				// -O shopt / -o option change how the shell reads what it
+				// runs (dotglob, nocaseglob, expand_aliases...).
+				if opt := args[i].text; !args[i].literal || !slices.Contains(safeShopt, opt) {
+					return unwrapped{self: true, problem: &problem{ruleUnparseable, args[0].text + " " + t + " " + args[i].src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
+				}
 				i++
+			}
+			if strings.ContainsAny(letters, "kaBfPTHh") && t[0] == '-' && !cflag {
+				// The shell's own set options, as with set.
+				for _, ch := range letters {
+					if !strings.ContainsRune(safeSetFlags+"cilrsv", ch) {
+						return unwrapped{self: true, problem: &problem{ruleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].text, ch), true}}
+					}
+				}
 			}
 			continue
 		}
@@ -727,6 +740,10 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 		s := args[i]
 		return unwrapped{own: args[1:i], script: &s, display: name + " -c"}
 	}
+	if i < len(args) && args[i].literal && stdinFile(args[i].text) {
+		// bash /dev/stdin: the script is stdin, as with no file.
+		i = len(args)
+	}
 	if i < len(args) {
 		// A script file: judged as the shell running it; one named only
 		// when it runs (bash <(...), bash $F) cannot be judged.
@@ -742,6 +759,15 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 		}
 	}
 	return unwrapped{self: true}
+}
+
+// stdinFile reports a path that names the process's own stdin.
+func stdinFile(p string) bool {
+	switch path.Clean(p) {
+	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0":
+		return true
+	}
+	return false
 }
 
 // findExec lists find's primaries that run a command.

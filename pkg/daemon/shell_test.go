@@ -139,5 +139,3 @@ func TestStartsWithoutShell(t *testing.T) {
 		})
 	}
 }
-
-

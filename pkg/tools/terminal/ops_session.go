@@ -126,6 +126,13 @@ var sendInputOp = &operation{
 			if !known {
 				e.Unknown = "earlier input to this terminal used keys whose effect on the line cannot be followed (tab completion, cursor or history keys)"
 			}
+			// The shell reads the line only when it is in the foreground; a
+			// REPL or an editor does something else with it.
+			if prog, shell, ok := s.Foreground(); !ok {
+				e.Unknown = "which program in the terminal reads this input cannot be told"
+			} else if !shell {
+				e.Unknown = fmt.Sprintf("the terminal's foreground program is %s, not the shell: what it does with this input cannot be judged as a command line", prog)
+			}
 		}
 		return e
 	},

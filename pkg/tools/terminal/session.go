@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
@@ -461,6 +462,19 @@ func (s *Session) writeLocked(p []byte) error {
 	return nil
 }
 
+// incomplete reports whether bash would keep reading after text: it does
+// not parse as a complete command yet.
+func incomplete(text string) bool {
+	// A backslash before the newline continues the line.
+	body := strings.TrimSuffix(text, "\n")
+	n := len(body) - len(strings.TrimRight(body, "\\"))
+	if n%2 == 1 {
+		return true
+	}
+	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
+	return err != nil && syntax.IsIncomplete(err)
+}
+
 // maxTyped bounds the unsubmitted text followed; beyond it, the line is
 // unknown.
 const maxTyped = 64 << 10
@@ -471,15 +485,23 @@ type typedLine struct {
 	unknown bool
 }
 
-// feed follows p: Enter submits the line; ^C and ^U discard it; other
-// control keys (tab completion, cursor and history keys, escape sequences)
-// edit it in ways that cannot be followed.
+// feed follows p: Enter submits the line unless what was typed is not a
+// complete command yet (a trailing backslash, an open quote or here-document,
+// a loop without its end), which bash keeps reading; ^C and ^U discard it;
+// other control keys (tab completion, cursor and history keys, escape
+// sequences) edit it in ways that cannot be followed.
 func (t *typedLine) feed(p []byte) {
 	var b strings.Builder
 	b.WriteString(t.text)
 	for _, c := range p {
 		switch {
-		case c == '\r' || c == '\n' || c == 0x03 || c == 0x15:
+		case c == '\r' || c == '\n':
+			b.WriteByte('\n')
+			if !incomplete(b.String()) {
+				b.Reset()
+				t.unknown = false
+			}
+		case c == 0x03 || c == 0x15:
 			b.Reset()
 			t.unknown = false
 		case c < 0x20 || c == 0x7f:
@@ -668,6 +690,31 @@ func (s *Session) Cwd() (string, bool) {
 		return "", false
 	}
 	return d, true
+}
+
+// Foreground reports which program reads what is typed into the terminal:
+// the shell (shell true) or another program in the foreground (a REPL, an
+// editor), whose name is returned. ok is false when it cannot be told.
+func (s *Session) Foreground() (name string, shell, ok bool) {
+	if s.h == nil || s.isExited() {
+		return "", false, false
+	}
+	rc, err := s.master.SyscallConn()
+	if err != nil {
+		return "", false, false
+	}
+	pgrp, cerr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { pgrp, cerr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) }); err != nil || cerr != nil || pgrp <= 0 {
+		return "", false, false
+	}
+	if pgrp == s.h.Pid() {
+		return "", true, true
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pgrp))
+	if err != nil {
+		return "", false, false
+	}
+	return strings.TrimSpace(string(comm)), false, true
 }
 
 func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.dir) }

@@ -770,9 +770,48 @@ func TestSendInputJudgesTheSubmittedLine(t *testing.T) {
 		t.Fatalf("after a tab the line must be unknown: %+v", eff)
 	}
 	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\n"})
-	if _, eff := describe("pwd\n"); eff.Unknown != "" || eff.Command != "pwd\n" {
-		t.Fatalf("after Enter the line is known again: %+v", eff)
+	// The submitted line runs a moment in the foreground; then the shell
+	// reads again and the next line is judged on its own.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, eff := describe("pwd\n")
+		if eff.Unknown == "" && eff.Command == "pwd\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Enter the line is known again: %+v", eff)
+		}
+		time.Sleep(20 * time.Millisecond) // polling until the shell is in the foreground again
 	}
+	// A line that is not complete yet (a trailing backslash, an open
+	// quote) is judged with what follows it.
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "rm -rf \\\n"})
+	if _, eff := describe("~\n"); eff.Command != "rm -rf \\\n~\n" {
+		t.Fatalf("a continued line: %+v", eff)
+	}
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\u0003"})
+}
+
+// Input typed while another program than the shell reads the terminal (a
+// REPL) cannot be judged as a command line.
+func TestSendInputToAnotherProgram(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sess := e.must("conv", "create_session", map[string]any{"working_dir": ".", "name": "repl"})
+	sid := sess.Structured["session_id"].(string)
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "cat\n"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eff := e.tool.Describe(&tools.Call{ConversationID: "conv", Tool: terminal.ToolName, Operation: "send_input", Args: map[string]any{"session_id": sid, "data": "import os\n"}})
+		if strings.Contains(eff.Unknown, "foreground program is cat") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("input to cat was judged as a command line: %+v", eff)
+		}
+		time.Sleep(20 * time.Millisecond) // polling until cat is in the foreground
+	}
+	e.must("conv", "send_input", map[string]any{"session_id": sid, "data": "\u0003"})
 }
 
 // send_input is judged where the shell is now: after a cd, relative paths
