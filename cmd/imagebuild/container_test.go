@@ -212,7 +212,7 @@ func TestContainer(t *testing.T) {
 		for _, tool := range list.Tools {
 			names = append(names, tool.Name)
 		}
-		if strings.Join(names, ",") != "think,file_operations,user_collaboration" || len(list.Unavailable) != 1 ||
+		if strings.Join(names, ",") != "think,file_operations,user_collaboration,web_operations,build_and_version_control,memory_operations" || len(list.Unavailable) != 1 ||
 			list.Unavailable[0].Name != "terminal_operations" || !strings.Contains(list.Unavailable[0].Reason, "neither bash nor sh") {
 			t.Fatalf("tools without a shell: %v, unavailable %+v", names, list.Unavailable)
 		}
