@@ -110,8 +110,13 @@ vet: ## go vet ./...
 buf-lint: $(BIN)/buf ## buf lint the proto files.
 	$(BIN)/buf lint
 
+.PHONY: tidy-check
+tidy-check: ## Fail if go.mod/go.sum of toold or of deploy/kubernetes (which requires toold) are not tidy.
+	$(GO) mod tidy -diff
+	cd deploy/kubernetes && $(GO) mod tidy -diff
+
 .PHONY: lint
-lint: fmt-check vet buf-lint ## gofmt check, go vet, buf lint.
+lint: fmt-check vet buf-lint tidy-check ## gofmt check, go vet, buf lint, go mod tidy.
 
 # --- build, test, run --------------------------------------------------------
 
