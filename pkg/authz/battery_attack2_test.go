@@ -9,7 +9,6 @@ package authz_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -247,41 +246,9 @@ func TestAttack2Battery(t *testing.T) {
 	f := bypassFixture(t)
 	withExample := f.engine(t, loadExample(t), nil)
 	builtin := f.engine(t, nil, nil)
-	for i, c := range attack2Battery {
-		t.Run(fmt.Sprintf("%02d-%s/%s", i, c.class, c.mode), func(t *testing.T) {
-			e := builtin
-			if c.example {
-				e = withExample
-			}
-			var got []string
-			allowed := true
-			typed := ""
-			for k, s := range c.steps {
-				line := s
-				if c.class == "pty-continuation" {
-					// The terminal judges a line that is not complete yet
-					// (a trailing backslash) with what follows it.
-					typed += s
-					line = typed
-				}
-				req := cmdReq(c.mode, expandAttack(f, line))
-				req.Effect.Env = c.env
-				req.Effect.Interactive = c.pty
-				req.Effect.Dir = c.dir
-				if c.stepDirs != nil {
-					req.Effect.Dir = expandAttack(f, c.stepDirs[k])
-				}
-				v := authorize(t, e, req)
-				got = append(got, fmt.Sprintf("%q -> %s (%s)", s, v.Decision, v.Rule))
-				if v.Decision != authz.Allow {
-					allowed = false
-				}
-			}
-			if allowed {
-				t.Errorf("BYPASS [%s, %s, example=%v, env=%v]: %s\n  why: %s", c.class, c.mode, c.example, c.env, strings.Join(got, "; "), c.why)
-			}
-		})
-	}
+	runAttacks(t, f, withExample, builtin, attack2Battery, func(i int, c attackCase) string {
+		return fmt.Sprintf("%02d-%s/%s", i, c.class, c.mode)
+	})
 }
 
 // TestAttack2Grants approves a call for the conversation as a person would
@@ -303,21 +270,11 @@ func TestAttack2Grants(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.approved, func(t *testing.T) {
 			e := f.engine(t, nil, func() time.Time { return now })
-			v := authorize(t, e, cmdReq(auto, tt.approved))
-			var scope *authz.Scope
-			for i := range v.Scopes {
-				if v.Scopes[i].CommandPrefix != "" {
-					scope = &v.Scopes[i]
-					break
-				}
-			}
+			scope := commandScope(t, e, tt.approved)
 			if scope == nil {
 				// Held: no conversation grant is offered for it at all.
-				t.Logf("%q is offered once only: %+v", tt.approved, v.Scopes)
+				t.Logf("%q is offered once only", tt.approved)
 				return
-			}
-			if _, err := e.Grant("conv", *scope, false, 0, "test"); err != nil {
-				t.Fatal(err)
 			}
 			for _, a := range tt.attempts {
 				got := authorize(t, e, cmdReq(auto, f.expand(a)))

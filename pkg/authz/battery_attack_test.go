@@ -222,16 +222,32 @@ func TestAttackBattery(t *testing.T) {
 	mkdir(t, f.ws+"/evilgit/hooks")
 	withExample := f.engine(t, loadExample(t), nil)
 	builtin := f.engine(t, nil, nil)
-	for i, c := range attackBattery {
-		t.Run(fmt.Sprintf("%02d-%s/%s/%s", i, c.class, c.mode, strings.ReplaceAll(tests(c.steps[len(c.steps)-1]), "/", "_")), func(t *testing.T) {
+	runAttacks(t, f, withExample, builtin, attackBattery, func(i int, c attackCase) string {
+		return fmt.Sprintf("%02d-%s/%s/%s", i, c.class, c.mode, strings.ReplaceAll(tests(c.steps[len(c.steps)-1]), "/", "_"))
+	})
+}
+
+// runAttacks judges each case's steps one after another (under the example
+// policy or the built-in rules) and fails a case whose every step is
+// allowed. A terminal line that is not complete (class pty-continuation)
+// is judged with the steps before it, as the terminal does.
+func runAttacks(t *testing.T, f *fixture, withExample, builtin *authz.Engine, battery []attackCase, name func(int, attackCase) string) {
+	for i, c := range battery {
+		t.Run(name(i, c), func(t *testing.T) {
 			e := builtin
 			if c.example {
 				e = withExample
 			}
 			var got []string
 			allowed := true
+			typed := ""
 			for k, s := range c.steps {
-				req := cmdReq(c.mode, expandAttack(f, s))
+				line := s
+				if c.class == "pty-continuation" {
+					typed += s
+					line = typed
+				}
+				req := cmdReq(c.mode, expandAttack(f, line))
 				req.Effect.Env = c.env
 				req.Effect.Interactive = c.pty
 				req.Effect.Dir = c.dir
@@ -249,6 +265,23 @@ func TestAttackBattery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commandScope approves line for the conversation as a person would: the
+// first command scope its RequiresApproval offers, granted; nil when none
+// is offered.
+func commandScope(t *testing.T, e *authz.Engine, line string) *authz.Scope {
+	t.Helper()
+	v := authorize(t, e, cmdReq(auto, line))
+	for i := range v.Scopes {
+		if v.Scopes[i].CommandPrefix != "" {
+			if _, err := e.Grant("conv", v.Scopes[i], false, 0, "test"); err != nil {
+				t.Fatal(err)
+			}
+			return &v.Scopes[i]
+		}
+	}
+	return nil
 }
 
 // TestAttackGrants approves a command for the conversation as a person would
@@ -286,19 +319,9 @@ func TestAttackGrants(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.approved, func(t *testing.T) {
 			e := f.engine(t, nil, func() time.Time { return now })
-			v := authorize(t, e, cmdReq(auto, tt.approved))
-			var scope *authz.Scope
-			for i := range v.Scopes {
-				if v.Scopes[i].CommandPrefix != "" {
-					scope = &v.Scopes[i]
-					break
-				}
-			}
+			scope := commandScope(t, e, tt.approved)
 			if scope == nil {
-				t.Fatalf("no command scope for %q: %+v", tt.approved, v.Scopes)
-			}
-			if _, err := e.Grant("conv", *scope, false, 0, "test"); err != nil {
-				t.Fatal(err)
+				t.Fatalf("no command scope for %q", tt.approved)
 			}
 			for _, a := range tt.attempts {
 				got := authorize(t, e, cmdReq(auto, f.expand(a)))

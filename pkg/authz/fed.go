@@ -208,17 +208,27 @@ func (b *blockParser) fedPrograms(f *syntax.File) {
 				feed(x.Y, []*syntax.Stmt{x.X})
 			}
 		case *syntax.Stmt:
-			for _, r := range x.Redirs {
-				if r.Op != syntax.RdrIn || r.Word == nil {
-					continue
-				}
-				for _, part := range r.Word.Parts {
-					if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
-						feed(x, ps.Stmts)
-					}
-				}
+			for _, ps := range stdinProcSubsts(x) {
+				feed(x, ps.Stmts)
 			}
 		}
 		return true
 	})
+}
+
+// stdinProcSubsts returns the process substitutions a statement reads on
+// stdin (< <(cmd)).
+func stdinProcSubsts(st *syntax.Stmt) []*syntax.ProcSubst {
+	var out []*syntax.ProcSubst
+	for _, r := range st.Redirs {
+		if r.Op != syntax.RdrIn || r.Word == nil {
+			continue
+		}
+		for _, part := range r.Word.Parts {
+			if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
+				out = append(out, ps)
+			}
+		}
+	}
+	return out
 }

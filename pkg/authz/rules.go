@@ -225,20 +225,8 @@ func argString(v any) string {
 // through sudo); allow rules match only the command that runs, by a
 // system path or its bare name.
 func (r *rule) commandMatches(c *shellCommand, home string) bool {
-	if r.piped && !c.piped {
+	if !r.pipeMatches(c) {
 		return false
-	}
-	if len(r.pipedFrom) > 0 {
-		found := false
-		for _, n := range c.pipedFrom {
-			if anyGlob(r.pipedFrom, n) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
 	}
 	if r.decision == Allow {
 		if c.wrapperOnly || len(c.args()) == 0 {
@@ -256,6 +244,23 @@ func (r *rule) commandMatches(c *shellCommand, home string) bool {
 			if p.match(l, false, home) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// pipeMatches reports whether c reads a pipe as the rule's piped and
+// piped_from require.
+func (r *rule) pipeMatches(c *shellCommand) bool {
+	if r.piped && !c.piped {
+		return false
+	}
+	if len(r.pipedFrom) == 0 {
+		return true
+	}
+	for _, n := range c.pipedFrom {
+		if anyGlob(r.pipedFrom, n) {
+			return true
 		}
 	}
 	return false

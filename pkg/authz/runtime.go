@@ -154,20 +154,8 @@ func globEnds(alt string) (pre, suf string) {
 // mayMatchCommand reports whether a deny or ask rule would match c for some
 // value of its run-time words.
 func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
-	if r.piped && !c.piped {
+	if !r.pipeMatches(c) {
 		return false
-	}
-	if len(r.pipedFrom) > 0 {
-		found := false
-		for _, n := range c.pipedFrom {
-			if anyGlob(r.pipedFrom, n) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
 	}
 	for i, l := range c.layers {
 		ws, dyn := runtimeWords(c, l, i == len(c.layers)-1)

@@ -742,17 +742,10 @@ func (b *blockParser) pipes(f *syntax.File) {
 			}
 		case *syntax.Stmt:
 			// < <(cmd): the command reads cmd's output on stdin.
-			for _, r := range x.Redirs {
-				if r.Op != syntax.RdrIn || r.Word == nil {
-					continue
-				}
-				for _, part := range r.Word.Parts {
-					if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
-						for _, c := range b.byStmt[x] {
-							c.piped = true
-							c.pipedFrom = append(c.pipedFrom, names(ps)...)
-						}
-					}
+			for _, ps := range stdinProcSubsts(x) {
+				for _, c := range b.byStmt[x] {
+					c.piped = true
+					c.pipedFrom = append(c.pipedFrom, names(ps)...)
 				}
 			}
 			// <(cmd) as an argument: the command reads cmd's output.
