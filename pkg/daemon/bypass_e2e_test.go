@@ -248,3 +248,32 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 	waitOutput("still-42")
 	alive(t, canary)
 }
+
+// A committed .env stays a sensitive path for git_show: the file it shows
+// is judged, in every mode.
+func TestGitShowOfASensitiveFileEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	for _, args := range [][]string{
+		{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", d.Workspace}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, ".env"), []byte("SECRET=canary\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-f", ".env"}, {"commit", "-qm", "oops"}} {
+		if out, err := exec.Command("git", append([]string{"-C", d.Workspace}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	x := newSession(t, d)
+	res, _ := x.call("show", "git_show", `{"ref":"HEAD","path":".env"}`)
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || strings.Contains(res.String(), "canary") {
+		t.Fatalf("git_show of .env: %v", res)
+	}
+}

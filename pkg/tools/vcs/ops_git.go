@@ -354,7 +354,13 @@ var gitShowOp = &operation{
   "path": {"type": "string", "description": "Show this file as it is in ref instead of the commit."}
 }, "additionalProperties": false}`,
 	describe: func(v *VCS, call *tools.Call) tools.Effect {
-		return tools.Effect{Display: "git show " + strArg(call, "ref") + " " + strArg(call, "path"), Reads: []string{"."}}
+		// With path, the file's content (at ref) is what is read: policy
+		// judges that path, so a committed .env stays a sensitive path.
+		reads := []string{"."}
+		if p := strArg(call, "path"); p != "" {
+			reads = []string{p}
+		}
+		return tools.Effect{Display: "git show " + strArg(call, "ref") + " " + strArg(call, "path"), Reads: reads}
 	},
 	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
