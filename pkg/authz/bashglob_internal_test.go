@@ -6,7 +6,7 @@ import "testing"
 // reported so that they ask.
 func TestGlobMatch(t *testing.T) {
 	for _, tt := range []struct {
-		pat, name     string
+		pat, name   string
 		matched, ok bool
 	}{
 		{".[!x]nv", ".env", true, true},
