@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toold/toold/pkg/authz"
@@ -62,6 +63,9 @@ type session struct {
 	closing bool        // no new calls: the stream closed its side, shutdown, or the grace ran out
 	grace   *time.Timer
 	ended   bool
+	// attached mirrors att != nil, for readers holding x.mu (the lock
+	// order is s.mu, then x.mu).
+	attached atomic.Bool
 }
 
 type runningCall struct {
@@ -129,7 +133,14 @@ func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
 		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
 	}
 	s.att = a
+	s.attached.Store(true)
 	a.s = s
+	x.mu.Lock()
+	if x.live[id] == nil {
+		x.live[id] = map[*session]struct{}{}
+	}
+	x.live[id][s] = struct{}{}
+	x.mu.Unlock()
 	a.welcome = events.Welcome{ConversationID: id, ConversationSecret: secret, Mode: a.mode,
 		ServerVersion: x.cfg.Version, Workspace: x.cfg.Workspace, MaxTimeout: x.cfg.MaxTimeout,
 		StreamID: s.id}
@@ -157,6 +168,14 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 		x.mu.Unlock()
 		return errdefs.New(errdefs.ErrInvalidArgument, "conversation %q has %d dropped streams; name the one to resume with resume_stream_id (Welcome.stream_id)", o.ConversationID, len(list))
 	}
+	attached := false
+	for c := range x.live[o.ConversationID] {
+		attached = attached || c.attached.Load()
+	}
+	if s == nil && attached {
+		x.mu.Unlock()
+		return errdefs.New(errdefs.ErrUnavailable, "conversation %q's stream is still attached: toold has not seen it end yet, or another stream resumed it first; retry in a moment", o.ConversationID)
+	}
 	if s == nil {
 		x.mu.Unlock()
 		return errdefs.New(errdefs.ErrFailed, "conversation %q has no dropped stream to resume%s: it ended, its grace of %s ran out, or another stream resumed it first; open the conversation without resume",
@@ -173,6 +192,7 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	}
 	s.grace = nil
 	s.att = a
+	s.attached.Store(true)
 	a.s = s
 	from := s.log.Rewind(o.ResumeAfter)
 	// Questions still waiting whose event the new stream will not read
@@ -345,6 +365,12 @@ func (s *session) endLocked() {
 		s.grace = nil
 	}
 	s.log.Close()
+	s.x.mu.Lock()
+	delete(s.x.live[s.conv], s)
+	if len(s.x.live[s.conv]) == 0 {
+		delete(s.x.live, s.conv)
+	}
+	s.x.mu.Unlock()
 	go s.leave()
 }
 
@@ -445,6 +471,7 @@ func (a *Attachment) Close() {
 		return
 	}
 	s.att = nil
+	s.attached.Store(false)
 	s.closing = true
 	if len(s.calls) == 0 {
 		s.endLocked()
@@ -466,6 +493,7 @@ func (a *Attachment) Detach() {
 		return
 	}
 	s.att = nil
+	s.attached.Store(false)
 	s.detachLocked()
 }
 
