@@ -580,6 +580,9 @@ func (h *callHost) emit(ev events.Event) (uint64, error) {
 				defer rc.emitMu.Unlock()
 				_ = h.releaseLocked()
 			})
+		} else if len(rc.held) == 1 {
+			// The timer went off or was stopped for earlier held events.
+			rc.timer.Reset(holdStart)
 		}
 		return 0, nil
 	}
