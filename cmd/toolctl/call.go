@@ -215,7 +215,9 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 	// The stream resumes the conversation by itself when the connection
 	// breaks (toold keeps the call running for its resume grace).
 	stream, err := client.Open(sctx, pb.NewToolServiceClient(conn), hello, client.Options{
-		OnResume: func(w *pb.Welcome) { view.note(fmt.Sprintf("the connection broke; resumed from event %d", w.GetReplayFromSeq())) },
+		OnResume: func(w *pb.Welcome) {
+			view.note(fmt.Sprintf("the connection broke; resumed from event %d", w.GetReplayFromSeq()))
+		},
 	})
 	if err != nil {
 		cancel()

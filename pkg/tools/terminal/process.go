@@ -1,10 +1,10 @@
 package terminal
 
 import (
-	"io"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
