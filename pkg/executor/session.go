@@ -447,6 +447,23 @@ func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle
 	return a.s.log.Read(ctx, buf, max, idle)
 }
 
+// SetNotify makes every event appended to the session's log call fn in the
+// appending goroutine (nil: wake Read instead); see events.Log.SetNotify.
+func (a *Attachment) SetNotify(fn func()) { a.s.log.SetNotify(fn) }
+
+// TryRead returns the events waiting for the stream, without waiting.
+func (a *Attachment) TryRead(buf []events.Event) []events.Event { return a.s.log.TryRead(buf, 0) }
+
+// Wake receives when output waits for the stream (see events.Log.Wake).
+func (a *Attachment) Wake() <-chan struct{} { return a.s.log.Wake() }
+
+// HasUnread reports whether events wait for the stream.
+func (a *Attachment) HasUnread() bool { return a.s.log.HasUnread() }
+
+// Done is closed once the stream has nothing more to read but what waits:
+// it closed its side (or toold drains) and every call ended.
+func (a *Attachment) Done() <-chan struct{} { return a.s.log.Done() }
+
 // CloseSend says the client sends no more calls (or toold drains): the
 // running calls finish, and Read returns events.ErrClosed after the last
 // event.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,6 +29,15 @@ type stream struct {
 	// pendingBad is a first message that could not be used, answered once
 	// Welcome went out.
 	pendingBad *badMessage
+
+	// sendMu is held by whoever sends; the fields below are its.
+	sendMu    sync.Mutex
+	stopped   bool // the stream is over: send nothing more
+	failed    bool // a send failed
+	buf       []events.Event
+	lastSend  time.Time
+	keepalive *time.Timer
+	sendErr   chan error // the first failed send, for sendLoop
 }
 
 // ExecuteTool implements pb.ToolServiceServer. See the proto for the
@@ -41,7 +51,7 @@ type stream struct {
 // the receiver itself is not waited for, because RecvMsg returns only once
 // the handler has returned.
 func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
-	st := &stream{srv: s, ss: ss}
+	st := &stream{srv: s, ss: ss, sendErr: make(chan error, 1)}
 	var in inbound // reused: the codec resets it
 	first, err := st.open(&in)
 	if err != nil || st.att == nil {
@@ -168,32 +178,119 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
+	st.lastSend = time.Now()
 	return st.ss.Send(eventToPB(ev))
 }
 
-// sendLoop sends the session's events until it ended (nil) or ctx ends.
+// sendLoop sends the session's events until the session ended (nil) or
+// ctx ends. Whoever appends an event to the session's log sends it (see
+// kick): the call that produced it, usually, so that an event reaches the
+// transport without waking another goroutine. This goroutine sends output
+// (coalesced while it sends), the keepalives, and the rest once the log is
+// closed.
 func (st *stream) sendLoop(ctx context.Context) error {
+	st.att.SetNotify(st.kick)
+	defer func() {
+		st.att.SetNotify(nil)
+		// Wait for a send in progress; none starts after this.
+		st.sendMu.Lock()
+		st.stopped = true
+		st.sendMu.Unlock()
+	}()
 	idle := st.srv.opts.KeepaliveInterval
-	var buf []events.Event
+	var tick <-chan time.Time
+	if idle > 0 {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		tick = t.C
+		defer func() { t.Stop() }()
+		st.keepalive = t
+	}
 	for {
-		evs, err := st.att.Read(ctx, buf[:0], 0, idle)
-		for i := range evs {
-			if err := st.send(&evs[i]); err != nil {
-				return err
-			}
-		}
-		switch {
-		case errors.Is(err, events.ErrIdle):
-			if err := st.send(&events.Event{Keepalive: &events.Keepalive{}}); err != nil {
-				return err
-			}
-		case errors.Is(err, events.ErrClosed):
-			return nil
-		case err != nil:
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case err := <-st.sendErr:
 			return err
+		case <-st.att.Wake():
+			// Output (coalesced while this goroutine sends).
+			st.sendMu.Lock()
+			err := st.drainLocked()
+			st.sendMu.Unlock()
+			if err != nil {
+				return err
+			}
+		case <-st.att.Done():
+			st.sendMu.Lock()
+			defer st.sendMu.Unlock()
+			if err := st.drainLocked(); err != nil {
+				return err
+			}
+			select {
+			case err := <-st.sendErr:
+				return err
+			default:
+				return nil
+			}
+		case <-tick:
+			if !st.sendMu.TryLock() {
+				st.keepalive.Reset(idle) // sending right now: not idle
+				continue
+			}
+			wait := idle - time.Since(st.lastSend)
+			var err error
+			if wait <= 0 {
+				err = st.send(&events.Event{Keepalive: &events.Keepalive{}})
+				wait = idle
+			}
+			st.sendMu.Unlock()
+			if err != nil {
+				return err
+			}
+			st.keepalive.Reset(wait)
 		}
-		clear(evs)
-		buf = evs
+	}
+}
+
+// kick sends what waits in the log, unless another goroutine is sending
+// (it then sends this too). Called by every append (events.Log.SetNotify).
+func (st *stream) kick() {
+	for st.sendMu.TryLock() {
+		err := st.drainLocked()
+		st.sendMu.Unlock()
+		if err != nil {
+			select {
+			case st.sendErr <- err:
+			default:
+			}
+			return
+		}
+		// An append between the last read and the unlock found the lock
+		// taken: look again.
+		if !st.att.HasUnread() {
+			return
+		}
+	}
+}
+
+// drainLocked sends every event waiting in the log; sendMu is held.
+func (st *stream) drainLocked() error {
+	if st.stopped || st.failed {
+		return nil
+	}
+	for {
+		st.buf = st.att.TryRead(st.buf[:0])
+		if len(st.buf) == 0 {
+			return nil
+		}
+		for i := range st.buf {
+			if err := st.send(&st.buf[i]); err != nil {
+				st.failed = true
+				clear(st.buf)
+				return err
+			}
+		}
+		clear(st.buf)
 	}
 }
 
