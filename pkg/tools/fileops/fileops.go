@@ -141,6 +141,7 @@ var operations = []*operation{
 	deletePathOp,
 	movePathOp,
 	makeDirOp,
+	applyPatchOp,
 }
 
 const toolDescription = "Read, search and change the files of the workspace. " +
