@@ -84,6 +84,8 @@ type FileOperations struct {
 	spec   tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
+	// history is the undo history of str_replace_based_edit_tool.
+	history editHistory
 }
 
 var (
@@ -142,6 +144,7 @@ var operations = []*operation{
 	movePathOp,
 	makeDirOp,
 	applyPatchOp,
+	textEditorOp,
 }
 
 const toolDescription = "Read, search and change the files of the workspace. " +
