@@ -219,7 +219,7 @@ func (f *FileOperations) textEditor(ctx context.Context, call *tools.Call, sink 
 		}
 		return nil, f.writeError(loc, err, call.Operation)
 	}
-	f.history.push(loc.Abs, editRecord{before: e.before, after: e.after, existed: !e.created})
+	f.history.push(historyKey(call, loc.Abs), editRecord{before: e.before, after: e.after, existed: !e.created})
 	return f.editorResult(p, wres, e), nil
 }
 
@@ -424,8 +424,8 @@ func (f *FileOperations) editorView(ctx context.Context, call *tools.Call, args 
 	return res, nil
 }
 
-// Undo history of the text editor, in memory, per FileOperations: for each
-// file the last maxUndoPerFile changes made with create, str_replace and
+// Undo history of the text editor, in memory, per FileOperations and
+// conversation: for each file the last maxUndoPerFile changes made with create, str_replace and
 // insert, for at most maxUndoFiles files (the least recently edited file's
 // history goes first) and maxUndoBytes of content in all. A restart, or
 // the history being evicted, forgets it; undo_edit then says there is
@@ -437,6 +437,10 @@ const (
 	maxUndoFiles   = 100
 	maxUndoBytes   = 32 << 20
 )
+
+// historyKey is the key of the history of the file abs in the
+// conversation of call: a conversation undoes its own edits only.
+func historyKey(call *tools.Call, abs string) string { return call.ConversationID + "\x00" + abs }
 
 // editRecord is one change the text editor made to a file.
 type editRecord struct {
@@ -534,7 +538,7 @@ func (f *FileOperations) editorUndo(ctx context.Context, call *tools.Call, args 
 	}
 	defer unlock()
 	name := display(loc)
-	rec, ok := f.history.last(loc.Abs)
+	rec, ok := f.history.last(historyKey(call, loc.Abs))
 	if !ok {
 		return nil, errdefs.Failed("No edit history found for %s.", name)
 	}
@@ -570,7 +574,7 @@ func (f *FileOperations) editorUndo(ctx context.Context, call *tools.Call, args 
 		fmt.Fprintf(&text, "Last edit to %s undone successfully.\n\n%s", name, shown)
 		structured["lines_added"], structured["lines_removed"], structured["diff_truncated"] = st.added, st.removed, cut
 	}
-	f.history.pop(loc.Abs)
+	f.history.pop(historyKey(call, loc.Abs))
 	return &tools.Result{Text: strings.TrimRight(text.String(), "\n"), Structured: structured}, nil
 }
 
@@ -588,7 +592,7 @@ func (f *FileOperations) previewTextEditor(ctx context.Context, call *tools.Call
 	}
 	name := display(loc)
 	if args.Command == "undo_edit" {
-		rec, ok := f.history.last(loc.Abs)
+		rec, ok := f.history.last(historyKey(call, loc.Abs))
 		if !ok {
 			return "", errdefs.Failed("No edit history found for %s.", name)
 		}

@@ -239,13 +239,17 @@ func TestTextEditorUndo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Another conversation has no history of these edits.
+	a, _ := tools.DecodeArguments(`{"command":"undo_edit","path":"f.txt"}`)
+	_, err := f.Run(context.Background(), &tools.Call{ConversationID: "other", Tool: ToolName, Operation: textEditorName, Args: a}, nil)
+	wantErr(t, err, errdefs.ErrFailed, "No edit history found for f.txt.")
 	for i := 2; i >= 0; i-- {
 		if _, err := editor(t, f, map[string]any{"command": "undo_edit", "path": "f.txt"}); err != nil {
 			t.Fatal(err)
 		}
 		checkTree(t, dir, map[string]string{"f.txt": fmt.Sprintf("v%d\n", i)})
 	}
-	_, err := editor(t, f, map[string]any{"command": "undo_edit", "path": "f.txt"})
+	_, err = editor(t, f, map[string]any{"command": "undo_edit", "path": "f.txt"})
 	wantErr(t, err, errdefs.ErrFailed, "No edit history found for f.txt.")
 
 	// A change made since by something else is never undone over.
