@@ -110,7 +110,7 @@ func (f *FileOperations) describePatch(call *tools.Call) tools.Effect {
 			e.Writes = append(e.Writes, h.moveTo)
 		}
 	}
-	e.Reads, e.Writes = slices.Compact(e.Reads), slices.Compact(e.Writes)
+	e.Reads, e.Writes = unique(e.Reads), unique(e.Writes)
 	shown := names
 	if len(shown) > 3 {
 		shown = shown[:3]
@@ -123,6 +123,18 @@ func (f *FileOperations) describePatch(call *tools.Call) tools.Effect {
 		e.Display += fmt.Sprintf(" and %d more", len(names)-3)
 	}
 	return e
+}
+
+// unique returns s without repeated strings, in order.
+func unique(s []string) []string {
+	seen := make(map[string]bool, len(s))
+	return slices.DeleteFunc(s, func(x string) bool {
+		if seen[x] {
+			return true
+		}
+		seen[x] = true
+		return false
+	})
 }
 
 // parsePatchArg parses the patch of a call, for the model: an error of the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	udiff "github.com/aymanbagabas/go-udiff"
 	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -231,6 +232,8 @@ type editorChange struct {
 	// line is the 1-based first line of the change, newLines how many
 	// lines the new text has.
 	line, newLines int
+	// edits are the change in before's byte offsets, for the diff.
+	edits []udiff.Edit
 }
 
 // planEditorChange reads the file of p and computes the change of args.
@@ -308,7 +311,7 @@ func (e *editorChange) strReplace(old, new string) error {
 	if err != nil {
 		return err
 	}
-	e.after, e.line = plan.after, plan.lines[0]
+	e.after, e.line, e.edits = plan.after, plan.lines[0], plan.edits
 	e.newLines = strings.Count(withEnding(new, "\n"), "\n") + 1
 	return nil
 }
@@ -339,6 +342,7 @@ func (e *editorChange) insert(line int, text string) error {
 		text += eol
 	}
 	e.after = e.before[:off] + text + e.before[off:]
+	e.edits = []udiff.Edit{{Start: off, End: off, New: text}}
 	e.line, e.newLines = line+1, countLines(text)
 	return nil
 }
@@ -368,7 +372,7 @@ func (f *FileOperations) editorResult(p *place, wres writeResult, e *editorChang
 		} else {
 			text.WriteString("Review the changes and make sure they are as expected. Edit the file again if necessary.")
 		}
-		d, st := unifiedDiff(e.name, e.before, e.after, nil, false)
+		d, st := unifiedDiff(e.name, e.before, e.after, e.edits, false)
 		shown, cut := capDiff(d, maxResultDiff)
 		text.WriteString("\n\n" + shown)
 		structured["lines_added"], structured["lines_removed"], structured["diff_truncated"] = st.added, st.removed, cut
@@ -621,7 +625,7 @@ func (f *FileOperations) previewTextEditor(ctx context.Context, call *tools.Call
 	if err != nil {
 		return "", err
 	}
-	d, _ := unifiedDiff(name, e.before, e.after, nil, e.created)
+	d, _ := unifiedDiff(name, e.before, e.after, e.edits, e.created)
 	d, _ = capDiff(d, maxPreviewDiff)
 	return d, nil
 }
