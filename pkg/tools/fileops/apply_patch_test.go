@@ -196,6 +196,12 @@ func TestApplyPatch(t *testing.T) {
 			want:  map[string]string{"file2.py": "import foo\nbar\n"},
 		},
 		{
+			name:  "in a Markdown fence",
+			files: map[string]string{"a.txt": "x\n"},
+			patch: "```diff\n*** Begin Patch\n*** Update File: a.txt\n-x\n+y\n*** End Patch\n```\n",
+			want:  map[string]string{"a.txt": "y\n"},
+		},
+		{
 			name:  "heredoc with the apply_patch command",
 			files: map[string]string{"a.txt": "x\n"},
 			patch: "apply_patch <<\"EOF\"\n*** Begin Patch\n*** Update File: a.txt\n-x\n+y\n*** End Patch\nEOF",

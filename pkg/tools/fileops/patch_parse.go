@@ -25,7 +25,8 @@ import (
 // Parsed as codex parses it, leniencies included: the text is trimmed;
 // the markers may be padded with whitespace; a patch wrapped in a heredoc
 // (<<EOF, <<'EOF' or <<"EOF" on the first line, a last line ending in EOF)
-// is unwrapped; the first chunk of an update may omit its @@ line; blank
+// is unwrapped (and, beyond codex, a patch in a Markdown code fence); the
+// first chunk of an update may omit its @@ line; blank
 // lines between chunks are skipped and an empty line inside a chunk is an
 // empty context line; several @@ lines in a row narrow the position step
 // by step. Error messages are codex's, word for word, so that a model
@@ -97,9 +98,16 @@ func parsePatch(text string) ([]patchHunk, error) {
 	lines := splitPatchLines(strings.TrimSpace(text))
 	body, err := patchBoundaries(lines)
 	if err != nil {
-		// Lenient: a patch inside a heredoc, as models write it for a shell.
-		if len(lines) >= 4 && isHeredocStart(lines[0]) && strings.HasSuffix(lines[len(lines)-1], "EOF") {
-			body, err = patchBoundaries(lines[1 : len(lines)-1])
+		// Lenient: a patch inside a heredoc, as models write it for a
+		// shell (codex), or inside a Markdown code fence (toold).
+		n := len(lines)
+		if n >= 4 && (isHeredocStart(lines[0]) && strings.HasSuffix(lines[n-1], "EOF") ||
+			strings.HasPrefix(lines[0], "```") && strings.TrimSpace(lines[n-1]) == "```") {
+			if inner, ierr := patchBoundaries(lines[1 : n-1]); ierr == nil {
+				body, err = inner, nil
+			} else if isHeredocStart(lines[0]) {
+				err = ierr
+			}
 		}
 		if err != nil {
 			return nil, err
