@@ -157,6 +157,18 @@ func parsePatchArg(call *tools.Call) ([]patchHunk, error) {
 	case len(hunks) > maxPatchFiles:
 		return nil, errdefs.Invalid("/input", "maxItems", "the patch has %d file sections, more than the %d one patch may have; split it", len(hunks), maxPatchFiles)
 	}
+	for _, h := range hunks {
+		for _, p := range []string{h.path, h.moveTo} {
+			if strings.HasSuffix(p, "/") {
+				return nil, errdefs.Invalid("/input", "format", "the path %q in the patch ends with /, which names a directory; "+
+					"apply_patch adds, updates and deletes files. Nothing was changed.", p)
+			}
+		}
+		if strings.TrimSpace(h.path) == "" {
+			return nil, errdefs.Invalid("/input", "format", "a file section of the patch has no path (*** Add File: <path>, "+
+				"*** Delete File: <path>, *** Update File: <path>). Nothing was changed.")
+		}
+	}
 	return hunks, nil
 }
 

@@ -419,6 +419,18 @@ func TestApplyPatchErrors(t *testing.T) {
 			parts: []string{"bin.dat is a binary file"},
 		},
 		{
+			name:  "a directory path",
+			patch: "*** Begin Patch\n*** Add File: sub/\n+x\n*** End Patch",
+			class: errdefs.ErrInvalidArgument,
+			parts: []string{`the path "sub/" in the patch ends with /`},
+		},
+		{
+			name:  "no path",
+			patch: "*** Begin Patch\n*** Delete File: \n*** End Patch",
+			class: errdefs.ErrInvalidArgument,
+			parts: []string{"is not a valid hunk header"},
+		},
+		{
 			name:  "the workspace root",
 			patch: "*** Begin Patch\n*** Delete File: .\n*** End Patch",
 			class: errdefs.ErrDenied,

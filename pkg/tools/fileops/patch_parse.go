@@ -196,7 +196,7 @@ func parseHunk(lines []string, number int) (patchHunk, int, error) {
 		rest, n := lines[1:], 1
 		if len(rest) > 0 {
 			if to, ok := strings.CutPrefix(rest[0], moveToMarker); ok {
-				h.moveTo = to
+				h.moveTo = strings.TrimSpace(to)
 				rest, n = rest[1:], n+1
 			}
 		}
