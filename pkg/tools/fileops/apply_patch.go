@@ -83,8 +83,12 @@ type patchArgs struct {
 	Input string `json:"input"`
 }
 
-// maxPatchFiles bounds the files one patch may touch.
-const maxPatchFiles = 1000
+// Bounds of one patch: the file sections it may have, and the bytes of
+// the files it reads and writes, which it holds in memory until it commits.
+const (
+	maxPatchFiles = 1000
+	maxPatchBytes = 64 << 20
+)
 
 func (f *FileOperations) describePatch(call *tools.Call) tools.Effect {
 	input, _ := call.Args["input"].(string)
@@ -196,8 +200,7 @@ type patchPlan struct {
 	byAbs map[string]*patchFile
 	// summary lines, codex's: "A path", "M path", "D path".
 	added, modified, deleted []string
-	// fileOrder lists, per entry of the summary, the files before and
-	// after, for the diffs.
+	// diffs are the sections' changes, in the patch's order.
 	diffs []patchDiff
 }
 
@@ -226,9 +229,15 @@ type patchTarget struct {
 	open func(loc workspace.Location, given string) (*place, error)
 }
 
-// planPatch applies hunks in memory.
+// planPatch applies hunks in memory. It returns the plan, also with an
+// error, when it opened places; the caller closes it.
 func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t patchTarget) (*patchPlan, error) {
 	pl := &patchPlan{byAbs: map[string]*patchFile{}}
+	held := 0 // bytes of content held in memory, roughly
+	tooMuch := func() error {
+		return errdefs.Failed("the files this patch reads and writes come to more than %s, the most one patch holds; "+
+			"split it into several patches. Nothing was changed.", humanSize(maxPatchBytes))
+	}
 	file := func(given string, follow bool) (*patchFile, error) {
 		loc, err := t.resolve(given, follow)
 		if err != nil {
@@ -270,11 +279,15 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 			return nil, mapErr(loc, err)
 		}
 		pf.existed, pf.exists, pf.orig, pf.origSt, pf.cur = true, true, data, st, string(data)
+		held += 2 * len(data)
 		return pf, nil
 	}
 	for _, h := range hunks {
 		if err := ctx.Err(); err != nil {
-			return nil, ctxError(ctx, "apply_patch")
+			return pl, ctxError(ctx, "apply_patch")
+		}
+		if held > maxPatchBytes {
+			return pl, tooMuch()
 		}
 		switch h.op {
 		case patchAdd:
@@ -288,6 +301,7 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 				d.from, d.before = pf, pf.cur
 			}
 			pf.cur, pf.exists, pf.changed = h.contents, true, true
+			held += len(h.contents)
 			pl.added = append(pl.added, display(pf.loc))
 			d.after = h.contents
 			pl.diffs = append(pl.diffs, d)
@@ -329,6 +343,7 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 				}
 			}
 			dst.cur, dst.exists, dst.changed = after, true, true
+			held += len(after)
 			pl.modified = append(pl.modified, display(dst.loc))
 			action := "update"
 			if dst != pf {
@@ -336,6 +351,9 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 			}
 			pl.diffs = append(pl.diffs, patchDiff{action: action, from: pf, to: dst, before: before, after: after})
 		}
+	}
+	if held > maxPatchBytes {
+		return pl, tooMuch()
 	}
 	return pl, nil
 }

@@ -688,3 +688,25 @@ func TestApplyPatchDocExample(t *testing.T) {
 		t.Errorf("lines_added = %v, want 2", got)
 	}
 }
+
+// TestApplyPatchTooLarge: a patch holds at most maxPatchBytes of files in
+// memory.
+func TestApplyPatchTooLarge(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef\n", maxEditBytes/17-1)
+	files := map[string]string{}
+	var p strings.Builder
+	p.WriteString("*** Begin Patch\n")
+	for i := range maxPatchBytes/(2*len(big)) + 1 {
+		name := fmt.Sprintf("f%d.txt", i)
+		files[name] = big
+		fmt.Fprintf(&p, "*** Update File: %s\n@@\n+end\n", name)
+	}
+	p.WriteString("*** End Patch")
+	f, dir := newTool(t, tools.Limits{}, files)
+	_, err := run(t, f, "apply_patch", patchArgsJSON(t, p.String()))
+	wantErr(t, err, errdefs.ErrFailed, "the most one patch holds; split it into several patches. Nothing was changed.")
+	b, _ := os.ReadFile(filepath.Join(dir, "f0.txt"))
+	if string(b) != big {
+		t.Error("f0.txt changed")
+	}
+}
