@@ -710,3 +710,24 @@ func TestApplyPatchTooLarge(t *testing.T) {
 		t.Error("f0.txt changed")
 	}
 }
+
+// TestApplyPatchRollbackReadOnly: a file added in a read-only directory
+// fails at the commit (planning only reads), after a.txt was written; a.txt
+// gets its content back. Root ignores permissions, so the test needs
+// another user; TestApplyPatchRollback covers the same as root.
+func TestApplyPatchRollbackReadOnly(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root, which ignores directory permissions; TestApplyPatchRollback makes the commit fail instead")
+	}
+	f, dir := newTool(t, tools.Limits{}, map[string]string{"a.txt": "a1\n", "ro/": ""})
+	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "ro"), 0o755) })
+	before := snapshot(t, dir)
+	_, err := run(t, f, "apply_patch", patchArgsJSON(t, "*** Begin Patch\n*** Update File: a.txt\n@@\n-a1\n+a2\n*** Add File: ro/new.txt\n+x\n*** End Patch"))
+	wantErr(t, err, errdefs.ErrFailed, "applying the patch failed at ro/new.txt", "Nothing was changed")
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
+		t.Errorf("the workspace changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
