@@ -250,6 +250,17 @@ func errNotAttached() error {
 // itself (no call_id, or the id of a running call): nothing of it is
 // logged.
 func (a *Attachment) Submit(req *CallRequest) error {
+	run, err := a.Start(req)
+	if run != nil {
+		go run()
+	}
+	return err
+}
+
+// Start is Submit that leaves running the call to the caller: when the call
+// was admitted, run runs it (in any goroutine, exactly once); otherwise run
+// is nil (the call was refused, or the error refuses the message).
+func (a *Attachment) Start(req *CallRequest) (run func(), err error) {
 	s := a.s
 	if req.Received.IsZero() {
 		req.Received = time.Now()
@@ -259,13 +270,13 @@ func (a *Attachment) Submit(req *CallRequest) error {
 	switch {
 	case !a.currentLocked():
 		s.mu.Unlock()
-		return errNotAttached()
+		return nil, errNotAttached()
 	case id == "":
 		s.mu.Unlock()
-		return errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run")
+		return nil, errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run")
 	case s.calls[id] != nil:
 		s.mu.Unlock()
-		return errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id)
+		return nil, errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id)
 	}
 	var refuse error
 	switch {
@@ -280,7 +291,7 @@ func (a *Attachment) Submit(req *CallRequest) error {
 		s.mu.Unlock()
 		s.append(events.Event{CallID: id, Time: req.Received, Start: &events.Start{RequestedName: req.Name}},
 			events.Event{CallID: id, End: &events.End{Err: refuse, Duration: time.Since(req.Received)}})
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	rc := &runningCall{cancel: cancel, stdin: newInputPipe(ctx)}
@@ -291,8 +302,7 @@ func (a *Attachment) Submit(req *CallRequest) error {
 	req.OmitExecuting = a.omitExecuting
 	req.Client = a.client
 	req.stdin = rc.stdin
-	go s.run(ctx, rc, req)
-	return nil
+	return func() { s.run(ctx, rc, req) }, nil
 }
 
 // Refuse logs a call that could not be read (a ToolCall that did not

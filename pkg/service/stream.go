@@ -29,6 +29,9 @@ type stream struct {
 	// pendingBad is a first message that could not be used, answered once
 	// Welcome went out.
 	pendingBad *badMessage
+	// recvDone receives the end of receiving: nil when the client closed
+	// its side, else why the stream broke.
+	recvDone chan error
 
 	// sendMu is held by whoever sends; the fields below are its.
 	sendMu    sync.Mutex
@@ -67,7 +70,8 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 	}
 
 	recvDone := make(chan error, 1)
-	go func() { recvDone <- st.receive(&in) }()
+	st.recvDone = recvDone
+	go st.receive(&in, true)
 	g, gctx := errgroup.WithContext(ss.Context())
 	sent := make(chan struct{})
 	g.Go(func() error {
@@ -294,29 +298,55 @@ func (st *stream) drainLocked() error {
 	}
 }
 
-// receive reads client messages until the client closes its side (nil) or
-// the stream fails. It receives through toold's codec (see codec.go), so a
-// message that is too large or does not decode arrives as a refusal of that
-// message, not as a broken stream.
-func (st *stream) receive(in *inbound) error {
-	if st.pendingBad != nil {
+// receive reads client messages until the client closes its side (nil on
+// recvDone) or the stream fails (the error). It receives through toold's
+// codec (see codec.go), so a message that is too large or does not decode
+// arrives as a refusal of that message, not as a broken stream.
+//
+// When a call is admitted, the receiving goroutine hands receiving to a new
+// goroutine and runs the call itself: the call starts at once, on a
+// goroutine that is already running, instead of waiting to be scheduled.
+func (st *stream) receive(in *inbound, first bool) {
+	if first && st.pendingBad != nil {
 		st.handleBad(st.pendingBad)
 		st.pendingBad = nil
 	}
 	for {
 		err := st.ss.RecvMsg(in)
 		if errors.Is(err, io.EOF) {
-			return nil
+			st.recvDone <- nil
+			return
 		}
 		if err != nil {
-			return err
+			st.recvDone <- err
+			return
 		}
 		if in.bad != nil {
 			st.handleBad(in.bad)
 			continue
 		}
+		if c := in.msg.GetCall(); c != nil {
+			run, err := st.att.Start(callRequest(c))
+			if err != nil {
+				st.rejectCall(c, err)
+			}
+			if run != nil {
+				go st.receive(new(inbound), false)
+				run()
+				return
+			}
+			continue
+		}
 		st.handle(in.msg)
 	}
+}
+
+func (st *stream) rejectCall(c *pb.ToolCall, err error) {
+	ref := ""
+	if errors.Is(err, errdefs.ErrDuplicateCallID) {
+		ref = c.GetCallId()
+	}
+	st.att.Reject("", err, ref)
 }
 
 // handleBad answers a message that could not be used: a ToolCall whose
@@ -342,11 +372,7 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 		a.Reject("", errdefs.New(errdefs.ErrInvalidArgument, "Hello must be the first message of the stream; this one was ignored"), "")
 	case *pb.ClientMessage_Call:
 		if err := a.Submit(callRequest(m.Call)); err != nil {
-			ref := ""
-			if errors.Is(err, errdefs.ErrDuplicateCallID) {
-				ref = m.Call.GetCallId()
-			}
-			a.Reject("", err, ref)
+			st.rejectCall(m.Call, err)
 		}
 	case *pb.ClientMessage_Cancel:
 		if err := a.Cancel(m.Cancel.GetCallId(), m.Cancel.GetReason()); err != nil {
