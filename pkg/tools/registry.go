@@ -308,11 +308,16 @@ func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Tar
 		return t, err
 	}
 	variants := nameVariants(name)
+	last := nameVariant{name: name}
 	if len(variants) > 0 {
-		last := variants[len(variants)-1]
-		if to, ok := verbMap[last.name]; ok {
-			variants = append(variants, nameVariant{to, last.why + fmt.Sprintf(", %q is toold's %s", last.name, to)})
+		last = variants[len(variants)-1]
+	}
+	if to, ok := verbMap[last.name]; ok {
+		why := fmt.Sprintf("%q is toold's %s", last.name, to)
+		if last.why != "" {
+			why = last.why + ", " + why
 		}
+		variants = append(variants, nameVariant{to, why})
 	}
 	for _, v := range variants {
 		t, verr := r.resolveLocked(v.name, args)
@@ -330,11 +335,14 @@ func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Tar
 	if e := r.unknownOperationLocked(name); e != nil {
 		return nil, e
 	}
-	if len(variants) > 0 {
-		if h, ok := verbHints[variants[len(variants)-1].name]; ok {
-			de, _ := err.(*errdefs.Error)
-			if de != nil {
-				de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
+	if de, ok := err.(*errdefs.Error); ok {
+		if h, ok := verbHints[last.name]; ok {
+			de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
+		} else if last.name != name && len(de.Suggestions) == 0 {
+			// A prefixed or decorated typo: suggest for what is left.
+			if sug := r.suggest(last.name, 3); len(sug) > 0 {
+				de.Suggestions = sug
+				de.Msg = fmt.Sprintf("no tool named %q; did you mean %s?", name, quoteJoin(sug, " or "))
 			}
 		}
 	}
@@ -430,6 +438,15 @@ func (r *Registry) target(e *entry, op string, args map[string]any, implied stri
 		}
 	}
 	co, ok := e.ops[op]
+	var fixes []Coercion
+	if !ok && implied == "" {
+		if norm := snakeCase(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(op), "()"))); norm != op {
+			if co, ok = e.ops[norm]; ok {
+				fixes = append(fixes, Coercion{Field: "/" + OperationArg, From: toJSON(op), To: toJSON(norm), Rule: "operation name: case and separators normalized"})
+				op = norm
+			}
+		}
+	}
 	if !ok {
 		names := opNames(e)
 		msg := fmt.Sprintf("%s has no operation %q; use one of %s", e.spec.Name, op, strings.Join(names, ", "))
@@ -438,7 +455,7 @@ func (r *Registry) target(e *entry, op string, args map[string]any, implied stri
 		}
 		return nil, errdefs.Invalid("/"+OperationArg, "enum", "%s", msg)
 	}
-	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co, ops: e.ops, consolidated: e.spec.Consolidated()}, nil
+	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co, ops: e.ops, consolidated: e.spec.Consolidated(), fixes: fixes}, nil
 }
 
 // callableName is the name that calls t directly: the tool, or
