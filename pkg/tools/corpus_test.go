@@ -224,8 +224,8 @@ func runCase(reg *tools.Registry, c corpusCase) (*resolved, []tools.Coercion, er
 
 type nopSink struct{}
 
-func (nopSink) Progress(string, float64) error          { return nil }
-func (nopSink) Output(tools.Stream, []byte) error       { return nil }
+func (nopSink) Progress(string, float64) error    { return nil }
+func (nopSink) Output(tools.Stream, []byte) error { return nil }
 
 func assertArgs(t *testing.T, want json.RawMessage, got map[string]any) {
 	t.Helper()
