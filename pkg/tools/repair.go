@@ -306,3 +306,21 @@ func argumentsError(text string, err error) error {
 	return errdefs.Wrap(errdefs.ErrInvalidArgument, err,
 		"arguments are not valid JSON (%s; received: %s); send one JSON object such as {\"path\": \"main.go\"}", jsonErrorText(err), got)
 }
+
+// PythonLiteralJSON rewrites a Python literal (dict, list, str in single or
+// double quotes, numbers, True/False/None) as JSON text. It reports false
+// for anything else (names, calls, f-strings, triple quotes). Text that is
+// already JSON comes back unchanged.
+func PythonLiteralJSON(s string) (string, bool) {
+	if v, err := decodeJSON(s); err == nil && v != nil || strings.TrimSpace(s) == "null" {
+		return strings.TrimSpace(s), true
+	}
+	out, _ := pythonToJSON(strings.TrimSpace(s))
+	if out == "" {
+		return "", false
+	}
+	if _, err := decodeJSON(out); err != nil {
+		return "", false
+	}
+	return out, true
+}
