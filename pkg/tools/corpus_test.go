@@ -11,11 +11,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -33,6 +36,8 @@ type corpusCase struct {
 	// in Arguments is replaced by the workspace's directory.
 	Files map[string]string `json:"files,omitempty"`
 	Run   bool              `json:"run,omitempty"`
+	// Terminal gives the case a terminal manager (commands run for real).
+	Terminal bool `json:"terminal,omitempty"`
 
 	Tool      string          `json:"tool,omitempty"`
 	Operation string          `json:"operation,omitempty"`
@@ -51,6 +56,7 @@ var errClasses = map[string]error{
 	"INVALID_ARGUMENTS": errdefs.ErrInvalidArgument,
 	"EXECUTION_FAILED":  errdefs.ErrFailed,
 	"UNAVAILABLE":       errdefs.ErrUnavailable,
+	"TIMEOUT":           errdefs.ErrTimeout,
 }
 
 func loadCorpus(t *testing.T) []corpusCase {
@@ -120,8 +126,12 @@ func TestCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = ws.Close() })
+			var term *terminal.Manager
+			if c.Terminal {
+				term = newTerminal(t, ws)
+			}
 			reg := tools.NewRegistry()
-			if err := reg.Register(daemon.BuiltinTools(ws, limits, nil, nil, nil)...); err != nil {
+			if err := reg.Register(daemon.BuiltinTools(ws, limits, nil, term, nil)...); err != nil {
 				t.Fatal(err)
 			}
 			c.Arguments = strings.ReplaceAll(c.Arguments, "$WORKSPACE", ws.Dir())
@@ -147,8 +157,8 @@ func TestCorpus(t *testing.T) {
 			if target.ToolName != c.Tool || target.Operation != c.Operation {
 				t.Fatalf("resolved %s.%s, want %s.%s", target.ToolName, target.Operation, c.Tool, c.Operation)
 			}
-			if len(c.Reported) == 0 {
-				t.Fatalf("a recovered case must name the repairs it expects reported (got %+v)", coercions)
+			if len(c.Reported) == 0 && len(c.Result) == 0 {
+				t.Fatalf("a recovered case must name the repairs it expects reported, or the result text (got %+v)", coercions)
 			}
 			var fields []string
 			for _, co := range coercions {
@@ -162,6 +172,9 @@ func TestCorpus(t *testing.T) {
 			if len(c.Args) > 0 {
 				assertArgs(t, c.Args, target.Args)
 			}
+			if res != nil {
+				t.Logf("%s(%s) => %s", c.Name, c.Arguments, res.Text)
+			}
 			for _, want := range c.Result {
 				if res == nil || !strings.Contains(res.Text, want) {
 					t.Fatalf("result %v does not contain %q", res, want)
@@ -170,10 +183,10 @@ func TestCorpus(t *testing.T) {
 		})
 		if ok {
 			tl.pass++
-			if len(c.Error) > 0 {
-				tl.explained++
-			} else {
+			if len(c.Error) == 0 && len(c.Reported) > 0 {
 				tl.recovered++
+			} else {
+				tl.explained++
 			}
 		}
 	}
@@ -187,7 +200,7 @@ func TestCorpus(t *testing.T) {
 		tl := byClass[k]
 		total += tl.total
 		pass += tl.pass
-		t.Logf("%-10s %3d cases, %3d pass (%d recovered, %d fail naming the fix)", k, tl.total, tl.pass, tl.recovered, tl.explained)
+		t.Logf("%-10s %3d cases, %3d pass (%d recovered with the repair reported, %d answered with the fix or next step)", k, tl.total, tl.pass, tl.recovered, tl.explained)
 	}
 	t.Logf("corpus: %d cases, %d pass", total, pass)
 }
@@ -220,6 +233,34 @@ func runCase(reg *tools.Registry, c corpusCase) (*resolved, []tools.Coercion, er
 	target.Tool.Describe(call)
 	res, err := target.Tool.Run(context.Background(), call, nopSink{})
 	return r, coercions, err, res
+}
+
+// newTerminal returns a terminal manager for ws with a hermetic HOME,
+// closed when the test ends.
+func newTerminal(t *testing.T, ws *workspace.Workspace) *terminal.Manager {
+	t.Helper()
+	m, err := terminal.NewManager(terminal.Config{
+		Workspace: ws, Dir: t.TempDir(), KillGrace: 500 * time.Millisecond,
+		Env: map[string]string{"HOME": t.TempDir()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close terminal manager: %v", err)
+		}
+	})
+	return m
+}
+
+func TestMain(m *testing.M) {
+	// Commands of the corpus run under toold's helper, which is this test
+	// binary re-executed.
+	sandbox.RunHelperIfRequested()
+	os.Exit(m.Run())
 }
 
 type nopSink struct{}
