@@ -37,7 +37,7 @@ func TestParseAndPrompt(t *testing.T) {
 			name:      "llama json as protojson",
 			stdin:     `<|python_tag|>{"name": "bash", "parameters": {"command": "ls", "is_background": "False"}}<|eom_id|>`,
 			args:      []string{"parse", "--json"},
-			stdoutHas: []string{`"tool": "terminal_operations"`, `"operation": "run_command"`, `"format": "TEXT_CALL_FORMAT_LLAMA3"`, `"rule": "string to boolean"`},
+			stdoutHas: []string{`"terminal_operations"`, `"run_command"`, `"TEXT_CALL_FORMAT_LLAMA3"`, `"string to boolean"`, `is toold's run_command`},
 		},
 		{
 			name:      "legacy line from a file",
