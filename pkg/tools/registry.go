@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -303,7 +304,7 @@ func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 // resolveVariantsLocked resolves name as written, then the variants a
 // model may have meant, and reports the rewrite as a fix.
 func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Target, error) {
-	t, err := r.resolveLocked(name, args)
+	t, err := r.resolveLocked(name, args, false)
 	if err == nil || !errors.Is(err, errdefs.ErrToolNotFound) {
 		return t, err
 	}
@@ -320,7 +321,7 @@ func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Tar
 		variants = append(variants, nameVariant{to, why})
 	}
 	for _, v := range variants {
-		t, verr := r.resolveLocked(v.name, args)
+		t, verr := r.resolveLocked(v.name, args, false)
 		if verr == nil {
 			t.fixes = append(t.fixes, Coercion{Field: NameField, From: toJSON(name), To: toJSON(t.callableName()), Rule: "tool name " + v.why})
 			return t, nil
@@ -335,6 +336,8 @@ func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Tar
 	if e := r.unknownOperationLocked(name); e != nil {
 		return nil, e
 	}
+	// Nothing matched: the error with the closest names.
+	_, err = r.resolveLocked(name, args, true)
 	if de, ok := err.(*errdefs.Error); ok {
 		if h, ok := verbHints[last.name]; ok {
 			de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
@@ -375,8 +378,9 @@ func (r *Registry) unknownOperationLocked(name string) error {
 	return &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: msg, Suggestions: callable}
 }
 
-// resolveLocked resolves name exactly as written.
-func (r *Registry) resolveLocked(name string, args map[string]any) (*Target, error) {
+// resolveLocked resolves name exactly as written. Without suggest, a name
+// that is not found fails without the (costly) search for close names.
+func (r *Registry) resolveLocked(name string, args map[string]any, suggest bool) (*Target, error) {
 	if name == "" {
 		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: "the tool name is empty; call one of the listed tools", Suggestions: r.suggest("", 5)}
 	}
@@ -411,6 +415,9 @@ func (r *Registry) resolveLocked(name string, args map[string]any) (*Target, err
 	}
 	if u, ok := r.unavailableLocked(name); ok {
 		return nil, errdefs.New(errdefs.ErrUnavailable, "%s is not available on this toold: %s", name, u.Reason)
+	}
+	if !suggest {
+		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: "no tool named " + strconv.Quote(name)}
 	}
 	sug := r.suggest(name, 3)
 	msg := fmt.Sprintf("no tool named %q", name)
