@@ -280,9 +280,10 @@ func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	fixes := takeRepairs(args)
-	if key, inner, ok := envelope(args); ok {
+	if keys, inner, ok := envelope(args); ok {
+		key := keys[0]
 		trial := cloneArgs(inner)
-		if t, err := r.resolveVariantsLocked(name, trial); err == nil && !t.takes(key) {
+		if t, err := r.resolveVariantsLocked(name, trial); err == nil && !slices.ContainsFunc(keys, t.takes) {
 			for k := range args {
 				delete(args, k)
 			}

@@ -31,38 +31,46 @@ func takeRepairs(args map[string]any) []Coercion {
 var envelopeKeys = []string{"arguments", "args", "input", "parameters", "params", "kwargs", "tool_input", "function_arguments"}
 
 // envelope reports whether args is one envelope around the real
-// arguments: a single key of envelopeKeys (optionally beside a "name" or
-// "tool" naming the call, as when a whole call object was sent as its
-// arguments) holding an object or a JSON text of one.
-func envelope(args map[string]any) (string, map[string]any, bool) {
+// arguments: a single key of envelopeKeys (optionally beside "name",
+// "tool", "type" or "function" strings naming the call, as when a whole
+// call object was sent as its arguments) holding an object or a JSON text
+// of one. It returns the envelope's keys, which the tool must not take for
+// the unwrapping to be unambiguous.
+func envelope(args map[string]any) (keys []string, inner map[string]any, ok bool) {
 	var key string
 	for k := range args {
 		switch {
 		case containsString(envelopeKeys, k):
 			if key != "" {
-				return "", nil, false
+				return nil, nil, false
 			}
 			key = k
 		case k == "name" || k == "tool" || k == "type" || k == "function":
 			if _, ok := args[k].(string); !ok {
-				return "", nil, false
+				return nil, nil, false
 			}
 		default:
-			return "", nil, false
+			return nil, nil, false
 		}
 	}
 	if key == "" {
-		return "", nil, false
+		return nil, nil, false
 	}
-	switch v := args[key].(type) {
-	case map[string]any:
-		return key, v, true
-	case string:
-		if m, _, err := repairText(v); err == nil {
-			return key, m, true
+	for k := range args {
+		if k != key {
+			keys = append(keys, k)
 		}
 	}
-	return "", nil, false
+	keys = append([]string{key}, keys...)
+	switch v := args[key].(type) {
+	case map[string]any:
+		return keys, v, true
+	case string:
+		if m, _, err := repairText(v); err == nil {
+			return keys, m, true
+		}
+	}
+	return nil, nil, false
 }
 
 func containsString(list []string, s string) bool {
