@@ -55,7 +55,7 @@ func TestCall(t *testing.T) {
 			stdout: "out line\n", errHas: []string{"err line\n", "  warming up (25%)", "spewed\n"}},
 		{name: "unknown tool", args: []string{"thnik", "thought=x"}, code: exitFailure,
 			errHas: []string{"error: TOOL_NOT_FOUND: ", "suggestions: think"}},
-		{name: "invalid arguments", args: []string{"think", "thought:=true"}, code: exitFailure,
+		{name: "invalid arguments", args: []string{"think", "thought:=42"}, code: exitFailure,
 			errHas: []string{"error: INVALID_ARGUMENTS: ", "field: /thought", "rule: type"}},
 		{name: "missing argument", args: []string{"think"}, code: exitFailure,
 			errHas: []string{"error: INVALID_ARGUMENTS: ", "rule: required"}},
@@ -94,7 +94,7 @@ func TestCallJSON(t *testing.T) {
 		{"success", []string{"think", "thought=hi"}, exitOK, true, 0},
 		{"progress and output", []string{"spew"}, exitOK, true, 0},
 		{"unknown tool", []string{"nope"}, exitFailure, false, pb.ErrorCode_ERROR_CODE_TOOL_NOT_FOUND},
-		{"invalid arguments", []string{"think", "thought:=true"}, exitFailure, false, pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS},
+		{"invalid arguments", []string{"think", "thought:=1"}, exitFailure, false, pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -268,20 +268,19 @@ func coerceValue(schema map[string]any, v any) (any, string) {
 	return v, ""
 }
 
-// coerceNonString converts a JSON number or boolean the schema wants as
-// another type: a number where only a string is allowed becomes its text;
-// 0 or 1 where a boolean is wanted becomes false or true; one number where
-// an array of numbers is wanted becomes a list of one.
+// coerceNonString converts a JSON number the schema wants as another
+// type: 0 or 1 where a boolean is wanted becomes false or true; one number
+// where an array of numbers is wanted becomes a list of one.
 func coerceNonString(schema map[string]any, v any) (any, string) {
 	n, isNum := v.(json.Number)
 	if !isNum {
 		return v, ""
 	}
+	// A number where only a string is allowed is not converted: it fails
+	// validation with the string to send (see typeHint).
 	switch {
-	case allowsType(schema, "integer") || allowsType(schema, "number"):
+	case allowsType(schema, "integer") || allowsType(schema, "number") || allowsType(schema, "string"):
 		return v, ""
-	case allowsType(schema, "string"):
-		return n.String(), "number to string"
 	case allowsType(schema, "boolean"):
 		switch n.String() {
 		case "1":
@@ -625,6 +624,9 @@ func instanceAt(args map[string]any, loc []string) any {
 // typeHint shows the value a type failure wanted, built from what was
 // sent: a comma-separated string as the list it may have meant.
 func typeHint(want []string, got any) string {
+	if n, ok := got.(json.Number); ok && slices.Contains(want, "string") {
+		return fmt.Sprintf("; send it as a JSON string: %q", n.String())
+	}
 	s, ok := got.(string)
 	if !ok || !slices.Contains(want, "array") {
 		return ""
