@@ -66,6 +66,22 @@ class TextCallsTest(AsyncTestCase):
         with self.assertRaises(ValueError):
             await self.client.parse_tool_calls("x", "klingon")
 
+    async def test_stream_reports_repairs(self):
+        # The same repairs apply to calls on the stream, reported in the result.
+        with open(os.path.join(self.d.workspace, "a.txt"), "w") as f:
+            f.write("one\ntwo\n")
+        async with self.client.session() as s:
+            r = await s.call("functions.read_file", '"{\\"path\\": \\"a.txt\\", \\"limit\\": \\"1\\"}"')
+            self.assertTrue(r.success, r.error)
+            self.assertIn("one", r.text)
+            rules = {c.field: c.rule for c in r.coercions}
+            self.assertIn("double-encoded", rules[""])
+            self.assertIn('provider prefix "functions." removed', rules["name"])
+            self.assertEqual(rules["/limit"], "string to integer")
+            r = await s.call("read_file", {"path": "b.txt"})
+            self.assertFalse(r.success)
+            self.assertIn('did you mean "a.txt"', r.error.message)
+
     async def test_tool_prompt(self):
         hermes = await self.client.tool_prompt("qwen")
         self.assertIn("<tools>", hermes)
