@@ -224,7 +224,8 @@ func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink tools.S
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, call.Operation)
 	}
-	return op.run(f, ctx, call, sink)
+	res, err := op.run(f, ctx, call, sink)
+	return res, f.explainMissing(call, err)
 }
 
 // Preview implements tools.Previewer: for write_file, create_file,

@@ -160,6 +160,13 @@ func (t *Terminal) commandResult(p *process) *tools.Result {
 			b.WriteString(cleanText(tl))
 		}
 	}
+	last := tl
+	if len(last) == 0 {
+		last = h
+	}
+	if hint := exitHint(exit.Code, cleanText(last)); hint != "" {
+		fmt.Fprintf(&b, "hint: %s\n", hint)
+	}
 	res := &tools.Result{
 		Text: b.String(),
 		Structured: map[string]any{
