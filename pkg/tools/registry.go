@@ -475,15 +475,13 @@ func (t *Target) callableName() string {
 	return t.ToolName
 }
 
-// takes reports whether the operation (or, for a consolidated tool, any of
-// its operations) has an argument named key.
+// takes reports whether the resolved operation has an argument named key
+// (file_operations' apply_patch takes "input"; read_file does not, so a
+// read_file call wrapped in {"input": {...}} is still unwrapped).
 func (t *Target) takes(key string) bool {
-	for _, o := range t.ops {
-		if p, _ := o.schema.raw["properties"].(map[string]any); p != nil {
-			if _, ok := p[key]; ok {
-				return true
-			}
-		}
+	if p, _ := t.op.schema.raw["properties"].(map[string]any); p != nil {
+		_, ok := p[key]
+		return ok
 	}
 	return false
 }
