@@ -224,20 +224,7 @@ func (l *Log) append(ctx context.Context, evs []Event) (uint64, func(), error) {
 	if l.closed {
 		return 0, nil, ErrClosed
 	}
-	now := time.Now()
-	for _, ev := range evs {
-		if ev.Time.IsZero() {
-			ev.Time = now
-		}
-		if ev.CallID != "" {
-			for _, s := range [...]tools.Stream{tools.Stdout, tools.Stderr, tools.PTY} {
-				delete(l.open, outKey{ev.CallID, s})
-			}
-		}
-		ev.Seq = l.next()
-		l.evs = append(l.evs, ev)
-	}
-	l.appended()
+	l.put(evs)
 	return l.next() - 1, l.notifyFn(), nil
 }
 
@@ -258,6 +245,13 @@ func (l *Log) force(evs []Event) (uint64, func()) {
 	if l.closed {
 		return 0, nil
 	}
+	l.put(evs)
+	return l.next() - 1, l.notifyFn()
+}
+
+// put appends evs, stamping their seq (and time, when unset); an event of
+// a call ends the coalescing of that call's output. l.mu is held.
+func (l *Log) put(evs []Event) {
 	now := time.Now()
 	for _, ev := range evs {
 		if ev.Time.IsZero() {
@@ -272,7 +266,6 @@ func (l *Log) force(evs []Event) (uint64, func()) {
 		l.evs = append(l.evs, ev)
 	}
 	l.appended()
-	return l.next() - 1, l.notifyFn()
 }
 
 // appended wakes the reader, unless a notify hook is set (the caller runs

@@ -648,35 +648,32 @@ func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p
 func (h *callHost) Approve(ctx context.Context, callID string, req *events.ApprovalRequest) (Approval, error) {
 	w := &waiter{callID: callID, approval: make(chan Approval, 1), scopes: req.Scopes,
 		ev: events.Event{CallID: callID, Approval: req}}
-	if err := h.wait(ctx, req.ApprovalID, w); err != nil {
-		return Approval{}, err
-	}
-	select {
-	case a := <-w.approval:
-		return a, nil
-	case <-ctx.Done():
-		return Approval{}, context.Cause(ctx)
-	}
+	h.wait(ctx, req.ApprovalID, w)
+	return await(ctx, w.approval)
 }
 
 // Ask implements Host: it logs InputRequired and waits for the Input with
 // its request_id, or for ctx to end.
 func (h *callHost) Ask(ctx context.Context, callID string, q *events.Question) (string, error) {
 	w := &waiter{callID: callID, answer: make(chan string, 1), ev: events.Event{CallID: callID, Question: q}}
-	if err := h.wait(ctx, q.RequestID, w); err != nil {
-		return "", err
-	}
+	h.wait(ctx, q.RequestID, w)
+	return await(ctx, w.answer)
+}
+
+// await returns the answer on ch, or why ctx ended first.
+func await[T any](ctx context.Context, ch <-chan T) (T, error) {
 	select {
-	case text := <-w.answer:
-		return text, nil
+	case v := <-ch:
+		return v, nil
 	case <-ctx.Done():
-		return "", context.Cause(ctx)
+		var zero T
+		return zero, context.Cause(ctx)
 	}
 }
 
 // wait registers w under id and logs its event; the waiter is removed when
 // ctx ends (an answer removes it itself).
-func (h *callHost) wait(ctx context.Context, id string, w *waiter) error {
+func (h *callHost) wait(ctx context.Context, id string, w *waiter) {
 	s := h.s
 	// The event is logged under s.mu, so a stream resuming meanwhile
 	// either reads it or asks it again: never both, never neither.
@@ -698,7 +695,6 @@ func (h *callHost) wait(ctx context.Context, id string, w *waiter) error {
 		}
 		s.mu.Unlock()
 	})
-	return nil
 }
 
 func newID(prefix string) string {
