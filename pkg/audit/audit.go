@@ -58,13 +58,13 @@ import (
 
 // Record kinds written by toold.
 const (
-	KindDecision   = "decision"    // policy decided a call: Decision, Rule
-	KindApproval   = "approval"    // a person answered: Who, Scope, Decision
-	KindGrant      = "grant"       // a grant was made: Scope, Detail
-	KindRevocation = "revocation"  // a grant was revoked
-	KindCallStart  = "call.start"  // a call began running: ArgsDigest
-	KindCallEnd    = "call.end"    // a call ended: Outcome, Code, ResultDigest, ExitCode
-	KindHook       = "hook"        // a pre/post hook ran: Detail, Decision
+	KindDecision   = "decision"   // policy decided a call: Decision, Rule
+	KindApproval   = "approval"   // a person answered: Who, Scope, Decision
+	KindGrant      = "grant"      // a grant was made: Scope, Detail
+	KindRevocation = "revocation" // a grant was revoked
+	KindCallStart  = "call.start" // a call began running: ArgsDigest
+	KindCallEnd    = "call.end"   // a call ended: Outcome, Code, ResultDigest, ExitCode
+	KindHook       = "hook"       // a pre/post hook ran: Detail, Decision
 	KindRecovered  = "audit.recovered"
 )
 
@@ -151,18 +151,18 @@ var ErrClosed = errors.New("audit log is closed")
 type Log struct {
 	cfg Config
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signaled when synced advances or the log closes
-	f       *os.File
-	fileNo  int
-	size    int64
-	seq     uint64 // last written
-	hash    string // of the last written record
-	synced  uint64 // last fsynced
-	err     error  // sticky write/sync error
-	closed  bool
-	kick    chan struct{}
-	done    chan struct{}
+	mu     sync.Mutex
+	cond   *sync.Cond // signaled when synced advances or the log closes
+	f      *os.File
+	fileNo int
+	size   int64
+	seq    uint64 // last written
+	hash   string // of the last written record
+	synced uint64 // last fsynced
+	err    error  // sticky write/sync error
+	closed bool
+	kick   chan struct{}
+	done   chan struct{}
 }
 
 // Open opens the log in cfg.Dir, creating it if needed, and continues its
