@@ -241,11 +241,11 @@ type input struct {
 
 // output is what a hook may print on stdout (Claude Code's fields).
 type output struct {
-	Continue           *bool   `json:"continue"`
-	StopReason         string  `json:"stopReason"`
-	SystemMessage      string  `json:"systemMessage"`
-	Decision           string  `json:"decision"`
-	Reason             string  `json:"reason"`
+	Continue           *bool  `json:"continue"`
+	StopReason         string `json:"stopReason"`
+	SystemMessage      string `json:"systemMessage"`
+	Decision           string `json:"decision"`
+	Reason             string `json:"reason"`
 	HookSpecificOutput *struct {
 		HookEventName            string          `json:"hookEventName"`
 		PermissionDecision       string          `json:"permissionDecision"`
