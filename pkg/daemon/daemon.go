@@ -84,6 +84,7 @@ type Main struct {
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	leftovers leftoverState   // see leftovers.go
+	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	healthSrv  *grpc.Server
 	healthAddr string
@@ -126,6 +127,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
 	m.registry = tools.NewRegistry()
@@ -192,6 +196,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.svc.Conversations()))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
+	if err := m.registerObserve(); err != nil {
+		return err
+	}
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -375,6 +382,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	errs = append(errs, m.stopObserve())
 	m.stopHealth()
 	for _, l := range m.listeners {
 		_ = l.Close()

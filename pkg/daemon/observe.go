@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/audit"
+	"github.com/toold/toold/pkg/history"
+	"github.com/toold/toold/pkg/hooks"
+	"github.com/toold/toold/pkg/mcp"
+	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/telemetry"
+)
+
+// observeState is what makes toold accountable and observable: metrics,
+// the audit log, the call history and the pre/post tool hooks. The
+// executor reaches them through Metrics, Audit, History and Hooks.
+type observeState struct {
+	metricsSetup *telemetry.MetricsSetup
+	metrics      *telemetry.Metrics
+	audit        *audit.Log
+	history      *history.Store
+	historyErr   error // why history is unavailable
+	hooks        *hooks.Runner
+	unregMCP     func() error
+	debugAddr    string // the debug server's address, once serving
+}
+
+// startObserve sets up metrics (OTEL_METRICS_EXPORTER and the debug
+// address's /metrics), opens the audit log and the history and builds the
+// hook runner. An audit log that cannot be opened stops the daemon (an
+// accountable daemon does not run unaccounted); a history that cannot be
+// opened is logged and its RPC answers UNAVAILABLE.
+func (m *Main) startObserve(ctx context.Context) error {
+	o := &m.observe
+	cfg := &m.Config
+	var err error
+	if o.metricsSetup, err = telemetry.SetupMetrics(ctx, Version); err != nil {
+		return err
+	}
+	if o.metrics, err = telemetry.NewMetrics(o.metricsSetup.Provider); err != nil {
+		return err
+	}
+	if cfg.Audit.On() {
+		if o.audit, err = audit.Open(cfg.Audit.LogConfig(m.memory.stateDir)); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+	}
+	switch hc := cfg.History; hc.Backend {
+	case "off":
+		o.historyErr = errors.New("history is turned off in toold's configuration")
+	case "postgres":
+		dsn := hc.DSN
+		if dsn == "" {
+			dsn = cfg.Memory.DSN
+		}
+		o.history, o.historyErr = history.OpenPostgres(ctx, dsn, hc.StoreConfig())
+	default:
+		path := hc.Path
+		if path == "" {
+			path = filepath.Join(m.memory.stateDir, "history.db")
+		}
+		o.history, o.historyErr = history.OpenSQLite(ctx, path, hc.StoreConfig())
+	}
+	if o.historyErr != nil && cfg.History.Backend != "off" {
+		m.Logger.Error("history unavailable", "err", o.historyErr)
+	}
+	if o.hooks, err = hooks.New(cfg.Hooks, m.ws.Dir()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// registerObserve registers the HistoryService and AuditService and, once
+// the MCP manager exists, the MCP health gauge.
+func (m *Main) registerObserve() error {
+	o := &m.observe
+	var q service.HistoryQuerier
+	if o.history != nil {
+		q = o.history
+	}
+	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr))
+	dir := ""
+	if o.audit != nil {
+		dir = o.audit.Dir()
+	}
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir))
+	mgr := m.mcp.manager
+	var err error
+	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {
+		if mgr == nil {
+			return nil
+		}
+		var out []telemetry.ServerHealth
+		for _, s := range mgr.List() {
+			out = append(out, telemetry.ServerHealth{Name: s.Name, Transport: s.Transport, State: s.State.String(), Up: s.State == mcp.StateConnected, Restarts: s.Restarts})
+		}
+		return out
+	})
+	return err
+}
+
+// stopObserve flushes and closes what startObserve opened; safe to call
+// more than once.
+func (m *Main) stopObserve() error {
+	o := &m.observe
+	var errs []error
+	if o.unregMCP != nil {
+		errs = append(errs, o.unregMCP())
+		o.unregMCP = nil
+	}
+	if o.metricsSetup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, o.metricsSetup.Shutdown(ctx))
+		cancel()
+		o.metricsSetup = nil
+	}
+	if o.audit != nil {
+		errs = append(errs, o.audit.Close())
+		o.audit = nil
+	}
+	if o.history != nil {
+		errs = append(errs, o.history.Close())
+		o.history = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Metrics returns the daemon's metric instruments (nil before Run).
+func (m *Main) Metrics() *telemetry.Metrics { return m.observe.metrics }
+
+// Audit returns the audit log (nil when it is off, or before Run).
+func (m *Main) Audit() *audit.Log { return m.observe.audit }
+
+// History returns the call history (nil when it is off or unavailable).
+func (m *Main) History() *history.Store { return m.observe.history }
+
+// Hooks returns the pre/post tool hook runner (never nil after Run).
+func (m *Main) Hooks() *hooks.Runner { return m.observe.hooks }
+
+// DebugAddr returns the address the debug server (pprof, /metrics) listens
+// on, or "" when none.
+func (m *Main) DebugAddr() string { return m.observe.debugAddr }
