@@ -106,6 +106,17 @@ type Conversations struct {
 	// MaxIdle is how many such conversations may keep state at once;
 	// beyond it, the one idle the longest is reaped at once. Default 64.
 	MaxIdle int `yaml:"max_idle"`
+	// ResumeGrace is how long the calls of a stream that ended without
+	// closing its side (the connection broke) keep running, their events
+	// logged and their approvals pending, for a new stream to resume them
+	// (Hello.resume_after_seq). Default 1m; "-1s" ends them at once
+	// (DISCONNECTED).
+	ResumeGrace Duration `yaml:"resume_grace"`
+	// TailEvents and TailBytes bound the events a stream's log keeps after
+	// sending them, for a stream that resumes after a drop to read again
+	// what was in flight. Defaults 4096 events, 4 MiB.
+	TailEvents int `yaml:"tail_events"`
+	TailBytes  int `yaml:"tail_bytes"`
 }
 
 // Timeouts of calls.
@@ -259,6 +270,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("conversations.idle_ttl %s: want a positive duration (0: the default, 10m)", time.Duration(c.Conversations.IdleTTL))
 	case c.Conversations.MaxIdle < 0:
 		return fmt.Errorf("conversations.max_idle %d: want a positive number (0: the default, 64)", c.Conversations.MaxIdle)
+	case c.Conversations.TailEvents < 0 || c.Conversations.TailBytes < 0:
+		return fmt.Errorf("conversations.tail_events %d, tail_bytes %d: want positive numbers (0: the defaults, 4096 and 4 MiB)", c.Conversations.TailEvents, c.Conversations.TailBytes)
 	case c.Terminal.KeepCount < 0:
 		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", c.Terminal.KeepCount)
 	case c.Terminal.KeepAge < 0:

@@ -40,6 +40,8 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/telemetry"
@@ -72,6 +74,7 @@ type Main struct {
 
 	ws        *workspace.Workspace
 	registry  *tools.Registry
+	exec      *executor.Executor
 	svc       *service.Server
 	health    *health.Server
 	grpc      *grpc.Server
@@ -138,7 +141,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Main.Authorizer may be any Authorizer (tests replace the policy);
+	// what else it can do is found out here, once, and passed on
+	// explicitly.
 	granter, _ := m.Authorizer.(authz.Granter)
+	explainer, _ := m.Authorizer.(authz.Explainer)
 	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
 	if err != nil {
 		return err
@@ -164,18 +171,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
-	m.svc = service.New(service.Config{
+	m.exec = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
+		Granter:           granter,
 		Mode:              mode,
 		DefaultTimeout:    time.Duration(cfg.Timeouts.Default),
 		MaxTimeout:        time.Duration(cfg.Timeouts.Max),
 		ApprovalTimeout:   time.Duration(cfg.ApprovalTimeout),
 		MaxCallsPerStream: cfg.Limits.CallsPerStream,
 		MaxCalls:          cfg.Limits.Calls,
-		KeepaliveInterval: time.Duration(cfg.Keepalive),
-		MaxMessageBytes:   cfg.Limits.MessageBytes,
-		Conversations: service.ConversationConfig{
+		ResumeGrace:       time.Duration(cfg.Conversations.ResumeGrace),
+		Log:               events.LogConfig{TailEvents: cfg.Conversations.TailEvents, TailBytes: cfg.Conversations.TailBytes},
+		Conversations: executor.ConversationConfig{
 			IdleTTL: time.Duration(cfg.Conversations.IdleTTL),
 			MaxIdle: cfg.Conversations.MaxIdle,
 			State:   conversationState{term: m.terminal, grants: granter},
@@ -185,6 +193,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:    m.Logger,
 		Tracer:    tracer,
 	})
+	m.svc = service.New(m.exec, service.Options{
+		KeepaliveInterval: time.Duration(cfg.Keepalive),
+		MaxMessageBytes:   cfg.Limits.MessageBytes,
+		Logger:            m.Logger,
+	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
@@ -192,9 +205,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.svc))
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, granter, m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.svc.Conversations()))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	if err := m.registerObserve(); err != nil {
 		return err
@@ -330,7 +343,7 @@ func (m *Main) shutdown() error {
 	if m.svc != nil {
 		grace := time.Duration(m.Config.ShutdownGrace)
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		m.svc.Shutdown(ctx)
+		m.exec.Shutdown(ctx)
 		cancel()
 	}
 	if m.debug != nil {

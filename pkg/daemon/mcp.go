@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/pkg/mcp"
-	"github.com/toold/toold/pkg/mcp/mcpserver"
+	"github.com/toold/toold/pkg/mcpserver"
 )
 
 // mcpState is the daemon's MCP wiring: the client side (the Manager of
@@ -46,7 +46,7 @@ func (m *Main) startMCP(ctx context.Context) error {
 		}
 	}
 	m.mcp.server = mcpserver.New(mcpserver.Options{
-		Service:  m.svc,
+		Executor: m.exec,
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-server"),
 		Version:  Version,

@@ -122,3 +122,31 @@ func As(err error) *Error {
 	}
 	return &Error{Class: ErrInternal, Msg: "internal error; the details are in the toold log", Cause: err}
 }
+
+// codeNames are the stream error codes of the classes (the names of
+// toold.v1.ErrorCode), for logs and spans of code that does not speak the
+// wire types.
+var codeNames = map[error]string{
+	ErrToolNotFound:      "ERROR_CODE_TOOL_NOT_FOUND",
+	ErrInvalidArgument:   "ERROR_CODE_INVALID_ARGUMENTS",
+	ErrDenied:            "ERROR_CODE_DENIED",
+	ErrRejected:          "ERROR_CODE_REJECTED_BY_USER",
+	ErrTimeout:           "ERROR_CODE_TIMEOUT",
+	ErrCanceled:          "ERROR_CODE_CANCELED",
+	ErrFailed:            "ERROR_CODE_EXECUTION_FAILED",
+	ErrUnavailable:       "ERROR_CODE_UNAVAILABLE",
+	ErrResourceExhausted: "ERROR_CODE_RESOURCE_EXHAUSTED",
+	ErrInternal:          "ERROR_CODE_INTERNAL",
+	ErrDuplicateCallID:   "ERROR_CODE_DUPLICATE_CALL_ID",
+	ErrApprovalTimeout:   "ERROR_CODE_APPROVAL_TIMEOUT",
+	ErrDisconnected:      "ERROR_CODE_DISCONNECTED",
+}
+
+// CodeName returns the name of err's stream error code
+// ("ERROR_CODE_DENIED"); an error without a class is INTERNAL.
+func CodeName(err error) string {
+	if c := Class(err); c != nil {
+		return codeNames[c]
+	}
+	return codeNames[ErrInternal]
+}

@@ -1,16 +1,12 @@
-// Package events holds the events a stream sends and the per-stream queue
-// that orders them.
+// Package events holds the events of tool calls and the per-conversation
+// event log that orders them (see Log).
 //
-// Many producers (one goroutine per running call) feed one Queue; exactly one
-// consumer (the stream's sender) takes events from it in order. Events of one
-// call keep the order their producer emitted them in. Output bytes are
-// coalesced: consecutive writes of a call's stream that the sender has not
-// taken yet are merged into one chunk.
-//
-// The queue is bounded. When the client reads slowly, producers block in
-// Push and Output until the sender catches up (backpressure); a command
-// writing output then blocks on its pipe. Memory stays bounded by MaxEvents
-// events plus MaxPendingOutput bytes, whatever the client does.
+// Many producers (one goroutine per running call) append to a conversation's
+// Log; one reader at a time (the attached stream's sender) reads it in
+// order. Every event gets its seq when it is appended, so a stream that
+// drops can be resumed by another reading on after the last seq it got.
+// Memory stays bounded: unread events by MaxUnread events plus
+// MaxUnreadOutput bytes (producers wait beyond that), read ones by the tail.
 package events
 
 import (
@@ -24,7 +20,8 @@ import (
 type Event struct {
 	// CallID is empty for stream-level events.
 	CallID string
-	// Seq is assigned by the queue when the sender takes the event.
+	// Seq is the event's position in its conversation's log, assigned when
+	// it is appended; zero for stream-level events.
 	Seq uint64
 	// Time is when the event was produced.
 	Time time.Time
@@ -50,6 +47,12 @@ type Welcome struct {
 	ServerVersion      string
 	Workspace          string
 	MaxTimeout         time.Duration
+	// StreamID names the stream's session, for resuming it.
+	StreamID string
+	// Resumed says the stream resumed a dropped one; ReplayFrom is the
+	// first seq it reads again.
+	Resumed    bool
+	ReplayFrom uint64
 }
 
 // Start is the first event of a call.
@@ -115,7 +118,8 @@ type Chunk struct {
 	Offset uint64
 }
 
-// End is the last event of a call. Either Result is set (success) or Err.
+// End is the last event of a call. Err is nil when the call succeeded;
+// Result may be set either way (a command that exited non-zero has both).
 type End struct {
 	Result    *tools.Result
 	Err       error

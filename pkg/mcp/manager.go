@@ -4,7 +4,7 @@
 // the tool registry as "SERVER__TOOL", where the executor resolves,
 // validates, authorizes and runs them like any other tool.
 //
-// The serving side (toold's tools offered over MCP) is in pkg/mcp/mcpserver.
+// The serving side (toold's tools offered over MCP) is in pkg/mcpserver.
 package mcp
 
 import (

@@ -21,20 +21,20 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcp/mcptest"
-	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools"
 )
 
-// recorder is a service.Host that keeps a call's events; it cannot ask a
+// recorder is a executor.Host that keeps a call's events; it cannot ask a
 // person, so an ask is denied.
 type recorder struct {
 	mu     sync.Mutex
 	events []events.Event
 }
 
-var _ service.Host = (*recorder)(nil)
+var _ executor.Host = (*recorder)(nil)
 
 func (r *recorder) Emit(_ context.Context, ev events.Event) error {
 	r.mu.Lock()
@@ -45,8 +45,8 @@ func (r *recorder) Emit(_ context.Context, ev events.Event) error {
 
 func (r *recorder) Output(context.Context, string, tools.Stream, []byte) error { return nil }
 
-func (r *recorder) Approve(context.Context, string, *events.ApprovalRequest) (service.Approval, error) {
-	return service.Approval{}, errdefs.New(errdefs.ErrDenied, "nobody to ask")
+func (r *recorder) Approve(context.Context, string, *events.ApprovalRequest) (executor.Approval, error) {
+	return executor.Approval{}, errdefs.New(errdefs.ErrDenied, "nobody to ask")
 }
 
 func (r *recorder) Ask(context.Context, string, *events.Question) (string, error) {
@@ -69,7 +69,7 @@ func (r *recorder) progress() []events.Progress {
 // through the whole pipeline, and a Manager.
 type fixture struct {
 	reg *tools.Registry
-	svc *service.Server
+	svc *executor.Executor
 	m   *mcp.Manager
 }
 
@@ -86,7 +86,7 @@ func newFixture(t *testing.T, opts mcp.Options) *fixture {
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}
-	f := &fixture{reg: reg, svc: service.New(service.Config{Registry: reg}), m: mcp.NewManager(opts)}
+	f := &fixture{reg: reg, svc: executor.New(executor.Config{Registry: reg}), m: mcp.NewManager(opts)}
 	t.Cleanup(func() { f.m.Close() })
 	return f
 }
@@ -107,7 +107,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (f *fixture) call(ctx context.Context, name, args string) (*events.End, *recorder) {
 	rec := &recorder{}
-	end := f.svc.RunCall(ctx, &service.CallRequest{CallID: "c", ConversationID: "t", Name: name, ArgsJSON: args}, rec)
+	end := f.svc.Run(ctx, &executor.CallRequest{CallID: "c", ConversationID: "t", Name: name, ArgsJSON: args}, rec)
 	return end, rec
 }
 
@@ -252,7 +252,7 @@ func TestEverything(t *testing.T) {
 				rec := &recorder{}
 				done := make(chan *events.End, 1)
 				go func() {
-					done <- f.svc.RunCall(cctx, &service.CallRequest{CallID: "long", Name: "everything__trigger-long-running-operation", ArgsJSON: `{"duration":20,"steps":40}`}, rec)
+					done <- f.svc.Run(cctx, &executor.CallRequest{CallID: "long", Name: "everything__trigger-long-running-operation", ArgsJSON: `{"duration":20,"steps":40}`}, rec)
 				}()
 				waitFor(t, "first progress", func() bool { return len(rec.progress()) > 0 })
 				began := time.Now()
@@ -290,7 +290,7 @@ func TestStdioServerKilled(t *testing.T) {
 	rec := &recorder{}
 	done := make(chan *events.End, 1)
 	go func() {
-		done <- f.svc.RunCall(ctx, &service.CallRequest{CallID: "long", Name: "ev__trigger-long-running-operation", ArgsJSON: `{"duration":20,"steps":40}`}, rec)
+		done <- f.svc.Run(ctx, &executor.CallRequest{CallID: "long", Name: "ev__trigger-long-running-operation", ArgsJSON: `{"duration":20,"steps":40}`}, rec)
 	}()
 	waitFor(t, "first progress", func() bool { return len(rec.progress()) > 0 })
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
 )
@@ -79,7 +79,7 @@ func decide(c *convo, d *pb.ApprovalDecision) {
 func TestApprovalFlows(t *testing.T) {
 	var ran atomic.Int32
 	pol := &fakePolicy{}
-	h := start(t, service.Config{Authorizer: pol, ApprovalTimeout: 0}, guardedTool(&ran), &tools.Think{})
+	h := start(t, executor.Config{Authorizer: pol, ApprovalTimeout: 0}, guardedTool(&ran), &tools.Think{})
 
 	t.Run("approve once", func(t *testing.T) {
 		ran.Store(0)
@@ -191,7 +191,7 @@ func TestApprovalFlows(t *testing.T) {
 
 func TestApprovalTimeoutAndDisconnect(t *testing.T) {
 	var ran atomic.Int32
-	h := start(t, service.Config{Authorizer: &fakePolicy{}, ApprovalTimeout: 100 * time.Millisecond}, guardedTool(&ran))
+	h := start(t, executor.Config{Authorizer: &fakePolicy{}, ApprovalTimeout: 100 * time.Millisecond}, guardedTool(&ran))
 	c := h.open(nil)
 	c.call("t", "guarded", `{}`)
 	a := approvalOf(c, "t")
@@ -203,7 +203,7 @@ func TestApprovalTimeoutAndDisconnect(t *testing.T) {
 		t.Fatalf("%v", res)
 	}
 
-	h2 := start(t, service.Config{Authorizer: &fakePolicy{}}, guardedTool(&ran))
+	h2 := start(t, executor.Config{Authorizer: &fakePolicy{}}, guardedTool(&ran))
 	c2 := h2.open(nil)
 	c2.call("gone", "guarded", `{}`)
 	approvalOf(c2, "gone")
@@ -217,7 +217,7 @@ func TestApprovalTimeoutAndDisconnect(t *testing.T) {
 // user_collaboration asks through the stream; the Input answers it.
 func TestQuestionThroughStream(t *testing.T) {
 	pol := &fakePolicy{}
-	h := start(t, service.Config{Authorizer: pol}, &collab.UserCollaboration{Granter: pol})
+	h := start(t, executor.Config{Authorizer: pol}, &collab.UserCollaboration{Granter: pol})
 	c := h.open(&pb.Hello{ConversationId: "qc"})
 	c.call("u", "ask_user", `{"prompt":"May I write to /etc/motd?","require_approval":true,"authorize_operation":"file_operations.write_file","authorize_arguments":{"path":"/etc/motd","content":"hi"}}`)
 	evs := c.waitFor("question", func(evs []*pb.ServerEvent) bool {
@@ -278,7 +278,7 @@ func newProgressTool(name string, tick, total time.Duration) tools.Tool {
 // For a ProgressTimed tool the call's timeout counts time without progress;
 // the server's maximum caps the whole call.
 func TestProgressResetsTimeout(t *testing.T) {
-	h := start(t, service.Config{MaxTimeout: 600 * time.Millisecond},
+	h := start(t, executor.Config{MaxTimeout: 600 * time.Millisecond},
 		newProgressTool("chatty", 20*time.Millisecond, 300*time.Millisecond),
 		newProgressTool("silent", 300*time.Millisecond, 300*time.Millisecond),
 		newProgressTool("endless", 20*time.Millisecond, time.Hour),
@@ -324,7 +324,7 @@ func TestPanicsInPolicyAndPreviewEndOnlyTheCall(t *testing.T) {
 		ran.Add(1)
 		return &tools.Result{Text: "ran"}, nil
 	})
-	h := start(t, service.Config{Authorizer: &panickyPolicy{}}, trap, previewPanics{guardedTool(&ran).(*fakeTool)}, &tools.Think{})
+	h := start(t, executor.Config{Authorizer: &panickyPolicy{}}, trap, previewPanics{guardedTool(&ran).(*fakeTool)}, &tools.Think{})
 	c := h.open(nil)
 	c.call("a", "trap", `{}`)
 	if res, _ := c.end("a"); res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_INTERNAL {

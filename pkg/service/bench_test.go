@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/toold/toold/gen/toold/v1"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -83,14 +83,14 @@ func openStream(b *testing.B, client pb.ToolServiceClient, hello *pb.Hello) pb.T
 // BenchmarkThink is a no-op call's round trip over the unix socket: the
 // ToolCall out, Start, Executing and End back.
 func BenchmarkThink(b *testing.B) {
-	h := startTraced(b, false, service.Config{}, &tools.Think{})
+	h := startTraced(b, false, executor.Config{}, &tools.Think{})
 	roundTrips(b, openStream(b, h.client, &pb.Hello{}))
 }
 
 // BenchmarkThinkOmitExecuting is the same with Hello.omit_executing: Start
 // and End back.
 func BenchmarkThinkOmitExecuting(b *testing.B) {
-	h := startTraced(b, false, service.Config{}, &tools.Think{})
+	h := startTraced(b, false, executor.Config{}, &tools.Think{})
 	roundTrips(b, openStream(b, h.client, &pb.Hello{OmitExecuting: true}))
 }
 
@@ -98,7 +98,7 @@ func BenchmarkThinkOmitExecuting(b *testing.B) {
 // toold's ToolCallEnd per call, from a bare handler.
 func BenchmarkBarePingPong(b *testing.B) {
 	// Take a real End event from toold as the reply, so sizes match.
-	h := start(b, service.Config{}, &tools.Think{})
+	h := start(b, executor.Config{}, &tools.Think{})
 	s := openStream(b, h.client, &pb.Hello{OmitExecuting: true})
 	if err := s.Send(thinkCall("b")); err != nil {
 		b.Fatal(err)

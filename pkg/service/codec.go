@@ -59,8 +59,8 @@ func TransportMessageBytes(maxMessage int) int {
 // the transport limit. Every server that registers s must use them.
 func (s *Server) GRPCServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ForceServerCodecV2(clientCodec{base: encoding.GetCodecV2("proto"), limit: s.cfg.MaxMessageBytes}),
-		grpc.MaxRecvMsgSize(TransportMessageBytes(s.cfg.MaxMessageBytes)),
+		grpc.ForceServerCodecV2(clientCodec{base: encoding.GetCodecV2("proto"), limit: s.opts.MaxMessageBytes}),
+		grpc.MaxRecvMsgSize(TransportMessageBytes(s.opts.MaxMessageBytes)),
 	}
 }
 

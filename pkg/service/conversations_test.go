@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -88,7 +88,7 @@ func TestConversationSecret(t *testing.T) {
 		ran <- c.ConversationID
 		return &tools.Result{Text: "ok"}, nil
 	}))
-	h := start(t, service.Config{Conversations: service.ConversationConfig{State: state, IdleTTL: time.Hour}}, ts...)
+	h := start(t, executor.Config{Conversations: executor.ConversationConfig{State: state, IdleTTL: time.Hour}}, ts...)
 
 	first := h.open(&pb.Hello{ConversationId: "agent-1"})
 	w := first.welcome()
@@ -186,7 +186,7 @@ func TestConversationSecret(t *testing.T) {
 // is forgotten and a conversation with a stream attached is never reaped.
 func TestConversationReaping(t *testing.T) {
 	state := newFakeState()
-	h := start(t, service.Config{Conversations: service.ConversationConfig{State: state, IdleTTL: 200 * time.Millisecond, MaxIdle: 2}}, testTools(nil)...)
+	h := start(t, executor.Config{Conversations: executor.ConversationConfig{State: state, IdleTTL: 200 * time.Millisecond, MaxIdle: 2}}, testTools(nil)...)
 	attached := h.open(&pb.Hello{ConversationId: "attached"})
 	attached.welcome()
 	state.hold("attached")
@@ -218,7 +218,7 @@ func TestConversationReaping(t *testing.T) {
 	if forgot["attached"] || !state.Holds("attached") {
 		t.Fatal("a conversation with a stream attached was reaped")
 	}
-	waitUntil(t, func() bool { all, _ := h.srv.Conversations().Len(); return all == 1 })
+	waitUntil(t, func() bool { all, _ := h.x.Conversations().Len(); return all == 1 })
 	// A reaped conversation's name is free, under a new secret.
 	c := h.open(&pb.Hello{ConversationId: ids[0]})
 	if w := c.welcome(); w.GetConversationId() != ids[0] || w.GetConversationSecret() == "" {

@@ -291,6 +291,7 @@ func eventToPB(ev *events.Event) *pb.ServerEvent {
 		out.Event = &pb.ServerEvent_Welcome{Welcome: &pb.Welcome{
 			ConversationId: w.ConversationID, ConversationSecret: w.ConversationSecret, ApprovalMode: modeToPB(w.Mode),
 			ServerVersion: w.ServerVersion, Workspace: w.Workspace, MaxTimeout: durationpb.New(w.MaxTimeout),
+			StreamId: w.StreamID, Resumed: w.Resumed, ReplayFromSeq: w.ReplayFrom,
 		}}
 	case ev.Keepalive != nil:
 		out.Event = &pb.ServerEvent_Keepalive{Keepalive: &pb.Keepalive{}}

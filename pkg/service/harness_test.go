@@ -19,6 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -100,6 +102,7 @@ func testTools(observed chan<- string) []tools.Tool {
 type harness struct {
 	t      testing.TB
 	srv    *service.Server
+	x      *executor.Executor
 	gs     *grpc.Server
 	client pb.ToolServiceClient
 	spans  *tracetest.SpanRecorder
@@ -108,14 +111,39 @@ type harness struct {
 
 // start serves a service on a temp unix socket and connects a client; its
 // spans are recorded in harness.spans.
-func start(t testing.TB, cfg service.Config, ts ...tools.Tool) *harness {
+func start(t testing.TB, cfg any, ts ...tools.Tool) *harness {
 	return startTraced(t, true, cfg, ts...)
+}
+
+// testConfig is an executor's configuration and the service's options.
+type testConfig struct {
+	executor.Config
+	MaxMessageBytes   int
+	KeepaliveInterval time.Duration
 }
 
 // startTraced is start; with traced false the service has no tracer (as a
 // daemon without an exporter).
-func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool) *harness {
+func startTraced(t testing.TB, traced bool, c any, ts ...tools.Tool) *harness {
 	t.Helper()
+	var tc testConfig
+	switch c := c.(type) {
+	case executor.Config:
+		tc.Config = c
+	case testConfig:
+		tc = c
+	default:
+		t.Fatalf("start: config %T", c)
+	}
+	cfg := tc.Config
+	if g, ok := cfg.Authorizer.(authz.Granter); ok && cfg.Granter == nil {
+		cfg.Granter = g
+	}
+	if cfg.ResumeGrace == 0 {
+		// Streams that drop end their calls at once, unless a test
+		// resumes.
+		cfg.ResumeGrace = -1
+	}
 	reg := tools.NewRegistry()
 	if err := reg.Register(ts...); err != nil {
 		t.Fatal(err)
@@ -126,7 +154,8 @@ func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool
 	if traced {
 		cfg.Tracer = tp.Tracer("test")
 	}
-	srv := service.New(cfg)
+	x := executor.New(cfg)
+	srv := service.New(x, service.Options{MaxMessageBytes: tc.MaxMessageBytes, KeepaliveInterval: tc.KeepaliveInterval})
 	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	pb.RegisterToolServiceServer(gs, srv)
 	dir, err := os.MkdirTemp("", "toold-svc")
@@ -138,7 +167,7 @@ func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, gs: gs, spans: rec, served: make(chan struct{})}
+	h := &harness{t: t, srv: srv, x: x, gs: gs, spans: rec, served: make(chan struct{})}
 	go func() { _ = gs.Serve(l); close(h.served) }()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -148,7 +177,7 @@ func startTraced(t testing.TB, traced bool, cfg service.Config, ts ...tools.Tool
 	t.Cleanup(func() {
 		conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		srv.Shutdown(ctx)
+		x.Shutdown(ctx)
 		cancel()
 		gs.Stop()
 		<-h.served

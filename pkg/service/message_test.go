@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -72,7 +73,7 @@ const badUTF8 = "\xff\xfe\xc3("
 // stream takes new calls. Each case runs while a call is running on the
 // same stream.
 func TestBadMessageEndsOnlyItself(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	fifty := strings.Repeat("x", 50_000_000)
 	tests := []struct {
 		name string
@@ -169,7 +170,7 @@ func TestBadMessageEndsOnlyItself(t *testing.T) {
 // A Hello that does not decode is refused and does not count as the first
 // message: the client may send a good one.
 func TestBadHello(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.openRaw(nil)
 	c.sendRaw(msgField(1, str(1, "conv"+badUTF8)))
 	c.waitFor("rejection", func(evs []*pb.ServerEvent) bool { return rejection(evs) != nil })
@@ -198,7 +199,7 @@ func TestBadHello(t *testing.T) {
 // are canceled and nothing is left running.
 func TestMessageOverTransportLimit(t *testing.T) {
 	observed := make(chan string, 1)
-	h := start(t, service.Config{}, testTools(observed)...)
+	h := start(t, executor.Config{}, testTools(observed)...)
 	c := h.openRaw(nil)
 	c.call("long", "sleep", `{"ms":60000}`)
 	c.waitFor("long runs", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "long")) > 0 })
@@ -217,7 +218,7 @@ func TestMessageOverTransportLimit(t *testing.T) {
 // Other RPCs keep the message limit: a ListTools request over it fails on
 // its own, and the server goes on.
 func TestMessageLimitOtherRPCs(t *testing.T) {
-	h := start(t, service.Config{MaxMessageBytes: 1 << 10}, testTools(nil)...)
+	h := start(t, testConfig{MaxMessageBytes: 1 << 10}, testTools(nil)...)
 	big := &pb.ListToolsRequest{}
 	big.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), make([]byte, 4<<10)))
 	if _, err := h.client.ListTools(t.Context(), big); err == nil || !strings.Contains(err.Error(), "over toold's limit of 1 KiB") {
@@ -235,7 +236,7 @@ func TestInvalidUTF8InResults(t *testing.T) {
 		_ = s.Progress("half\xffway", 0.5)
 		return &tools.Result{Text: "a\xffb", Structured: map[string]any{"k\xff": []any{"v\xfe"}, "n": map[string]any{"x": "y\xff"}}}, nil
 	})
-	h := start(t, service.Config{}, weird)
+	h := start(t, executor.Config{}, weird)
 	c := h.open(nil)
 	c.call("w", "weird", `{}`)
 	res, evs := c.end("w")

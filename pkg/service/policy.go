@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"log/slog"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -9,31 +10,37 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/executor"
 )
 
-// PolicyServer implements the PolicyService over the executor's pipeline
-// and an authorizer that can explain and keep grants.
+// PolicyServer implements the PolicyService over the executor's pipeline, a
+// policy that can explain its decisions, and the grants.
 type PolicyServer struct {
 	pb.UnimplementedPolicyServiceServer
-	srv *Server
+	x         *executor.Executor
+	explainer authz.Explainer
+	granter   authz.Granter
+	log       *slog.Logger
 }
 
 var _ pb.PolicyServiceServer = (*PolicyServer)(nil)
 
-// NewPolicyServer returns the PolicyService of srv. Explain needs the
-// server's authorizer to be an authz.Explainer and the grant RPCs an
-// authz.Granter; otherwise they answer UNIMPLEMENTED.
-func NewPolicyServer(srv *Server) *PolicyServer { return &PolicyServer{srv: srv} }
+// NewPolicyServer returns the PolicyService of x. Explain answers
+// UNIMPLEMENTED without an explainer, the grant RPCs without a granter.
+func NewPolicyServer(x *executor.Executor, explainer authz.Explainer, granter authz.Granter, log *slog.Logger) *PolicyServer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &PolicyServer{x: x, explainer: explainer, granter: granter, log: log}
+}
 
 // Explain implements pb.PolicyServiceServer.
 func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb.ExplainResponse, error) {
-	ex, ok := p.srv.cfg.Authorizer.(authz.Explainer)
-	if !ok {
+	if p.explainer == nil {
 		return nil, status.Error(codes.Unimplemented, "the configured authorizer cannot explain decisions")
 	}
-	mode := authz.Stricter(p.srv.cfg.Mode, modeFromPB(req.GetApprovalMode()))
-	creq := &CallRequest{CallID: "explain", ConversationID: req.GetConversationId(), Name: req.GetName(), Mode: mode}
+	mode := authz.Stricter(p.x.Mode(), modeFromPB(req.GetApprovalMode()))
+	creq := &executor.CallRequest{CallID: "explain", ConversationID: req.GetConversationId(), Name: req.GetName(), Mode: mode}
 	switch a := req.GetArguments().(type) {
 	case *pb.ExplainRequest_ArgumentsJson:
 		creq.ArgsJSON = a.ArgumentsJson
@@ -41,33 +48,16 @@ func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb
 		creq.Args = a.ArgumentsStruct.AsMap()
 	}
 	resp := &pb.ExplainResponse{ApprovalMode: modeToPB(mode)}
-	target, call, _, err := p.srv.exec.prepare(ctx, creq)
-	if target != nil {
-		resp.Tool, resp.Operation = target.ToolName, target.Operation
-	}
-	var effect tools.Effect
-	if err == nil {
-		effect, err = describe(target.Tool, call)
-	}
-	if err != nil {
-		resp.Error = toolErrorToPB(err)
+	ex := p.x.Explain(ctx, p.explainer, creq)
+	resp.Tool, resp.Operation = ex.Tool, ex.Operation
+	if ex.Err != nil {
+		resp.Error = toolErrorToPB(ex.Err)
 		return resp, nil
 	}
-	risk := target.Risk
-	if effect.Risk != tools.RiskUnknown {
-		risk = effect.Risk
-	}
-	v, err := ex.Explain(ctx, &authz.Request{
-		ConversationID: creq.ConversationID, CallID: creq.CallID, Mode: mode,
-		Tool: target.ToolName, Operation: target.Operation, Args: call.Args, Effect: effect, Risk: risk,
-	})
-	if err != nil {
-		resp.Error = toolErrorToPB(err)
-		return resp, nil
-	}
+	v := ex.Verdict
 	resp.Decision = decisionToPB(v.Decision)
 	resp.Reason, resp.Rule, resp.Risk = v.Reason, v.Rule, riskToPB(v.Risk)
-	resp.Effect = effectToPB(effect, v.Summary, "", v.Commands)
+	resp.Effect = effectToPB(ex.Effect, v.Summary, "", v.Commands)
 	for _, s := range v.Scopes {
 		resp.Scopes = append(resp.Scopes, scopeToPB(s))
 	}
@@ -79,8 +69,8 @@ func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb
 
 // ListGrants implements pb.PolicyServiceServer.
 func (p *PolicyServer) ListGrants(_ context.Context, req *pb.ListGrantsRequest) (*pb.ListGrantsResponse, error) {
-	g, ok := p.srv.cfg.Authorizer.(authz.Granter)
-	if !ok {
+	g := p.granter
+	if g == nil {
 		return nil, status.Error(codes.Unimplemented, "the configured authorizer keeps no grants")
 	}
 	resp := &pb.ListGrantsResponse{}
@@ -92,14 +82,14 @@ func (p *PolicyServer) ListGrants(_ context.Context, req *pb.ListGrantsRequest) 
 
 // RevokeGrant implements pb.PolicyServiceServer.
 func (p *PolicyServer) RevokeGrant(_ context.Context, req *pb.RevokeGrantRequest) (*pb.RevokeGrantResponse, error) {
-	g, ok := p.srv.cfg.Authorizer.(authz.Granter)
-	if !ok {
+	g := p.granter
+	if g == nil {
 		return nil, status.Error(codes.Unimplemented, "the configured authorizer keeps no grants")
 	}
 	if !g.Revoke(req.GetGrantId()) {
 		return nil, status.Errorf(codes.NotFound, "no grant %q (it may have expired or been used)", req.GetGrantId())
 	}
-	p.srv.cfg.Logger.Info("grant revoked", "grant_id", req.GetGrantId())
+	p.log.Info("grant revoked", "grant_id", req.GetGrantId())
 	return &pb.RevokeGrantResponse{}, nil
 }
 

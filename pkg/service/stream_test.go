@@ -14,7 +14,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 )
 
 func TestMain(m *testing.M) {
@@ -22,9 +22,10 @@ func TestMain(m *testing.M) {
 }
 
 // A call's events: Welcome once for the stream, then Start, Executing, End;
-// seq increases by one across the stream.
+// Welcome is not logged (seq 0), the call's events are numbered 1, 2, 3 as
+// logged.
 func TestCallLifecycle(t *testing.T) {
-	h := start(t, service.Config{Version: "test", Workspace: "/ws"}, testTools(nil)...)
+	h := start(t, executor.Config{Version: "test", Workspace: "/ws"}, testTools(nil)...)
 	c := h.open(&pb.Hello{ConversationId: "conv-1", ClientName: "test"})
 	c.call("c1", "echo", `{"text":"hi"}`)
 	res, mine := c.end("c1")
@@ -51,7 +52,7 @@ func TestCallLifecycle(t *testing.T) {
 		t.Fatalf("first event = %v, want Welcome", c.events[0])
 	}
 	for i, e := range c.events {
-		if e.GetSeq() != uint64(i+1) {
+		if e.GetSeq() != uint64(i) {
 			t.Fatalf("event %d has seq %d", i, e.GetSeq())
 		}
 		if e.GetTime() == nil {
@@ -63,7 +64,7 @@ func TestCallLifecycle(t *testing.T) {
 // Bad input never breaks the stream: each bad message gets its typed error,
 // and a good call on the same stream works afterwards.
 func TestBadInputs(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	tests := []struct {
 		name      string
 		send      func(c *convo)
@@ -161,7 +162,7 @@ func TestBadInputs(t *testing.T) {
 // (MessageRejected, DUPLICATE_CALL_ID, reference_id = the id): the running
 // call gets no second Start and exactly one End, its own.
 func TestDuplicateCallID(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("d", "sleep", `{"ms":60000}`)
 	c.waitFor("first start", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "d")) > 0 })
@@ -213,7 +214,7 @@ func rejection(evs []*pb.ServerEvent) *pb.MessageRejected {
 
 func TestCancelAndTimeout(t *testing.T) {
 	observed := make(chan string, 4)
-	h := start(t, service.Config{MaxTimeout: time.Second}, testTools(observed)...)
+	h := start(t, executor.Config{MaxTimeout: time.Second}, testTools(observed)...)
 	c := h.open(nil)
 
 	c.call("long", "sleep", `{"ms":60000}`)
@@ -255,7 +256,7 @@ func TestCancelAndTimeout(t *testing.T) {
 // (goleak checks goroutines at the end of the package).
 func TestDisconnectMidCall(t *testing.T) {
 	observed := make(chan string, 1)
-	h := start(t, service.Config{}, testTools(observed)...)
+	h := start(t, executor.Config{}, testTools(observed)...)
 	c := h.open(nil)
 	c.call("mid", "sleep", `{"ms":60000}`)
 	c.waitFor("start", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "mid")) >= 2 })
@@ -278,7 +279,7 @@ func TestDisconnectMidCall(t *testing.T) {
 
 // CloseSend lets running calls finish before the stream ends.
 func TestCloseSendDrains(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("a", "sleep", `{"ms":100}`)
 	c.call("b", "sleep", `{"ms":50}`)
@@ -291,7 +292,7 @@ func TestCloseSendDrains(t *testing.T) {
 }
 
 func TestConcurrencyLimits(t *testing.T) {
-	h := start(t, service.Config{MaxCallsPerStream: 2, MaxCalls: 3}, testTools(nil)...)
+	h := start(t, executor.Config{MaxCallsPerStream: 2, MaxCalls: 3}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("s1", "sleep", `{"ms":2000}`)
 	c.call("s2", "sleep", `{"ms":2000}`)
@@ -319,7 +320,7 @@ func TestConcurrencyLimits(t *testing.T) {
 }
 
 func TestManyConcurrentCalls(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	const n = 50
 	for i := range n {
@@ -337,7 +338,7 @@ func TestManyConcurrentCalls(t *testing.T) {
 
 // Output arrives as coalesced chunks with contiguous offsets, complete.
 func TestOutputStreaming(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	const size = 3 << 20
 	c.call("o", "spew", fmt.Sprintf(`{"bytes":%d}`, size))
@@ -372,7 +373,7 @@ func TestOutputStreaming(t *testing.T) {
 }
 
 func TestCoercionReported(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("k", "echo", `{"text":"a","n":"7"}`)
 	res, _ := c.end("k")
@@ -389,7 +390,7 @@ func TestCoercionReported(t *testing.T) {
 }
 
 func TestStructArguments(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	args, _ := structpb.NewStruct(map[string]any{"text": "via struct", "n": 3})
 	c.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "s", Name: "echo", Arguments: &pb.ToolCall_ArgumentsStruct{ArgumentsStruct: args}}}})
@@ -400,7 +401,7 @@ func TestStructArguments(t *testing.T) {
 }
 
 func TestHelloTightensMode(t *testing.T) {
-	h := start(t, service.Config{Mode: authz.ModeAuto}, testTools(nil)...)
+	h := start(t, executor.Config{Mode: authz.ModeAuto}, testTools(nil)...)
 	for _, tt := range []struct {
 		ask, want pb.ApprovalMode
 	}{
@@ -420,7 +421,7 @@ func TestHelloTightensMode(t *testing.T) {
 }
 
 func TestOmitExecuting(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(&pb.Hello{OmitExecuting: true})
 	c.call("q", "think", `{"thought":"quiet"}`)
 	_, mine := c.end("q")
@@ -433,7 +434,7 @@ func TestOmitExecuting(t *testing.T) {
 // cancels the rest, and every call still gets its End; the stream ends OK.
 func TestShutdown(t *testing.T) {
 	observed := make(chan string, 2)
-	h := start(t, service.Config{}, testTools(observed)...)
+	h := start(t, executor.Config{}, testTools(observed)...)
 	c := h.open(nil)
 	c.call("quick", "sleep", `{"ms":100}`)
 	c.call("stuck", "sleep", `{"ms":60000}`)
@@ -444,10 +445,10 @@ func TestShutdown(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 		defer cancel()
-		h.srv.Shutdown(ctx)
+		h.x.Shutdown(ctx)
 		close(done)
 	}()
-	<-h.srv.Draining()
+	<-h.x.Draining()
 	c.call("late", "echo", `{"text":"too late"}`)
 	res, _ := c.end("late")
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE {
@@ -472,7 +473,7 @@ func TestShutdown(t *testing.T) {
 }
 
 func TestListToolsRendering(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	ctx := context.Background()
 	resp, err := h.client.ListTools(ctx, &pb.ListToolsRequest{})
 	if err != nil {
@@ -507,7 +508,7 @@ func TestListToolsRendering(t *testing.T) {
 // A fast call's Start and Executing go out with its End, as one batch; a
 // slow call's Start still arrives at once (held for at most a few ms).
 func TestStartHeldBriefly(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("slow", "sleep", `{"ms":1000}`)
 	evs := c.waitFor("start of the slow call", func(evs []*pb.ServerEvent) bool { return len(ofCall(evs, "slow")) > 0 })

@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/tools/terminal"
 )
 
@@ -105,7 +106,7 @@ var errDetached = errors.New("the client detached")
 type TerminalServer struct {
 	pb.UnimplementedTerminalServiceServer
 	ts    Terminals
-	convs *Conversations
+	convs *executor.Conversations
 	// tokenRequired says toold checks a bearer token on every RPC; without
 	// one, Attach is allowed over the unix socket only.
 	tokenRequired bool
@@ -117,9 +118,9 @@ var _ pb.TerminalServiceServer = (*TerminalServer)(nil)
 // whether the daemon's auth interceptor requires a bearer token: without
 // one, Attach (a shell outside the tool policy) is refused over TCP, as
 // AdminService refuses changes. convs is the ToolService's conversation
-// registry (Server.Conversations): an attach joins the session's
+// registry (executor.Executor.Conversations): an attach joins the session's
 // conversation with its secret, as a stream does. Required.
-func NewTerminalServer(ts Terminals, tokenRequired bool, convs *Conversations) *TerminalServer {
+func NewTerminalServer(ts Terminals, tokenRequired bool, convs *executor.Conversations) *TerminalServer {
 	return &TerminalServer{ts: ts, tokenRequired: tokenRequired, convs: convs}
 }
 
@@ -176,8 +177,8 @@ func (s *TerminalServer) Attach(stream pb.TerminalService_AttachServer) error {
 		defer leave()
 	case *pb.AttachOpen_NewSession:
 		ns := t.NewSession
-		if len(ns.GetConversationId()) > maxConversationID {
-			return status.Errorf(codes.InvalidArgument, "conversation_id is %d bytes; at most %d are allowed", len(ns.GetConversationId()), maxConversationID)
+		if len(ns.GetConversationId()) > executor.MaxConversationID {
+			return status.Errorf(codes.InvalidArgument, "conversation_id is %d bytes; at most %d are allowed", len(ns.GetConversationId()), executor.MaxConversationID)
 		}
 		conv, sec, leave, err := s.convs.Join(ns.GetConversationId(), open.GetConversationSecret(), "attach-")
 		if err != nil {

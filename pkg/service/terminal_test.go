@@ -19,6 +19,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools/terminal"
 )
@@ -149,12 +150,12 @@ func (f *fakeSession) snapshot() (input string, sizes [][2]int, attached int, cl
 // tcp is set, on loopback TCP) and returns clients for each.
 func serveTerminals(t *testing.T, ts service.Terminals, tokenRequired bool) (unixClient, tcpClient pb.TerminalServiceClient) {
 	t.Helper()
-	return serveTerminalsWith(t, ts, tokenRequired, service.NewConversations(service.ConversationConfig{}))
+	return serveTerminalsWith(t, ts, tokenRequired, executor.NewConversations(executor.ConversationConfig{}))
 }
 
 // serveTerminalsWith is serveTerminals with the conversation registry
 // whose secrets Attach checks.
-func serveTerminalsWith(t *testing.T, ts service.Terminals, tokenRequired bool, convs *service.Conversations) (unixClient, tcpClient pb.TerminalServiceClient) {
+func serveTerminalsWith(t *testing.T, ts service.Terminals, tokenRequired bool, convs *executor.Conversations) (unixClient, tcpClient pb.TerminalServiceClient) {
 	t.Helper()
 	gs := grpc.NewServer()
 	pb.RegisterTerminalServiceServer(gs, service.NewTerminalServer(ts, tokenRequired, convs))
@@ -227,7 +228,7 @@ func TestTerminalAttach(t *testing.T) {
 		}
 		return sess, nil
 	}}
-	convs := service.NewConversations(service.ConversationConfig{})
+	convs := executor.NewConversations(executor.ConversationConfig{})
 	// The session's conversation ("conv") is held by an agent's stream.
 	_, secret, leave, err := convs.Join("conv", "", "")
 	if err != nil {
@@ -411,7 +412,7 @@ func TestTerminalAttachNeedsSecret(t *testing.T) {
 			return sess, true, nil
 		},
 	}
-	convs := service.NewConversations(service.ConversationConfig{})
+	convs := executor.NewConversations(executor.ConversationConfig{})
 	_, secret, leave, err := convs.Join("conv", "", "")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	pb "github.com/toold/toold/gen/toold/v1"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 )
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
@@ -43,7 +43,7 @@ func waitSpans(t *testing.T, h *harness, n int) []sdktrace.ReadOnlySpan {
 }
 
 func TestSpanTree(t *testing.T) {
-	h := start(t, service.Config{}, testTools(nil)...)
+	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(&pb.Hello{ConversationId: "conv-span"})
 	c.call("ok", "echo", `{"text":"traced"}`)
 	okRes, okEvents := c.end("ok")
@@ -122,7 +122,7 @@ func TestSpanTree(t *testing.T) {
 // Without a tracer (no exporter) calls still get trace ids, generated
 // locally, and a client's trace context is still followed.
 func TestLocalTraceIDs(t *testing.T) {
-	h := startTraced(t, false, service.Config{}, testTools(nil)...)
+	h := startTraced(t, false, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("a", "think", `{"thought":"x"}`)
 	c.call("b", "think", `{"thought":"y"}`)

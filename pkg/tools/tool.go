@@ -8,6 +8,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 )
 
@@ -299,4 +300,29 @@ type DataSink interface {
 	// Like Progress it may block (backpressure) and fails once the call's
 	// stream is gone.
 	ProgressData(msg string, data map[string]any) error
+}
+
+// ProcessStarter is implemented by tools some of whose calls start a
+// process. For a call it says true for, the executor does not send
+// Executing before Run: the tool reports the process once started (see
+// ProcessSink), and Executing carries its pid.
+type ProcessStarter interface {
+	StartsProcess(call *Call) bool
+}
+
+// ProcessSink is implemented by sinks that report a started process.
+type ProcessSink interface {
+	// Started says the call's process runs now, with that pid. Only the
+	// first call counts.
+	Started(pid int)
+}
+
+// InputSink is implemented by sinks whose client can feed the call's
+// standard input (the stream's Input messages with data and eof).
+type InputSink interface {
+	// Stdin returns the call's input as the client sends it, or nil when
+	// the client cannot send input (an MCP client). Read returns io.EOF
+	// once the client closed it, and an error once the call ends; Close
+	// stops reading (the process exited) and discards what comes after.
+	Stdin() io.ReadCloser
 }

@@ -586,8 +586,22 @@ type Hello struct {
 	// started. Required to join a conversation the server holds (see
 	// conversation_id); ignored when a new conversation starts.
 	ConversationSecret string `protobuf:"bytes,5,opt,name=conversation_secret,json=conversationSecret,proto3" json:"conversation_secret,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set to resume a stream of this conversation that ended without closing
+	// its side (the connection broke, the client was canceled): its calls kept
+	// running for the server's resume grace (default 60 s), and their events
+	// were logged. The stream receives every event after this seq (the
+	// highest seq the client received; 0 for all the server still keeps)
+	// exactly once, in order, then live events; approvals and questions still
+	// waiting are asked again and may be answered on this stream. The Hello
+	// must carry the conversation's id and secret. Refused (FAILED_PRECONDITION)
+	// when there is no such stream: never was, its grace ran out, or another
+	// stream resumed it first.
+	ResumeAfterSeq *uint64 `protobuf:"varint,6,opt,name=resume_after_seq,json=resumeAfterSeq,proto3,oneof" json:"resume_after_seq,omitempty"`
+	// Which dropped stream to resume (its Welcome.stream_id), when the
+	// conversation had several; empty takes the only one.
+	ResumeStreamId string `protobuf:"bytes,7,opt,name=resume_stream_id,json=resumeStreamId,proto3" json:"resume_stream_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -651,6 +665,20 @@ func (x *Hello) GetOmitExecuting() bool {
 func (x *Hello) GetConversationSecret() string {
 	if x != nil {
 		return x.ConversationSecret
+	}
+	return ""
+}
+
+func (x *Hello) GetResumeAfterSeq() uint64 {
+	if x != nil && x.ResumeAfterSeq != nil {
+		return *x.ResumeAfterSeq
+	}
+	return 0
+}
+
+func (x *Hello) GetResumeStreamId() string {
+	if x != nil {
+		return x.ResumeStreamId
 	}
 	return ""
 }
@@ -930,22 +958,29 @@ func (x *Cancel) GetReason() string {
 	return ""
 }
 
-// Input feeds a running call: bytes to a process's stdin or terminal, or a
-// text answer to an InputRequired question.
+// Input feeds a running call: a text answer to an InputRequired question
+// (request_id and text), or bytes for the standard input of the call's
+// process (data and/or eof, without request_id) — read by run_command with
+// stdin: "pipe". Input the process has not read yet is bounded (1 MiB);
+// more is refused with MessageRejected (RESOURCE_EXHAUSTED) and may be sent
+// again once it read some. Input for a call that does not read it is
+// counted in its result's metadata (stdin_unread_bytes), never dropped
+// silently.
 type Input struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call the input is for.
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// When answering an InputRequired event: its request_id.
 	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Exactly one is set.
+	// At most one is set.
 	//
 	// Types that are valid to be assigned to Payload:
 	//
 	//	*Input_Data
 	//	*Input_Text
 	Payload isInput_Payload `protobuf_oneof:"payload"`
-	// True closes the input side (stdin EOF). data may be empty.
+	// True closes the process's standard input (EOF) after data. data may be
+	// empty.
 	Eof           bool `protobuf:"varint,5,opt,name=eof,proto3" json:"eof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1032,7 +1067,7 @@ type isInput_Payload interface {
 }
 
 type Input_Data struct {
-	// Raw bytes for stdin or a terminal.
+	// Bytes for the process's standard input.
 	Data []byte `protobuf:"bytes,3,opt,name=data,proto3,oneof"`
 }
 
@@ -1051,8 +1086,13 @@ type ServerEvent struct {
 	// The call this event belongs to; empty for stream-level events (Welcome,
 	// Keepalive, MessageRejected without a call).
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	// Increases by one with every event sent on the stream, starting at 1, so
-	// a client can order and merge events of concurrent calls.
+	// The event's position in the stream's event log: the call events of a
+	// stream are numbered 1, 2, 3, … in the order the server logged them, and
+	// a stream that resumes a dropped one goes on with its numbering. A client
+	// keeps the highest seq it received as its resume cursor
+	// (Hello.resume_after_seq). Stream-level events (Welcome, Keepalive,
+	// MessageRejected) are not logged: they carry the seq of the last call
+	// event sent before them.
 	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	// When the event was produced.
 	Time *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
@@ -1303,7 +1343,15 @@ type Welcome struct {
 	// The workspace root directory as the server sees it.
 	Workspace string `protobuf:"bytes,4,opt,name=workspace,proto3" json:"workspace,omitempty"`
 	// The largest timeout a call may ask for.
-	MaxTimeout    *durationpb.Duration `protobuf:"bytes,5,opt,name=max_timeout,json=maxTimeout,proto3" json:"max_timeout,omitempty"`
+	MaxTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=max_timeout,json=maxTimeout,proto3" json:"max_timeout,omitempty"`
+	// Names this stream's calls and events, for Hello.resume_stream_id.
+	StreamId string `protobuf:"bytes,7,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// True when the stream resumed a dropped one (Hello.resume_after_seq).
+	Resumed bool `protobuf:"varint,8,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// On resume: the seq of the first event replayed. Larger than
+	// resume_after_seq + 1 when the server no longer kept the events in
+	// between (its tail is bounded); those are lost to this client.
+	ReplayFromSeq uint64 `protobuf:"varint,9,opt,name=replay_from_seq,json=replayFromSeq,proto3" json:"replay_from_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1378,6 +1426,27 @@ func (x *Welcome) GetMaxTimeout() *durationpb.Duration {
 		return x.MaxTimeout
 	}
 	return nil
+}
+
+func (x *Welcome) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *Welcome) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
+}
+
+func (x *Welcome) GetReplayFromSeq() uint64 {
+	if x != nil {
+		return x.ReplayFromSeq
+	}
+	return 0
 }
 
 // ToolCallStart is the first event of a call.
@@ -2009,7 +2078,9 @@ func (x *InputRequired) GetAuthorizeArgumentsJson() string {
 // Executing says the call passed validation and policy and runs now.
 type Executing struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Process id, for calls that start a process; zero otherwise.
+	// The process id (as toold's host sees it), for calls that start a
+	// process (run_command, start_process, a terminal session); zero
+	// otherwise. For those calls Executing is sent once the process started.
 	Pid           int32 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3256,14 +3327,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\bapproval\x18\x03 \x01(\v2\x1a.toold.v1.ApprovalDecisionH\x00R\bapproval\x12*\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x10.toold.v1.CancelH\x00R\x06cancel\x12'\n" +
 	"\x05input\x18\x05 \x01(\v2\x0f.toold.v1.InputH\x00R\x05inputB\x05\n" +
-	"\x03msg\"\xe6\x01\n" +
+	"\x03msg\"\xd4\x02\n" +
 	"\x05Hello\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12;\n" +
 	"\rapproval_mode\x18\x02 \x01(\x0e2\x16.toold.v1.ApprovalModeR\fapprovalMode\x12\x1f\n" +
 	"\vclient_name\x18\x03 \x01(\tR\n" +
 	"clientName\x12%\n" +
 	"\x0eomit_executing\x18\x04 \x01(\bR\romitExecuting\x12/\n" +
-	"\x13conversation_secret\x18\x05 \x01(\tR\x12conversationSecret\"\xf4\x02\n" +
+	"\x13conversation_secret\x18\x05 \x01(\tR\x12conversationSecret\x12-\n" +
+	"\x10resume_after_seq\x18\x06 \x01(\x04H\x00R\x0eresumeAfterSeq\x88\x01\x01\x12(\n" +
+	"\x10resume_stream_id\x18\a \x01(\tR\x0eresumeStreamIdB\x13\n" +
+	"\x11_resume_after_seq\"\xf4\x02\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
@@ -3307,7 +3381,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x03end\x18\x10 \x01(\v2\x15.toold.v1.ToolCallEndH\x00R\x03end\x123\n" +
 	"\tkeepalive\x18\x11 \x01(\v2\x13.toold.v1.KeepaliveH\x00R\tkeepalive\x127\n" +
 	"\brejected\x18\x12 \x01(\v2\x19.toold.v1.MessageRejectedH\x00R\brejectedB\a\n" +
-	"\x05event\"\xa1\x02\n" +
+	"\x05event\"\x80\x03\n" +
 	"\aWelcome\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12/\n" +
 	"\x13conversation_secret\x18\x06 \x01(\tR\x12conversationSecret\x12;\n" +
@@ -3315,7 +3389,10 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12\x1c\n" +
 	"\tworkspace\x18\x04 \x01(\tR\tworkspace\x12:\n" +
 	"\vmax_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxTimeout\"\xc6\x01\n" +
+	"maxTimeout\x12\x1b\n" +
+	"\tstream_id\x18\a \x01(\tR\bstreamId\x12\x18\n" +
+	"\aresumed\x18\b \x01(\bR\aresumed\x12&\n" +
+	"\x0freplay_from_seq\x18\t \x01(\x04R\rreplayFromSeq\"\xc6\x01\n" +
 	"\rToolCallStart\x12%\n" +
 	"\x0erequested_name\x18\x01 \x01(\tR\rrequestedName\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -3646,6 +3723,7 @@ func file_toold_v1_tool_proto_init() {
 		(*ClientMessage_Cancel)(nil),
 		(*ClientMessage_Input)(nil),
 	}
+	file_toold_v1_tool_proto_msgTypes[1].OneofWrappers = []any{}
 	file_toold_v1_tool_proto_msgTypes[2].OneofWrappers = []any{
 		(*ToolCall_ArgumentsJson)(nil),
 		(*ToolCall_ArgumentsStruct)(nil),

@@ -58,8 +58,11 @@ type ToolServiceClient interface {
 	// ToolCallEnd last. Keepalive events arrive when the stream is otherwise idle.
 	//
 	// Closing the client side of the stream (CloseSend) lets running calls
-	// finish; the server then ends the stream with OK. Canceling the stream (or
-	// losing the connection) cancels every call on it. The server ends the stream
+	// finish; the server then ends the stream with OK. A stream that ends
+	// otherwise (canceled, or the connection lost) leaves its calls running for
+	// the server's resume grace (default 60 s), their events logged and their
+	// approvals pending, for a new stream to resume (Hello.resume_after_seq);
+	// after the grace they end DISCONNECTED. The server ends the stream
 	// itself only on shutdown, after every call got its ToolCallEnd; when a
 	// Hello names a conversation that exists and does not present its secret
 	// (PERMISSION_DENIED, before anything of the conversation is reached); and
@@ -133,8 +136,11 @@ type ToolServiceServer interface {
 	// ToolCallEnd last. Keepalive events arrive when the stream is otherwise idle.
 	//
 	// Closing the client side of the stream (CloseSend) lets running calls
-	// finish; the server then ends the stream with OK. Canceling the stream (or
-	// losing the connection) cancels every call on it. The server ends the stream
+	// finish; the server then ends the stream with OK. A stream that ends
+	// otherwise (canceled, or the connection lost) leaves its calls running for
+	// the server's resume grace (default 60 s), their events logged and their
+	// approvals pending, for a new stream to resume (Hello.resume_after_seq);
+	// after the grace they end DISCONNECTED. The server ends the stream
 	// itself only on shutdown, after every call got its ToolCallEnd; when a
 	// Hello names a conversation that exists and does not present its secret
 	// (PERMISSION_DENIED, before anything of the conversation is reached); and

@@ -164,18 +164,22 @@ class Executing(_message.Message):
     def __init__(self, pid: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["approval_mode", "client_name", "conversation_id", "conversation_secret", "omit_executing"]
+    __slots__ = ["approval_mode", "client_name", "conversation_id", "conversation_secret", "omit_executing", "resume_after_seq", "resume_stream_id"]
     APPROVAL_MODE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     OMIT_EXECUTING_FIELD_NUMBER: _ClassVar[int]
+    RESUME_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESUME_STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     approval_mode: ApprovalMode
     client_name: str
     conversation_id: str
     conversation_secret: str
     omit_executing: bool
-    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ..., conversation_secret: _Optional[str] = ...) -> None: ...
+    resume_after_seq: int
+    resume_stream_id: str
+    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ..., conversation_secret: _Optional[str] = ..., resume_after_seq: _Optional[int] = ..., resume_stream_id: _Optional[str] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ["call_id", "data", "eof", "request_id", "text"]
@@ -467,20 +471,26 @@ class UnavailableTool(_message.Message):
     def __init__(self, name: _Optional[str] = ..., operations: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ["approval_mode", "conversation_id", "conversation_secret", "max_timeout", "server_version", "workspace"]
+    __slots__ = ["approval_mode", "conversation_id", "conversation_secret", "max_timeout", "replay_from_seq", "resumed", "server_version", "stream_id", "workspace"]
     APPROVAL_MODE_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     approval_mode: ApprovalMode
     conversation_id: str
     conversation_secret: str
     max_timeout: _duration_pb2.Duration
+    replay_from_seq: int
+    resumed: bool
     server_version: str
+    stream_id: str
     workspace: str
-    def __init__(self, conversation_id: _Optional[str] = ..., conversation_secret: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., server_version: _Optional[str] = ..., workspace: _Optional[str] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, conversation_id: _Optional[str] = ..., conversation_secret: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., server_version: _Optional[str] = ..., workspace: _Optional[str] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., stream_id: _Optional[str] = ..., resumed: bool = ..., replay_from_seq: _Optional[int] = ...) -> None: ...
 
 class ApprovalMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -1,4 +1,4 @@
-package service
+package executor
 
 import (
 	"context"
@@ -81,24 +81,6 @@ func (x *Executor) startCallSpan(parent context.Context, req *CallRequest) (cont
 	return ctx, trace.SpanFromContext(ctx)
 }
 
-// Causes a transport gives when it cancels a call's context, so the call
-// ends with the right code: CANCELED for ErrCanceledByClient, DISCONNECTED
-// for ErrClientGone.
-var (
-	ErrCanceledByClient = errors.New("canceled by the client")
-	ErrClientGone       = errors.New("the client is gone")
-)
-
-// Errors that say why a call's context ended.
-var (
-	errCanceledByClient = ErrCanceledByClient
-	errStreamEnded      = ErrClientGone
-	errShutdown         = errors.New("toold is shutting down")
-	errCallTimeout      = errors.New("call timeout")
-	errIdleTimeout      = errors.New("no progress within the call timeout")
-	errApprovalTimeout  = errors.New("approval timeout")
-)
-
 // CallRequest is one tool call as a transport received it.
 type CallRequest struct {
 	CallID         string
@@ -122,6 +104,9 @@ type CallRequest struct {
 	OmitExecuting bool
 	// Client names the client, for logs and grants ("toolctl/0.1").
 	Client string
+
+	// stdin is the call's input when a stream runs it.
+	stdin *inputPipe
 }
 
 // Approval is a person's answer to an approval request.
@@ -136,8 +121,8 @@ type Approval struct {
 }
 
 // Host is what a call needs from the transport it came on: a way to emit its
-// events and to ask the person. A gRPC stream is one host; the MCP server is
-// another.
+// events and to ask the person. A stream's session is one host (its events
+// go to the conversation's log); the MCP server is another.
 type Host interface {
 	// Emit delivers one of the call's events (Start, Executing, Progress,
 	// RequiresApproval, InputRequired); it blocks while the client reads
@@ -154,19 +139,16 @@ type Host interface {
 	Ask(ctx context.Context, callID string, q *events.Question) (string, error)
 }
 
-// Executor runs calls through the pipeline: resolve the name, decode,
-// coerce and validate the arguments, describe the effect, authorize (asking
-// the host when policy says ask), execute under the call's timeout, and
-// shape the result. Each step is a span under the call's span.
-type Executor struct {
-	cfg *Config
-}
-
-// Execute runs one call. ctx is the call's context: canceling it (with a
-// cause such as errCanceledByClient) stops the call. Execute emits the
-// call's events through host, Start first, and returns the End, which the
-// caller delivers: every call ends with exactly one End.
-func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *events.End {
+// The pipeline: resolve the name, decode, coerce and validate the
+// arguments, describe the effect, authorize (asking the host when policy
+// says ask), execute under the call's timeout, and shape the result. Each
+// step is a span under the call's span.
+//
+// execute runs one call. ctx is the call's context: canceling it (with a
+// cause such as ErrCanceledByClient) stops the call. It emits the call's
+// events through host, Start first, and returns the End, which the caller
+// delivers: every call ends with exactly one End.
+func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *events.End {
 	if req.Received.IsZero() {
 		req.Received = time.Now()
 	}
@@ -182,7 +164,7 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 		start.TraceID = sc.TraceID().String()
 	}
 	end := &events.End{}
-	sink := &callSink{host: host, ctx: ctx, callID: req.CallID}
+	sink := &callSink{host: host, ctx: ctx, callID: req.CallID, stdin: req.stdin}
 
 	target, call, coercions, err := x.prepare(ctx, req)
 	end.Coercions = coercions
@@ -194,7 +176,7 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 		}
 	}
 	if err == nil {
-		effect, err = describe(target.Tool, call)
+		effect, err = guard(call, "Describe", func() (tools.Effect, error) { return target.Tool.Describe(call), nil })
 		if effect.Risk != tools.RiskUnknown {
 			start.Risk = effect.Risk
 		}
@@ -212,10 +194,22 @@ func (x *Executor) Execute(ctx context.Context, req *CallRequest, host Host) *ev
 		err = x.authorize(ctx, req, target, call, effect, start.Risk, host)
 	}
 	if err == nil {
-		if !req.OmitExecuting {
+		starts := false
+		if ps, ok := target.Tool.(tools.ProcessStarter); ok {
+			starts, err = guard(call, "StartsProcess", func() (bool, error) { return ps.StartsProcess(call), nil })
+		}
+		// A tool that starts a process says Executing itself, with the
+		// process id (see callSink.Started).
+		sink.executing = !req.OmitExecuting && starts
+		if !req.OmitExecuting && !starts {
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
-		end.Result, err = x.execute(ctx, req, target, call, sink)
+		if err == nil {
+			end.Result, err = x.run(ctx, req, target, call, sink)
+		}
+		if sink.stdin != nil {
+			end.Metadata = sink.stdin.finish(end.Metadata)
+		}
 	}
 	end.Err = err
 	end.Duration = time.Since(req.Received)
@@ -260,37 +254,17 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 	return target, call, coercions, nil
 }
 
-// describe asks the tool what the call would do; a panic there is a bug in
-// the tool and ends the call INTERNAL.
-func describe(t tools.Tool, call *tools.Call) (eff tools.Effect, err error) {
+// guard calls fn, a method of a tool or of the policy; a panic there is a
+// bug in it and ends the call INTERNAL (the details go to the log), never
+// the daemon. Every call into a tool goes through it.
+func guard[T any](call *tools.Call, where string, fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = panicError(call, "Describe", r)
+			var zero T
+			v, err = zero, panicError(call, where, r)
 		}
 	}()
-	return t.Describe(call), nil
-}
-
-// guardedAuthorize asks the policy; a panic there is a bug that ends the
-// call INTERNAL (and denies it), never the daemon.
-func guardedAuthorize(ctx context.Context, a authz.Authorizer, req *authz.Request, call *tools.Call) (v authz.Verdict, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			v, err = authz.Verdict{}, panicError(call, "Authorize", r)
-		}
-	}()
-	return a.Authorize(ctx, req)
-}
-
-// guardedPreview asks the tool for the approval's preview; a panic there
-// ends the call INTERNAL.
-func guardedPreview(ctx context.Context, p tools.Previewer, call *tools.Call) (diff string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			diff, err = "", panicError(call, "Preview", r)
-		}
-	}()
-	return p.Preview(ctx, call)
+	return fn()
 }
 
 func panicError(call *tools.Call, where string, r any) error {
@@ -323,7 +297,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		Effect:         effect,
 		Risk:           risk,
 	}
-	v, err := guardedAuthorize(ctx, x.cfg.Authorizer, areq, call)
+	v, err := guard(call, "Authorize", func() (authz.Verdict, error) { return x.cfg.Authorizer.Authorize(ctx, areq) })
 	if err != nil {
 		spanError(span, err)
 		return err
@@ -400,7 +374,7 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		// The preview may read what the call would touch, outside the
 		// workspace too, to show the person a diff; it changes nothing.
 		call.Outside = v.Outside
-		diff, err := guardedPreview(ctx, p, call)
+		diff, err := guard(call, "Preview", func() (string, error) { return p.Preview(ctx, call) })
 		if err != nil {
 			return err
 		}
@@ -439,8 +413,8 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 	if !ok || !scope.Conversation {
 		return nil
 	}
-	g, isGranter := x.cfg.Authorizer.(authz.Granter)
-	if !isGranter {
+	g := x.cfg.Granter
+	if g == nil {
 		return nil
 	}
 	ttl := scope.TTL
@@ -475,9 +449,9 @@ func findScope(scopes []authz.Scope, id string) (authz.Scope, bool) {
 	return authz.Scope{}, false
 }
 
-// execute runs the tool under the call's timeout, in the "execute" span. A
+// run runs the tool under the call's timeout, in the "execute" span. A
 // panic in the tool ends this call INTERNAL; the daemon lives on.
-func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, sink *callSink) (res *tools.Result, err error) {
+func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, sink *callSink) (res *tools.Result, err error) {
 	ctx, span := x.childSpan(ctx, spanExecute)
 	defer span.End()
 	timeout := x.cfg.DefaultTimeout
@@ -485,7 +459,14 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.
 		timeout = req.Timeout
 	}
 	timeout = min(timeout, x.cfg.MaxTimeout)
-	if pt, ok := target.Tool.(tools.ProgressTimed); ok && pt.ProgressResetsTimeout() && timeout < x.cfg.MaxTimeout {
+	resets := false
+	if pt, ok := target.Tool.(tools.ProgressTimed); ok {
+		if resets, err = guard(call, "ProgressResetsTimeout", func() (bool, error) { return pt.ProgressResetsTimeout(), nil }); err != nil {
+			spanError(span, err)
+			return nil, err
+		}
+	}
+	if resets && timeout < x.cfg.MaxTimeout {
 		// The timeout counts time without progress; the maximum caps it all.
 		var cancelCap context.CancelFunc
 		ctx, cancelCap = context.WithTimeoutCause(ctx, x.cfg.MaxTimeout, errCallTimeout)
@@ -504,14 +485,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, target *tools.
 	}
 	sink.ctx = ctx
 
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				res, err = nil, panicError(call, "Run", r)
-			}
-		}()
-		res, err = target.Tool.Run(ctx, call, sink)
-	}()
+	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, sink) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)
 	}
@@ -532,7 +506,7 @@ func (x *Executor) contextError(ctx context.Context, timeout time.Duration, caus
 			"the call made no progress within its timeout and was stopped; retry, or ask for a longer timeout (at most %s)", x.cfg.MaxTimeout)
 	case errors.Is(why, errApprovalTimeout):
 		return errdefs.Wrap(errdefs.ErrApprovalTimeout, cause, "nobody answered the approval request within %s; nothing was done", x.cfg.ApprovalTimeout)
-	case errors.Is(why, errCanceledByClient):
+	case errors.Is(why, ErrCanceledByClient):
 		return errdefs.Wrap(errdefs.ErrCanceled, cause, "the call was canceled by the client")
 	case errors.Is(why, errShutdown):
 		return errdefs.Wrap(errdefs.ErrCanceled, cause, "the call was canceled because toold is shutting down")
@@ -544,7 +518,7 @@ func (x *Executor) contextError(ctx context.Context, timeout time.Duration, caus
 func spanError(span trace.Span, err error) {
 	e := errdefs.As(err)
 	span.SetStatus(otelcodes.Error, e.Msg)
-	span.SetAttributes(attrErrorCode.String(ErrorCode(e).String()))
+	span.SetAttributes(attrErrorCode.String(errdefs.CodeName(e)))
 }
 
 func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) {
@@ -587,7 +561,7 @@ func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End
 		return
 	}
 	e := errdefs.As(end.Err)
-	attrs = append(attrs, "code", ErrorCode(e).String(), "message", e.Msg)
+	attrs = append(attrs, "code", errdefs.CodeName(e), "message", e.Msg)
 	if errors.Is(e, errdefs.ErrInternal) && e.Cause != nil {
 		x.cfg.Logger.Error("call failed: internal error", append(attrs, "cause", e.Cause.Error())...)
 		return

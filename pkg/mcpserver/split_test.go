@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toold/toold/pkg/mcp/mcpserver"
+	"github.com/toold/toold/pkg/mcpserver"
 )
 
 // A connection that sends nothing holds up no one; HTTP/1 goes to the HTTP

@@ -1,4 +1,4 @@
-package service
+package executor
 
 import (
 	"context"
@@ -101,6 +101,18 @@ func (r *Conversations) Join(id, secret, prefix string) (convID, convSecret stri
 func (r *Conversations) JoinExisting(id, secret string) (leave func(), err error) {
 	_, _, leave, err = r.join(id, secret, "", true)
 	return leave, err
+}
+
+// Check returns the secret of conversation id when secret is it; a
+// conversation the registry does not hold is refused like a wrong secret.
+func (r *Conversations) Check(id, secret string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.m[id]
+	if id == "" || c == nil || c.reaping || subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) != 1 {
+		return "", r.denied(id)
+	}
+	return c.secret, nil
 }
 
 func (r *Conversations) join(id, secret, prefix string, existing bool) (convID, convSecret string, leave func(), err error) {

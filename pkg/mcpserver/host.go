@@ -12,11 +12,11 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/tools"
 )
 
-// host is the service.Host of one MCP tool call: events become progress
+// host is the executor.Host of one MCP tool call: events become progress
 // notifications (when the client asked for progress), and questions for
 // the person become elicitation requests (when the client can show them).
 type host struct {
@@ -29,7 +29,7 @@ type host struct {
 	last float64 // the last progress value sent; each must be larger
 }
 
-var _ service.Host = (*host)(nil)
+var _ executor.Host = (*host)(nil)
 
 func newHost(ss *sdk.ServerSession, token any, tool string) *host {
 	client := "an MCP client"
@@ -39,7 +39,7 @@ func newHost(ss *sdk.ServerSession, token any, tool string) *host {
 	return &host{ss: ss, token: token, tool: tool, client: client}
 }
 
-// Emit implements service.Host: Progress events become
+// Emit implements executor.Host: Progress events become
 // notifications/progress; the others have no MCP counterpart (the result
 // carries the end).
 func (h *host) Emit(ctx context.Context, ev events.Event) error {
@@ -52,7 +52,7 @@ func (h *host) Emit(ctx context.Context, ev events.Event) error {
 // outputPreview caps the output text one progress notification carries.
 const outputPreview = 1024
 
-// Output implements service.Host: output chunks are shown as progress
+// Output implements executor.Host: output chunks are shown as progress
 // messages (at most 1 KiB each); the whole output is in the result.
 func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) error {
 	if h.token == nil || len(p) == 0 {
@@ -103,14 +103,14 @@ const (
 	deny        = "deny"
 )
 
-// Approve implements service.Host: it asks the person through an
+// Approve implements executor.Host: it asks the person through an
 // elicitation showing what would happen, with a choice of approving once,
 // approving for the conversation (each scope the policy offers), or
 // denying. Without the elicitation capability the call is denied with a
 // message saying how to allow it.
-func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalRequest) (service.Approval, error) {
+func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalRequest) (executor.Approval, error) {
 	if !h.canElicit() {
-		return service.Approval{}, errdefs.New(errdefs.ErrDenied,
+		return executor.Approval{}, errdefs.New(errdefs.ErrDenied,
 			"toold's policy asks a person to approve this call (%s), but %s cannot show approval requests: it does not declare the MCP elicitation capability. "+
 				"To run it, add a policy rule that allows %s, start toold with --approval-mode yolo for a trusted agent, or use an MCP client that supports elicitation",
 			orText(req.Reason, "risk "+req.Risk.String()), h.client, h.tool)
@@ -138,26 +138,26 @@ func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalReques
 	res, err := h.ss.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: approvalMessage(h.tool, req), RequestedSchema: schema})
 	if err != nil {
 		if ctx.Err() != nil {
-			return service.Approval{}, context.Cause(ctx)
+			return executor.Approval{}, context.Cause(ctx)
 		}
-		return service.Approval{}, errdefs.Wrap(errdefs.ErrDenied, err, "the approval request to %s failed, so the call was not run: %v", h.client, err)
+		return executor.Approval{}, errdefs.Wrap(errdefs.ErrDenied, err, "the approval request to %s failed, so the call was not run: %v", h.client, err)
 	}
 	switch res.Action {
 	case "accept":
 		d, _ := res.Content["decision"].(string)
 		reason, _ := res.Content["reason"].(string)
 		if d == deny {
-			return service.Approval{Reason: reason}, nil
+			return executor.Approval{Reason: reason}, nil
 		}
 		id, ok := scopeOf[d]
 		if !ok {
-			return service.Approval{}, errdefs.New(errdefs.ErrDenied, "the approval answer %q is none of the offered choices; nothing was run", d)
+			return executor.Approval{}, errdefs.New(errdefs.ErrDenied, "the approval answer %q is none of the offered choices; nothing was run", d)
 		}
-		return service.Approval{Approve: true, ScopeID: id}, nil
+		return executor.Approval{Approve: true, ScopeID: id}, nil
 	case "decline":
-		return service.Approval{Reason: "declined in " + h.client}, nil
+		return executor.Approval{Reason: "declined in " + h.client}, nil
 	}
-	return service.Approval{Reason: "the approval request was dismissed in " + h.client}, nil
+	return executor.Approval{Reason: "the approval request was dismissed in " + h.client}, nil
 }
 
 // approvalMessage says what the call would do, for the person.
@@ -206,7 +206,7 @@ func approvalMessage(tool string, req *events.ApprovalRequest) string {
 	return b.String()
 }
 
-// Ask implements service.Host: the question becomes an elicitation with a
+// Ask implements executor.Host: the question becomes an elicitation with a
 // text field (or a choice, when the tool offers choices). Without the
 // elicitation capability the call's question is denied, saying so.
 func (h *host) Ask(ctx context.Context, _ string, q *events.Question) (string, error) {

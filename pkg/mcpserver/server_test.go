@@ -13,8 +13,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/mcp/mcpserver"
-	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/executor"
+	"github.com/toold/toold/pkg/mcpserver"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -85,8 +85,8 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(service.Config{Registry: reg, Authorizer: askRisky{}})
-	srv := mcpserver.New(mcpserver.Options{Service: svc, Registry: reg, Version: "test"})
+	svc := executor.New(executor.Config{Registry: reg, Authorizer: askRisky{}})
+	srv := mcpserver.New(mcpserver.Options{Executor: svc, Registry: reg, Version: "test"})
 	t.Cleanup(srv.Close)
 	return srv, reg
 }

@@ -1,7 +1,9 @@
-package service
+package executor
 
 import (
 	"context"
+	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/toold/toold/pkg/events"
@@ -19,12 +21,20 @@ type callSink struct {
 	// activity, when set, is called on every progress and output (it resets
 	// the idle timeout of a ProgressTimed tool).
 	activity func()
+	// executing says Started sends the Executing event (the tool starts a
+	// process and the client wants Executing).
+	executing bool
+	started   sync.Once
+	// stdin is the call's input, when its host can feed one.
+	stdin *inputPipe
 }
 
 var (
-	_ tools.Sink     = (*callSink)(nil)
-	_ tools.Asker    = (*callSink)(nil)
-	_ tools.DataSink = (*callSink)(nil)
+	_ tools.Sink        = (*callSink)(nil)
+	_ tools.Asker       = (*callSink)(nil)
+	_ tools.DataSink    = (*callSink)(nil)
+	_ tools.ProcessSink = (*callSink)(nil)
+	_ tools.InputSink   = (*callSink)(nil)
 )
 
 // Progress implements tools.Sink.
@@ -53,6 +63,25 @@ func (s *callSink) Output(stream tools.Stream, p []byte) error {
 		s.activity()
 	}
 	return s.host.Output(s.ctx, s.callID, stream, p)
+}
+
+// Started implements tools.ProcessSink.
+func (s *callSink) Started(pid int) {
+	if !s.executing {
+		return
+	}
+	s.started.Do(func() {
+		_ = s.host.Emit(s.ctx, events.Event{CallID: s.callID, Executing: &events.Executing{PID: pid}})
+	})
+}
+
+// Stdin implements tools.InputSink.
+func (s *callSink) Stdin() io.ReadCloser {
+	if s.stdin == nil {
+		return nil
+	}
+	s.stdin.use()
+	return s.stdin
 }
 
 // Ask implements tools.Asker.

@@ -2,7 +2,7 @@
 // Cursor, the MCP Inspector, agents built on an MCP SDK): over stdio for
 // `toold mcp`, and over streamable HTTP at /mcp on toold's TCP listener.
 //
-// Every call runs through service.Server.RunCall, so it gets the same
+// Every call runs through executor.Executor.Run, so it gets the same
 // pipeline as a gRPC call: name resolution, coercion, validation, policy,
 // the daemon's concurrency limits, timeouts and shutdown. The MCP session is
 // the call's Host: progress goes out as notifications/progress when the
@@ -28,15 +28,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcp"
-	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools"
 )
 
 // Options configure a Server.
 type Options struct {
-	// Service runs the calls. Required.
-	Service *service.Server
+	// Executor runs the calls. Required.
+	Executor *executor.Executor
 	// Registry is the set of tools offered. Required.
 	Registry *tools.Registry
 	// Logger receives session and sync events.
@@ -80,8 +80,8 @@ var legacyVersions = func() []string {
 
 // New returns a Server offering the registry's current tools.
 func New(opts Options) *Server {
-	if opts.Service == nil || opts.Registry == nil {
-		panic("mcpserver.New: Service and Registry are required")
+	if opts.Executor == nil || opts.Registry == nil {
+		panic("mcpserver.New: Executor and Registry are required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -198,7 +198,7 @@ func (s *Server) Sync() {
 func (s *Server) handler(target string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		h := newHost(req.Session, req.Params.GetProgressToken(), target)
-		creq := &service.CallRequest{
+		creq := &executor.CallRequest{
 			CallID:         newID("mcp-call-"),
 			ConversationID: s.conversation(req.Session),
 			Name:           target,
@@ -206,7 +206,7 @@ func (s *Server) handler(target string) sdk.ToolHandler {
 			OmitExecuting:  true,
 			Client:         "mcp:" + h.client,
 		}
-		end := s.opts.Service.RunCall(ctx, creq, h)
+		end := s.opts.Executor.Run(ctx, creq, h)
 		return toResult(end), nil
 	}
 }

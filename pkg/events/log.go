@@ -1,0 +1,428 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/toold/toold/pkg/tools"
+)
+
+// ErrClosed is returned by Append and Output once the log is closed, and by
+// Read once a closed log has been read to its end.
+var ErrClosed = errors.New("event log closed")
+
+// ErrIdle is returned by Read when nothing was appended for the idle time:
+// the reader sends a Keepalive.
+var ErrIdle = errors.New("event log idle")
+
+// LogConfig bounds a Log. Zero fields take the defaults.
+type LogConfig struct {
+	// TailEvents and TailBytes bound what the log keeps of events already
+	// read, for a reader that resumes (defaults 4096 events, 4 MiB).
+	TailEvents int
+	TailBytes  int
+	// MaxUnread is how many events may wait for the reader before Append
+	// blocks (default 1024); MaxUnreadOutput is how many output bytes
+	// (default 1 MiB). This is the backpressure: a slow reader, or none,
+	// makes producers (a command writing output) wait.
+	MaxUnread       int
+	MaxUnreadOutput int
+	// MaxChunk caps one output chunk (default 256 KiB).
+	MaxChunk int
+}
+
+func (c LogConfig) withDefaults() LogConfig {
+	if c.TailEvents <= 0 {
+		c.TailEvents = 4096
+	}
+	if c.TailBytes <= 0 {
+		c.TailBytes = 4 << 20
+	}
+	if c.MaxUnread <= 0 {
+		c.MaxUnread = 1024
+	}
+	if c.MaxUnreadOutput <= 0 {
+		c.MaxUnreadOutput = 1 << 20
+	}
+	if c.MaxChunk <= 0 {
+		c.MaxChunk = 256 << 10
+	}
+	return c
+}
+
+type outKey struct {
+	call   string
+	stream tools.Stream
+}
+
+// Log is the event log of a conversation's calls. Events get their Seq when
+// they are appended (1, 2, 3, … per log), so a seq is a cursor a reader can
+// resume from. The log keeps every event not yet read, and a bounded tail
+// of events already read (TailEvents, TailBytes): a reader that reattaches
+// may ask for events it was sent but never got.
+//
+// Any number of goroutines append; one reader at a time reads. Events of
+// one call keep the order their producer appended them in. Output bytes of
+// a call's stream are coalesced into the last unread chunk of that stream
+// while no other event of the call came after it.
+//
+// Appending blocks while MaxUnread events or MaxUnreadOutput output bytes
+// wait for the reader (backpressure), until the reader catches up, the
+// producer's context ends, or the log stops blocking (Discard) or closes.
+type Log struct {
+	cfg LogConfig
+
+	mu        sync.Mutex
+	evs       []Event // evs[i].Seq == first+i
+	first     uint64  // seq of evs[0]; 1 when nothing was evicted
+	read      uint64  // the last seq the reader took
+	tailBytes int     // bytes of the events already read
+	unreadOut int     // output bytes not read yet
+	open      map[outKey]uint64
+	offsets   map[outKey]uint64
+	wake      chan struct{} // cap 1: signals the reader
+	space     chan struct{} // closed and replaced when room is made
+	closed    bool
+	discard   bool // nobody will read: Append never blocks
+	lastRead  time.Time
+	timer     *time.Timer
+}
+
+// NewLog returns an empty log; its first event gets seq 1.
+func NewLog(cfg LogConfig) *Log {
+	return &Log{
+		cfg:      cfg.withDefaults(),
+		first:    1,
+		open:     map[outKey]uint64{},
+		offsets:  map[outKey]uint64{},
+		wake:     make(chan struct{}, 1),
+		space:    make(chan struct{}),
+		lastRead: time.Now(),
+	}
+}
+
+func (l *Log) next() uint64 { return l.first + uint64(len(l.evs)) }
+
+func (l *Log) unread() int { return int(l.next() - 1 - l.read) }
+
+func (l *Log) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Log) roomMade() {
+	close(l.space)
+	l.space = make(chan struct{})
+}
+
+// waitSpace releases the lock until room is made or ctx ends.
+func (l *Log) waitSpace(ctx context.Context) error {
+	ch := l.space
+	l.mu.Unlock()
+	defer l.mu.Lock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (l *Log) blocked() bool {
+	return !l.discard && l.unread() >= l.cfg.MaxUnread
+}
+
+// Append adds events in order, as one batch (the reader takes them back to
+// back), and returns the seq of the last one. It waits for room as the
+// log's bounds say, then appends the whole batch.
+func (l *Log) Append(ctx context.Context, evs ...Event) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.closed && l.blocked() {
+		if err := l.waitSpace(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if l.closed {
+		return 0, ErrClosed
+	}
+	now := time.Now()
+	for _, ev := range evs {
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		if ev.CallID != "" {
+			for _, s := range [...]tools.Stream{tools.Stdout, tools.Stderr, tools.PTY} {
+				delete(l.open, outKey{ev.CallID, s})
+			}
+		}
+		ev.Seq = l.next()
+		l.evs = append(l.evs, ev)
+	}
+	l.appended()
+	return l.next() - 1, nil
+}
+
+// Force appends like Append without waiting for room (for a few events that
+// must be logged under a caller's lock); it returns the seq of the last one,
+// zero when the log is closed.
+func (l *Log) Force(evs ...Event) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	now := time.Now()
+	for _, ev := range evs {
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		if ev.CallID != "" {
+			for _, s := range [...]tools.Stream{tools.Stdout, tools.Stderr, tools.PTY} {
+				delete(l.open, outKey{ev.CallID, s})
+			}
+		}
+		ev.Seq = l.next()
+		l.evs = append(l.evs, ev)
+	}
+	l.appended()
+	return l.next() - 1
+}
+
+// appended wakes the reader; with nobody to read (Discard), what was
+// appended counts as read at once, so the tail's bounds apply to it.
+func (l *Log) appended() {
+	if l.discard {
+		l.markAllRead()
+		return
+	}
+	l.signal()
+	l.trim()
+}
+
+// Output appends output bytes of a call's stream, merging them into the
+// stream's last chunk while the reader has not taken it. It blocks while
+// MaxUnreadOutput bytes wait. p is copied.
+func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p []byte) error {
+	key := outKey{callID, stream}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(p) > 0 {
+		if l.closed {
+			return ErrClosed
+		}
+		var chunk *Chunk
+		if seq, ok := l.open[key]; ok && seq > l.read && seq >= l.first {
+			chunk = l.evs[seq-l.first].Progress.Output
+		}
+		room := l.cfg.MaxUnreadOutput - l.unreadOut
+		if l.discard {
+			room = l.cfg.MaxChunk
+		}
+		if chunk != nil {
+			room = min(room, l.cfg.MaxChunk-len(chunk.Data))
+		} else {
+			room = min(room, l.cfg.MaxChunk)
+		}
+		if room <= 0 || (chunk == nil && l.blocked()) {
+			if chunk != nil && len(chunk.Data) >= l.cfg.MaxChunk {
+				delete(l.open, key) // full: the next bytes start a chunk
+				continue
+			}
+			if err := l.waitSpace(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		n := min(room, len(p))
+		if chunk == nil {
+			chunk = &Chunk{Stream: stream, Offset: l.offsets[key], Data: make([]byte, 0, min(max(n, 512), l.cfg.MaxChunk))}
+			l.open[key] = l.next()
+			l.evs = append(l.evs, Event{CallID: callID, Seq: l.next(), Time: time.Now(),
+				Progress: &Progress{Output: chunk, Fraction: -1}})
+		}
+		chunk.Data = append(chunk.Data, p[:n]...)
+		l.offsets[key] += uint64(n)
+		l.unreadOut += n
+		p = p[n:]
+	}
+	l.appended()
+	return nil
+}
+
+// size approximates the memory an event holds.
+func size(ev *Event) int {
+	n := 64
+	if ev.Progress != nil && ev.Progress.Output != nil {
+		n += len(ev.Progress.Output.Data)
+	}
+	if ev.End != nil && ev.End.Result != nil {
+		n += len(ev.End.Result.Text) + len(ev.End.Result.JSON)
+	}
+	if ev.Approval != nil {
+		n += len(ev.Approval.Diff)
+	}
+	return n
+}
+
+// trim drops read events beyond the tail's bounds.
+func (l *Log) trim() {
+	drop := 0
+	for drop < len(l.evs) && l.first+uint64(drop) <= l.read &&
+		(int(l.read-l.first)+1-drop > l.cfg.TailEvents || l.tailBytes > l.cfg.TailBytes) {
+		l.tailBytes -= size(&l.evs[drop])
+		l.evs[drop] = Event{}
+		drop++
+	}
+	if drop == 0 {
+		return
+	}
+	l.first += uint64(drop)
+	if drop*2 >= len(l.evs) || drop > 256 {
+		l.evs = append(l.evs[:0:0], l.evs[drop:]...)
+	} else {
+		l.evs = l.evs[drop:]
+	}
+}
+
+// Read returns the events after the reader's cursor, at most max (all when
+// max is zero), and moves the cursor past them. It blocks until there is
+// one, ctx ends, or, when idle is positive and nothing was read for that
+// long, returns ErrIdle. A closed log returns what is left, then ErrClosed.
+// The events returned must not be modified; they stay in the tail.
+func (l *Log) Read(ctx context.Context, buf []Event, max int, idle time.Duration) ([]Event, error) {
+	for {
+		l.mu.Lock()
+		if n := l.unread(); n > 0 {
+			if max > 0 && n > max {
+				n = max
+			}
+			from := int(l.read + 1 - l.first)
+			buf = append(buf, l.evs[from:from+n]...)
+			for i := from; i < from+n; i++ {
+				ev := &l.evs[i]
+				l.tailBytes += size(ev)
+				if ev.Progress != nil && ev.Progress.Output != nil {
+					l.unreadOut -= len(ev.Progress.Output.Data)
+				}
+			}
+			l.read += uint64(n)
+			l.lastRead = time.Now()
+			l.trim()
+			l.roomMade()
+			l.mu.Unlock()
+			return buf, nil
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return buf, ErrClosed
+		}
+		var tick <-chan time.Time
+		if idle > 0 {
+			wait := time.Until(l.lastRead.Add(idle))
+			if wait <= 0 {
+				l.lastRead = time.Now()
+				l.mu.Unlock()
+				return buf, ErrIdle
+			}
+			if l.timer == nil {
+				l.timer = time.NewTimer(wait)
+			} else {
+				l.timer.Reset(wait)
+			}
+			tick = l.timer.C
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.wake:
+		case <-tick:
+		case <-ctx.Done():
+			return buf, context.Cause(ctx)
+		}
+	}
+}
+
+// Rewind moves the reader's cursor back to after (a reader resuming from
+// the last seq it received) and returns the seq the next Read starts from:
+// after+1, or the first seq the log still holds when the tail no longer
+// reaches back that far. A cursor beyond the last appended event is taken
+// as the last one.
+func (l *Log) Rewind(after uint64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.next() - 1
+	after = min(after, last)
+	if after+1 < l.first {
+		after = l.first - 1
+	}
+	if after > l.read {
+		// Events the reader never took are skipped: they count as read.
+		for s := l.read + 1; s <= after; s++ {
+			ev := &l.evs[s-l.first]
+			l.tailBytes += size(ev)
+			if ev.Progress != nil && ev.Progress.Output != nil {
+				l.unreadOut -= len(ev.Progress.Output.Data)
+			}
+		}
+		l.roomMade()
+	}
+	for s := after + 1; s <= l.read; s++ {
+		ev := &l.evs[s-l.first]
+		l.tailBytes -= size(ev)
+		if ev.Progress != nil && ev.Progress.Output != nil {
+			l.unreadOut += len(ev.Progress.Output.Data)
+		}
+	}
+	l.read = after
+	l.lastRead = time.Now()
+	l.signal()
+	return after + 1
+}
+
+// Last returns the seq of the last event appended (zero when none).
+func (l *Log) Last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next() - 1
+}
+
+// Discard makes Append and Output stop waiting for a reader (nobody will
+// come): unread events then count as read and are kept only as the tail's
+// bounds allow.
+func (l *Log) Discard() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.discard = true
+	l.markAllRead()
+}
+
+// markAllRead marks everything appended as read; l.mu is held.
+func (l *Log) markAllRead() {
+	for s := l.read + 1; s < l.next(); s++ {
+		ev := &l.evs[s-l.first]
+		l.tailBytes += size(ev)
+		if ev.Progress != nil && ev.Progress.Output != nil {
+			l.unreadOut -= len(ev.Progress.Output.Data)
+		}
+	}
+	l.read = l.next() - 1
+	l.trim()
+	l.roomMade()
+}
+
+// Close ends the log: appends fail with ErrClosed; Read returns what is
+// left, then ErrClosed.
+func (l *Log) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	l.roomMade()
+	l.signal()
+}

@@ -1,0 +1,650 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// MaxConversationID bounds a conversation id.
+const MaxConversationID = 256
+
+// OpenOptions is what a stream asks for when it opens (its Hello).
+type OpenOptions struct {
+	// ConversationID names the conversation; empty starts a new one.
+	ConversationID string
+	// Secret is the conversation's secret, required to join or resume a
+	// conversation toold holds.
+	Secret string
+	// Resume asks for the calls of a stream of the conversation that
+	// dropped: the events after ResumeAfter are read again, then live
+	// ones; questions still waiting are asked again.
+	Resume      bool
+	ResumeAfter uint64
+	// StreamID names the dropped stream to resume (Welcome's stream id);
+	// empty takes the conversation's only one.
+	StreamID string
+	// Mode is the mode the stream asks for; it only tightens the server's.
+	Mode authz.Mode
+	// Client names the client ("toolctl/0.1").
+	Client string
+	// OmitExecuting suppresses Executing events of the stream's calls.
+	OmitExecuting bool
+}
+
+// session is the calls of one stream and their event log. It outlives a
+// stream that drops without closing its side, for ResumeGrace, so that a new
+// stream can resume it (Open with Resume); it ends when its stream closed
+// its side and its calls ended, or when the grace ran out.
+type session struct {
+	x    *Executor
+	id   string
+	conv string
+	log  *events.Log
+	// ctx is the parent of the calls' contexts; it is canceled with
+	// ErrClientGone when the grace runs out.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	leave  func() // detaches from the conversation registry
+
+	mu      sync.Mutex
+	calls   map[string]*runningCall
+	waiting map[string]*waiter
+	att     *Attachment // the attached stream; nil while detached
+	closing bool        // no new calls: the stream closed its side, shutdown, or the grace ran out
+	grace   *time.Timer
+	ended   bool
+}
+
+type runningCall struct {
+	cancel context.CancelCauseFunc
+	stdin  *inputPipe
+	// held are the call's Start and Executing, held back to go out with
+	// the call's next event (see callHost.Emit); emitMu orders the call's
+	// appends to the log.
+	emitMu sync.Mutex
+	held   []events.Event
+	timer  *time.Timer
+}
+
+// waiter is a call waiting for a person: an approval or an answer to a
+// question. An answer is delivered to exactly the call that asked.
+type waiter struct {
+	callID string
+	ev     events.Event // the RequiresApproval or InputRequired, to ask again on resume
+	seq    uint64       // its seq in the log
+	// Exactly one is set.
+	approval chan Approval // buffered
+	answer   chan string   // buffered
+	scopes   []authz.Scope
+}
+
+// Attachment is a stream's hold on a session: what it receives from the
+// client goes in through it, and it reads the session's events. It is not
+// safe for concurrent use by more than one reader; the other methods may be
+// called from any goroutine.
+type Attachment struct {
+	s             *session
+	mode          authz.Mode
+	client        string
+	omitExecuting bool
+	welcome       events.Welcome
+}
+
+// Welcome returns what the stream's Welcome says.
+func (a *Attachment) Welcome() *events.Welcome { w := a.welcome; return &w }
+
+// Open attaches a stream: to a new session of the conversation, or, with
+// Resume, to the session of a stream of it that dropped. It fails, changing
+// nothing, when the conversation exists and the secret is not its, when the
+// session to resume is not there (never was, resumed by another stream, or
+// its grace ran out), or while toold shuts down.
+func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
+	if len(o.ConversationID) > MaxConversationID {
+		return nil, errdefs.New(errdefs.ErrInvalidArgument, "conversation_id is %d bytes; at most %d are allowed", len(o.ConversationID), MaxConversationID)
+	}
+	if isClosed(x.draining) {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "toold is shutting down")
+	}
+	a := &Attachment{mode: authz.Stricter(x.cfg.Mode, o.Mode), client: o.Client, omitExecuting: o.OmitExecuting}
+	if o.Resume {
+		return a, x.resume(a, o)
+	}
+	id, secret, leave, err := x.convs.Join(o.ConversationID, o.Secret, "conv-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &session{
+		x: x, id: newID("s-"), conv: id, log: events.NewLog(x.cfg.Log),
+		ctx: ctx, cancel: cancel, leave: leave,
+		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
+	}
+	s.att = a
+	a.s = s
+	a.welcome = events.Welcome{ConversationID: id, ConversationSecret: secret, Mode: a.mode,
+		ServerVersion: x.cfg.Version, Workspace: x.cfg.Workspace, MaxTimeout: x.cfg.MaxTimeout,
+		StreamID: s.id}
+	return a, nil
+}
+
+func (x *Executor) resume(a *Attachment, o OpenOptions) error {
+	secret, err := x.convs.Check(o.ConversationID, o.Secret)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	list := x.detached[o.ConversationID]
+	var s *session
+	switch {
+	case o.StreamID != "":
+		for _, c := range list {
+			if c.id == o.StreamID {
+				s = c
+			}
+		}
+	case len(list) == 1:
+		s = list[0]
+	case len(list) > 1:
+		x.mu.Unlock()
+		return errdefs.New(errdefs.ErrInvalidArgument, "conversation %q has %d dropped streams; name the one to resume with resume_stream_id (Welcome.stream_id)", o.ConversationID, len(list))
+	}
+	if s == nil {
+		x.mu.Unlock()
+		return errdefs.New(errdefs.ErrFailed, "conversation %q has no dropped stream to resume%s: it ended, its grace of %s ran out, or another stream resumed it first; open the conversation without resume",
+			o.ConversationID, streamName(o.StreamID), x.cfg.ResumeGrace)
+	}
+	x.undetachLocked(s)
+	x.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.att != nil || (s.grace != nil && !s.grace.Stop()) {
+		// The grace ran out while we took it.
+		return errdefs.New(errdefs.ErrFailed, "conversation %q has no dropped stream to resume: its grace ran out; open the conversation without resume", o.ConversationID)
+	}
+	s.grace = nil
+	s.att = a
+	a.s = s
+	from := s.log.Rewind(o.ResumeAfter)
+	// Questions still waiting whose event the new stream will not read
+	// again are asked again, with a new seq.
+	var again []*waiter
+	for _, w := range s.waiting {
+		if w.seq < from {
+			again = append(again, w)
+		}
+	}
+	sort.Slice(again, func(i, j int) bool { return again[i].seq < again[j].seq })
+	for _, w := range again {
+		w.seq = s.log.Force(w.ev)
+	}
+	a.welcome = events.Welcome{ConversationID: s.conv, ConversationSecret: secret, Mode: a.mode,
+		ServerVersion: s.x.cfg.Version, Workspace: s.x.cfg.Workspace, MaxTimeout: s.x.cfg.MaxTimeout,
+		StreamID: s.id, Resumed: true, ReplayFrom: from}
+	s.x.cfg.Logger.Info("stream resumed", "conversation_id", s.conv, "stream_id", s.id, "after_seq", o.ResumeAfter,
+		"replay_from", from, "calls", len(s.calls), "asked_again", len(again))
+	return nil
+}
+
+func streamName(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " named " + id
+}
+
+// undetachLocked removes s from the detached sessions; x.mu is held.
+func (x *Executor) undetachLocked(s *session) {
+	list := x.detached[s.conv]
+	for i, c := range list {
+		if c == s {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(x.detached, s.conv)
+	} else {
+		x.detached[s.conv] = list
+	}
+}
+
+// current reports whether a is the session's attached stream; s.mu is held.
+func (a *Attachment) currentLocked() bool { return a.s.att == a }
+
+func errNotAttached() error {
+	return errdefs.New(errdefs.ErrUnavailable, "this stream no longer holds its conversation's calls (it was resumed elsewhere or ended)")
+}
+
+// Submit admits a call and runs it, or ends it at once (its Start and End
+// in the log) with the reason it cannot run. An error refuses the message
+// itself (no call_id, or the id of a running call): nothing of it is
+// logged.
+func (a *Attachment) Submit(req *CallRequest) error {
+	s := a.s
+	if req.Received.IsZero() {
+		req.Received = time.Now()
+	}
+	id := req.CallID
+	s.mu.Lock()
+	switch {
+	case !a.currentLocked():
+		s.mu.Unlock()
+		return errNotAttached()
+	case id == "":
+		s.mu.Unlock()
+		return errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run")
+	case s.calls[id] != nil:
+		s.mu.Unlock()
+		return errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id)
+	}
+	var refuse error
+	switch {
+	case s.closing:
+		refuse = errDraining()
+	case len(s.calls) >= s.x.cfg.MaxCallsPerStream:
+		refuse = s.x.errStreamFull()
+	default:
+		refuse = s.x.admit()
+	}
+	if refuse != nil {
+		s.mu.Unlock()
+		s.append(events.Event{CallID: id, Time: req.Received, Start: &events.Start{RequestedName: req.Name}},
+			events.Event{CallID: id, End: &events.End{Err: refuse, Duration: time.Since(req.Received)}})
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	rc := &runningCall{cancel: cancel, stdin: newInputPipe(ctx)}
+	s.calls[id] = rc
+	s.mu.Unlock()
+	req.ConversationID = s.conv
+	req.Mode = a.mode
+	req.OmitExecuting = a.omitExecuting
+	req.Client = a.client
+	req.stdin = rc.stdin
+	go s.run(ctx, rc, req)
+	return nil
+}
+
+// Refuse logs a call that could not be read (a ToolCall that did not
+// decode, whose call_id could be read): its Start and End with the error,
+// so the model's call is answered. A call_id in use is refused as a
+// message instead (the error).
+func (a *Attachment) Refuse(callID, name string, err error) error {
+	s := a.s
+	s.mu.Lock()
+	busy := s.calls[callID] != nil
+	s.mu.Unlock()
+	if busy || callID == "" {
+		return err
+	}
+	s.append(events.Event{CallID: callID, Time: time.Now(), Start: &events.Start{RequestedName: name}},
+		events.Event{CallID: callID, End: &events.End{Err: err}})
+	return nil
+}
+
+// Reject logs a MessageRejected: a client message of the stream that could
+// not be acted on. callID names the call it concerns, ref what it referred
+// to (an approval_id, a call_id).
+func (a *Attachment) Reject(callID string, err error, ref string) {
+	a.s.append(events.Event{CallID: callID, Rejected: &events.Rejected{Err: err, ReferenceID: ref}})
+}
+
+// append logs stream-made events (not a call's own).
+func (s *session) append(evs ...events.Event) {
+	if _, err := s.log.Append(s.ctx, evs...); err != nil {
+		s.x.cfg.Logger.Debug("event dropped: session over", "err", err)
+	}
+}
+
+func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) {
+	defer s.x.killOnShutdown(rc.cancel)()
+	h := &callHost{s: s, rc: rc}
+	end := s.x.execute(ctx, req, h)
+	if err := h.Emit(ctx, events.Event{CallID: req.CallID, End: end}); err != nil {
+		s.x.cfg.Logger.Debug("call end dropped: session over", "call_id", req.CallID, "err", err)
+	}
+	rc.cancel(nil)
+	s.mu.Lock()
+	delete(s.calls, req.CallID)
+	s.settleLocked()
+	s.mu.Unlock()
+	s.x.release()
+}
+
+// settleLocked ends what can end once no call runs: the log of a closing
+// session (its reader then reads to the end), and the session itself when
+// nobody is attached. s.mu is held.
+func (s *session) settleLocked() {
+	if !s.closing || len(s.calls) > 0 {
+		return
+	}
+	s.log.Close()
+	if s.att == nil {
+		s.endLocked()
+	}
+}
+
+func (s *session) endLocked() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.cancel(ErrClientGone)
+	if s.grace != nil {
+		s.grace.Stop()
+		s.grace = nil
+	}
+	s.log.Close()
+	go s.leave()
+}
+
+// Cancel cancels a running call of the session.
+func (a *Attachment) Cancel(callID, reason string) error {
+	s := a.s
+	s.mu.Lock()
+	rc := s.calls[callID]
+	s.mu.Unlock()
+	if rc == nil {
+		return errdefs.New(errdefs.ErrInvalidArgument, "no running call has call_id %q; it may have ended already", callID)
+	}
+	s.x.cfg.Logger.Debug("call canceled by client", "call_id", callID, "reason", reason)
+	rc.cancel(ErrCanceledByClient)
+	return nil
+}
+
+// Approve answers the approval request approvalID. An error refuses the
+// answer (unknown id, a scope that was not offered) and the call keeps
+// waiting; callID then names the call when known.
+func (a *Attachment) Approve(approvalID string, ans Approval) (callID string, err error) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waiting[approvalID]
+	if w == nil || w.approval == nil {
+		return "", errdefs.New(errdefs.ErrInvalidArgument, "no call is waiting for approval_id %q; an approval_id answers only the RequiresApproval event it came with", approvalID)
+	}
+	if ans.Approve && ans.ScopeID != "" {
+		ok := false
+		for _, sc := range w.scopes {
+			ok = ok || sc.ID == ans.ScopeID
+		}
+		if !ok {
+			return w.callID, errdefs.New(errdefs.ErrInvalidArgument, "scope_id %q was not offered for approval_id %q; choose one of the offered scopes (the call is still waiting)", ans.ScopeID, approvalID)
+		}
+	}
+	delete(s.waiting, approvalID)
+	w.approval <- ans
+	return w.callID, nil
+}
+
+// Answer answers the question requestID with text.
+func (a *Attachment) Answer(requestID, text string) error {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waiting[requestID]
+	if w == nil || w.answer == nil {
+		return errdefs.New(errdefs.ErrInvalidArgument, "no call is waiting for request_id %q", requestID)
+	}
+	delete(s.waiting, requestID)
+	w.answer <- text
+	return nil
+}
+
+// Input feeds bytes to a running call's standard input; eof closes it.
+func (a *Attachment) Input(callID string, data []byte, eof bool) error {
+	s := a.s
+	s.mu.Lock()
+	rc := s.calls[callID]
+	s.mu.Unlock()
+	if rc == nil {
+		return errdefs.New(errdefs.ErrInvalidArgument, "no running call has call_id %q; input goes to a running call (run_command with stdin: \"pipe\")", callID)
+	}
+	return rc.stdin.write(data, eof)
+}
+
+// Read returns the session's next events (see events.Log.Read): it returns
+// events.ErrIdle after idle without events (send a Keepalive), and
+// events.ErrClosed once the stream closed its side (CloseSend) or toold
+// shuts down, and every call ended and every event was read.
+func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle time.Duration) ([]events.Event, error) {
+	return a.s.log.Read(ctx, buf, max, idle)
+}
+
+// CloseSend says the client sends no more calls (or toold drains): the
+// running calls finish, and Read returns events.ErrClosed after the last
+// event.
+func (a *Attachment) CloseSend() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.currentLocked() {
+		return
+	}
+	s.closing = true
+	s.settleLocked()
+}
+
+// Close ends the stream's hold after it read everything (Read returned
+// ErrClosed): the session is over.
+func (a *Attachment) Close() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.currentLocked() {
+		return
+	}
+	s.att = nil
+	s.closing = true
+	if len(s.calls) == 0 {
+		s.endLocked()
+		return
+	}
+	// Read stopped early (a send failed): the rest is as a drop.
+	s.detachLocked()
+}
+
+// Detach lets go of the session because the stream ended without closing
+// its side (the client canceled, the connection broke, a send failed): its
+// calls go on and their events are logged for ResumeGrace, waiting for a
+// stream to resume them; then they end DISCONNECTED.
+func (a *Attachment) Detach() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.currentLocked() {
+		return
+	}
+	s.att = nil
+	s.detachLocked()
+}
+
+func (s *session) detachLocked() {
+	if s.ended {
+		return
+	}
+	grace := s.x.cfg.ResumeGrace
+	if grace < 0 || isClosed(s.x.draining) {
+		s.expireLocked()
+		return
+	}
+	s.x.mu.Lock()
+	s.x.detached[s.conv] = append(s.x.detached[s.conv], s)
+	s.x.mu.Unlock()
+	s.grace = time.AfterFunc(grace, s.expire)
+	s.x.cfg.Logger.Info("stream dropped; its calls wait to be resumed", "conversation_id", s.conv, "stream_id", s.id,
+		"calls", len(s.calls), "grace", grace, "last_seq", s.log.Last())
+}
+
+// expire gives the session up: nobody resumed it in time (or toold shuts
+// down). Its calls end DISCONNECTED; their events are no longer kept for a
+// reader.
+func (s *session) expire() {
+	s.x.mu.Lock()
+	s.x.undetachLocked(s)
+	s.x.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.att != nil {
+		return // resumed meanwhile
+	}
+	s.expireLocked()
+}
+
+func (s *session) expireLocked() {
+	s.grace = nil
+	s.closing = true
+	s.log.Discard()
+	s.cancel(ErrClientGone)
+	if len(s.calls) == 0 {
+		s.endLocked()
+	}
+}
+
+// callHost is the Host of a stream's call: its events go to the session's
+// log, its questions wait in the session for whichever stream is attached.
+type callHost struct {
+	s  *session
+	rc *runningCall
+}
+
+var _ Host = (*callHost)(nil)
+
+// holdStart is how long a call's Start and Executing may wait to go out
+// with its next event.
+const holdStart = 2 * time.Millisecond
+
+// Emit implements Host. The call's Start and Executing are held back for up
+// to holdStart, so that a fast call's events reach the reader as one batch
+// with its End (one write, one wake-up of the client); any other event of
+// the call, or the timer, releases them first. Every append of the call's
+// events happens under emitMu, so a release by the timer cannot be
+// overtaken by the call's next event. The session's context (not the
+// call's) bounds the wait, so the events of a canceled call still reach
+// the log.
+func (h *callHost) Emit(_ context.Context, ev events.Event) error {
+	_, err := h.emit(ev)
+	return err
+}
+
+func (h *callHost) emit(ev events.Event) (uint64, error) {
+	rc := h.rc
+	rc.emitMu.Lock()
+	defer rc.emitMu.Unlock()
+	if ev.Start != nil || ev.Executing != nil {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		rc.held = append(rc.held, ev)
+		if rc.timer == nil {
+			rc.timer = time.AfterFunc(holdStart, func() {
+				rc.emitMu.Lock()
+				defer rc.emitMu.Unlock()
+				_ = h.releaseLocked()
+			})
+		}
+		return 0, nil
+	}
+	evs := append(rc.held, ev)
+	rc.held = nil
+	if rc.timer != nil {
+		rc.timer.Stop()
+	}
+	return h.s.log.Append(h.s.ctx, evs...)
+}
+
+// releaseLocked appends the held events; rc.emitMu is held.
+func (h *callHost) releaseLocked() error {
+	if len(h.rc.held) == 0 {
+		return nil
+	}
+	evs := h.rc.held
+	h.rc.held = nil
+	_, err := h.s.log.Append(h.s.ctx, evs...)
+	return err
+}
+
+// Output implements Host.
+func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p []byte) error {
+	h.rc.emitMu.Lock()
+	defer h.rc.emitMu.Unlock()
+	if err := h.releaseLocked(); err != nil {
+		return err
+	}
+	return h.s.log.Output(ctx, callID, st, p)
+}
+
+// Approve implements Host: it logs RequiresApproval and waits for the
+// answer with its approval_id, from whichever stream is attached, or for
+// ctx to end.
+func (h *callHost) Approve(ctx context.Context, callID string, req *events.ApprovalRequest) (Approval, error) {
+	w := &waiter{callID: callID, approval: make(chan Approval, 1), scopes: req.Scopes,
+		ev: events.Event{CallID: callID, Approval: req}}
+	if err := h.wait(ctx, req.ApprovalID, w); err != nil {
+		return Approval{}, err
+	}
+	select {
+	case a := <-w.approval:
+		return a, nil
+	case <-ctx.Done():
+		return Approval{}, context.Cause(ctx)
+	}
+}
+
+// Ask implements Host: it logs InputRequired and waits for the Input with
+// its request_id, or for ctx to end.
+func (h *callHost) Ask(ctx context.Context, callID string, q *events.Question) (string, error) {
+	w := &waiter{callID: callID, answer: make(chan string, 1), ev: events.Event{CallID: callID, Question: q}}
+	if err := h.wait(ctx, q.RequestID, w); err != nil {
+		return "", err
+	}
+	select {
+	case text := <-w.answer:
+		return text, nil
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+}
+
+// wait registers w under id and logs its event; the waiter is removed when
+// ctx ends (an answer removes it itself).
+func (h *callHost) wait(ctx context.Context, id string, w *waiter) error {
+	s := h.s
+	// The event is logged under s.mu, so a stream resuming meanwhile
+	// either reads it or asks it again: never both, never neither.
+	h.rc.emitMu.Lock()
+	s.mu.Lock()
+	s.waiting[id] = w
+	evs := append(h.rc.held, w.ev)
+	h.rc.held = nil
+	if h.rc.timer != nil {
+		h.rc.timer.Stop()
+	}
+	w.seq = s.log.Force(evs...)
+	s.mu.Unlock()
+	h.rc.emitMu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		if s.waiting[id] == w {
+			delete(s.waiting, id)
+		}
+		s.mu.Unlock()
+	})
+	return nil
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
