@@ -192,6 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Workspace: m.ws.Dir(),
 		Logger:    m.Logger,
 		Tracer:    tracer,
+		Observe:   m.executorObserve(), // observe.go
 	})
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),

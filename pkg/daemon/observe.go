@@ -9,6 +9,8 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/history"
 	"github.com/toold/toold/pkg/hooks"
 	"github.com/toold/toold/pkg/mcp"
@@ -73,6 +75,19 @@ func (m *Main) startObserve(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// executorObserve is what the executor records calls into.
+func (m *Main) executorObserve() executor.Observe {
+	o := &m.observe
+	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, Metrics: o.metrics}
+	if o.history != nil {
+		ob.History = o.history
+	}
+	if m.Config.PolicyFile != "" {
+		ob.RuleSaver = policyFileSaver{path: m.Config.PolicyFile}
+	}
+	return ob
 }
 
 // registerObserve registers the HistoryService and AuditService and, once
@@ -145,3 +160,11 @@ func (m *Main) Hooks() *hooks.Runner { return m.observe.hooks }
 // DebugAddr returns the address the debug server (pprof, /metrics) listens
 // on, or "" when none.
 func (m *Main) DebugAddr() string { return m.observe.debugAddr }
+
+// policyFileSaver saves approved scopes as rules in the policy file.
+type policyFileSaver struct{ path string }
+
+func (p policyFileSaver) SaveRule(scope authz.Scope, example map[string]any) (string, error) {
+	r := authz.RuleFromScope(scope, example, time.Now())
+	return r.Name, authz.AppendRule(p.path, r)
+}
