@@ -251,7 +251,7 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 	}
 	if end.Err == nil && end.Result != nil && call != nil && !ob.Hooks.Empty() {
 		hctx, span := x.childSpan(ctx, spanHooks)
-		res, err := ob.Hooks.Post(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: start.Tool,
+		res, err := ob.Hooks.Post(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: flatName(&tools.Target{ToolName: start.Tool, Operation: start.Operation}),
 			Tool: start.Tool, Operation: start.Operation, Input: call.Args, PermissionMode: permissionMode(req.Mode)},
 			hooks.Response{Success: true, Content: end.Result.Text, Structured: end.Result.Structured, ExitCode: exitCode(end.Result)})
 		if err == nil {
@@ -273,7 +273,7 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 	}
 	outcome, code := "success", ""
 	if end.Err != nil {
-		outcome, code = "error", errdefs.CodeName(errdefs.As(end.Err))
+		outcome, code = "error", strings.TrimPrefix(errdefs.CodeName(errdefs.As(end.Err)), "ERROR_CODE_")
 	}
 	ob.Metrics.CallEnded(ctx, start.Tool, start.Operation, outcome, code, end.Duration)
 	var resultJSON []byte
