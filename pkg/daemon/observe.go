@@ -168,3 +168,43 @@ func (p policyFileSaver) SaveRule(scope authz.Scope, example map[string]any) (st
 	r := authz.RuleFromScope(scope, example, time.Now())
 	return r.Name, authz.AppendRule(p.path, r)
 }
+
+// auditedGranter records revocations made through the PolicyService in
+// the audit log. It returns g itself when there is no audit log, and nil
+// for a nil g.
+func (m *Main) auditedGranter(g authz.Granter) authz.Granter {
+	if g == nil || m.observe.audit == nil {
+		return g
+	}
+	return revokeAuditor{Granter: g, log: m.observe.audit, metrics: m.observe.metrics, logger: m.Logger}
+}
+
+type revokeAuditor struct {
+	authz.Granter
+	log     *audit.Log
+	metrics *telemetry.Metrics
+	logger  interface {
+		Error(msg string, args ...any)
+	}
+}
+
+// Revoke revokes the grant and records it (the record names the grant's
+// conversation and scope, looked up before it goes).
+func (r revokeAuditor) Revoke(id string) bool {
+	var rec audit.Record
+	for _, g := range r.Grants("") {
+		if g.ID == id {
+			rec = audit.Record{Conversation: g.ConversationID, Tool: g.Scope.Tool, Operation: g.Scope.Operation, Scope: g.Scope.Description}
+		}
+	}
+	if !r.Granter.Revoke(id) {
+		return false
+	}
+	rec.Kind, rec.GrantID, rec.Who = audit.KindRevocation, id, "PolicyService.RevokeGrant"
+	if _, err := r.log.AppendSync(rec); err != nil {
+		r.logger.Error("audit log append failed", "kind", rec.Kind, "err", err)
+	} else {
+		r.metrics.AuditAppended(context.Background(), rec.Kind)
+	}
+	return true
+}

@@ -195,3 +195,39 @@ func textOf(r *pb.ToolResult) string {
 	}
 	return b.String()
 }
+
+// Revoking a grant through the PolicyService is in the audit log.
+func TestRevocationAudited(t *testing.T) {
+	d := daemontest.Start(t)
+	s := newSession(t, d)
+	s.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "rev", ClientName: "bob"}}})
+	conv := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
+		for _, sc := range a.GetScopes() {
+			if sc.GetKind() == pb.ApprovalScope_KIND_CONVERSATION {
+				return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, ScopeId: sc.GetScopeId()}
+			}
+		}
+		return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true}
+	}
+	if res, _ := s.call("1", "run_command", `{"command":"echo hi"}`, conv); !res.GetSuccess() {
+		t.Fatalf("call: %v", res)
+	}
+	pc := pb.NewPolicyServiceClient(d.Conn)
+	gs, err := pc.ListGrants(context.Background(), &pb.ListGrantsRequest{ConversationId: "rev"})
+	if err != nil || len(gs.GetGrants()) == 0 {
+		t.Fatalf("grants: %v %v", err, gs)
+	}
+	id := gs.GetGrants()[0].GetGrantId()
+	if _, err := pc.RevokeGrant(context.Background(), &pb.RevokeGrantRequest{GrantId: id}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := audit.Tail(d.Main.Audit().Dir(), 100)
+	var granted, revoked bool
+	for _, r := range recs {
+		granted = granted || (r.Kind == audit.KindGrant && r.GrantID == id && r.Who == "bob")
+		revoked = revoked || (r.Kind == audit.KindRevocation && r.GrantID == id && r.Conversation == "rev")
+	}
+	if !granted || !revoked {
+		t.Fatalf("audit: granted %v revoked %v: %+v", granted, revoked, recs)
+	}
+}
