@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/history"
@@ -120,8 +123,12 @@ func TestHistoryAndAudit(t *testing.T) {
 	r := runAt(t, d.Socket, "history", "--conversation", "dev")
 	r.check(t, exitOK, []string{"STARTED", "t.write_file", "error DENIED", "success exit 1", "done with read_file"}, nil)
 	r = runAt(t, d.Socket, "history", "--tool", "run_command", "--json")
-	r.check(t, exitOK, []string{`"name": "run_command"`, `"exitCode": 1`}, nil)
-	if strings.Contains(r.stdout, "write_file") {
+	r.check(t, exitOK, nil, nil)
+	var resp pb.QueryHistoryResponse
+	if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil {
+		t.Fatalf("stdout is not a QueryHistoryResponse: %v\n%s", err, r.stdout)
+	}
+	if len(resp.GetEntries()) != 1 || resp.GetEntries()[0].GetName() != "run_command" || resp.GetEntries()[0].GetExitCode() != 1 {
 		t.Fatalf("filter: %s", r.stdout)
 	}
 	runAt(t, d.Socket, "history", "--limit", "5000").check(t, exitUsage, nil, []string{"limit"})
