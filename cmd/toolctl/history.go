@@ -147,7 +147,7 @@ func (a *app) printJSON(m proto.Message) error {
 func (a *app) observeError(what string, err error) error {
 	st := status.Convert(err)
 	switch {
-	case st.Code() == codes.Unavailable && (strings.Contains(st.Message(), "turned off") || strings.Contains(st.Message(), "not available")):
+	case st.Code() == codes.Unavailable && (strings.Contains(st.Message(), "turned off") || strings.Contains(st.Message(), "not available") || strings.Contains(st.Message(), "could not be opened")):
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s: %s", what, st.Message())}
 	case st.Code() == codes.InvalidArgument:
 		return usageError("%s: %s", what, st.Message())

@@ -27,6 +27,7 @@ type observeState struct {
 	audit        *audit.Log
 	history      *history.Store
 	historyErr   error // why history is unavailable
+	auditErr     error // why the audit log is unavailable
 	hooks        *hooks.Runner
 	unregMCP     func() error
 	debugAddr    string // the debug server's address, once serving
@@ -34,9 +35,10 @@ type observeState struct {
 
 // startObserve sets up metrics (OTEL_METRICS_EXPORTER and the debug
 // address's /metrics), opens the audit log and the history and builds the
-// hook runner. An audit log that cannot be opened stops the daemon (an
-// accountable daemon does not run unaccounted); a history that cannot be
-// opened is logged and its RPC answers UNAVAILABLE.
+// hook runner. An audit log that cannot be opened stops the daemon when
+// audit.enabled is set explicitly (it does not run unaccounted); when it is
+// on by default, and for a history that cannot be opened, the error is
+// logged and the RPCs answer UNAVAILABLE with it.
 func (m *Main) startObserve(ctx context.Context) error {
 	o := &m.observe
 	cfg := &m.Config
@@ -47,9 +49,20 @@ func (m *Main) startObserve(ctx context.Context) error {
 	if o.metrics, err = telemetry.NewMetrics(o.metricsSetup.Provider); err != nil {
 		return err
 	}
-	if cfg.Audit.On() {
-		if o.audit, err = audit.Open(cfg.Audit.LogConfig(m.memory.stateDir)); err != nil {
+	switch {
+	case !cfg.Audit.On():
+		o.auditErr = errors.New("the audit log is turned off in toold's configuration (audit.enabled)")
+	default:
+		o.audit, err = audit.Open(cfg.Audit.LogConfig(m.memory.stateDir))
+		if err != nil && cfg.Audit.Enabled != nil {
+			// Asked for explicitly: toold does not run unaccounted.
 			return fmt.Errorf("audit log: %w", err)
+		}
+		if err != nil {
+			// On by default only: like memory, an unusable state
+			// directory does not stop toold; say so loudly.
+			o.auditErr = fmt.Errorf("the audit log could not be opened: %w", err)
+			m.Logger.Error("audit log unavailable; set audit.enabled: true to refuse to start without it", "err", err)
 		}
 	}
 	switch hc := cfg.History; hc.Backend {
@@ -103,7 +116,7 @@ func (m *Main) registerObserve() error {
 	if o.audit != nil {
 		dir = o.audit.Dir()
 	}
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir))
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/history"
 )
@@ -113,5 +117,30 @@ func TestObserveOff(t *testing.T) {
 	}
 	if _, err := pb.NewAuditServiceClient(d.Conn).Verify(ctx, &pb.VerifyAuditRequest{}); status.Code(err) != codes.Unavailable {
 		t.Fatalf("audit off: %v", err)
+	}
+}
+
+// An audit log that cannot be opened stops toold only when audit.enabled
+// asks for it explicitly; on by default, toold starts and the AuditService
+// says why it has none.
+func TestAuditUnavailable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	m := &daemon.Main{Config: config.Default(), Logger: slog.New(slog.DiscardHandler)}
+	m.Config.Socket = filepath.Join(t.TempDir(), "s.sock")
+	m.Config.Workspace = t.TempDir()
+	m.Config.StateDir = t.TempDir()
+	m.Config.Audit = config.Audit{Enabled: &on, Dir: filepath.Join(blocker, "audit")}
+	if err := m.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "audit log") {
+		m.Close()
+		t.Fatalf("Run = %v, want the audit log's error", err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Audit.Dir = filepath.Join(blocker, "audit") }))
+	_, err := pb.NewAuditServiceClient(d.Conn).Tail(context.Background(), &pb.TailAuditRequest{})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "could not be opened") {
+		t.Fatalf("tail: %v", err)
 	}
 }

@@ -19,17 +19,23 @@ import (
 type AuditServer struct {
 	pb.UnimplementedAuditServiceServer
 	dir string
+	off error
 }
 
 var _ pb.AuditServiceServer = (*AuditServer)(nil)
 
 // NewAuditServer returns the AuditService reading the log in dir; with dir
-// empty (the audit log is off) every RPC fails UNAVAILABLE.
-func NewAuditServer(dir string) *AuditServer { return &AuditServer{dir: dir} }
+// empty (the audit log is off, or could not be opened: off says why) every
+// RPC fails UNAVAILABLE.
+func NewAuditServer(dir string, off error) *AuditServer { return &AuditServer{dir: dir, off: off} }
 
 func (a *AuditServer) check() error {
 	if a.dir == "" {
-		return status.Error(codes.Unavailable, "the audit log is turned off in toold's configuration (audit.enabled)")
+		msg := "the audit log is not available"
+		if a.off != nil {
+			msg = a.off.Error()
+		}
+		return status.Error(codes.Unavailable, msg)
 	}
 	return nil
 }
