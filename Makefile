@@ -113,13 +113,22 @@ vet: ## go vet ./...
 buf-lint: $(BIN)/buf ## buf lint the proto files.
 	$(BIN)/buf lint
 
+# The previous commit of the branch is the baseline: a change that breaks
+# the wire or generated-code compatibility of proto/ fails (FILE rules).
+BREAKING_AGAINST ?= HEAD~1
+.PHONY: buf-breaking
+buf-breaking: $(BIN)/buf ## buf breaking: proto/ against the previous commit (BREAKING_AGAINST).
+	@if ! git rev-parse -q --verify '$(BREAKING_AGAINST)^{commit}' >/dev/null; then \
+		echo "buf breaking: $(BREAKING_AGAINST) is not in this clone (a shallow clone?); fetch more history"; exit 1; fi
+	$(BIN)/buf breaking --against '.git#ref=$(BREAKING_AGAINST)'
+
 .PHONY: tidy-check
 tidy-check: ## Fail if go.mod/go.sum of toold or of deploy/kubernetes (which requires toold) are not tidy.
 	$(GO) mod tidy -diff
 	cd deploy/kubernetes && $(GO) mod tidy -diff
 
 .PHONY: lint
-lint: fmt-check vet buf-lint tidy-check ## gofmt check, go vet, buf lint, go mod tidy.
+lint: fmt-check vet buf-lint buf-breaking tidy-check ## gofmt check, go vet, buf lint, buf breaking, go mod tidy.
 
 # --- build, test, run --------------------------------------------------------
 

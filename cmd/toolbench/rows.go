@@ -37,6 +37,8 @@ func (b *bench) run(ctx context.Context) error {
 		{"memory", b.rowMemory},
 		{"memops", b.rowMemoryOps},
 		{"sessions", b.rowSessions},
+		{"mixed", b.rowMixed},
+		{"replay", b.rowReplay},
 	} {
 		if !b.want(r.id) {
 			continue

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/client"
 )
 
 // callID is the call_id of the one call toolctl makes on its stream.
@@ -211,7 +212,13 @@ type received struct {
 // Ctrl-C then also cancels the call.
 func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.Hello, call *pb.ToolCall, view callView, ask asker) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stream, err := pb.NewToolServiceClient(conn).ExecuteTool(sctx)
+	// The stream resumes the conversation by itself when the connection
+	// breaks (toold keeps the call running for its resume grace).
+	stream, err := client.Open(sctx, pb.NewToolServiceClient(conn), hello, client.Options{
+		OnResume: func(w *pb.Welcome) {
+			view.note(fmt.Sprintf("the connection broke; resumed from event %d", w.GetReplayFromSeq()))
+		},
+	})
 	if err != nil {
 		cancel()
 		return a.rpcError("call", err)
@@ -244,9 +251,6 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 			return a.rpcError("call", err)
 		}
 		return nil
-	}
-	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: hello}}); err != nil {
-		return err
 	}
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: call}}); err != nil {
 		return err

@@ -210,6 +210,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
+	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	if err := m.registerObserve(); err != nil {
 		return err
 	}

@@ -88,6 +88,10 @@ type Log struct {
 	discard   bool // nobody will read: Append never blocks
 	lastRead  time.Time
 	timer     *time.Timer
+	// notify, when set, replaces waking a blocked Read: the appender calls
+	// it once the event is in (see SetNotify).
+	notify func()
+	done   chan struct{} // closed by Close
 }
 
 // NewLog returns an empty log; its first event gets seq 1.
@@ -100,7 +104,69 @@ func NewLog(cfg LogConfig) *Log {
 		wake:     make(chan struct{}, 1),
 		space:    make(chan struct{}),
 		lastRead: time.Now(),
+		done:     make(chan struct{}),
 	}
+}
+
+// SetNotify makes every append call fn in the appending goroutine, after the
+// event is in, instead of waking a reader blocked in Read: a reader that
+// sends what it reads can then be the appender itself, with no goroutine
+// hand-off (see TryRead). nil restores waking Read.
+func (l *Log) SetNotify(fn func()) {
+	l.mu.Lock()
+	l.notify = fn
+	l.mu.Unlock()
+	if fn != nil {
+		fn() // events appended before
+	}
+}
+
+// TryRead is Read without waiting: it returns the unread events (at most
+// max, all when max is zero), possibly none.
+func (l *Log) TryRead(buf []Event, max int) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.takeLocked(buf, max)
+}
+
+// HasUnread reports whether events wait for the reader.
+func (l *Log) HasUnread() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unread() > 0
+}
+
+// Wake receives a value when output was appended (and, without a notify
+// hook, any event): a reader that does not block in Read waits on it.
+func (l *Log) Wake() <-chan struct{} { return l.wake }
+
+// Done is closed when the log is closed (unread events may remain).
+func (l *Log) Done() <-chan struct{} { return l.done }
+
+// takeLocked moves the cursor past up to max unread events and appends them
+// to buf; l.mu is held.
+func (l *Log) takeLocked(buf []Event, max int) []Event {
+	n := l.unread()
+	if n == 0 {
+		return buf
+	}
+	if max > 0 && n > max {
+		n = max
+	}
+	from := int(l.read + 1 - l.first)
+	buf = append(buf, l.evs[from:from+n]...)
+	for i := from; i < from+n; i++ {
+		ev := &l.evs[i]
+		l.tailBytes += size(ev)
+		if ev.Progress != nil && ev.Progress.Output != nil {
+			l.unreadOut -= len(ev.Progress.Output.Data)
+		}
+	}
+	l.read += uint64(n)
+	l.lastRead = time.Now()
+	l.trim()
+	l.roomMade()
+	return buf
 }
 
 func (l *Log) next() uint64 { return l.first + uint64(len(l.evs)) }
@@ -140,15 +206,23 @@ func (l *Log) blocked() bool {
 // back), and returns the seq of the last one. It waits for room as the
 // log's bounds say, then appends the whole batch.
 func (l *Log) Append(ctx context.Context, evs ...Event) (uint64, error) {
+	seq, fn, err := l.append(ctx, evs)
+	if fn != nil {
+		fn()
+	}
+	return seq, err
+}
+
+func (l *Log) append(ctx context.Context, evs []Event) (uint64, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for !l.closed && l.blocked() {
 		if err := l.waitSpace(ctx); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	if l.closed {
-		return 0, ErrClosed
+		return 0, nil, ErrClosed
 	}
 	now := time.Now()
 	for _, ev := range evs {
@@ -164,17 +238,25 @@ func (l *Log) Append(ctx context.Context, evs ...Event) (uint64, error) {
 		l.evs = append(l.evs, ev)
 	}
 	l.appended()
-	return l.next() - 1, nil
+	return l.next() - 1, l.notifyFn(), nil
 }
 
 // Force appends like Append without waiting for room (for a few events that
 // must be logged under a caller's lock); it returns the seq of the last one,
 // zero when the log is closed.
 func (l *Log) Force(evs ...Event) uint64 {
+	seq, fn := l.force(evs)
+	if fn != nil {
+		fn()
+	}
+	return seq
+}
+
+func (l *Log) force(evs []Event) (uint64, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0
+		return 0, nil
 	}
 	now := time.Now()
 	for _, ev := range evs {
@@ -190,30 +272,51 @@ func (l *Log) Force(evs ...Event) uint64 {
 		l.evs = append(l.evs, ev)
 	}
 	l.appended()
-	return l.next() - 1
+	return l.next() - 1, l.notifyFn()
 }
 
-// appended wakes the reader; with nobody to read (Discard), what was
-// appended counts as read at once, so the tail's bounds apply to it.
+// appended wakes the reader, unless a notify hook is set (the caller runs
+// it once the lock is released, see notifyFn); with nobody to read
+// (Discard), what was appended counts as read at once, so the tail's bounds
+// apply to it.
 func (l *Log) appended() {
 	if l.discard {
 		l.markAllRead()
 		return
 	}
-	l.signal()
+	if l.notify == nil {
+		l.signal()
+	}
 	l.trim()
+}
+
+// notifyFn returns the hook to run after an append; l.mu is held.
+func (l *Log) notifyFn() func() {
+	if l.discard || l.closed {
+		return nil
+	}
+	return l.notify
 }
 
 // Output appends output bytes of a call's stream, merging them into the
 // stream's last chunk while the reader has not taken it. It blocks while
 // MaxUnreadOutput bytes wait. p is copied.
 func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p []byte) error {
+	fn, err := l.output(ctx, callID, stream, p)
+	if fn != nil {
+		fn()
+	}
+	return err
+}
+
+func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p []byte) (func(), error) {
 	key := outKey{callID, stream}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var fn func()
 	for len(p) > 0 {
 		if l.closed {
-			return ErrClosed
+			return fn, ErrClosed
 		}
 		var chunk *Chunk
 		if seq, ok := l.open[key]; ok && seq > l.read && seq >= l.first {
@@ -234,7 +337,7 @@ func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p 
 				continue
 			}
 			if err := l.waitSpace(ctx); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -249,9 +352,13 @@ func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p 
 		l.offsets[key] += uint64(n)
 		l.unreadOut += n
 		p = p[n:]
+		l.appended()
+		// Output is not handed to the notify hook: a fast producer's
+		// writes are better coalesced while the reader sends (it is
+		// woken), than sent one by one by the producer.
+		l.signal()
 	}
-	l.appended()
-	return nil
+	return fn, nil
 }
 
 // size approximates the memory an event holds.
@@ -297,23 +404,8 @@ func (l *Log) trim() {
 func (l *Log) Read(ctx context.Context, buf []Event, max int, idle time.Duration) ([]Event, error) {
 	for {
 		l.mu.Lock()
-		if n := l.unread(); n > 0 {
-			if max > 0 && n > max {
-				n = max
-			}
-			from := int(l.read + 1 - l.first)
-			buf = append(buf, l.evs[from:from+n]...)
-			for i := from; i < from+n; i++ {
-				ev := &l.evs[i]
-				l.tailBytes += size(ev)
-				if ev.Progress != nil && ev.Progress.Output != nil {
-					l.unreadOut -= len(ev.Progress.Output.Data)
-				}
-			}
-			l.read += uint64(n)
-			l.lastRead = time.Now()
-			l.trim()
-			l.roomMade()
+		if l.unread() > 0 {
+			buf = l.takeLocked(buf, max)
 			l.mu.Unlock()
 			return buf, nil
 		}
@@ -423,6 +515,7 @@ func (l *Log) Close() {
 		return
 	}
 	l.closed = true
+	close(l.done)
 	l.roomMade()
 	l.signal()
 }

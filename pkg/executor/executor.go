@@ -120,13 +120,16 @@ type Executor struct {
 	// detached holds, by conversation, the sessions whose stream dropped
 	// and that wait (their grace) for a stream to resume them.
 	detached map[string][]*session
+	// live holds every session by conversation, to tell a resume whose
+	// stream toold has not yet seen drop.
+	live map[string]map[*session]struct{}
 }
 
 // New returns an Executor.
 func New(cfg Config) *Executor {
 	kill, killFn := context.WithCancelCause(context.Background())
 	x := &Executor{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn,
-		detached: map[string][]*session{}}
+		detached: map[string][]*session{}, live: map[string]map[*session]struct{}{}}
 	x.convs = NewConversations(x.cfg.Conversations)
 	return x
 }

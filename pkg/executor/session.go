@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toold/toold/pkg/authz"
@@ -62,6 +63,9 @@ type session struct {
 	closing bool        // no new calls: the stream closed its side, shutdown, or the grace ran out
 	grace   *time.Timer
 	ended   bool
+	// attached mirrors att != nil, for readers holding x.mu (the lock
+	// order is s.mu, then x.mu).
+	attached atomic.Bool
 }
 
 type runningCall struct {
@@ -129,7 +133,14 @@ func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
 		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
 	}
 	s.att = a
+	s.attached.Store(true)
 	a.s = s
+	x.mu.Lock()
+	if x.live[id] == nil {
+		x.live[id] = map[*session]struct{}{}
+	}
+	x.live[id][s] = struct{}{}
+	x.mu.Unlock()
 	a.welcome = events.Welcome{ConversationID: id, ConversationSecret: secret, Mode: a.mode,
 		ServerVersion: x.cfg.Version, Workspace: x.cfg.Workspace, MaxTimeout: x.cfg.MaxTimeout,
 		StreamID: s.id}
@@ -157,6 +168,14 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 		x.mu.Unlock()
 		return errdefs.New(errdefs.ErrInvalidArgument, "conversation %q has %d dropped streams; name the one to resume with resume_stream_id (Welcome.stream_id)", o.ConversationID, len(list))
 	}
+	attached := false
+	for c := range x.live[o.ConversationID] {
+		attached = attached || c.attached.Load()
+	}
+	if s == nil && attached {
+		x.mu.Unlock()
+		return errdefs.New(errdefs.ErrUnavailable, "conversation %q's stream is still attached: toold has not seen it end yet, or another stream resumed it first; retry in a moment", o.ConversationID)
+	}
 	if s == nil {
 		x.mu.Unlock()
 		return errdefs.New(errdefs.ErrFailed, "conversation %q has no dropped stream to resume%s: it ended, its grace of %s ran out, or another stream resumed it first; open the conversation without resume",
@@ -173,6 +192,7 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	}
 	s.grace = nil
 	s.att = a
+	s.attached.Store(true)
 	a.s = s
 	from := s.log.Rewind(o.ResumeAfter)
 	// Questions still waiting whose event the new stream will not read
@@ -230,6 +250,17 @@ func errNotAttached() error {
 // itself (no call_id, or the id of a running call): nothing of it is
 // logged.
 func (a *Attachment) Submit(req *CallRequest) error {
+	run, err := a.Start(req)
+	if run != nil {
+		go run()
+	}
+	return err
+}
+
+// Start is Submit that leaves running the call to the caller: when the call
+// was admitted, run runs it (in any goroutine, exactly once); otherwise run
+// is nil (the call was refused, or the error refuses the message).
+func (a *Attachment) Start(req *CallRequest) (run func(), err error) {
 	s := a.s
 	if req.Received.IsZero() {
 		req.Received = time.Now()
@@ -239,13 +270,13 @@ func (a *Attachment) Submit(req *CallRequest) error {
 	switch {
 	case !a.currentLocked():
 		s.mu.Unlock()
-		return errNotAttached()
+		return nil, errNotAttached()
 	case id == "":
 		s.mu.Unlock()
-		return errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run")
+		return nil, errdefs.Invalid("", "call_id", "call_id is required: give every call an id unique on the stream (the model's tool call id works); the call was not run")
 	case s.calls[id] != nil:
 		s.mu.Unlock()
-		return errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id)
+		return nil, errdefs.New(errdefs.ErrDuplicateCallID, "call_id %q is already used by a running call on this stream; this call was not run (the running one is not affected); use a new call_id", id)
 	}
 	var refuse error
 	switch {
@@ -260,7 +291,7 @@ func (a *Attachment) Submit(req *CallRequest) error {
 		s.mu.Unlock()
 		s.append(events.Event{CallID: id, Time: req.Received, Start: &events.Start{RequestedName: req.Name}},
 			events.Event{CallID: id, End: &events.End{Err: refuse, Duration: time.Since(req.Received)}})
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	rc := &runningCall{cancel: cancel, stdin: newInputPipe(ctx)}
@@ -271,8 +302,7 @@ func (a *Attachment) Submit(req *CallRequest) error {
 	req.OmitExecuting = a.omitExecuting
 	req.Client = a.client
 	req.stdin = rc.stdin
-	go s.run(ctx, rc, req)
-	return nil
+	return func() { s.run(ctx, rc, req) }, nil
 }
 
 // Refuse logs a call that could not be read (a ToolCall that did not
@@ -345,6 +375,12 @@ func (s *session) endLocked() {
 		s.grace = nil
 	}
 	s.log.Close()
+	s.x.mu.Lock()
+	delete(s.x.live[s.conv], s)
+	if len(s.x.live[s.conv]) == 0 {
+		delete(s.x.live, s.conv)
+	}
+	s.x.mu.Unlock()
 	go s.leave()
 }
 
@@ -421,6 +457,23 @@ func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle
 	return a.s.log.Read(ctx, buf, max, idle)
 }
 
+// SetNotify makes every event appended to the session's log call fn in the
+// appending goroutine (nil: wake Read instead); see events.Log.SetNotify.
+func (a *Attachment) SetNotify(fn func()) { a.s.log.SetNotify(fn) }
+
+// TryRead returns the events waiting for the stream, without waiting.
+func (a *Attachment) TryRead(buf []events.Event) []events.Event { return a.s.log.TryRead(buf, 0) }
+
+// Wake receives when output waits for the stream (see events.Log.Wake).
+func (a *Attachment) Wake() <-chan struct{} { return a.s.log.Wake() }
+
+// HasUnread reports whether events wait for the stream.
+func (a *Attachment) HasUnread() bool { return a.s.log.HasUnread() }
+
+// Done is closed once the stream has nothing more to read but what waits:
+// it closed its side (or toold drains) and every call ended.
+func (a *Attachment) Done() <-chan struct{} { return a.s.log.Done() }
+
 // CloseSend says the client sends no more calls (or toold drains): the
 // running calls finish, and Read returns events.ErrClosed after the last
 // event.
@@ -445,6 +498,7 @@ func (a *Attachment) Close() {
 		return
 	}
 	s.att = nil
+	s.attached.Store(false)
 	s.closing = true
 	if len(s.calls) == 0 {
 		s.endLocked()
@@ -466,6 +520,7 @@ func (a *Attachment) Detach() {
 		return
 	}
 	s.att = nil
+	s.attached.Store(false)
 	s.detachLocked()
 }
 
@@ -552,6 +607,9 @@ func (h *callHost) emit(ev events.Event) (uint64, error) {
 				defer rc.emitMu.Unlock()
 				_ = h.releaseLocked()
 			})
+		} else if len(rc.held) == 1 {
+			// The timer went off or was stopped for earlier held events.
+			rc.timer.Reset(holdStart)
 		}
 		return 0, nil
 	}

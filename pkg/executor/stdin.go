@@ -97,6 +97,10 @@ func (p *inputPipe) Close() error {
 		p.closed = true
 		p.discarded += len(p.buf)
 		p.buf = nil
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }

@@ -107,6 +107,22 @@ type harness struct {
 	client pb.ToolServiceClient
 	spans  *tracetest.SpanRecorder
 	served chan struct{}
+	sock   string
+}
+
+// openConn opens a stream on a connection of its own, so that the test can
+// break that connection (close it) under the stream.
+func (h *harness) openConn(hello *pb.Hello) (*convo, *grpc.ClientConn) {
+	h.t.Helper()
+	conn, err := grpc.NewClient("unix://"+h.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	saved := h.client
+	h.client = pb.NewToolServiceClient(conn)
+	defer func() { h.client = saved }()
+	return h.open(hello), conn
 }
 
 // start serves a service on a temp unix socket and connects a client; its
@@ -167,7 +183,7 @@ func startTraced(t testing.TB, traced bool, c any, ts ...tools.Tool) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, x: x, gs: gs, spans: rec, served: make(chan struct{})}
+	h := &harness{t: t, srv: srv, x: x, gs: gs, spans: rec, served: make(chan struct{}), sock: sock}
 	go func() { _ = gs.Serve(l); close(h.served) }()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,6 +29,18 @@ type stream struct {
 	// pendingBad is a first message that could not be used, answered once
 	// Welcome went out.
 	pendingBad *badMessage
+	// recvDone receives the end of receiving: nil when the client closed
+	// its side, else why the stream broke.
+	recvDone chan error
+
+	// sendMu is held by whoever sends; the fields below are its.
+	sendMu    sync.Mutex
+	stopped   bool // the stream is over: send nothing more
+	failed    bool // a send failed
+	buf       []events.Event
+	lastSend  time.Time
+	keepalive *time.Timer
+	sendErr   chan error // the first failed send, for sendLoop
 }
 
 // ExecuteTool implements pb.ToolServiceServer. See the proto for the
@@ -41,7 +54,7 @@ type stream struct {
 // the receiver itself is not waited for, because RecvMsg returns only once
 // the handler has returned.
 func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
-	st := &stream{srv: s, ss: ss}
+	st := &stream{srv: s, ss: ss, sendErr: make(chan error, 1)}
 	var in inbound // reused: the codec resets it
 	first, err := st.open(&in)
 	if err != nil || st.att == nil {
@@ -57,7 +70,8 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 	}
 
 	recvDone := make(chan error, 1)
-	go func() { recvDone <- st.receive(&in) }()
+	st.recvDone = recvDone
+	go st.receive(&in, true)
 	g, gctx := errgroup.WithContext(ss.Context())
 	sent := make(chan struct{})
 	g.Go(func() error {
@@ -168,58 +182,171 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
+	st.lastSend = time.Now()
 	return st.ss.Send(eventToPB(ev))
 }
 
-// sendLoop sends the session's events until it ended (nil) or ctx ends.
+// sendLoop sends the session's events until the session ended (nil) or
+// ctx ends. Whoever appends an event to the session's log sends it (see
+// kick): the call that produced it, usually, so that an event reaches the
+// transport without waking another goroutine. This goroutine sends output
+// (coalesced while it sends), the keepalives, and the rest once the log is
+// closed.
 func (st *stream) sendLoop(ctx context.Context) error {
+	st.att.SetNotify(st.kick)
+	defer func() {
+		st.att.SetNotify(nil)
+		// Wait for a send in progress; none starts after this.
+		st.sendMu.Lock()
+		st.stopped = true
+		st.sendMu.Unlock()
+	}()
 	idle := st.srv.opts.KeepaliveInterval
-	var buf []events.Event
+	var tick <-chan time.Time
+	if idle > 0 {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		tick = t.C
+		defer func() { t.Stop() }()
+		st.keepalive = t
+	}
 	for {
-		evs, err := st.att.Read(ctx, buf[:0], 0, idle)
-		for i := range evs {
-			if err := st.send(&evs[i]); err != nil {
-				return err
-			}
-		}
-		switch {
-		case errors.Is(err, events.ErrIdle):
-			if err := st.send(&events.Event{Keepalive: &events.Keepalive{}}); err != nil {
-				return err
-			}
-		case errors.Is(err, events.ErrClosed):
-			return nil
-		case err != nil:
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case err := <-st.sendErr:
 			return err
+		case <-st.att.Wake():
+			// Output (coalesced while this goroutine sends).
+			st.sendMu.Lock()
+			err := st.drainLocked()
+			st.sendMu.Unlock()
+			if err != nil {
+				return err
+			}
+		case <-st.att.Done():
+			st.sendMu.Lock()
+			defer st.sendMu.Unlock()
+			if err := st.drainLocked(); err != nil {
+				return err
+			}
+			select {
+			case err := <-st.sendErr:
+				return err
+			default:
+				return nil
+			}
+		case <-tick:
+			if !st.sendMu.TryLock() {
+				st.keepalive.Reset(idle) // sending right now: not idle
+				continue
+			}
+			wait := idle - time.Since(st.lastSend)
+			var err error
+			if wait <= 0 {
+				err = st.send(&events.Event{Keepalive: &events.Keepalive{}})
+				wait = idle
+			}
+			st.sendMu.Unlock()
+			if err != nil {
+				return err
+			}
+			st.keepalive.Reset(wait)
 		}
-		clear(evs)
-		buf = evs
 	}
 }
 
-// receive reads client messages until the client closes its side (nil) or
-// the stream fails. It receives through toold's codec (see codec.go), so a
-// message that is too large or does not decode arrives as a refusal of that
-// message, not as a broken stream.
-func (st *stream) receive(in *inbound) error {
-	if st.pendingBad != nil {
+// kick sends what waits in the log, unless another goroutine is sending
+// (it then sends this too). Called by every append (events.Log.SetNotify).
+func (st *stream) kick() {
+	for st.sendMu.TryLock() {
+		err := st.drainLocked()
+		st.sendMu.Unlock()
+		if err != nil {
+			select {
+			case st.sendErr <- err:
+			default:
+			}
+			return
+		}
+		// An append between the last read and the unlock found the lock
+		// taken: look again.
+		if !st.att.HasUnread() {
+			return
+		}
+	}
+}
+
+// drainLocked sends every event waiting in the log; sendMu is held.
+func (st *stream) drainLocked() error {
+	if st.stopped || st.failed {
+		return nil
+	}
+	for {
+		st.buf = st.att.TryRead(st.buf[:0])
+		if len(st.buf) == 0 {
+			return nil
+		}
+		for i := range st.buf {
+			if err := st.send(&st.buf[i]); err != nil {
+				st.failed = true
+				clear(st.buf)
+				return err
+			}
+		}
+		clear(st.buf)
+	}
+}
+
+// receive reads client messages until the client closes its side (nil on
+// recvDone) or the stream fails (the error). It receives through toold's
+// codec (see codec.go), so a message that is too large or does not decode
+// arrives as a refusal of that message, not as a broken stream.
+//
+// When a call is admitted, the receiving goroutine hands receiving to a new
+// goroutine and runs the call itself: the call starts at once, on a
+// goroutine that is already running, instead of waiting to be scheduled.
+func (st *stream) receive(in *inbound, first bool) {
+	if first && st.pendingBad != nil {
 		st.handleBad(st.pendingBad)
 		st.pendingBad = nil
 	}
 	for {
 		err := st.ss.RecvMsg(in)
 		if errors.Is(err, io.EOF) {
-			return nil
+			st.recvDone <- nil
+			return
 		}
 		if err != nil {
-			return err
+			st.recvDone <- err
+			return
 		}
 		if in.bad != nil {
 			st.handleBad(in.bad)
 			continue
 		}
+		if c := in.msg.GetCall(); c != nil {
+			run, err := st.att.Start(callRequest(c))
+			if err != nil {
+				st.rejectCall(c, err)
+			}
+			if run != nil {
+				go st.receive(new(inbound), false)
+				run()
+				return
+			}
+			continue
+		}
 		st.handle(in.msg)
 	}
+}
+
+func (st *stream) rejectCall(c *pb.ToolCall, err error) {
+	ref := ""
+	if errors.Is(err, errdefs.ErrDuplicateCallID) {
+		ref = c.GetCallId()
+	}
+	st.att.Reject("", err, ref)
 }
 
 // handleBad answers a message that could not be used: a ToolCall whose
@@ -245,11 +372,7 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 		a.Reject("", errdefs.New(errdefs.ErrInvalidArgument, "Hello must be the first message of the stream; this one was ignored"), "")
 	case *pb.ClientMessage_Call:
 		if err := a.Submit(callRequest(m.Call)); err != nil {
-			ref := ""
-			if errors.Is(err, errdefs.ErrDuplicateCallID) {
-				ref = m.Call.GetCallId()
-			}
-			a.Reject("", err, ref)
+			st.rejectCall(m.Call, err)
 		}
 	case *pb.ClientMessage_Cancel:
 		if err := a.Cancel(m.Cancel.GetCallId(), m.Cancel.GetReason()); err != nil {

@@ -3,9 +3,11 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -252,7 +254,11 @@ type Target struct {
 	Risk Risk
 	op   *compiledOp
 	// ops are all operations of the tool (for a consolidated tool, more than op).
-	ops map[string]*compiledOp
+	ops          map[string]*compiledOp
+	consolidated bool
+	// fixes are the repairs resolution made (name, argument envelope,
+	// argument text), reported first by Prepare.
+	fixes []Coercion
 }
 
 // Resolve finds the tool and operation a model meant by name. args are the
@@ -261,9 +267,121 @@ type Target struct {
 // flat operation name; "tool.operation"; "server.tool" for a tool registered
 // as "server__tool". Unknown names fail with ErrToolNotFound and the closest
 // names as suggestions.
+//
+// When the name as written is not found, the spellings models use for a
+// registered name are tried (see nameVariants and verbMap): provider
+// prefixes, "tool/operation", a trailing "()", case and separator variants,
+// and other agents' verbs with one toold equivalent. Arguments wrapped in an
+// envelope ({"arguments": {...}}, {"input": {...}}, {"parameters": {...}})
+// are unwrapped when the tool takes no argument of that name. Each such
+// repair is reported by Target.Prepare as a Coercion (Field NameField for
+// the name).
 func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	fixes := takeRepairs(args)
+	if keys, inner, ok := envelope(args); ok {
+		key := keys[0]
+		trial := cloneArgs(inner)
+		if t, err := r.resolveVariantsLocked(name, trial); err == nil && !slices.ContainsFunc(keys, t.takes) {
+			for k := range args {
+				delete(args, k)
+			}
+			for k, v := range trial {
+				args[k] = v
+			}
+			t.fixes = append(append(fixes, Coercion{Field: "/" + escapePointer(key), From: "{" + truncateText(toJSON(key), 40) + ": ...}", Rule: fmt.Sprintf("arguments unwrapped from the %q envelope", key)}), t.fixes...)
+			return t, nil
+		}
+	}
+	t, err := r.resolveVariantsLocked(name, args)
+	if err != nil {
+		return nil, err
+	}
+	t.fixes = append(fixes, t.fixes...)
+	return t, nil
+}
+
+// resolveVariantsLocked resolves name as written, then the variants a
+// model may have meant, and reports the rewrite as a fix.
+func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Target, error) {
+	t, err := r.resolveLocked(name, args, false)
+	if err == nil || !errors.Is(err, errdefs.ErrToolNotFound) {
+		return t, err
+	}
+	variants := nameVariants(name)
+	last := nameVariant{name: name}
+	if len(variants) > 0 {
+		last = variants[len(variants)-1]
+	}
+	if to, ok := verbMap[last.name]; ok {
+		why := fmt.Sprintf("%q is toold's %s", last.name, to)
+		if last.why != "" {
+			why = last.why + ", " + why
+		}
+		variants = append(variants, nameVariant{to, why})
+	}
+	for _, v := range variants {
+		t, verr := r.resolveLocked(v.name, args, false)
+		if verr == nil {
+			t.fixes = append(t.fixes, Coercion{Field: NameField, From: toJSON(name), To: toJSON(t.callableName()), Rule: "tool name " + v.why})
+			return t, nil
+		}
+		if !errors.Is(verr, errdefs.ErrToolNotFound) {
+			return nil, verr
+		}
+		if e := r.unknownOperationLocked(v.name); e != nil {
+			return nil, e
+		}
+	}
+	if e := r.unknownOperationLocked(name); e != nil {
+		return nil, e
+	}
+	// Nothing matched: the error with the closest names.
+	_, err = r.resolveLocked(name, args, true)
+	if de, ok := err.(*errdefs.Error); ok {
+		if h, ok := verbHints[last.name]; ok {
+			de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
+		} else if last.name != name && len(de.Suggestions) == 0 {
+			// A prefixed or decorated typo: suggest for what is left.
+			if sug := r.suggest(last.name, 3); len(sug) > 0 {
+				de.Suggestions = sug
+				de.Msg = fmt.Sprintf("no tool named %q; did you mean %s?", name, quoteJoin(sug, " or "))
+			}
+		}
+	}
+	return nil, err
+}
+
+// unknownOperationLocked returns the error for "tool.op" where tool is a
+// consolidated tool without that operation: the closest operations, in the
+// form a model can call.
+func (r *Registry) unknownOperationLocked(name string) error {
+	tool, op, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil
+	}
+	e, ok := r.byName[tool]
+	if !ok || !e.spec.Consolidated() {
+		return nil
+	}
+	names := opNames(e)
+	sug := closest(op, names, 2)
+	callable := make([]string, len(sug))
+	for i, s := range sug {
+		callable[i] = e.spec.Name + "." + s
+	}
+	msg := fmt.Sprintf("%s has no operation %q", e.spec.Name, op)
+	if len(sug) > 0 {
+		msg += fmt.Sprintf("; did you mean %s? (or call %s with \"operation\": %q)", quoteJoin(callable, " or "), e.spec.Name, sug[0])
+	}
+	msg += "; its operations: " + strings.Join(names, ", ")
+	return &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: msg, Suggestions: callable}
+}
+
+// resolveLocked resolves name exactly as written. Without suggest, a name
+// that is not found fails without the (costly) search for close names.
+func (r *Registry) resolveLocked(name string, args map[string]any, suggest bool) (*Target, error) {
 	if name == "" {
 		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: "the tool name is empty; call one of the listed tools", Suggestions: r.suggest("", 5)}
 	}
@@ -299,6 +417,9 @@ func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 	if u, ok := r.unavailableLocked(name); ok {
 		return nil, errdefs.New(errdefs.ErrUnavailable, "%s is not available on this toold: %s", name, u.Reason)
 	}
+	if !suggest {
+		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: "no tool named " + strconv.Quote(name)}
+	}
 	sug := r.suggest(name, 3)
 	msg := fmt.Sprintf("no tool named %q", name)
 	if len(sug) > 0 {
@@ -325,21 +446,53 @@ func (r *Registry) target(e *entry, op string, args map[string]any, implied stri
 		}
 	}
 	co, ok := e.ops[op]
+	var fixes []Coercion
+	if !ok && implied == "" {
+		if norm := snakeCase(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(op), "()"))); norm != op {
+			if co, ok = e.ops[norm]; ok {
+				fixes = append(fixes, Coercion{Field: "/" + OperationArg, From: toJSON(op), To: toJSON(norm), Rule: "operation name: case and separators normalized"})
+				op = norm
+			}
+		}
+	}
 	if !ok {
 		names := opNames(e)
 		msg := fmt.Sprintf("%s has no operation %q; use one of %s", e.spec.Name, op, strings.Join(names, ", "))
 		if sug := closest(op, names, 1); len(sug) > 0 {
-			msg = fmt.Sprintf("%s has no operation %q; did you mean %q? (operations: %s)", e.spec.Name, op, sug[0], strings.Join(names, ", "))
+			msg = fmt.Sprintf("%s has no operation %q; did you mean %q? (call %s with \"operation\": %q, or %s.%s; operations: %s)", e.spec.Name, op, sug[0], e.spec.Name, sug[0], e.spec.Name, sug[0], strings.Join(names, ", "))
 		}
 		return nil, errdefs.Invalid("/"+OperationArg, "enum", "%s", msg)
 	}
-	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co, ops: e.ops}, nil
+	return &Target{Tool: e.tool, ToolName: e.spec.Name, Operation: op, Risk: co.spec.Risk, op: co, ops: e.ops, consolidated: e.spec.Consolidated(), fixes: fixes}, nil
+}
+
+// callableName is the name that calls t directly: the tool, or
+// "tool.operation" for an operation of a consolidated tool.
+func (t *Target) callableName() string {
+	if t.consolidated {
+		return t.ToolName + "." + t.Operation
+	}
+	return t.ToolName
+}
+
+// takes reports whether the operation (or, for a consolidated tool, any of
+// its operations) has an argument named key.
+func (t *Target) takes(key string) bool {
+	for _, o := range t.ops {
+		if p, _ := o.schema.raw["properties"].(map[string]any); p != nil {
+			if _, ok := p[key]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Prepare coerces args by the operation's schema, then validates them. It
 // changes args in place and returns the coercions made.
 func (t *Target) Prepare(args map[string]any) ([]Coercion, error) {
-	cs := dropForeignNulls(t.op, t.ops, args)
+	cs := slices.Clone(t.fixes)
+	cs = append(cs, dropForeignNulls(t.op, t.ops, args)...)
 	cs = append(cs, coerce(t.op.schema.raw, args)...)
 	if err := t.op.schema.validate(args); err != nil {
 		if e, ok := err.(*errdefs.Error); ok && t.Operation != t.ToolName {

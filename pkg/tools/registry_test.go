@@ -141,7 +141,8 @@ func TestDecodeArguments(t *testing.T) {
 		{in: `{"a":1}`, want: `{"a":1}`},
 		{in: `{"n":12345678901234567890}`, want: `{"n":12345678901234567890}`},
 		{in: `{"a":`, wantErr: "not valid JSON"},
-		{in: `{'a':1}`, wantErr: "not valid JSON"},
+		{in: `{'a':1}`, want: `{"a":1}`},
+		{in: `{"a":`, wantErr: `received: {"a":`},
 		{in: `[1,2]`, wantErr: "must be a JSON object, got an array"},
 		{in: `"text"`, wantErr: "must be a JSON object, got a string"},
 		{in: `null`, wantErr: "must be a JSON object, got null"},
@@ -151,7 +152,7 @@ func TestDecodeArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := tools.DecodeArguments(tt.in)
+			got, _, err := tools.DecodeArgumentsReport(tt.in)
 			if tt.wantErr != "" {
 				if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want INVALID_ARGUMENTS containing %q", err, tt.wantErr)
@@ -239,7 +240,7 @@ func TestPrepareValidation(t *testing.T) {
 		wantMsg   string
 	}{
 		{name: "missing required", tool: "read_file", args: `{}`, wantField: "/path", wantRule: "required", wantMsg: `missing required argument "path" (path: File to read.)`},
-		{name: "wrong type", tool: "read_file", args: `{"path":5}`, wantField: "/path", wantRule: "type", wantMsg: `argument "path" must be string, got number`},
+		{name: "wrong type", tool: "read_file", args: `{"path":true}`, wantField: "/path", wantRule: "type", wantMsg: `argument "path" must be string, got boolean`},
 		{name: "uncoercible integer", tool: "read_file", args: `{"path":"a","limit":"ten"}`, wantField: "/limit", wantRule: "type", wantMsg: "must be integer, got string"},
 		{name: "fraction for integer", tool: "read_file", args: `{"path":"a","limit":2.5}`, wantField: "/limit", wantRule: "type"},
 		{name: "below minimum", tool: "read_file", args: `{"path":"a","limit":0}`, wantField: "/limit", wantRule: "minimum", wantMsg: "minimum"},

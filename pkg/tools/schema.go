@@ -64,20 +64,22 @@ func compileSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
 
 // DecodeArguments parses a model's JSON argument text into an object. Empty
 // text (or only whitespace) means no arguments. Numbers are kept exact as
-// json.Number.
+// json.Number. Text that is not a JSON object is repaired when the result
+// is unambiguous (see repairText: a Markdown fence, a double-encoded
+// object, trailing commas, a Python literal); the repairs travel in the map
+// to Registry.Resolve, which reports them through Target.Prepare (or use
+// DecodeArgumentsReport). Anything else fails with INVALID_ARGUMENTS
+// showing what was received.
 func DecodeArguments(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return map[string]any{}, nil
 	}
-	v, err := decodeJSON(text)
+	m, rules, err := repairText(text)
 	if err != nil {
-		return nil, errdefs.Wrap(errdefs.ErrInvalidArgument, err,
-			"arguments are not valid JSON (%s); send one JSON object such as {\"path\": \"main.go\"}", jsonErrorText(err))
+		return nil, argumentsError(text, err)
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errdefs.New(errdefs.ErrInvalidArgument,
-			"arguments must be a JSON object, got %s; send one JSON object such as {\"path\": \"main.go\"}", jsonTypeName(v))
+	if len(rules) > 0 {
+		m[repairsKey] = []Coercion{{Field: "", From: toJSON(truncateText(strings.TrimSpace(text), 120)), Rule: "argument text repaired: " + strings.Join(rules, ", ")}}
 	}
 	return m, nil
 }
@@ -149,6 +151,11 @@ func coerceObject(schema map[string]any, obj map[string]any, ptr string, out *[]
 			*out = append(*out, Coercion{Field: field, From: toJSON(v), Rule: "null for optional argument removed"})
 			continue
 		}
+		if str, ok := v.(string); ok && strings.TrimSpace(str) == "" && !required[k] && !allowsType(ps, "string") && ps["type"] != nil {
+			delete(obj, k)
+			*out = append(*out, Coercion{Field: field, From: toJSON(v), Rule: "empty string for optional non-string argument removed"})
+			continue
+		}
 		nv, rule := coerceValue(ps, v)
 		if rule != "" {
 			obj[k] = nv
@@ -184,8 +191,14 @@ func coerceInside(schema map[string]any, v any, ptr string, out *[]Coercion) {
 // coerceValue converts one value when its schema wants another JSON type.
 // It returns the rule applied, or "" when nothing changed.
 func coerceValue(schema map[string]any, v any) (any, string) {
+	if nv, rule := coerceEnumCase(schema, v); rule != "" {
+		return nv, rule
+	}
 	s, ok := v.(string)
-	if !ok || allowsType(schema, "string") {
+	if !ok {
+		return coerceNonString(schema, v)
+	}
+	if allowsType(schema, "string") {
 		return v, ""
 	}
 	t := strings.TrimSpace(s)
@@ -204,9 +217,9 @@ func coerceValue(schema map[string]any, v any) (any, string) {
 	}
 	if allowsType(schema, "boolean") {
 		switch strings.ToLower(t) {
-		case "true":
+		case "true", "yes", "on", "1", "y":
 			return true, "string to boolean"
-		case "false":
+		case "false", "no", "off", "0", "n":
 			return false, "string to boolean"
 		}
 	}
@@ -216,13 +229,98 @@ func coerceValue(schema map[string]any, v any) (any, string) {
 				return arr, "string to array"
 			}
 		}
-	}
-	if allowsType(schema, "object") && strings.HasPrefix(t, "{") {
-		if o, err := jsonschema.UnmarshalJSON(strings.NewReader(t)); err == nil {
-			if obj, ok := o.(map[string]any); ok {
-				return obj, "string to object"
+		if py, ok := pythonToJSON(t); ok {
+			if a, err := jsonschema.UnmarshalJSON(strings.NewReader(py)); err == nil {
+				if arr, ok := a.([]any); ok {
+					return arr, "string to array (Python list literal)"
+				}
 			}
 		}
+	}
+	if allowsType(schema, "object") && strings.HasPrefix(t, "{") {
+		if o, _, err := repairText(t); err == nil {
+			return o, "string to object"
+		}
+	}
+	if allowsType(schema, "array") && !strings.HasPrefix(t, "[") {
+		items, _ := schema["items"].(map[string]any)
+		switch {
+		case items != nil && (allowsType(items, "integer") || allowsType(items, "number")) && !allowsType(items, "string"):
+			// Numbers cannot hold a comma: "1, 2, 3" is a list.
+			var arr []any
+			for _, part := range strings.Split(t, ",") {
+				nv, rule := coerceValue(items, strings.TrimSpace(part))
+				if rule == "" {
+					return v, ""
+				}
+				arr = append(arr, nv)
+			}
+			return arr, "comma-separated string to array"
+		case items == nil || allowsType(items, "string"):
+			// One value where a list is wanted: a list of one. A comma
+			// could be part of the value, so a string with one is left
+			// for validation to report with the list it may have meant.
+			if t != "" && !strings.ContainsAny(t, ",\n") {
+				return []any{s}, "single value wrapped in an array"
+			}
+		}
+	}
+	return v, ""
+}
+
+// coerceNonString converts a JSON number the schema wants as another
+// type: 0 or 1 where a boolean is wanted becomes false or true; one number
+// where an array of numbers is wanted becomes a list of one.
+func coerceNonString(schema map[string]any, v any) (any, string) {
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return v, ""
+	}
+	// A number where only a string is allowed is not converted: it fails
+	// validation with the string to send (see typeHint).
+	switch {
+	case allowsType(schema, "integer") || allowsType(schema, "number") || allowsType(schema, "string"):
+		return v, ""
+	case allowsType(schema, "boolean"):
+		switch n.String() {
+		case "1":
+			return true, "number to boolean"
+		case "0":
+			return false, "number to boolean"
+		}
+	case allowsType(schema, "array"):
+		if items, _ := schema["items"].(map[string]any); items != nil && (allowsType(items, "integer") || allowsType(items, "number")) {
+			return []any{v}, "single value wrapped in an array"
+		}
+	}
+	return v, ""
+}
+
+// coerceEnumCase maps a string that matches exactly one enum value when
+// case, "-" and spaces are ignored to that value.
+func coerceEnumCase(schema map[string]any, v any) (any, string) {
+	s, ok := v.(string)
+	enum, _ := schema["enum"].([]any)
+	if !ok || len(enum) == 0 {
+		return v, ""
+	}
+	var match string
+	n := 0
+	for _, e := range enum {
+		es, ok := e.(string)
+		if !ok {
+			continue
+		}
+		if es == s {
+			return v, ""
+		}
+		if snakeCase(strings.TrimSpace(s)) == snakeCase(es) {
+			match = es
+			n++
+		}
+	}
+	if n == 1 {
+		return match, "enum value matched ignoring case and separators"
 	}
 	return v, ""
 }
@@ -250,7 +348,10 @@ func isNullish(v any) bool {
 	case nil:
 		return true
 	case string:
-		return x == "null" || x == "None"
+		switch strings.TrimSpace(x) {
+		case "null", "None", "NULL", "Null", "nil", "undefined", "none":
+			return true
+		}
 	}
 	return false
 }
@@ -306,7 +407,7 @@ func (c *compiledSchema) validate(args map[string]any) error {
 	var msgs []string
 	seen := map[string]bool{}
 	for _, l := range leaves {
-		m := describeFailure(c.raw, l, fieldOf(l))
+		m := describeFailure(c.raw, args, l, fieldOf(l))
 		if !seen[m] {
 			seen[m] = true
 			msgs = append(msgs, m)
@@ -372,7 +473,7 @@ func ruleName(k jsonschema.ErrorKind) string {
 
 // describeFailure writes the validation failure for a model: which argument,
 // what rule, and what to send instead.
-func describeFailure(schema map[string]any, e *jsonschema.ValidationError, field string) string {
+func describeFailure(schema map[string]any, args map[string]any, e *jsonschema.ValidationError, field string) string {
 	where := "arguments"
 	if field != "" {
 		where = fmt.Sprintf("argument %q", strings.TrimPrefix(field, "/"))
@@ -395,7 +496,7 @@ func describeFailure(schema map[string]any, e *jsonschema.ValidationError, field
 		}
 		return strings.Join(parts, "; ") + "; allowed arguments: " + strings.Join(propertyNames(schema, e.InstanceLocation), ", ")
 	case *kind.Type:
-		return fmt.Sprintf("%s must be %s, got %s", where, strings.Join(k.Want, " or "), k.Got)
+		return fmt.Sprintf("%s must be %s, got %s%s", where, strings.Join(k.Want, " or "), k.Got, typeHint(k.Want, instanceAt(args, e.InstanceLocation)))
 	}
 	return fmt.Sprintf("%s: %s", where, e.ErrorKind.LocalizedString(printer))
 }
@@ -498,4 +599,47 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// instanceAt returns the value at loc in args, or nil.
+func instanceAt(args map[string]any, loc []string) any {
+	var cur any = args
+	for _, tok := range loc {
+		switch x := cur.(type) {
+		case map[string]any:
+			cur = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			cur = x[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// typeHint shows the value a type failure wanted, built from what was
+// sent: a comma-separated string as the list it may have meant.
+func typeHint(want []string, got any) string {
+	if n, ok := got.(json.Number); ok && slices.Contains(want, "string") {
+		return fmt.Sprintf("; send it as a JSON string: %q", n.String())
+	}
+	s, ok := got.(string)
+	if !ok || !slices.Contains(want, "array") {
+		return ""
+	}
+	var parts []any
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "; send a JSON array such as [\"a\", \"b\"]"
+	}
+	b, _ := json.Marshal(parts)
+	return fmt.Sprintf("; send a JSON array, e.g. %s if you meant %d items", b, len(parts))
 }

@@ -26,7 +26,8 @@ from ._types import (
     _enum_name,
     approval_from_pb,
 )
-from .v1 import tool_pb2, tool_pb2_grpc
+from ._textcalls import ParsedText, parsed_from_pb, text_format
+from .v1 import textcalls_pb2, textcalls_pb2_grpc, tool_pb2, tool_pb2_grpc
 
 log = logging.getLogger("toold")
 
@@ -177,6 +178,37 @@ class Client:
         except grpc.aio.AioRpcError as e:
             raise _stream_error(e) from None
         return ToolList(list(resp.tools), resp.rendered_json)
+
+    async def parse_tool_calls(self, text: str, format: Optional[str] = None, *, timeout: float = 30) -> ParsedText:
+        """Finds the tool calls a model wrote as text and checks each as toold would run it.
+
+        ``format`` is "hermes" (or "qwen"), "llama3", "mistral", "deepseek",
+        "tool_code" (or "gemma"), "json" or "legacy"; None detects it.
+        Nothing runs: send a call's ``name`` and ``arguments`` on a session.
+        """
+        fmt = text_format(format)
+        self._tool_stub()
+        try:
+            resp = await textcalls_pb2_grpc.TextCallServiceStub(self._channel).ParseToolCalls(
+                textcalls_pb2.ParseToolCallsRequest(text=text, format=fmt), metadata=self._metadata, timeout=timeout
+            )
+        except grpc.aio.AioRpcError as e:
+            raise _stream_error(e) from None
+        return parsed_from_pb(resp)
+
+    async def tool_prompt(self, format: str, *, flat: bool = False, timeout: float = 30) -> str:
+        """The tools as the system-prompt block of a text format ("hermes", "llama3", ...)."""
+        fmt = text_format(format)
+        if fmt == textcalls_pb2.TEXT_CALL_FORMAT_UNSPECIFIED:
+            raise ValueError("name the format to render the tool prompt for")
+        self._tool_stub()
+        try:
+            resp = await textcalls_pb2_grpc.TextCallServiceStub(self._channel).RenderToolPrompt(
+                textcalls_pb2.RenderToolPromptRequest(format=fmt, flat=flat), metadata=self._metadata, timeout=timeout
+            )
+        except grpc.aio.AioRpcError as e:
+            raise _stream_error(e) from None
+        return resp.prompt
 
     def session(
         self,

@@ -26,6 +26,7 @@ import {
   type Welcome,
 } from "./gen/toold/v1/tool_pb.js";
 import { StreamError, TooldError } from "./errors.js";
+import { parsedOf, TextCallService, textFormat, type ParsedText, type TextCallRpc, type TextFormatName } from "./textcalls.js";
 import { AsyncQueue } from "./queue.js";
 import {
   approvalOf,
@@ -41,6 +42,7 @@ import {
 export * from "./errors.js";
 export * from "./types.js";
 export * as pb from "./gen/toold/v1/tool_pb.js";
+export { TEXT_FORMATS, type ParsedCall, type ParsedText, type TextFormatName } from "./textcalls.js";
 
 /** ListTools renderings by name. */
 export const FORMATS = {
@@ -119,6 +121,7 @@ export function connect(opts: ConnectOptions = {}): Client {
 /** A connection to toold over its unix socket (default) or TCP. */
 export class Client {
   readonly rpc: RpcClient<typeof ToolService>;
+  readonly textRpc: TextCallRpc;
   readonly clientName: string;
   private readonly sessions = new Set<Session>();
   private readonly connection: Http2SessionManager;
@@ -136,6 +139,7 @@ export class Client {
     this.connection = new Http2SessionManager(baseUrl, {}, opts.address ? {} : { createConnection: () => net.connect(sock) });
     const transport = createGrpcTransport({ baseUrl, interceptors: [auth], sessionManager: this.connection });
     this.rpc = createClient(ToolService, transport);
+    this.textRpc = createClient(TextCallService, transport);
     this.clientName = opts.clientName ?? "toold-ts/0.1";
   }
 
@@ -158,6 +162,34 @@ export class Client {
         rendered: r.renderedJson ? JSON.parse(r.renderedJson) : [],
         names: r.tools.map((t) => t.name),
       };
+    } catch (e) {
+      throw streamError(e);
+    }
+  }
+
+  /**
+   * Finds the tool calls a model wrote as text and checks each as toold
+   * would run it. format is "hermes" (or "qwen"), "llama3", "mistral",
+   * "deepseek", "tool_code" (or "gemma"), "json" or "legacy"; absent or
+   * "auto" detects it. Nothing runs: send a call's name and args on a
+   * session.
+   */
+  async parseToolCalls(text: string, opts: { format?: TextFormatName; signal?: AbortSignal } = {}): Promise<ParsedText> {
+    const format = textFormat(opts.format);
+    try {
+      return parsedOf(await this.textRpc.parseToolCalls({ text, format }, { signal: opts.signal, timeoutMs: 30_000 }));
+    } catch (e) {
+      throw streamError(e);
+    }
+  }
+
+  /** The tools as the system-prompt block of a text format ("hermes", "llama3", ...). */
+  async toolPrompt(format: TextFormatName, opts: { flat?: boolean; signal?: AbortSignal } = {}): Promise<string> {
+    const f = textFormat(format);
+    if (f === textFormat("auto")) throw new TypeError("name the format to render the tool prompt for");
+    try {
+      const r = await this.textRpc.renderToolPrompt({ format: f, flat: opts.flat ?? false }, { signal: opts.signal, timeoutMs: 30_000 });
+      return r.prompt;
     } catch (e) {
       throw streamError(e);
     }

@@ -48,7 +48,7 @@ func (f *FileOperations) use(call *tools.Call, given string, loc workspace.Locat
 	if f.parent != nil {
 		call = f.parent
 	}
-	u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Given: given, Abs: loc.Abs, Write: !readOps[call.Operation]}
+	u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Given: given, Abs: loc.Abs, Write: !readOps[call.Operation] && !isEditorView(call)}
 	if f.undecided {
 		u.Given = ""
 	}

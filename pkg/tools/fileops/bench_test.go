@@ -120,3 +120,73 @@ func BenchmarkReadFileSmall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyPatch applies, and reverts, a three-hunk patch to a file of
+// 10,000 lines: parse, seek, plan, two atomic writes per iteration.
+// BenchmarkApplyPatchFuzzy does the same where every hunk is only found
+// after the exact pass (trailing whitespace in the file).
+func BenchmarkApplyPatch(b *testing.B)      { benchPatch(b, "") }
+func BenchmarkApplyPatchFuzzy(b *testing.B) { benchPatch(b, " ") }
+
+func benchPatch(b *testing.B, trail string) {
+	var content strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&content, "line %d of the file%s\n", i, trail)
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(content.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	f := New(ws, tools.Limits{}, Options{})
+	patch := func(from, to string) map[string]any {
+		var p strings.Builder
+		p.WriteString("*** Begin Patch\n*** Update File: big.txt\n")
+		for _, n := range []int{100, 5000, 9900} {
+			fmt.Fprintf(&p, "@@\n line %d of the file\n-line %d %s\n+line %d %s\n line %d of the file\n", n-1, n, from, n, to, n+1)
+		}
+		p.WriteString("*** End Patch")
+		return map[string]any{"input": p.String()}
+	}
+	forward, back := patch("of the file", "changed"), patch("changed", "of the file")
+	for b.Loop() {
+		for _, args := range []map[string]any{forward, back} {
+			if _, err := f.Run(context.Background(), &tools.Call{Tool: ToolName, Operation: "apply_patch", Args: args}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkTextEditorStrReplace is str_replace, and back, in the same file.
+func BenchmarkTextEditorStrReplace(b *testing.B) {
+	var content strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&content, "line %d of the file\n", i)
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(content.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	f := New(ws, tools.Limits{}, Options{})
+	args := func(from, to string) map[string]any {
+		return map[string]any{"command": "str_replace", "path": "big.txt", "old_str": from, "new_str": to}
+	}
+	forward, back := args("line 5000 of the file\n", "line 5000 changed\n"), args("line 5000 changed\n", "line 5000 of the file\n")
+	for b.Loop() {
+		for _, a := range []map[string]any{forward, back} {
+			if _, err := f.Run(context.Background(), &tools.Call{Tool: ToolName, Operation: textEditorName, Args: a}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -2,7 +2,9 @@
 // that reads, searches and changes the files of the workspace: read_file,
 // read_many_files, list_dir, glob and grep_search read; write_file,
 // create_file, edit_file (and its alias replace_string), delete_path,
-// move_path and make_dir change. The write side is described in place.go
+// move_path, make_dir, apply_patch (codex's patch format, apply_patch.go)
+// and str_replace_based_edit_tool (Anthropic's text editor,
+// text_editor.go) change. The write side is described in place.go
 // (how paths are confined), atomic.go (how files are written) and locks.go
 // (which calls wait for which).
 //
@@ -84,6 +86,8 @@ type FileOperations struct {
 	spec   tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
+	// history is the undo history of str_replace_based_edit_tool.
+	history editHistory
 }
 
 var (
@@ -141,6 +145,8 @@ var operations = []*operation{
 	deletePathOp,
 	movePathOp,
 	makeDirOp,
+	applyPatchOp,
+	textEditorOp,
 }
 
 const toolDescription = "Read, search and change the files of the workspace. " +
@@ -150,7 +156,9 @@ const toolDescription = "Read, search and change the files of the workspace. " +
 	"grep_search searches file contents with a regular expression, like ripgrep; " +
 	"write_file writes a whole file, create_file creates a new one without overwriting, " +
 	"edit_file replaces an exact string in a file (replace_string is the same); " +
-	"delete_path deletes a file or directory, move_path moves or renames one, make_dir creates a directory. " +
+	"delete_path deletes a file or directory, move_path moves or renames one, make_dir creates a directory; " +
+	"apply_patch applies a patch in codex's *** Begin Patch format to several files at once, all or nothing; " +
+	"str_replace_based_edit_tool takes Anthropic's text editor commands (view, create, str_replace, insert, undo_edit). " +
 	"Paths are relative to the workspace root (absolute paths inside the workspace also work); " +
 	"paths outside the workspace are refused unless policy allows them. " +
 	"Writes are atomic and calls that change the same file run one after the other. " +
@@ -216,7 +224,8 @@ func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink tools.S
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, call.Operation)
 	}
-	return op.run(f, ctx, call, sink)
+	res, err := op.run(f, ctx, call, sink)
+	return res, f.explainMissing(call, err)
 }
 
 // Preview implements tools.Previewer: for write_file, create_file,

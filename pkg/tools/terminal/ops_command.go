@@ -21,12 +21,13 @@ var runCommandOp = &operation{
 		return fmt.Sprintf(`{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "minLength": 1, "description": "The command line, run by bash -c. Pipes, &&, redirects and subshells work. stdin is empty. You see at most %d bytes of output (head and tail); all of it is kept for read_output."},
+    "command": {"type": "string", "minLength": 1, "description": "The command line, run by bash -c. Pipes, &&, redirects and subshells work. stdin is empty unless stdin is \"pipe\". You see at most %d bytes of output (head and tail); all of it is kept for read_output."},
     "working_dir": {"type": "string", "description": "Directory to run in, relative to the workspace root (default: the root). It must be inside the workspace."},
     "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables. Commands start from a minimal environment (PATH, HOME, LANG and a few more), not toold's."},
     "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds the command may run before it and everything it started are stopped; the output so far is returned. Default: the call's own timeout, which also caps it. For a background process: its lifetime (default: unlimited)."},
     "idle_timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Stop the command when it prints nothing for this many seconds (default: no limit)."},
-    "is_background": {"type": "boolean", "description": "Start the command in the background and return its process_id at once (for servers and watchers). Default false."}
+    "is_background": {"type": "boolean", "description": "Start the command in the background and return its process_id at once (for servers and watchers). Default false."},
+    "stdin": {"type": "string", "enum": ["none", "pipe"], "description": "none (default): stdin is empty. pipe: the client feeds the command's stdin while it runs (for programs that read input); only for foreground commands, and only when the client can send input."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -40,6 +41,11 @@ var runCommandOp = &operation{
 			d = "Starting in the background: " + tools.Preview(cmd, 60)
 		}
 		e := tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir}
+		if in, _ := call.Args["stdin"].(string); in == "pipe" {
+			// What the client feeds the command is not seen by policy: a
+			// shell or interpreter would run it. So a person decides.
+			e.Unknown = "the command reads input the client sends while it runs (stdin: pipe), which policy does not see"
+		}
 		if env, ok := call.Args["env"].(map[string]any); ok && len(env) > 0 {
 			e.Env = make(map[string]string, len(env))
 			for k, v := range env {
@@ -57,6 +63,7 @@ var runCommandOp = &operation{
 			Timeout      float64           `json:"timeout"`
 			IdleTimeout  float64           `json:"idle_timeout"`
 			IsBackground bool              `json:"is_background"`
+			Stdin        string            `json:"stdin"`
 		}
 		if err := bind(call, &a); err != nil {
 			return nil, err
@@ -65,11 +72,29 @@ var runCommandOp = &operation{
 			conv: call.ConversationID, callID: call.ID, command: a.Command, workingDir: a.WorkingDir, env: a.Env,
 			timeout: secondsArg(a.Timeout), idle: secondsArg(a.IdleTimeout), background: a.IsBackground,
 		}
+		if a.Stdin == "pipe" {
+			in, ok := sink.(tools.InputSink)
+			if ok {
+				cs.stdin = in.Stdin()
+			}
+			switch {
+			case a.IsBackground:
+				return nil, errdefs.Invalid("/stdin", "stdin", "stdin: \"pipe\" works only for foreground commands; drop is_background or stdin")
+			case cs.stdin == nil:
+				return nil, errdefs.Invalid("/stdin", "stdin", "this client cannot feed a command's stdin; run the command without stdin: \"pipe\" (give it its input in the command line or a file)")
+			}
+		}
+		started := func(p *process) {
+			if ps, ok := sink.(tools.ProcessSink); ok {
+				ps.Started(p.h.Pid())
+			}
+		}
 		if a.IsBackground {
 			p, err := t.m.start(ctx, cs, nil)
 			if err != nil {
 				return nil, err
 			}
+			started(p)
 			return &tools.Result{
 				Text: fmt.Sprintf("Started background process %s (pid %d): %s\nRead its output with get_output process_id=%q, wait for it with wait, stop it with kill.",
 					p.id, p.h.Pid(), a.Command, p.id),
@@ -78,8 +103,12 @@ var runCommandOp = &operation{
 		}
 		p, err := t.m.start(ctx, cs, sink)
 		if err != nil {
+			if cs.stdin != nil {
+				cs.stdin.Close()
+			}
 			return nil, err
 		}
+		started(p)
 		select {
 		case <-p.done:
 		case <-ctx.Done():
@@ -130,6 +159,13 @@ func (t *Terminal) commandResult(p *process) *tools.Result {
 				humanSize(cutTo-cutFrom), cutFrom, cutTo, p.callID, cutFrom)
 			b.WriteString(cleanText(tl))
 		}
+	}
+	last := tl
+	if len(last) == 0 {
+		last = h
+	}
+	if hint := exitHint(exit.Code, cleanText(last)); hint != "" {
+		fmt.Fprintf(&b, "hint: %s\n", hint)
 	}
 	res := &tools.Result{
 		Text: b.String(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,9 @@ type commandSpec struct {
 	timeout      time.Duration // 0: none (the call's own deadline still applies)
 	idle         time.Duration // 0: none
 	background   bool
+	// stdin, when set, is fed to the command's standard input (the
+	// client's Input data); otherwise it reads /dev/null.
+	stdin io.ReadCloser
 }
 
 // process is a command running under a helper: the command of a
@@ -164,6 +168,22 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		KeepTree: cs.background,
 	}
 	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW}
+	var inW *os.File
+	if cs.stdin != nil {
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			stopOnClose()
+			cancel()
+			outR.Close()
+			errR.Close()
+			outW.Close()
+			errW.Close()
+			rec.finish("did not start")
+			return nil, errdefs.Wrap(errdefs.ErrResourceExhausted, err, "cannot create a pipe: %v", err)
+		}
+		stdio.Stdin = inR
+		defer inR.Close()
+	}
 	var h *sandbox.Process
 	err = sandbox.ErrNoCgroups
 	if m.cgroups != nil && m.policy == nil {
@@ -184,8 +204,14 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		cancel()
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		rec.finish("did not start")
 		return nil, m.startError(ctx, err)
+	}
+	if inW != nil {
+		go feedStdin(inW, cs.stdin)
 	}
 	now := time.Now()
 	p := &process{
@@ -201,6 +227,16 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	m.cfg.Logger.Debug("command started", "process_id", p.id, "pid", h.Pid(), "conversation_id", cs.conv,
 		"call_id", cs.callID, "background", cs.background)
 	return p, nil
+}
+
+// feedStdin copies the client's input to the command's stdin until the
+// client closes it (EOF: the command then reads EOF) or the command stops
+// reading (the pipe breaks); then it stops reading the client's input, so
+// what comes after is counted as unread.
+func feedStdin(w *os.File, in io.ReadCloser) {
+	_, _ = io.Copy(w, in)
+	w.Close()
+	in.Close()
 }
 
 // startError turns a failure to start into an error for the model.

@@ -67,7 +67,14 @@ type Terminal struct {
 	ops    map[string]*operation
 }
 
-var _ tools.Tool = (*Terminal)(nil)
+var (
+	_ tools.Tool           = (*Terminal)(nil)
+	_ tools.ProcessStarter = (*Terminal)(nil)
+)
+
+// StartsProcess implements tools.ProcessStarter: run_command reports its
+// process (Executing carries its pid).
+func (t *Terminal) StartsProcess(call *tools.Call) bool { return call.Operation == "run_command" }
 
 // operation is one operation of Terminal.
 type operation struct {

@@ -1,0 +1,194 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/tools"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendOne(t *testing.T, l *events.Log, ev events.Event) uint64 {
+	t.Helper()
+	seq, err := l.Append(context.Background(), ev)
+	must(t, err)
+	return seq
+}
+
+// kinds names events: start, end, progress:<msg>, out<stream>:<data>@<offset>.
+func kinds(evs []events.Event) string {
+	var b []string
+	for _, ev := range evs {
+		switch {
+		case ev.Start != nil:
+			b = append(b, "start")
+		case ev.End != nil:
+			b = append(b, "end")
+		case ev.Progress != nil && ev.Progress.Output != nil:
+			o := ev.Progress.Output
+			b = append(b, "out"+string(rune('0'+int(o.Stream)))+":"+string(o.Data)+"@"+string(rune('0'+int(o.Offset))))
+		case ev.Progress != nil:
+			b = append(b, "progress:"+ev.Progress.Message)
+		}
+	}
+	return strings.Join(b, " ")
+}
+
+// Seqs are assigned on append, in order; a call's output is coalesced into
+// its stream's last unread chunk while no other event of the call came
+// after it.
+func TestLogOrderSeqAndCoalescing(t *testing.T) {
+	l := events.NewLog(events.LogConfig{})
+	ctx := context.Background()
+	if s := appendOne(t, l, events.Event{CallID: "a", Start: &events.Start{}}); s != 1 {
+		t.Fatalf("first seq %d", s)
+	}
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("hel")))
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("lo")))
+	must(t, l.Output(ctx, "a", tools.Stderr, []byte("w")))
+	appendOne(t, l, events.Event{CallID: "a", Progress: &events.Progress{Message: "half"}})
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("!")))
+	if s := appendOne(t, l, events.Event{CallID: "a", End: &events.End{}}); s != 6 {
+		t.Fatalf("end seq %d, want 6", s)
+	}
+	evs, err := l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if got, want := kinds(evs), "start out1:hello@0 out2:w@0 progress:half out1:!@5 end"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+	// Read output is never coalesced into again.
+	must(t, l.Output(ctx, "b", tools.Stdout, []byte("x")))
+	evs, _ = l.Read(ctx, nil, 0, 0)
+	must(t, l.Output(ctx, "b", tools.Stdout, []byte("y")))
+	more, _ := l.Read(ctx, nil, 0, 0)
+	if kinds(evs) != "out1:x@0" || kinds(more) != "out1:y@1" {
+		t.Fatalf("got %q then %q", kinds(evs), kinds(more))
+	}
+}
+
+// A reader that resumes reads again from any seq the tail still holds;
+// the tail is bounded by events and bytes, and Rewind says where a replay
+// starts when it no longer reaches back.
+func TestLogTailAndRewind(t *testing.T) {
+	l := events.NewLog(events.LogConfig{TailEvents: 3})
+	ctx := context.Background()
+	for range 5 {
+		appendOne(t, l, events.Event{CallID: "a", Progress: &events.Progress{Message: "p"}})
+	}
+	evs, err := l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if len(evs) != 5 {
+		t.Fatalf("read %d events", len(evs))
+	}
+	for _, tc := range []struct{ after, from uint64 }{
+		{4, 5}, {2, 3}, {0, 3}, {9, 6},
+	} {
+		if from := l.Rewind(tc.after); from != tc.from {
+			t.Fatalf("Rewind(%d) = %d, want %d", tc.after, from, tc.from)
+		}
+		evs, _ := l.TryRead(nil, 0), 0
+		if len(evs) != int(6-tc.from) || (len(evs) > 0 && evs[0].Seq != tc.from) {
+			t.Fatalf("after Rewind(%d): %d events from %v", tc.after, len(evs), evs)
+		}
+	}
+	// Bytes bound the tail too.
+	l = events.NewLog(events.LogConfig{TailBytes: 1000})
+	for range 10 {
+		must(t, l.Output(ctx, "c", tools.Stdout, make([]byte, 400)))
+		l.TryRead(nil, 0)
+	}
+	if from := l.Rewind(0); from < 8 {
+		t.Fatalf("a 1000-byte tail replays from seq %d (4000 bytes)", from)
+	}
+}
+
+// Producers wait while MaxUnread events wait for the reader; a context
+// ends the wait, Discard (nobody will read) ends it for good.
+func TestLogBackpressure(t *testing.T) {
+	l := events.NewLog(events.LogConfig{MaxUnread: 2, MaxUnreadOutput: 8})
+	appendOne(t, l, events.Event{CallID: "a", Start: &events.Start{}})
+	appendOne(t, l, events.Event{CallID: "a", Start: &events.Start{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := l.Append(ctx, events.Event{CallID: "a", End: &events.End{}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append into a full log: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Append(context.Background(), events.Event{CallID: "a", End: &events.End{}})
+		done <- err
+	}()
+	l.TryRead(nil, 1)
+	must(t, <-done)
+	// Output waits too, and Discard lets everything through.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		must(t, l.Output(context.Background(), "b", tools.Stdout, make([]byte, 64)))
+	}()
+	l.Discard()
+	wg.Wait()
+	if _, err := l.Append(context.Background(), events.Event{CallID: "b", End: &events.End{}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Read waits for an event, says ErrIdle after the idle time, and after
+// Close returns what is left, then ErrClosed; appends then fail.
+func TestLogReadIdleClose(t *testing.T) {
+	l := events.NewLog(events.LogConfig{})
+	if _, err := l.Read(context.Background(), nil, 0, 5*time.Millisecond); !errors.Is(err, events.ErrIdle) {
+		t.Fatalf("idle read: %v", err)
+	}
+	appendOne(t, l, events.Event{CallID: "a", End: &events.End{}})
+	l.Close()
+	evs, err := l.Read(context.Background(), nil, 0, 0)
+	if len(evs) != 1 || err != nil {
+		t.Fatalf("read after close: %d events, %v", len(evs), err)
+	}
+	if _, err := l.Read(context.Background(), nil, 0, 0); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("read of a drained closed log: %v", err)
+	}
+	if _, err := l.Append(context.Background(), events.Event{CallID: "a"}); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("append to a closed log: %v", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done is not closed")
+	}
+}
+
+// With a notify hook the appender is told instead of a blocked reader:
+// every append calls it once, after the event is in.
+func TestLogNotify(t *testing.T) {
+	l := events.NewLog(events.LogConfig{})
+	var seen []uint64
+	l.SetNotify(func() {
+		for _, ev := range l.TryRead(nil, 0) {
+			seen = append(seen, ev.Seq)
+		}
+	})
+	appendOne(t, l, events.Event{CallID: "a", Start: &events.Start{}})
+	l.Force(events.Event{CallID: "a", End: &events.End{}})
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Fatalf("the hook read %v", seen)
+	}
+}
