@@ -30,6 +30,7 @@ type observeState struct {
 	auditErr     error // why the audit log is unavailable
 	hooks        *hooks.Runner
 	unregMCP     func() error
+	unregTerm    func() error
 	debugAddr    string // the debug server's address, once serving
 }
 
@@ -104,7 +105,8 @@ func (m *Main) executorObserve() executor.Observe {
 }
 
 // registerObserve registers the HistoryService and AuditService and, once
-// the MCP manager exists, the MCP health gauge.
+// the MCP manager and the terminal manager exist, the MCP health and
+// process and session gauges.
 func (m *Main) registerObserve() error {
 	o := &m.observe
 	var q service.HistoryQuerier
@@ -129,6 +131,16 @@ func (m *Main) registerObserve() error {
 		}
 		return out
 	})
+	if err != nil {
+		return err
+	}
+	term := m.terminal
+	o.unregTerm, err = o.metrics.ObserveTerminal(func() (int, int) {
+		if term == nil {
+			return 0, 0
+		}
+		return term.Running(), len(term.Sessions(""))
+	})
 	return err
 }
 
@@ -137,9 +149,11 @@ func (m *Main) registerObserve() error {
 func (m *Main) stopObserve() error {
 	o := &m.observe
 	var errs []error
-	if o.unregMCP != nil {
-		errs = append(errs, o.unregMCP())
-		o.unregMCP = nil
+	for _, unreg := range []*func() error{&o.unregMCP, &o.unregTerm} {
+		if *unreg != nil {
+			errs = append(errs, (*unreg)())
+			*unreg = nil
+		}
 	}
 	if o.metricsSetup != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -96,7 +96,8 @@ func TestObserveServices(t *testing.T) {
 	}
 	defer r.Body.Close()
 	body, _ := io.ReadAll(r.Body)
-	if r.StatusCode != 200 || !strings.Contains(string(body), `toold_calls_total{code="",operation="",outcome="success",tool="think"} 1`) {
+	if r.StatusCode != 200 || !strings.Contains(string(body), `toold_calls_total{code="",operation="",outcome="success",tool="think"} 1`) ||
+		!strings.Contains(string(body), "\ntoold_processes_running 0\n") || !strings.Contains(string(body), "\ntoold_sessions_open 0\n") {
 		t.Fatalf("/metrics: %d\n%s", r.StatusCode, body)
 	}
 }

@@ -134,8 +134,6 @@ type Metrics struct {
 	queueDepth       metric.Int64Gauge
 	outputDropped    metric.Int64Counter
 	outputCoalesced  metric.Int64Counter
-	processes        metric.Int64UpDownCounter
-	sessions         metric.Int64UpDownCounter
 	hooks            metric.Float64Histogram
 	auditRecords     metric.Int64Counter
 	meter            metric.Meter
@@ -160,10 +158,6 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m.outputDropped, err = m.meter.Int64Counter("toold.output.dropped", metric.WithDescription("Output bytes dropped on the way to a client."), metric.WithUnit("By"))
 	add(err)
 	m.outputCoalesced, err = m.meter.Int64Counter("toold.output.coalesced", metric.WithDescription("Output chunks merged into earlier ones while they waited to be sent."), metric.WithUnit("{chunk}"))
-	add(err)
-	m.processes, err = m.meter.Int64UpDownCounter("toold.processes.running", metric.WithDescription("Commands and background processes running."), metric.WithUnit("{process}"))
-	add(err)
-	m.sessions, err = m.meter.Int64UpDownCounter("toold.sessions.open", metric.WithDescription("Terminal sessions open."), metric.WithUnit("{session}"))
 	add(err)
 	m.hooks, err = m.meter.Float64Histogram("toold.hook.duration", metric.WithDescription("Pre/post tool hook runs, by hook, event and verdict."), metric.WithUnit("s"))
 	add(err)
@@ -229,20 +223,31 @@ func (m *Metrics) OutputCoalesced(ctx context.Context, chunks int) {
 	m.outputCoalesced.Add(ctx, int64(chunks))
 }
 
-// Processes adds delta to the running processes.
-func (m *Metrics) Processes(ctx context.Context, delta int64) {
+// ObserveTerminal registers the gauges toold.processes.running and
+// toold.sessions.open, read from count at each collection. The returned
+// function unregisters.
+func (m *Metrics) ObserveTerminal(count func() (processes, sessions int)) (func() error, error) {
 	if m == nil {
-		return
+		return func() error { return nil }, nil
 	}
-	m.processes.Add(ctx, delta)
-}
-
-// Sessions adds delta to the open terminal sessions.
-func (m *Metrics) Sessions(ctx context.Context, delta int64) {
-	if m == nil {
-		return
+	procs, err := m.meter.Int64ObservableGauge("toold.processes.running", metric.WithDescription("Commands and background processes running."), metric.WithUnit("{process}"))
+	if err != nil {
+		return nil, err
 	}
-	m.sessions.Add(ctx, delta)
+	sess, err := m.meter.Int64ObservableGauge("toold.sessions.open", metric.WithDescription("Terminal sessions open."), metric.WithUnit("{session}"))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		p, s := count()
+		o.ObserveInt64(procs, int64(p))
+		o.ObserveInt64(sess, int64(s))
+		return nil
+	}, procs, sess)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
 }
 
 // HookRan records one hook run; verdict is allow, deny, ask, failed or "".

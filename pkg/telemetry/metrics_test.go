@@ -72,8 +72,11 @@ func TestPrometheusText(t *testing.T) {
 	m.QueueDepth(ctx, 7)
 	m.OutputDropped(ctx, 100)
 	m.OutputCoalesced(ctx, 3)
-	m.Processes(ctx, 2)
-	m.Sessions(ctx, 1)
+	unregT, err := m.ObserveTerminal(func() (int, int) { return 2, 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregT()
 	m.HookRan(ctx, "guard", "PreToolUse", "deny", 4*time.Millisecond)
 	m.AuditAppended(ctx, "call.end")
 	unreg, err := m.ObserveMCP(func() []ServerHealth {
