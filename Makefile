@@ -13,6 +13,9 @@ BUF_VERSION := 1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPCURL_VERSION := v1.9.3
+# The OpenTelemetry Collector builder (ocb); the collector's modules are
+# pinned in testdata/otelcol/builder.yaml (the same release).
+OCB_VERSION := v0.145.0
 
 # Arguments for `make run`.
 SOCKET ?= ./toold.sock
@@ -159,8 +162,32 @@ postgres: ## Install PostgreSQL $(PG_VERSION) from Debian (only when missing) fo
 	@test -x /usr/lib/postgresql/$(PG_VERSION)/bin/initdb || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$(PG_VERSION) >/dev/null; }
 
+# The OpenTelemetry Collector the telemetry end-to-end test sends traces
+# and metrics to (pkg/daemon/otel_e2e_test.go): built once by the pinned
+# collector builder from testdata/otelcol/builder.yaml (OTLP receiver, file
+# and debug exporters) into .tools/otelcol, linked as bin/otelcol-toold, and
+# rebuilt only when builder.yaml changes.
+OTELCOL := $(TOOLS)/otelcol/build/otelcol-toold
+
+$(BIN)/builder-$(OCB_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(TOOLS)/ocb-$(OCB_VERSION) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	ln -sf $(TOOLS)/ocb-$(OCB_VERSION)/builder $@
+
+$(OTELCOL): testdata/otelcol/builder.yaml $(BIN)/builder-$(OCB_VERSION)
+	@mkdir -p $(TOOLS)/otelcol
+	cp testdata/otelcol/builder.yaml $(TOOLS)/otelcol/builder.yaml
+	cd $(TOOLS)/otelcol && $(BIN)/builder-$(OCB_VERSION) --config builder.yaml
+	@touch $@
+
+$(BIN)/otelcol-toold: $(OTELCOL)
+	ln -sf $(OTELCOL) $@
+
+.PHONY: otelcol
+otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry test uses (cached in .tools/otelcol).
+
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL).
+test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres otelcol ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector).
 
 .PHONY: test
 test: lint check-generate test-deps container-deps ## Lint, check gen/ is clean, run every test with -race (the container test and the Kubernetes manifests' module too), check the image is reproducible, and the harness in smoke mode.

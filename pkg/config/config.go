@@ -89,6 +89,10 @@ type Config struct {
 	StateDir string `yaml:"state_dir"`
 	// Memory configures memory_operations' storage (see memory.go).
 	Memory Memory `yaml:"memory"`
+	// Hooks, History and Audit: see observe.go.
+	Hooks   HooksConfig `yaml:"hooks"`
+	History History     `yaml:"history"`
+	Audit   Audit       `yaml:"audit"`
 }
 
 // Conversations bounds the conversations no stream is attached to (their
@@ -281,7 +285,7 @@ func (c *Config) Validate() error {
 	if err := c.Web.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateObserve()
 }
 
 // SocketPerm returns the permission bits of the unix socket: 0600 unless

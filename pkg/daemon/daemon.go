@@ -87,6 +87,7 @@ type Main struct {
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	leftovers leftoverState   // see leftovers.go
+	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	healthSrv  *grpc.Server
 	healthAddr string
@@ -129,6 +130,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
 	m.registry = tools.NewRegistry()
@@ -188,6 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Workspace: m.ws.Dir(),
 		Logger:    m.Logger,
 		Tracer:    tracer,
+		Observe:   m.executorObserve(), // observe.go
 	})
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
@@ -201,11 +206,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, granter, m.Logger))
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
+	if err := m.registerObserve(); err != nil {
+		return err
+	}
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -389,6 +397,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	errs = append(errs, m.stopObserve())
 	m.stopHealth()
 	for _, l := range m.listeners {
 		_ = l.Close()

@@ -118,6 +118,12 @@ type Approval struct {
 	Reason string
 	// TTL, when positive, shortens a conversation grant.
 	TTL time.Duration
+	// SaveRule asks to append the approved scope to the policy file as a
+	// rule (see Observe.RuleSaver).
+	SaveRule bool
+	// EditedArgs, when not nil, are arguments the person changed: they are
+	// validated and judged again, run instead, and the model is told.
+	EditedArgs map[string]any
 }
 
 // Host is what a call needs from the transport it came on: a way to emit its
@@ -191,6 +197,9 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *ev
 	_ = host.Emit(ctx, events.Event{CallID: req.CallID, Time: req.Received, Start: start})
 
 	if err == nil {
+		ctx, err = x.preHook(ctx, req, target, call, &effect) // observe.go
+	}
+	if err == nil {
 		err = x.authorize(ctx, req, target, call, effect, start.Risk, host)
 	}
 	if err == nil {
@@ -205,6 +214,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *ev
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
 		if err == nil {
+			x.callStarted(ctx, req, call) // observe.go
 			end.Result, err = x.run(ctx, req, target, call, sink)
 		}
 		if sink.stdin != nil {
@@ -213,6 +223,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *ev
 	}
 	end.Err = err
 	end.Duration = time.Since(req.Received)
+	x.callEnded(ctx, req, start, call, end) // observe.go: post-hooks, audit, history, metrics
 	x.finishSpan(span, end, sink)
 	x.logEnd(req, start, end)
 	return end
@@ -302,6 +313,8 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		spanError(span, err)
 		return err
 	}
+	v = obsFrom(ctx).decided(v, target) // observe.go: a pre-hook's allow or ask
+	x.auditDecision(ctx, req, target, v)
 	if span.IsRecording() {
 		span.SetAttributes(attrDecision.String(v.Decision.String()), attrRule.String(v.Rule))
 		decision := []attribute.KeyValue{
@@ -387,13 +400,17 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		actx, cancel = context.WithTimeoutCause(ctx, t, errApprovalTimeout)
 		defer cancel()
 	}
+	answered := x.approvalAsked(ctx, target) // observe.go
 	ans, err := host.Approve(actx, req.CallID, ar)
 	if err != nil {
+		answered("none")
 		if actx.Err() != nil {
 			return x.contextError(actx, 0, err)
 		}
 		return err
 	}
+	answered(map[bool]string{true: "approve", false: "deny"}[ans.Approve])
+	x.auditApproval(ctx, req, target, ans, ans.ScopeID)
 	answer := []attribute.KeyValue{
 		attribute.Bool("toold.approved", ans.Approve),
 		attribute.String("toold.scope", ans.ScopeID),
@@ -410,6 +427,9 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		return &errdefs.Error{Class: errdefs.ErrRejected, Msg: msg}
 	}
 	scope, ok := findScope(ar.Scopes, ans.ScopeID)
+	if err := x.richerAnswer(ctx, req, target, call, ans, scope, ok); err != nil { // observe.go
+		return err
+	}
 	if !ok || !scope.Conversation {
 		return nil
 	}
@@ -426,6 +446,7 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		return err
 	}
 	span.AddEvent("grant", trace.WithAttributes(attribute.String("toold.grant", grant.ID), attribute.String("toold.scope", scope.Description)))
+	x.auditGrant(ctx, req, grant, scope)
 	x.cfg.Logger.InfoContext(ctx, "grant recorded", "grant_id", grant.ID, "conversation_id", req.ConversationID,
 		"tool", scope.Tool, "operation", scope.Operation, "path_prefix", scope.PathPrefix,
 		"command_prefix", scope.CommandPrefix, "expires_at", grant.ExpiresAt)

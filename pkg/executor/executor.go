@@ -67,6 +67,8 @@ type Config struct {
 	// them (no exporter): calls then get trace ids generated locally, for
 	// events and logs, and no spans.
 	Tracer trace.Tracer
+	// Observe holds hooks, the audit log, history and metrics (observe.go).
+	Observe Observe
 }
 
 func (c Config) withDefaults() Config {

@@ -384,6 +384,10 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 		if t := d.GetTtl(); t != nil {
 			ans.TTL = t.AsDuration()
 		}
+		if err := approvalExtras(d, &ans); err != nil { // approval_extras.go
+			a.Reject("", err, d.GetApprovalId())
+			return
+		}
 		if callID, err := a.Approve(d.GetApprovalId(), ans); err != nil {
 			a.Reject(callID, err, d.GetApprovalId())
 		}

@@ -831,9 +831,20 @@ type ApprovalDecision struct {
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// When approving for the conversation: a shorter lifetime than the offered
 	// scope's ttl. Longer values are capped at the offered ttl.
-	Ttl           *durationpb.Duration `protobuf:"bytes,5,opt,name=ttl,proto3" json:"ttl,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Ttl *durationpb.Duration `protobuf:"bytes,5,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// When approving: also append the chosen scope to toold's policy file as
+	// an allow rule, with this call as its example (checked by loading the
+	// file; a rule that would not load leaves the file unchanged). It applies
+	// from toold's next start; the scope's grant covers the conversation
+	// meanwhile. Ignored without a policy file.
+	SaveAsRule bool `protobuf:"varint,6,opt,name=save_as_rule,json=saveAsRule,proto3" json:"save_as_rule,omitempty"`
+	// When approving: arguments the person edited, as a JSON object, run
+	// instead of the model's. They are validated against the tool's schema
+	// and judged by policy again (a deny then ends the call DENIED); the
+	// result tells the model what changed.
+	EditedArgumentsJson string `protobuf:"bytes,7,opt,name=edited_arguments_json,json=editedArgumentsJson,proto3" json:"edited_arguments_json,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ApprovalDecision) Reset() {
@@ -899,6 +910,20 @@ func (x *ApprovalDecision) GetTtl() *durationpb.Duration {
 		return x.Ttl
 	}
 	return nil
+}
+
+func (x *ApprovalDecision) GetSaveAsRule() bool {
+	if x != nil {
+		return x.SaveAsRule
+	}
+	return false
+}
+
+func (x *ApprovalDecision) GetEditedArgumentsJson() string {
+	if x != nil {
+		return x.EditedArgumentsJson
+	}
+	return ""
 }
 
 // Cancel stops one call. The call ends with CANCELED (or with its normal
@@ -3348,14 +3373,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\targuments\"\xad\x01\n" +
+	"\targuments\"\x83\x02\n" +
 	"\x10ApprovalDecision\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x18\n" +
 	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x19\n" +
 	"\bscope_id\x18\x03 \x01(\tR\ascopeId\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12+\n" +
-	"\x03ttl\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"9\n" +
+	"\x03ttl\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12 \n" +
+	"\fsave_as_rule\x18\x06 \x01(\bR\n" +
+	"saveAsRule\x122\n" +
+	"\x15edited_arguments_json\x18\a \x01(\tR\x13editedArgumentsJson\"9\n" +
 	"\x06Cancel\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x88\x01\n" +

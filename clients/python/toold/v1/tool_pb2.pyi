@@ -37,18 +37,22 @@ TOOL_FORMAT_OPENAI: ToolFormat
 TOOL_FORMAT_UNSPECIFIED: ToolFormat
 
 class ApprovalDecision(_message.Message):
-    __slots__ = ["approval_id", "approve", "reason", "scope_id", "ttl"]
+    __slots__ = ["approval_id", "approve", "edited_arguments_json", "reason", "save_as_rule", "scope_id", "ttl"]
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     APPROVE_FIELD_NUMBER: _ClassVar[int]
+    EDITED_ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SAVE_AS_RULE_FIELD_NUMBER: _ClassVar[int]
     SCOPE_ID_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     approve: bool
+    edited_arguments_json: str
     reason: str
+    save_as_rule: bool
     scope_id: str
     ttl: _duration_pb2.Duration
-    def __init__(self, approval_id: _Optional[str] = ..., approve: bool = ..., scope_id: _Optional[str] = ..., reason: _Optional[str] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, approval_id: _Optional[str] = ..., approve: bool = ..., scope_id: _Optional[str] = ..., reason: _Optional[str] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., save_as_rule: bool = ..., edited_arguments_json: _Optional[str] = ...) -> None: ...
 
 class ApprovalScope(_message.Message):
     __slots__ = ["command_prefix", "description", "host", "kind", "operation", "path_prefix", "scope_id", "tool", "ttl"]

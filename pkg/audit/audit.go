@@ -1,0 +1,578 @@
+// Package audit is toold's tamper-evident audit log: an append-only chain
+// of JSON lines in which every record carries the SHA-256 of the record
+// before it, so that editing, removing, reordering or truncating records is
+// found by Verify, which names the first record affected.
+//
+// # Files
+//
+// The log lives in one directory: audit-00000001.jsonl, audit-00000002.jsonl
+// and so on, each at most Config.MaxFileBytes (a record is never split), and
+// audit.head, which holds the sequence number and hash of the last record
+// known to be on disk. The chain runs on across files: the first record of a
+// file carries the hash of the last record of the file before. Sequence
+// numbers start at 1 and increase by one across files. A record's hash is
+// the SHA-256 of its line, without the newline, exactly as written.
+//
+// # Durability
+//
+// Append writes each record to the file with one write(2) before it
+// returns, and fsyncs in batches (group commit): at most Config.SyncEvery
+// records (default 64) are ever written but not yet fsynced — an Append that
+// would exceed it waits for the sync — and none stays unsynced longer than
+// Config.SyncInterval (default 100ms). So:
+//
+//   - a crash of toold alone (SIGKILL, a panic, OOM kill) loses no record whose
+//     Append returned: the bytes are in the kernel's page cache. At most the
+//     record being written when the process died is torn (a line with no
+//     newline); Open cuts it off and appends an "audit.recovered" record
+//     saying how many bytes it dropped.
+//   - a crash of the machine (power loss, kernel panic) loses at most the last
+//     SyncEvery records, and at most SyncInterval's worth.
+//
+// AppendSync waits for the fsync as well; use it for a record that must not
+// be lost to a power cut (it costs one fsync, shared by every record
+// written meanwhile).
+//
+// The head file is rewritten after each fsync of the log. It lets Verify find
+// records cut from the end of the log (which the chain alone cannot show); a
+// head behind the log is normal after a crash, a head ahead of it is not.
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Record kinds written by toold.
+const (
+	KindDecision   = "decision"   // policy decided a call: Decision, Rule
+	KindApproval   = "approval"   // a person answered: Who, Scope, Decision
+	KindGrant      = "grant"      // a grant was made: Scope, Detail
+	KindRevocation = "revocation" // a grant was revoked
+	KindCallStart  = "call.start" // a call began running: ArgsDigest
+	KindCallEnd    = "call.end"   // a call ended: Outcome, Code, ResultDigest, ExitCode
+	KindHook       = "hook"       // a pre/post hook ran: Detail, Decision
+	KindRecovered  = "audit.recovered"
+)
+
+// GenesisHash is the prev hash of the first record of a log.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// Record is one line of the log. Seq, Time and Prev are set by Append; the
+// rest by the caller. Arguments and results are never written, only their
+// digests (Digest), so the log holds no secret a call carried.
+type Record struct {
+	Seq          uint64    `json:"seq"`
+	Time         time.Time `json:"time"`
+	Kind         string    `json:"kind"`
+	Conversation string    `json:"conversation,omitempty"`
+	CallID       string    `json:"call_id,omitempty"`
+	Tool         string    `json:"tool,omitempty"`
+	Operation    string    `json:"operation,omitempty"`
+	// Decision is allow, deny or ask (decision, hook), approve or deny
+	// (approval).
+	Decision string `json:"decision,omitempty"`
+	// Rule is the policy rule that decided, if any.
+	Rule string `json:"rule,omitempty"`
+	// Who answered an approval (the client name of the stream).
+	Who string `json:"who,omitempty"`
+	// Scope of an approval or grant: once, conversation, rule.
+	Scope        string `json:"scope,omitempty"`
+	GrantID      string `json:"grant_id,omitempty"`
+	ArgsDigest   string `json:"args_digest,omitempty"`
+	ResultDigest string `json:"result_digest,omitempty"`
+	ExitCode     *int   `json:"exit_code,omitempty"`
+	// Outcome of a call: success, error.
+	Outcome string `json:"outcome,omitempty"`
+	// Code is the result's error code, if any.
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Prev is the hex SHA-256 of the previous record's line.
+	Prev string `json:"prev"`
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of b, for ArgsDigest and
+// ResultDigest.
+func Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// Config configures a Log.
+type Config struct {
+	// Dir holds the log's files; it is created (0700) if missing.
+	Dir string
+	// MaxFileBytes starts a new file once the current one would grow past
+	// it (default 64 MiB).
+	MaxFileBytes int64
+	// SyncEvery bounds the records written but not yet fsynced (default
+	// 64): what a machine crash can lose.
+	SyncEvery int
+	// SyncInterval bounds how long a record stays unsynced (default 100ms).
+	SyncInterval time.Duration
+	// Now returns the time (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = 64 << 20
+	}
+	if c.SyncEvery <= 0 {
+		c.SyncEvery = 64
+	}
+	if c.SyncInterval <= 0 {
+		c.SyncInterval = 100 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("audit log is closed")
+
+// Log is an open audit log. It is safe for concurrent use; records are
+// chained in the order their Appends took the lock.
+type Log struct {
+	cfg Config
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signaled when synced advances or the log closes
+	f      *os.File
+	fileNo int
+	size   int64
+	seq    uint64 // last written
+	hash   string // of the last written record
+	synced uint64 // last fsynced
+	err    error  // sticky write/sync error
+	closed bool
+	kick   chan struct{}
+	done   chan struct{}
+}
+
+// Open opens the log in cfg.Dir, creating it if needed, and continues its
+// chain. A torn last line (a crash mid-write) is cut off and an
+// "audit.recovered" record says so. Open does not verify the whole chain;
+// call Verify for that.
+func Open(cfg Config) (*Log, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("audit: no directory configured")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
+	files, err := listFiles(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var torn int64
+	if len(files) == 0 {
+		l.fileNo = 1
+	} else {
+		last := files[len(files)-1]
+		l.fileNo = last.no
+		if torn, err = l.recover(last.path); err != nil {
+			return nil, err
+		}
+		if l.seq == 0 && len(files) > 1 {
+			// The last file is empty (a crash right after rotating): the
+			// chain continues from the file before.
+			if _, err := l.recover(files[len(files)-2].path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	l.f, err = os.OpenFile(fileName(cfg.Dir, l.fileNo), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := l.f.Stat()
+	if err != nil {
+		l.f.Close()
+		return nil, err
+	}
+	l.size = fi.Size()
+	l.synced = l.seq
+	go l.syncer()
+	if torn > 0 {
+		if _, err := l.AppendSync(Record{Kind: KindRecovered, Detail: fmt.Sprintf("cut off a torn last line of %d bytes (toold stopped mid-write)", torn)}); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// recover reads the last complete record of path into l.seq and l.hash and
+// truncates a torn tail; it returns the bytes cut.
+func (l *Log) recover(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	good := bytes.LastIndexByte(b, '\n') + 1
+	torn := int64(len(b) - good)
+	if torn > 0 {
+		if err := os.Truncate(path, int64(good)); err != nil {
+			return 0, err
+		}
+	}
+	b = b[:good]
+	if len(b) == 0 {
+		return torn, nil
+	}
+	line := b[bytes.LastIndexByte(b[:len(b)-1], '\n')+1 : len(b)-1]
+	var r Record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return 0, fmt.Errorf("audit: last record of %s does not decode (run toolctl audit verify): %w", path, err)
+	}
+	l.seq, l.hash = r.Seq, lineHash(line)
+	return torn, nil
+}
+
+// Append adds r to the log and returns it with Seq, Time and Prev set. The
+// record is written (survives a crash of toold) when Append returns; see
+// the package comment for when it is fsynced.
+func (l *Log) Append(r Record) (Record, error) {
+	return l.append(r, false)
+}
+
+// AppendSync is Append that also waits for the record to be fsynced.
+func (l *Log) AppendSync(r Record) (Record, error) {
+	return l.append(r, true)
+}
+
+func (l *Log) append(r Record, wait bool) (Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.closed && l.err == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+		l.kickSync()
+		l.cond.Wait()
+	}
+	if l.closed {
+		return Record{}, ErrClosed
+	}
+	if l.err != nil {
+		return Record{}, l.err
+	}
+	r.Seq = l.seq + 1
+	r.Time = l.cfg.Now().UTC()
+	r.Prev = l.hash
+	line, err := json.Marshal(r)
+	if err != nil {
+		return Record{}, err
+	}
+	if l.size > 0 && l.size+int64(len(line))+1 > l.cfg.MaxFileBytes {
+		if err := l.rotate(); err != nil {
+			l.err = err
+			return Record{}, err
+		}
+	}
+	line = append(line, '\n')
+	n, err := l.f.Write(line)
+	l.size += int64(n)
+	if err != nil {
+		// A short write leaves a torn line: the log is unusable until
+		// reopened (Open cuts it off).
+		l.err = fmt.Errorf("audit: write: %w", err)
+		return Record{}, l.err
+	}
+	l.seq, l.hash = r.Seq, lineHash(line[:len(line)-1])
+	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
+		l.kickSync()
+	}
+	for wait && l.synced < r.Seq && l.err == nil && !l.closed {
+		l.cond.Wait()
+	}
+	if wait && l.synced < r.Seq {
+		if l.err != nil {
+			return Record{}, l.err
+		}
+		return Record{}, ErrClosed
+	}
+	return r, nil
+}
+
+// rotate fsyncs and closes the current file and opens the next. l.mu held.
+func (l *Log) rotate() error {
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("audit: sync: %w", err)
+	}
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	l.synced = l.seq
+	if err := l.writeHead(l.seq, l.hash); err != nil {
+		return err
+	}
+	l.fileNo++
+	f, err := os.OpenFile(fileName(l.cfg.Dir, l.fileNo), os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	l.f, l.size = f, 0
+	if d, err := os.Open(l.cfg.Dir); err == nil {
+		_ = d.Sync() // the new file's directory entry
+		d.Close()
+	}
+	l.cond.Broadcast()
+	return nil
+}
+
+func (l *Log) kickSync() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// syncer fsyncs written records in batches until Close.
+func (l *Log) syncer() {
+	defer close(l.done)
+	t := time.NewTicker(l.cfg.SyncInterval)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if !closed {
+			select {
+			case <-l.kick:
+			case <-t.C:
+			}
+		}
+		l.syncOnce()
+		if closed {
+			return
+		}
+	}
+}
+
+// syncOnce fsyncs the current file and advances synced. The fsync runs
+// without the lock, so appends go on meanwhile (they wait only when
+// SyncEvery records are unsynced: that is the group commit). A rotation
+// that closes the file under it has fsynced it itself.
+func (l *Log) syncOnce() {
+	l.mu.Lock()
+	if l.synced == l.seq || l.err != nil || l.f == nil {
+		l.mu.Unlock()
+		return
+	}
+	f, target, hash := l.f, l.seq, l.hash
+	l.mu.Unlock()
+	err := f.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err != nil && !errors.Is(err, os.ErrClosed):
+		l.err = fmt.Errorf("audit: sync: %w", err)
+	case target > l.synced:
+		l.synced = target
+		if err := l.writeHead(target, hash); err != nil {
+			l.err = err
+		}
+	}
+	l.cond.Broadcast()
+}
+
+// head is the content of audit.head.
+type head struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// writeHead records the last fsynced record (l.mu held). It is written to
+// a temporary file and renamed, so it is always whole.
+func (l *Log) writeHead(seq uint64, hash string) error {
+	b, _ := json.Marshal(head{Seq: seq, Hash: hash})
+	p := filepath.Join(l.cfg.Dir, "audit.head")
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// Stats reports the last written and last fsynced sequence numbers.
+func (l *Log) Stats() (written, synced uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, l.synced
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.cfg.Dir }
+
+// Close fsyncs what was written and closes the log. Appends after it fail
+// with ErrClosed. A second Close returns nil.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	l.kickSync()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.err
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func lineHash(line []byte) string {
+	s := sha256.Sum256(line)
+	return hex.EncodeToString(s[:])
+}
+
+func fileName(dir string, no int) string {
+	return filepath.Join(dir, fmt.Sprintf("audit-%08d.jsonl", no))
+}
+
+type logFile struct {
+	no   int
+	path string
+}
+
+// listFiles returns the log's files in order.
+func listFiles(dir string) ([]logFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []logFile
+	for _, e := range ents {
+		var no int
+		name := e.Name()
+		if !strings.HasPrefix(name, "audit-") || !strings.HasSuffix(name, ".jsonl") {
+			continue
+		}
+		if _, err := fmt.Sscanf(name, "audit-%08d.jsonl", &no); err != nil || no <= 0 {
+			continue
+		}
+		out = append(out, logFile{no: no, path: filepath.Join(dir, name)})
+	}
+	slices.SortFunc(out, func(a, b logFile) int { return a.no - b.no })
+	return out, nil
+}
+
+// line is one line read back from the log.
+type line struct {
+	file string
+	no   int // 1-based line number in file
+	raw  []byte
+	torn bool // no newline at the end
+}
+
+// eachLine calls fn with every line of the log in order; fn returns false
+// to stop.
+func eachLine(dir string, fn func(line) bool) error {
+	files, err := listFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return err
+		}
+		br := bufio.NewReaderSize(fh, 64<<10)
+		for no := 1; ; no++ {
+			b, err := br.ReadBytes('\n')
+			if len(b) > 0 {
+				torn := b[len(b)-1] != '\n'
+				if !torn {
+					b = b[:len(b)-1]
+				}
+				if !fn(line{file: filepath.Base(f.path), no: no, raw: b, torn: torn}) {
+					fh.Close()
+					return nil
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				fh.Close()
+				return err
+			}
+		}
+		fh.Close()
+	}
+	return nil
+}
+
+// Tail returns the last n records (fewer if the log is shorter), oldest
+// first. Lines that do not decode are skipped; Verify reports them.
+func Tail(dir string, n int) ([]Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	ring := make([]Record, 0, n)
+	err := eachLine(dir, func(ln line) bool {
+		var r Record
+		if ln.torn || json.Unmarshal(ln.raw, &r) != nil {
+			return true
+		}
+		if len(ring) == n {
+			ring = append(ring[:0], ring[1:]...)
+		}
+		ring = append(ring, r)
+		return true
+	})
+	return ring, err
+}
+
+// Export writes every record with Seq >= from (and, when until is not
+// zero, Time before until) as JSON lines to w, byte for byte as stored, so
+// that the exported lines still verify by hash. It returns the number
+// written.
+func Export(ctx context.Context, dir string, w io.Writer, from uint64, since, until time.Time) (int, error) {
+	n := 0
+	var werr error
+	err := eachLine(dir, func(ln line) bool {
+		if ctx.Err() != nil {
+			werr = ctx.Err()
+			return false
+		}
+		var r Record
+		if ln.torn || json.Unmarshal(ln.raw, &r) != nil {
+			return true
+		}
+		if r.Seq < from || (!since.IsZero() && r.Time.Before(since)) || (!until.IsZero() && !r.Time.Before(until)) {
+			return true
+		}
+		if _, werr = w.Write(append(slices.Clip(ln.raw), '\n')); werr != nil {
+			return false
+		}
+		n++
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}

@@ -1,0 +1,385 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// write appends n records to a fresh log in dir and closes it.
+func write(t *testing.T, cfg Config, n int) {
+	t.Helper()
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := l.Append(Record{Kind: KindCallEnd, Conversation: "c1", CallID: strconv.Itoa(i), Tool: "think", Outcome: "success", ArgsDigest: Digest([]byte(strconv.Itoa(i)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.SplitAfter(b, []byte("\n"))
+}
+
+func writeLines(t *testing.T, path string, lines [][]byte) {
+	t.Helper()
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChainAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, MaxFileBytes: 1000}
+	write(t, cfg, 30)
+	// Reopen and go on: the chain continues.
+	write(t, cfg, 30)
+	files, _ := listFiles(dir)
+	if len(files) < 3 {
+		t.Fatalf("want rotation into several files, got %d", len(files))
+	}
+	for _, f := range files {
+		if fi, _ := os.Stat(f.path); fi.Size() > 1000 {
+			t.Errorf("%s is %d bytes, over MaxFileBytes", f.path, fi.Size())
+		}
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 60 || rep.Last != 60 || rep.Head != 60 || rep.Files != len(files) {
+		t.Fatalf("report %+v", rep)
+	}
+	recs, err := Tail(dir, 5)
+	if err != nil || len(recs) != 5 || recs[0].Seq != 56 || recs[4].Seq != 60 {
+		t.Fatalf("tail: %v %+v", err, recs)
+	}
+	var out bytes.Buffer
+	n, err := Export(context.Background(), dir, &out, 50, time.Time{}, time.Time{})
+	if err != nil || n != 11 || strings.Count(out.String(), "\n") != 11 {
+		t.Fatalf("export: %d %v", n, err)
+	}
+	// The exported lines are the stored bytes: each one's hash is the
+	// next one's prev.
+	lines := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
+	for i := 1; i < len(lines); i++ {
+		if !bytes.Contains(lines[i], []byte(`"prev":"`+lineHash(lines[i-1])+`"`)) {
+			t.Fatalf("exported line %d does not chain", i)
+		}
+	}
+}
+
+// Each way of tampering is found and named at the first record affected.
+func TestVerifyFindsTampering(t *testing.T) {
+	tests := []struct {
+		name     string
+		tamper   func(t *testing.T, dir string, files []logFile)
+		wantKind string
+		wantSeq  uint64
+	}{
+		{"flip a byte", func(t *testing.T, dir string, files []logFile) {
+			lines := readLines(t, files[0].path)
+			i := bytes.Index(lines[3], []byte("think"))
+			lines[3][i] = 'T' // record 4
+			writeLines(t, files[0].path, lines)
+		}, Edited, 4},
+		{"flip a byte of the last record", func(t *testing.T, dir string, files []logFile) {
+			p := files[len(files)-1].path
+			lines := readLines(t, p)
+			last := lines[len(lines)-2]
+			i := bytes.Index(last, []byte("success"))
+			last[i] = 'S'
+			writeLines(t, p, lines)
+		}, Edited, 50},
+		{"flip a byte so the line does not decode", func(t *testing.T, dir string, files []logFile) {
+			lines := readLines(t, files[0].path)
+			lines[1][0] = '[' // record 2
+			writeLines(t, files[0].path, lines)
+		}, Edited, 2},
+		{"delete a record", func(t *testing.T, dir string, files []logFile) {
+			lines := readLines(t, files[0].path)
+			writeLines(t, files[0].path, append(lines[:2:2], lines[3:]...)) // record 3
+		}, Removed, 3},
+		{"delete the first record", func(t *testing.T, dir string, files []logFile) {
+			lines := readLines(t, files[0].path)
+			writeLines(t, files[0].path, lines[1:])
+		}, Removed, 1},
+		{"swap two records", func(t *testing.T, dir string, files []logFile) {
+			lines := readLines(t, files[0].path)
+			lines[4], lines[5] = lines[5], lines[4] // records 5 and 6
+			writeLines(t, files[0].path, lines)
+		}, Reordered, 5},
+		{"truncate a file mid-record", func(t *testing.T, dir string, files []logFile) {
+			fi, _ := os.Stat(files[0].path)
+			if err := os.Truncate(files[0].path, fi.Size()-10); err != nil {
+				t.Fatal(err)
+			}
+		}, Truncated, 0}, // seq checked by lastOf below
+		{"truncate the last file at a record boundary", func(t *testing.T, dir string, files []logFile) {
+			p := files[len(files)-1].path
+			lines := readLines(t, p)
+			writeLines(t, p, lines[:len(lines)-3]) // drops records 49 and 50 (the last element is "")
+		}, Truncated, 49},
+		{"remove a whole file", func(t *testing.T, dir string, files []logFile) {
+			if err := os.Remove(files[1].path); err != nil {
+				t.Fatal(err)
+			}
+		}, Removed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, Config{Dir: dir, MaxFileBytes: 4096}, 50)
+			if _, err := Verify(dir); err != nil {
+				t.Fatalf("untouched log: %v", err)
+			}
+			files, _ := listFiles(dir)
+			if len(files) < 3 {
+				t.Fatalf("want several files, got %d", len(files))
+			}
+			want := tt.wantSeq
+			switch tt.name {
+			case "truncate a file mid-record":
+				want = lastOf(t, files[0].path)
+			case "remove a whole file":
+				want = lastOf(t, files[0].path) + 1
+			}
+			tt.tamper(t, dir, files)
+			_, err := Verify(dir)
+			var te *TamperError
+			if !errors.As(err, &te) {
+				t.Fatalf("Verify = %v, want a TamperError", err)
+			}
+			if te.Kind != tt.wantKind || te.Seq != want {
+				t.Fatalf("Verify = %v; want %s at record %d", te, tt.wantKind, want)
+			}
+		})
+	}
+}
+
+// lastOf returns the seq of the last record of a file.
+func lastOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	lines := readLines(t, path)
+	l := lines[len(lines)-2]
+	i := bytes.Index(l, []byte(`"seq":`)) + 6
+	j := bytes.IndexByte(l[i:], ',')
+	n, err := strconv.ParseUint(string(l[i:i+j]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestAppendAfterCloseAndBadDir(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(Record{Kind: KindDecision}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{}); err == nil {
+		t.Fatal("Open without a directory succeeded")
+	}
+	f := filepath.Join(dir, "file")
+	os.WriteFile(f, nil, 0o600)
+	if _, err := Open(Config{Dir: f}); err == nil {
+		t.Fatal("Open on a file succeeded")
+	}
+}
+
+// AppendSync returns only once the record is fsynced, and an Append
+// never leaves more than SyncEvery records unsynced.
+func TestSyncBound(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, SyncEvery: 8, SyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for range 100 {
+		r, err := l.Append(Record{Kind: KindDecision})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, s := l.Stats(); w != r.Seq || w-s > 8 {
+			t.Fatalf("written %d synced %d: more than 8 unsynced", w, s)
+		}
+	}
+	r, err := l.AppendSync(Record{Kind: KindApproval, Who: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, s := l.Stats(); s < r.Seq {
+		t.Fatalf("AppendSync returned with synced %d < %d", s, r.Seq)
+	}
+	if h, _ := readHead(dir); h.Seq < r.Seq {
+		t.Fatalf("head %d behind the synced record %d", h.Seq, r.Seq)
+	}
+}
+
+const childEnv = "TOOLD_AUDIT_CHILD_DIR"
+
+// TestMain lets the test binary stand in for toold appending a burst: with
+// childEnv set it appends forever, printing each sequence number once its
+// Append returned, until it is killed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childEnv); dir != "" {
+		l, err := Open(Config{Dir: dir, SyncEvery: childSyncEvery, MaxFileBytes: 64 << 10})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		w := bufio.NewWriter(os.Stdout)
+		for i := 0; ; i++ {
+			r, err := l.Append(Record{Kind: KindCallStart, Conversation: "burst", CallID: strconv.Itoa(i), ArgsDigest: Digest([]byte(strconv.Itoa(i)))})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(3)
+			}
+			fmt.Fprintln(w, r.Seq)
+			w.Flush()
+		}
+	}
+	os.Exit(m.Run())
+}
+
+const childSyncEvery = 16
+
+// A process SIGKILLed in the middle of a burst of appends loses no record
+// whose Append returned; the chain verifies up to the last record; at most
+// SyncEvery acknowledged records were not yet fsynced (what a machine
+// crash could have lost); and reopening the log repairs a torn line and
+// carries on.
+func TestSIGKILLMidBurst(t *testing.T) {
+	for round := range 3 {
+		t.Run(strconv.Itoa(round), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+dir)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			var acked uint64
+			target := uint64(2000 + 1500*round)
+			for sc.Scan() {
+				n, err := strconv.ParseUint(sc.Text(), 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				acked = n
+				if acked >= target {
+					break
+				}
+			}
+			if acked < target {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("child stopped at %d: %s", acked, stderr.String())
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() { // what it acknowledged before the kill landed
+				if n, err := strconv.ParseUint(sc.Text(), 10, 64); err == nil {
+					acked = n
+				}
+			}
+			err = cmd.Wait()
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("child did not die of SIGKILL: %v", err)
+			}
+
+			rep, err := Verify(dir)
+			var te *TamperError
+			if err != nil && !(errors.As(err, &te) && te.Kind == Truncated && te.Seq == rep.Last+1) {
+				t.Fatalf("after SIGKILL: %v", err)
+			}
+			if rep.Last < acked {
+				t.Fatalf("lost acknowledged records: log ends at %d, %d were acknowledged", rep.Last, acked)
+			}
+			if rep.Head+childSyncEvery < acked {
+				t.Fatalf("fsynced up to %d but %d acknowledged: more than SyncEvery=%d unsynced", rep.Head, acked, childSyncEvery)
+			}
+			t.Logf("acknowledged %d, on disk %d, fsynced %d (a machine crash would have lost %d <= %d)", acked, rep.Last, rep.Head, acked-min(acked, rep.Head), childSyncEvery)
+
+			l, err := Open(Config{Dir: dir, MaxFileBytes: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(Record{Kind: KindDecision, Decision: "allow"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rep2, err := Verify(dir)
+			if err != nil {
+				t.Fatalf("after reopening: %v", err)
+			}
+			if rep2.Last < rep.Last+1 {
+				t.Fatalf("reopened log ends at %d, before %d", rep2.Last, rep.Last+1)
+			}
+		})
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
+			l, err := Open(Config{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			r := Record{Kind: KindCallEnd, Conversation: "c", CallID: "1", Tool: "read_file", Outcome: "success", ArgsDigest: Digest([]byte("{}")), ResultDigest: Digest([]byte("x"))}
+			b.ResetTimer()
+			for b.Loop() {
+				if sync {
+					_, err = l.AppendSync(r)
+				} else {
+					_, err = l.Append(r)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

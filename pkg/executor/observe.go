@@ -1,0 +1,434 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toold/toold/pkg/audit"
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/history"
+	"github.com/toold/toold/pkg/hooks"
+	"github.com/toold/toold/pkg/telemetry"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// Observe is what makes calls accountable and observable. Every field is
+// optional.
+type Observe struct {
+	// Hooks run before a call is authorized and after it ends.
+	Hooks *hooks.Runner
+	// Audit receives a record of every decision, approval, grant, hook
+	// verdict, call start and call end.
+	Audit *audit.Log
+	// History receives one entry per call at its end.
+	History HistoryRecorder
+	// Metrics count calls, durations and approvals.
+	Metrics *telemetry.Metrics
+	// RuleSaver appends an approved scope as a rule to the policy file
+	// ("approve and save as rule"); nil refuses such answers.
+	RuleSaver RuleSaver
+}
+
+// HistoryRecorder stores call history (a *history.Store).
+type HistoryRecorder interface {
+	Record(ctx context.Context, e history.Entry) (int64, error)
+}
+
+// RuleSaver saves an approved scope as a policy rule, with the approved
+// call as its example (authz.AppendRule on the policy file).
+type RuleSaver interface {
+	SaveRule(scope authz.Scope, example map[string]any) (string, error)
+}
+
+// callObs is one call's accounting, carried in its context.
+type callObs struct {
+	started  time.Time
+	argsJSON []byte
+	decision string
+	rule     string
+	approver string
+	// hook is the pre-hooks' verdict, applied to the policy's.
+	hook        hooks.Result
+	hookContext []string
+	// changed tells the model what a person or a hook changed.
+	changed []string
+}
+
+type obsKey struct{}
+
+func obsFrom(ctx context.Context) *callObs {
+	o, _ := ctx.Value(obsKey{}).(*callObs)
+	return o
+}
+
+// spanHooks is the span of a call's pre- or post-hooks.
+const spanHooks = "toold.hooks"
+
+// preHook runs the pre-tool hooks matching the call (in the "toold.hooks"
+// span) and returns the context carrying the call's accounting. A hook's
+// deny ends the call DENIED with its reason; amended arguments are coerced
+// and validated against the schema again and the effect described again;
+// allow and ask are applied to the policy's verdict in decided.
+func (x *Executor) preHook(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, effect *tools.Effect) (context.Context, error) {
+	o := &callObs{started: time.Now()}
+	ctx = context.WithValue(ctx, obsKey{}, o)
+	ob := x.cfg.Observe
+	if ob.Hooks.Empty() {
+		return ctx, nil
+	}
+	hctx, span := x.childSpan(ctx, spanHooks)
+	defer span.End()
+	res, err := ob.Hooks.Pre(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: flatName(target),
+		Tool: target.ToolName, Operation: target.Operation, Input: call.Args, PermissionMode: permissionMode(req.Mode)})
+	x.recordHooks(ctx, span, req, target, res)
+	if err != nil {
+		return ctx, x.contextError(ctx, 0, err)
+	}
+	o.hook = res
+	o.hookContext = append(o.hookContext, res.Context...)
+	if res.Decision == hooks.Deny {
+		err := &errdefs.Error{Class: errdefs.ErrDenied, Msg: "blocked by a pre-tool hook: " + res.Reason, Rule: "hook"}
+		spanError(span, err)
+		return ctx, err
+	}
+	if res.Input != nil {
+		if err := x.amend(call, target, res.Input, effect); err != nil {
+			err := &errdefs.Error{Class: errdefs.ErrInvalidArgument, Msg: "a pre-tool hook changed the arguments into ones the schema refuses: " + errdefs.As(err).Msg, Cause: err}
+			spanError(span, err)
+			return ctx, err
+		}
+		o.changed = append(o.changed, "a pre-tool hook changed the arguments to "+compactJSON(res.Input))
+	}
+	return ctx, nil
+}
+
+// amend replaces the call's arguments with args, coerced and validated
+// against the tool's schema, and describes the call's effect again.
+func (x *Executor) amend(call *tools.Call, target *tools.Target, args map[string]any, effect *tools.Effect) error {
+	if _, err := target.Prepare(args); err != nil {
+		return err
+	}
+	call.Args = args
+	e, err := guard(call, "Describe", func() (tools.Effect, error) { return target.Tool.Describe(call), nil })
+	if err != nil {
+		return err
+	}
+	*effect = e
+	return nil
+}
+
+func (x *Executor) recordHooks(ctx context.Context, span trace.Span, req *CallRequest, target *tools.Target, res hooks.Result) {
+	ob := x.cfg.Observe
+	for _, h := range res.Ran {
+		verdict := string(h.Decision)
+		if h.Failed != "" {
+			verdict = "failed"
+		}
+		if span.IsRecording() {
+			span.AddEvent("hook", trace.WithAttributes(
+				attribute.String("toold.hook", h.Hook), attribute.String("toold.hook.event", h.Event),
+				attribute.Int("toold.hook.exit_code", h.ExitCode), attribute.String("toold.hook.verdict", verdict),
+				attribute.String("toold.hook.failed", h.Failed), attribute.Bool("toold.hook.amended", h.Amended),
+				attribute.Int64("toold.hook.duration_us", h.Duration.Microseconds())))
+		}
+		ob.Metrics.HookRan(ctx, h.Hook, h.Event, verdict, h.Duration)
+		detail := h.Event + " " + h.Hook
+		if h.Failed != "" {
+			detail += ": " + h.Failed
+		}
+		if h.Amended {
+			detail += ": amended the arguments"
+		}
+		x.auditAppend(ctx, audit.Record{Kind: audit.KindHook, Conversation: req.ConversationID, CallID: req.CallID,
+			Tool: target.ToolName, Operation: target.Operation, Decision: verdict, Detail: detail})
+	}
+}
+
+// decided applies the pre-hooks' verdict to the policy's and records the
+// decision: a hook's allow skips the policy's ask (never its deny), a
+// hook's ask turns the policy's allow into a question.
+func (o *callObs) decided(v authz.Verdict, target *tools.Target) authz.Verdict {
+	if o == nil {
+		return v
+	}
+	switch {
+	case o.hook.Decision == hooks.Allow && v.Decision == authz.Ask:
+		v.Decision, v.Rule, v.Reason = authz.Allow, "hook", "a pre-tool hook allowed it: "+o.hook.Reason
+	case o.hook.Decision == hooks.Ask && v.Decision == authz.Allow:
+		v.Decision, v.Rule = authz.Ask, "hook"
+		v.Reason = "a pre-tool hook asks: " + o.hook.Reason
+		if len(v.Scopes) == 0 {
+			v.Scopes = []authz.Scope{{ID: "once", Tool: target.ToolName, Operation: target.Operation, Description: "this call only"}}
+		}
+	}
+	o.decision, o.rule = v.Decision.String(), v.Rule
+	return v
+}
+
+// auditDecision records the policy's (hook-adjusted) decision.
+func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *tools.Target, v authz.Verdict) {
+	r := audit.Record{Kind: audit.KindDecision, Conversation: req.ConversationID, CallID: req.CallID, Tool: target.ToolName,
+		Operation: target.Operation, Decision: v.Decision.String(), Rule: v.Rule, Detail: v.Reason}
+	if v.Grant != nil {
+		r.GrantID = v.Grant.ID
+	}
+	x.auditAppend(ctx, r)
+}
+
+// approvalAsked counts a waiting approval; the returned func records the
+// answer (approve, deny, timeout, error) and its wait.
+func (x *Executor) approvalAsked(ctx context.Context, target *tools.Target) func(answer string) {
+	m := x.cfg.Observe.Metrics
+	m.ApprovalWaiting(ctx, 1)
+	t := time.Now()
+	return func(answer string) {
+		m.ApprovalWaiting(ctx, -1)
+		m.ApprovalAnswered(ctx, target.ToolName, answer, time.Since(t))
+	}
+}
+
+// auditApproval records a person's answer, synced: an approval must not be
+// lost to a power cut.
+func (x *Executor) auditApproval(ctx context.Context, req *CallRequest, target *tools.Target, ans Approval, scope string) {
+	if o := obsFrom(ctx); o != nil && ans.Approve {
+		o.approver = req.Client
+	}
+	d := "deny"
+	if ans.Approve {
+		d = "approve"
+	}
+	detail := ans.Reason
+	if ans.SaveRule {
+		detail = strings.TrimSpace(detail + " (save as rule)")
+	}
+	if ans.EditedArgs != nil {
+		detail = strings.TrimSpace(detail + " (edited arguments)")
+	}
+	x.auditAppendSync(ctx, audit.Record{Kind: audit.KindApproval, Conversation: req.ConversationID, CallID: req.CallID,
+		Tool: target.ToolName, Operation: target.Operation, Decision: d, Who: req.Client, Scope: scope, Detail: detail})
+}
+
+// auditGrant records a grant made from an approval.
+func (x *Executor) auditGrant(ctx context.Context, req *CallRequest, g authz.Grant, scope authz.Scope) {
+	x.auditAppendSync(ctx, audit.Record{Kind: audit.KindGrant, Conversation: req.ConversationID, CallID: req.CallID,
+		Tool: scope.Tool, Operation: scope.Operation, GrantID: g.ID, Who: req.Client, Scope: scope.Description})
+}
+
+// callStarted records that the call is about to run, with the digest of
+// its (final) arguments.
+func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tools.Call) {
+	o := obsFrom(ctx)
+	if o == nil {
+		return
+	}
+	o.argsJSON, _ = json.Marshal(call.Args)
+	if x.cfg.Observe.Audit == nil {
+		return
+	}
+	x.auditAppend(ctx, audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)})
+}
+
+// callEnded runs the post-hooks (their context is added to the result),
+// tells the model what was changed, and records the end: the audit
+// record, the history entry and the metrics.
+func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *events.Start, call *tools.Call, end *events.End) {
+	ob := x.cfg.Observe
+	o := obsFrom(ctx)
+	if o == nil {
+		o = &callObs{started: req.Received}
+	}
+	if o.argsJSON == nil && call != nil {
+		o.argsJSON, _ = json.Marshal(call.Args)
+	}
+	if end.Err == nil && end.Result != nil && call != nil && !ob.Hooks.Empty() {
+		hctx, span := x.childSpan(ctx, spanHooks)
+		res, err := ob.Hooks.Post(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: flatName(&tools.Target{ToolName: start.Tool, Operation: start.Operation}),
+			Tool: start.Tool, Operation: start.Operation, Input: call.Args, PermissionMode: permissionMode(req.Mode)},
+			hooks.Response{Success: true, Content: end.Result.Text, Structured: end.Result.Structured, ExitCode: exitCode(end.Result)})
+		if err == nil {
+			x.recordHooksPost(ctx, span, req, start, res)
+			o.hookContext = append(o.hookContext, res.Context...)
+		}
+		span.End()
+	}
+	if end.Result != nil && (len(o.hookContext) > 0 || len(o.changed) > 0) {
+		var b strings.Builder
+		b.WriteString(end.Result.Text)
+		for _, c := range o.changed {
+			fmt.Fprintf(&b, "\n\n[toold] %s", c)
+		}
+		for _, c := range o.hookContext {
+			fmt.Fprintf(&b, "\n\n[hook] %s", c)
+		}
+		end.Result.Text = b.String()
+	}
+	outcome, code := "success", ""
+	if end.Err != nil {
+		outcome, code = "error", strings.TrimPrefix(errdefs.CodeName(errdefs.As(end.Err)), "ERROR_CODE_")
+	}
+	ob.Metrics.CallEnded(ctx, start.Tool, start.Operation, outcome, code, end.Duration)
+	var resultJSON []byte
+	summary := ""
+	if end.Result != nil {
+		resultJSON, _ = json.Marshal(struct {
+			Text string          `json:"text"`
+			JSON json.RawMessage `json:"json,omitempty"`
+		}{end.Result.Text, end.Result.JSON})
+		summary = end.Result.Text
+	} else if end.Err != nil {
+		summary = errdefs.As(end.Err).Msg
+	}
+	ec := exitCode(end.Result)
+	if ob.Audit != nil {
+		r := audit.Record{Kind: audit.KindCallEnd, Conversation: req.ConversationID, CallID: req.CallID, Tool: start.Tool,
+			Operation: start.Operation, Outcome: outcome, Code: code, ExitCode: ec}
+		if o.argsJSON != nil {
+			r.ArgsDigest = audit.Digest(o.argsJSON)
+		}
+		if resultJSON != nil {
+			r.ResultDigest = audit.Digest(resultJSON)
+		}
+		x.auditAppend(ctx, r)
+	}
+	if ob.History != nil {
+		e := history.Entry{Conversation: req.ConversationID, CallID: req.CallID, Name: req.Name, Tool: start.Tool,
+			Operation: start.Operation, Arguments: string(o.argsJSON), Decision: o.decision, Rule: o.rule, Approver: o.approver,
+			Outcome: outcome, Code: code, ExitCode: ec, Summary: summary, Started: req.Received, Ended: req.Received.Add(end.Duration)}
+		if _, err := ob.History.Record(context.WithoutCancel(ctx), e); err != nil {
+			x.cfg.Logger.Error("history: recording the call failed", "call_id", req.CallID, "err", err)
+		}
+	}
+}
+
+func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *CallRequest, start *events.Start, res hooks.Result) {
+	x.recordHooks(ctx, span, req, &tools.Target{ToolName: start.Tool, Operation: start.Operation}, res)
+}
+
+// auditAppend appends r; a failing audit log is logged (the call has
+// already happened; refusing calls is the job of Open failing at start).
+func (x *Executor) auditAppend(ctx context.Context, r audit.Record) {
+	l := x.cfg.Observe.Audit
+	if l == nil {
+		return
+	}
+	if _, err := l.Append(r); err != nil {
+		x.cfg.Logger.ErrorContext(ctx, "audit log append failed", "kind", r.Kind, "call_id", r.CallID, "err", err)
+		return
+	}
+	x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+}
+
+func (x *Executor) auditAppendSync(ctx context.Context, r audit.Record) {
+	l := x.cfg.Observe.Audit
+	if l == nil {
+		return
+	}
+	if _, err := l.AppendSync(r); err != nil {
+		x.cfg.Logger.ErrorContext(ctx, "audit log append failed", "kind", r.Kind, "call_id", r.CallID, "err", err)
+		return
+	}
+	x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+}
+
+// flatName is the name a hook sees as tool_name: the operation's own
+// name for a consolidated tool, else the tool's.
+func flatName(t *tools.Target) string {
+	if t.Operation != "" {
+		return t.Operation
+	}
+	return t.ToolName
+}
+
+// permissionMode maps toold's approval modes onto Claude Code's
+// permission_mode values.
+func permissionMode(m authz.Mode) string {
+	if m == authz.ModeYOLO {
+		return "bypassPermissions"
+	}
+	return "default"
+}
+
+func exitCode(r *tools.Result) *int {
+	if r == nil || r.Structured == nil {
+		return nil
+	}
+	switch v := r.Structured["exit_code"].(type) {
+	case int:
+		return &v
+	case int64:
+		n := int(v)
+		return &n
+	case float64:
+		n := int(v)
+		return &n
+	}
+	return nil
+}
+
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return tools.Preview(string(b), 300)
+}
+
+// richerAnswer applies what an approval may say beyond yes: edited
+// arguments (validated against the schema and judged again — a deny then
+// stands, an ask is what the person just answered — and the model is told
+// what changed), and saving the approved scope as a policy rule with this
+// call as its example.
+func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *tools.Target, call *tools.Call, ans Approval, scope authz.Scope, scopeOK bool) error {
+	if ans.EditedArgs != nil {
+		before := compactJSON(call.Args)
+		var effect tools.Effect
+		if err := x.amend(call, target, ans.EditedArgs, &effect); err != nil {
+			e := errdefs.As(err)
+			return &errdefs.Error{Class: errdefs.ErrInvalidArgument, Field: e.Field, Rule: e.Rule,
+				Msg: "the arguments the person edited do not fit the schema, so nothing was run: " + e.Msg, Cause: err}
+		}
+		v, err := guard(call, "Authorize", func() (authz.Verdict, error) {
+			return x.cfg.Authorizer.Authorize(ctx, &authz.Request{ConversationID: req.ConversationID, CallID: req.CallID, Mode: req.Mode,
+				Tool: target.ToolName, Operation: target.Operation, Args: call.Args, Effect: effect, Risk: effect.Risk})
+		})
+		if err != nil {
+			return err
+		}
+		x.auditAppendSync(ctx, audit.Record{Kind: audit.KindDecision, Conversation: req.ConversationID, CallID: req.CallID,
+			Tool: target.ToolName, Operation: target.Operation, Decision: v.Decision.String(), Rule: v.Rule,
+			Detail: "edited arguments judged again: " + v.Reason})
+		if v.Decision == authz.Deny {
+			return &errdefs.Error{Class: errdefs.ErrDenied, Msg: "the arguments the person edited are " + deniedMessage(v), Rule: v.Rule}
+		}
+		call.Outside = v.Outside
+		if o := obsFrom(ctx); o != nil {
+			o.changed = append(o.changed, fmt.Sprintf("the person approved this call with edited arguments: %s (you sent %s)", compactJSON(call.Args), before))
+		}
+	}
+	if !ans.SaveRule {
+		return nil
+	}
+	rs := x.cfg.Observe.RuleSaver
+	if rs == nil || !scopeOK {
+		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule, but no policy file can take it", "call_id", req.CallID)
+		return nil
+	}
+	if scope.Tool == "" {
+		scope.Tool, scope.Operation = target.ToolName, target.Operation
+	}
+	name, err := rs.SaveRule(scope, call.Args)
+	if err != nil {
+		x.cfg.Logger.ErrorContext(ctx, "saving the approved scope as a rule failed", "call_id", req.CallID, "err", err)
+		return nil // the approval of this call stands
+	}
+	x.auditAppendSync(ctx, audit.Record{Kind: audit.KindGrant, Conversation: req.ConversationID, CallID: req.CallID,
+		Tool: scope.Tool, Operation: scope.Operation, Who: req.Client, Scope: "rule", Rule: name,
+		Detail: "saved as a policy rule: " + scope.Description})
+	return nil
+}

@@ -1,0 +1,193 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/memory/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
+type backend struct {
+	name string
+	open func(t *testing.T, cfg Config) (*Store, func(cfg Config) *Store)
+}
+
+var backends = []backend{
+	{"sqlite", func(t *testing.T, cfg Config) (*Store, func(Config) *Store) {
+		path := filepath.Join(t.TempDir(), "state", "history.db")
+		reopen := func(cfg Config) *Store {
+			s, err := OpenSQLite(context.Background(), path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return reopen(cfg), reopen
+	}},
+	{"postgres", func(t *testing.T, cfg Config) (*Store, func(Config) *Store) {
+		dsn := pgtest.NewDatabase(t)
+		reopen := func(cfg Config) *Store {
+			s, err := OpenPostgres(context.Background(), dsn, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return reopen(cfg), reopen
+	}},
+}
+
+var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+func entry(i int, conv, name, tool, op, outcome string) Entry {
+	e := Entry{Conversation: conv, CallID: fmt.Sprint(i), Name: name, Tool: tool, Operation: op,
+		Arguments: `{"i":` + fmt.Sprint(i) + `}`, Decision: "allow", Outcome: outcome, Summary: "result " + fmt.Sprint(i),
+		Started: t0.Add(time.Duration(i) * time.Minute), Ended: t0.Add(time.Duration(i)*time.Minute + 1500*time.Millisecond)}
+	if outcome == "error" {
+		e.Code = "EXECUTION_FAILED"
+	}
+	if name == "run_command" {
+		code := i % 3
+		e.ExitCode = &code
+	}
+	return e
+}
+
+func TestQuery(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, reopen := b.open(t, Config{Now: func() time.Time { return t0.Add(time.Hour) }})
+			for i := range 20 {
+				conv := []string{"a", "b"}[i%2]
+				var e Entry
+				switch i % 4 {
+				case 0:
+					e = entry(i, conv, "read_file", "file_operations", "read_file", "success")
+				case 1:
+					e = entry(i, conv, "run_command", "terminal_operations", "run_command", "success")
+				case 2:
+					e = entry(i, conv, "write_file", "file_operations", "write_file", "error")
+				case 3:
+					e = entry(i, conv, "think", "think", "", "success")
+				}
+				if _, err := s.Record(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			s = reopen(Config{Now: func() time.Time { return t0.Add(time.Hour) }}) // survives a restart
+			tests := []struct {
+				name    string
+				f       Filter
+				wantIDs []string // call ids, newest first
+				wantErr bool
+			}{
+				{name: "conversation", f: Filter{Conversation: "b", Limit: 3}, wantIDs: []string{"19", "17", "15"}},
+				{name: "tool by flat name", f: Filter{Tool: "run_command", Limit: 2}, wantIDs: []string{"17", "13"}},
+				{name: "tool by tool", f: Filter{Tool: "file_operations", Limit: 3}, wantIDs: []string{"18", "16", "14"}},
+				{name: "tool.operation", f: Filter{Tool: "file_operations.write_file", Limit: 2}, wantIDs: []string{"18", "14"}},
+				{name: "outcome", f: Filter{Outcome: "error", Conversation: "a", Limit: 2}, wantIDs: []string{"18", "14"}},
+				{name: "time range", f: Filter{Since: t0.Add(3 * time.Minute), Until: t0.Add(6 * time.Minute)}, wantIDs: []string{"5", "4", "3"}},
+				{name: "bad limit", f: Filter{Limit: 5000}, wantErr: true},
+				{name: "bad outcome", f: Filter{Outcome: "meh"}, wantErr: true},
+				{name: "bad range", f: Filter{Since: t0, Until: t0}, wantErr: true},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					got, err := s.Query(ctx, tt.f)
+					if tt.wantErr {
+						if !errors.Is(err, ErrInvalid) {
+							t.Fatalf("err = %v, want ErrInvalid", err)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ids []string
+					for _, e := range got {
+						ids = append(ids, e.CallID)
+					}
+					if strings.Join(ids, ",") != strings.Join(tt.wantIDs, ",") {
+						t.Fatalf("got %v, want %v", ids, tt.wantIDs)
+					}
+				})
+			}
+			got, err := s.Query(ctx, Filter{Tool: "run_command", Limit: 1})
+			if err != nil || len(got) != 1 {
+				t.Fatal(err, got)
+			}
+			e := got[0]
+			if e.ExitCode == nil || *e.ExitCode != 17%3 || e.Duration() != 1500*time.Millisecond || e.Summary != "result 17" || e.Arguments != `{"i":17}` || e.Decision != "allow" {
+				t.Fatalf("entry %+v", e)
+			}
+			// Paging.
+			page, err := s.Query(ctx, Filter{Conversation: "a", Limit: 2, BeforeID: got[0].ID})
+			if err != nil || len(page) != 2 || page[0].ID >= got[0].ID {
+				t.Fatal(err, page)
+			}
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := t0.Add(10 * time.Minute)
+			s, _ := b.open(t, Config{MaxEntries: 5, MaxAge: 5 * time.Minute, MaxArgBytes: 15, SummaryChars: 4, Now: func() time.Time { return now }})
+			for i := range 10 {
+				e := entry(i, "c", "think", "think", "", "success")
+				e.Arguments = `{"thought":"` + strings.Repeat("é", 20) + `"}`
+				e.Summary = "ünïcode summary"
+				if _, err := s.Record(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Prune(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Query(ctx, Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Entries 0..3 ended more than 5 minutes before "now" (t0+10m):
+			// only 5..9 are left, and never more than 5.
+			if len(got) != 5 || got[0].CallID != "9" || got[4].CallID != "5" {
+				t.Fatalf("after pruning: %d entries, first %+v", len(got), got)
+			}
+			if got[0].Arguments != `{"thought":"é…` || got[0].Summary != "ünïc…" {
+				t.Fatalf("cut: %q %q", got[0].Arguments, got[0].Summary)
+			}
+		})
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	s, err := OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "h.db"), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := entry(1, "c", "read_file", "file_operations", "read_file", "success")
+	for b.Loop() {
+		if _, err := s.Record(context.Background(), e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
