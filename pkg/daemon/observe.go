@@ -26,6 +26,7 @@ type observeState struct {
 	metrics      *telemetry.Metrics
 	audit        *audit.Log
 	history      *history.Store
+	historyW     *history.Writer // records in the background, over history
 	historyErr   error // why history is unavailable
 	auditErr     error // why the audit log is unavailable
 	hooks        *hooks.Runner
@@ -82,6 +83,9 @@ func (m *Main) startObserve(ctx context.Context) error {
 		}
 		o.history, o.historyErr = history.OpenSQLite(ctx, path, hc.StoreConfig())
 	}
+	if o.history != nil {
+		o.historyW = history.NewWriter(o.history, 0, func(err error) { m.Logger.Error("history: recording calls failed", "err", err) })
+	}
 	if o.historyErr != nil && cfg.History.Backend != "off" {
 		m.Logger.Error("history unavailable", "err", o.historyErr)
 	}
@@ -96,7 +100,7 @@ func (m *Main) executorObserve() executor.Observe {
 	o := &m.observe
 	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, Metrics: o.metrics}
 	if o.history != nil {
-		ob.History = o.history
+		ob.History = o.historyW
 	}
 	if m.Config.PolicyFile != "" {
 		ob.RuleSaver = policyFileSaver{path: m.Config.PolicyFile}
@@ -111,7 +115,7 @@ func (m *Main) registerObserve() error {
 	o := &m.observe
 	var q service.HistoryQuerier
 	if o.history != nil {
-		q = o.history
+		q = o.historyW
 	}
 	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr))
 	dir := ""
@@ -166,8 +170,8 @@ func (m *Main) stopObserve() error {
 		o.audit = nil
 	}
 	if o.history != nil {
-		errs = append(errs, o.history.Close())
-		o.history = nil
+		errs = append(errs, o.historyW.Close(), o.history.Close())
+		o.history, o.historyW = nil, nil
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
@@ -75,6 +76,9 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 	}
 
 	ctx := context.Background()
+	// A call's end is recorded (audit, history, metrics) once its End is
+	// on its way to the client: wait for the last one.
+	waitCallEnds(t, d.Main.Audit().Dir(), 5)
 	v, err := pb.NewAuditServiceClient(d.Conn).Verify(ctx, &pb.VerifyAuditRequest{})
 	if err != nil || !v.Ok {
 		t.Fatalf("verify: %v %v", err, v)
@@ -110,21 +114,33 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 		t.Fatalf("history entry %v", e)
 	}
 
-	r, err := http.Get("http://" + d.Main.DebugAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body.Close()
-	for _, want := range []string{
+	wants := []string{
 		`toold_calls_total{code="DENIED",operation="read_file",outcome="error",tool="file_operations"} 1`,
 		`toold_calls_total{code="",operation="read_file",outcome="success",tool="file_operations"} 2`,
 		`toold_hook_duration_seconds_count{event="PreToolUse",hook="decide",verdict="deny"} 1`,
 		`toold_audit_records_total{kind="call.end"} 5`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	// The last record's count follows its append: poll.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r, err := http.Get("http://" + d.Main.DebugAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(string(body), want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %v", missing)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -229,5 +245,30 @@ func TestRevocationAudited(t *testing.T) {
 	}
 	if !granted || !revoked {
 		t.Fatalf("audit: granted %v revoked %v: %+v", granted, revoked, recs)
+	}
+}
+
+// waitCallEnds waits until the audit log in dir holds n call.end records.
+func waitCallEnds(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, err := audit.Tail(dir, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, r := range recs {
+			if r.Kind == audit.KindCallEnd {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d call.end records in the audit log, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -153,8 +153,10 @@ type Host interface {
 // execute runs one call. ctx is the call's context: canceling it (with a
 // cause such as ErrCanceledByClient) stops the call. It emits the call's
 // events through host, Start first, and returns the End, which the caller
-// delivers: every call ends with exactly one End.
-func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *events.End {
+// delivers (every call ends with exactly one End), and record, which the
+// caller runs once the End is on its way: the call's end in the audit log,
+// its history row and its metrics, kept off the client's wait.
+func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*events.End, func()) {
 	if req.Received.IsZero() {
 		req.Received = time.Now()
 	}
@@ -223,10 +225,10 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) *ev
 	}
 	end.Err = err
 	end.Duration = time.Since(req.Received)
-	x.callEnded(ctx, req, start, call, end) // observe.go: post-hooks, audit, history, metrics
+	record := x.callEnded(ctx, req, start, call, end) // observe.go: post-hooks; audit, history, metrics in record
 	x.finishSpan(span, end, sink)
 	x.logEnd(req, start, end)
-	return end
+	return end, record
 }
 
 // prepare resolves the name, decodes and coerces the arguments, and

@@ -280,7 +280,9 @@ func (x *Executor) Run(ctx context.Context, req *CallRequest, host Host) *events
 	if req.Mode == authz.ModeUnset {
 		req.Mode = x.cfg.Mode
 	}
-	return x.execute(ctx, req, host)
+	end, record := x.execute(ctx, req, host)
+	record()
+	return end
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -240,7 +240,7 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 // callEnded runs the post-hooks (their context is added to the result),
 // tells the model what was changed, and records the end: the audit
 // record, the history entry and the metrics.
-func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *events.Start, call *tools.Call, end *events.End) {
+func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *events.Start, call *tools.Call, end *events.End) (record func()) {
 	ob := x.cfg.Observe
 	o := obsFrom(ctx)
 	if o == nil {
@@ -271,6 +271,14 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 		}
 		end.Result.Text = b.String()
 	}
+	// What follows records the call; the End does not wait for it.
+	return func() { x.recordEnd(ctx, req, start, end, o) }
+}
+
+// recordEnd records an ended call: metrics, its history row, and the audit
+// log's call end (with the digests of its arguments and result), last.
+func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs) {
+	ob := x.cfg.Observe
 	outcome, code := "success", ""
 	if end.Err != nil {
 		outcome, code = "error", strings.TrimPrefix(errdefs.CodeName(errdefs.As(end.Err)), "ERROR_CODE_")
@@ -288,6 +296,14 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 		summary = errdefs.As(end.Err).Msg
 	}
 	ec := exitCode(end.Result)
+	if ob.History != nil {
+		e := history.Entry{Conversation: req.ConversationID, CallID: req.CallID, Name: req.Name, Tool: start.Tool,
+			Operation: start.Operation, Arguments: string(o.argsJSON), Decision: o.decision, Rule: o.rule, Approver: o.approver,
+			Outcome: outcome, Code: code, ExitCode: ec, Summary: summary, Started: req.Received, Ended: req.Received.Add(end.Duration)}
+		if _, err := ob.History.Record(context.WithoutCancel(ctx), e); err != nil {
+			x.cfg.Logger.Error("history: recording the call failed", "call_id", req.CallID, "err", err)
+		}
+	}
 	if ob.Audit != nil {
 		r := audit.Record{Kind: audit.KindCallEnd, Conversation: req.ConversationID, CallID: req.CallID, Tool: start.Tool,
 			Operation: start.Operation, Outcome: outcome, Code: code, ExitCode: ec}
@@ -298,14 +314,6 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 			r.ResultDigest = audit.Digest(resultJSON)
 		}
 		x.auditAppend(ctx, r)
-	}
-	if ob.History != nil {
-		e := history.Entry{Conversation: req.ConversationID, CallID: req.CallID, Name: req.Name, Tool: start.Tool,
-			Operation: start.Operation, Arguments: string(o.argsJSON), Decision: o.decision, Rule: o.rule, Approver: o.approver,
-			Outcome: outcome, Code: code, ExitCode: ec, Summary: summary, Started: req.Received, Ended: req.Received.Add(end.Duration)}
-		if _, err := ob.History.Record(context.WithoutCancel(ctx), e); err != nil {
-			x.cfg.Logger.Error("history: recording the call failed", "call_id", req.CallID, "err", err)
-		}
 	}
 }
 

@@ -339,10 +339,11 @@ func (s *session) append(evs ...events.Event) {
 func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) {
 	defer s.x.killOnShutdown(rc.cancel)()
 	h := &callHost{s: s, rc: rc}
-	end := s.x.execute(ctx, req, h)
+	end, record := s.x.execute(ctx, req, h)
 	if err := h.Emit(ctx, events.Event{CallID: req.CallID, End: end}); err != nil {
 		s.x.cfg.Logger.Debug("call end dropped: session over", "call_id", req.CallID, "err", err)
 	}
+	record()
 	rc.cancel(nil)
 	s.mu.Lock()
 	delete(s.calls, req.CallID)

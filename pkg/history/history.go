@@ -210,30 +210,38 @@ func (s *Store) q(query string) string {
 // Record stores e (arguments and summary cut to the configured bounds) and
 // returns its ID. Every so often it drops entries beyond the bounds.
 func (s *Store) Record(ctx context.Context, e Entry) (int64, error) {
-	e.Arguments = cut(e.Arguments, s.cfg.MaxArgBytes)
-	e.Summary = cutChars(e.Summary, s.cfg.SummaryChars)
+	var id int64
+	if err := s.db.QueryRowContext(ctx, s.q(insertEntry+" RETURNING id"), s.entryArgs(e)...).Scan(&id); err != nil {
+		return 0, fmt.Errorf("history: %w", err)
+	}
+	return id, s.counted(ctx, 1)
+}
+
+const insertEntry = `INSERT INTO toold_history (conversation, call_id, name, tool, operation, arguments, decision, rule, approver, outcome, code, exit_code, summary, started_us, ended_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// entryArgs are the insert's arguments for e, cut to the configured bounds.
+func (s *Store) entryArgs(e Entry) []any {
 	var exit any
 	if e.ExitCode != nil {
 		exit = *e.ExitCode
 	}
-	query := `INSERT INTO toold_history (conversation, call_id, name, tool, operation, arguments, decision, rule, approver, outcome, code, exit_code, summary, started_us, ended_us)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
-	var id int64
-	err := s.db.QueryRowContext(ctx, s.q(query), e.Conversation, e.CallID, e.Name, e.Tool, e.Operation, e.Arguments,
-		e.Decision, e.Rule, e.Approver, e.Outcome, e.Code, exit, e.Summary, e.Started.UnixMicro(), e.Ended.UnixMicro()).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("history: %w", err)
-	}
+	return []any{e.Conversation, e.CallID, e.Name, e.Tool, e.Operation, cut(e.Arguments, s.cfg.MaxArgBytes),
+		e.Decision, e.Rule, e.Approver, e.Outcome, e.Code, exit, cutChars(e.Summary, s.cfg.SummaryChars),
+		e.Started.UnixMicro(), e.Ended.UnixMicro()}
+}
+
+// counted counts n inserts and prunes every pruneEvery of them.
+func (s *Store) counted(ctx context.Context, n int) error {
 	s.mu.Lock()
-	s.inserts++
-	due := s.inserts%pruneEvery == 0
+	before := s.inserts
+	s.inserts += n
+	due := s.inserts/pruneEvery != before/pruneEvery
 	s.mu.Unlock()
 	if due {
-		if err := s.prune(ctx); err != nil {
-			return id, err
-		}
+		return s.prune(ctx)
 	}
-	return id, nil
+	return nil
 }
 
 // prune drops entries older than MaxAge and beyond MaxEntries.

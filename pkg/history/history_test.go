@@ -191,3 +191,38 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// A Writer stores in the background what Record queued; Query sees every
+// entry recorded before it; Close stores the rest.
+func TestWriter(t *testing.T) {
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "h.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var failed []error
+	w := NewWriter(s, 8, func(err error) { failed = append(failed, err) })
+	now := time.Now()
+	for i := range 100 {
+		if _, err := w.Record(context.Background(), Entry{Conversation: "w", CallID: fmt.Sprint(i), Tool: "think", Outcome: "success", Started: now, Ended: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := w.Query(context.Background(), Filter{Conversation: "w", Limit: 1000})
+	if err != nil || len(got) != 100 || got[0].CallID != "99" {
+		t.Fatalf("query after 100 records: %d entries, %v", len(got), err)
+	}
+	if _, err := w.Record(context.Background(), Entry{Conversation: "w", CallID: "last", Started: now, Ended: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Record(context.Background(), Entry{}); err != ErrClosed {
+		t.Fatalf("record after close: %v", err)
+	}
+	got, _ = s.Query(context.Background(), Filter{Conversation: "w", Limit: 1})
+	if len(got) != 1 || got[0].CallID != "last" || len(failed) != 0 {
+		t.Fatalf("after close: %v, failures %v", got, failed)
+	}
+}
