@@ -27,8 +27,8 @@ type observeState struct {
 	audit        *audit.Log
 	history      *history.Store
 	historyW     *history.Writer // records in the background, over history
-	historyErr   error // why history is unavailable
-	auditErr     error // why the audit log is unavailable
+	historyErr   error           // why history is unavailable
+	auditErr     error           // why the audit log is unavailable
 	hooks        *hooks.Runner
 	unregMCP     func() error
 	unregTerm    func() error
