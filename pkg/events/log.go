@@ -239,6 +239,10 @@ func (l *Log) Force(evs ...Event) uint64 {
 	return seq
 }
 
+// ForceDeferred is Force that leaves calling the notify hook to the
+// caller (after it released its own locks): it returns the hook, or nil.
+func (l *Log) ForceDeferred(evs ...Event) (uint64, func()) { return l.force(evs) }
+
 func (l *Log) force(evs []Event) (uint64, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -340,15 +340,26 @@ func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) {
 	defer s.x.killOnShutdown(rc.cancel)()
 	h := &callHost{s: s, rc: rc}
 	end, record := s.x.execute(ctx, req, h)
-	if err := h.Emit(ctx, events.Event{CallID: req.CallID, End: end}); err != nil {
-		s.x.cfg.Logger.Debug("call end dropped: session over", "call_id", req.CallID, "err", err)
+	// The End is logged and the call forgotten in one step, so that once
+	// a client has the End it may reuse the call_id at once, and a reuse
+	// can never be logged before this End.
+	rc.emitMu.Lock()
+	evs := append(rc.held, events.Event{CallID: req.CallID, End: end})
+	rc.held = nil
+	if rc.timer != nil {
+		rc.timer.Stop()
 	}
-	record()
-	rc.cancel(nil)
 	s.mu.Lock()
+	_, notify := s.log.ForceDeferred(evs...)
 	delete(s.calls, req.CallID)
 	s.settleLocked()
 	s.mu.Unlock()
+	rc.emitMu.Unlock()
+	rc.cancel(nil)
+	if notify != nil {
+		notify()
+	}
+	record()
 	s.x.release()
 }
 
