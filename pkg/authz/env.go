@@ -121,10 +121,10 @@ func (j *judgement) decideEnv(f *facet) {
 	switch {
 	case codeEnv(name):
 		f.hard = true
-		j.set(f, Ask, ruleDangerousEnv, fmt.Sprintf("the call sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code; that needs a person's approval for each call, in every mode", tools.Preview(f.given, 80)), tools.RiskHigh)
+		j.set(f, Ask, ruleDangerousEnv, fmt.Sprintf("the call sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code; that needs a person's approval for each call, in every mode", tools.Clip(f.given, 80)), tools.RiskHigh)
 	case benignEnv(name):
 		f.neutral = true
-		j.set(f, Allow, ruleEnv, fmt.Sprintf("the call sets %s, which changes nothing that runs", tools.Preview(f.given, 80)), tools.RiskLow)
+		j.set(f, Allow, ruleEnv, fmt.Sprintf("the call sets %s, which changes nothing that runs", tools.Clip(f.given, 80)), tools.RiskLow)
 	default:
 		j.byMode(f, tools.RiskHigh, "it sets the environment variable "+name+", which the programs it runs may read")
 	}

@@ -867,13 +867,13 @@ func (j *judgement) subject(f *facet) string {
 		return s
 	case facetCommand:
 		if f.cmd >= 0 {
-			return "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "`"
+			return "`" + tools.Clip(j.cmds[f.cmd].src, 80) + "`"
 		}
 		return "the command line"
 	case facetHost:
 		return "host " + f.host
 	case facetEnv:
-		return "the environment variable " + tools.Preview(f.given, 60)
+		return "the environment variable " + tools.Clip(f.given, 60)
 	}
 	return j.req.Tool + "." + j.req.Operation
 }
@@ -970,9 +970,9 @@ func (j *judgement) decidePath(f *facet) {
 		case f.workdir:
 			what = "the command runs in " + f.loc.Abs
 		case f.cmd >= 0 && f.acc == accArg:
-			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` may write " + f.loc.Abs
+			what = "`" + tools.Clip(j.cmds[f.cmd].src, 80) + "` may write " + f.loc.Abs
 		case f.cmd >= 0:
-			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` writes " + f.loc.Abs
+			what = "`" + tools.Clip(j.cmds[f.cmd].src, 80) + "` writes " + f.loc.Abs
 		}
 		j.set(f, Ask, ruleOutsideWrite, what+", outside the workspace; that needs a person's approval in every mode", tools.RiskHigh)
 	}
@@ -1229,7 +1229,7 @@ func (j *judgement) summary() string {
 	var s string
 	switch {
 	case j.req.Effect.Command != "":
-		s = "Run `" + tools.Preview(strings.TrimSpace(j.req.Effect.Command), 100) + "`"
+		s = "Run `" + tools.Clip(strings.TrimSpace(j.req.Effect.Command), 100) + "`"
 		if n := len(j.cmds); n > 1 {
 			s += fmt.Sprintf(" (%d commands)", n)
 		}
@@ -1310,7 +1310,7 @@ func describeScope(s Scope) string {
 	case s.CommandPrefix != "":
 		what = fmt.Sprintf("%s running commands that start with %q, written out in full (no variables, substitutions, wrappers or environment)", target, s.CommandPrefix)
 	case s.Arguments != "":
-		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Preview(s.Arguments, 200))
+		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Clip(s.Arguments, 200))
 	case s.Host != "":
 		what = fmt.Sprintf("%s reaching host %s", target, s.Host)
 	default:

@@ -212,7 +212,7 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 			out.WriteString(r.GetContent()[0].GetText())
 		}
 		if !strings.Contains(out.String(), want) {
-			t.Fatalf("the terminal did not show %q; it showed %q", want, tools.Preview(out.String(), 2000))
+			t.Fatalf("the terminal did not show %q; it showed %q", want, tools.Clip(out.String(), 2000))
 		}
 		return out.String()
 	}

@@ -432,5 +432,5 @@ func (u *upstream) current() (*sdk.ClientSession, error) {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return tools.Preview(s, 200)
+	return tools.Clip(s, 200)
 }

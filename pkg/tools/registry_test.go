@@ -325,7 +325,7 @@ func TestRegistryOrderAndSchemas(t *testing.T) {
 	}
 }
 
-func TestPreview(t *testing.T) {
+func TestClip(t *testing.T) {
 	tests := []struct {
 		in   string
 		n    int
@@ -338,8 +338,8 @@ func TestPreview(t *testing.T) {
 		{"héllo wörld", 5, "héll…"},
 	}
 	for _, tt := range tests {
-		if got := tools.Preview(tt.in, tt.n); got != tt.want {
-			t.Errorf("Preview(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := tools.Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }
@@ -372,5 +372,14 @@ func TestConsolidatedSchemaMergesSharedProperties(t *testing.T) {
 	tg, _ := r.Resolve("read", args)
 	if _, err := tg.Prepare(args); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("read with empty path: %v", err)
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 4 << 20: "4 MiB",
+		5<<20 + 1<<19: "5.5 MiB", 3 << 30: "3 GiB", -2048: "-2 KiB", 1 << 62: "4 EiB"} {
+		if got := tools.HumanSize(n); got != want {
+			t.Errorf("HumanSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

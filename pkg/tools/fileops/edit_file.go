@@ -83,7 +83,7 @@ type editArgs struct {
 func (f *FileOperations) describeEdit(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	// The result's diff shows lines of the file: an edit reads it too.
-	return tools.Effect{Display: "Editing file: " + preview(p), Reads: []string{p}, Writes: []string{p}}
+	return tools.Effect{Display: "Editing file: " + clip(p), Reads: []string{p}, Writes: []string{p}}
 }
 
 func bindEdit(call *tools.Call) (args editArgs, old, new string, err error) {
@@ -114,7 +114,7 @@ func planFileEdit(p *place, name, old, new string, all bool) (*fileEdit, error) 
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is larger than %s, the most edit_file edits; "+
-			"replace it whole with write_file, or change it with a shell command", name, humanSize(maxEditBytes))
+			"replace it whole with write_file, or change it with a shell command", name, tools.HumanSize(maxEditBytes))
 	case errors.Is(err, errNotRegular):
 		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is not a regular file; edit_file edits text files only", name)
 	case err != nil:
@@ -200,7 +200,7 @@ func (f *FileOperations) editFile(ctx context.Context, call *tools.Call, _ tools
 	}
 	var text strings.Builder
 	if e.created {
-		fmt.Fprintf(&text, "Created %s (%s, %s).", name, plural(countLines(new), "line", "lines"), humanSize(int64(len(new))))
+		fmt.Fprintf(&text, "Created %s (%s, %s).", name, plural(countLines(new), "line", "lines"), tools.HumanSize(int64(len(new))))
 	} else {
 		what := "1 occurrence"
 		if n > 1 {

@@ -198,7 +198,7 @@ func (f *FileOperations) Spec() tools.Spec { return f.spec }
 func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 	op, ok := f.ops[call.Operation]
 	if !ok {
-		return tools.Effect{Display: "File operation: " + preview(call.Operation)}
+		return tools.Effect{Display: "File operation: " + clip(call.Operation)}
 	}
 	return op.describe(f, call)
 }
@@ -298,7 +298,7 @@ func orDefault(p string) string {
 }
 
 // preview shortens s for a display line.
-func preview(s string) string { return tools.Preview(s, 60) }
+func clip(s string) string { return tools.Clip(s, 60) }
 
 // ctxError is the error of a call stopped by ctx: ErrTimeout for a deadline,
 // ErrCanceled otherwise.

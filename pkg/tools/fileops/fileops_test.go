@@ -345,14 +345,6 @@ func TestIntArg(t *testing.T) {
 	}
 }
 
-func TestHumanSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KB", 1536: "1.5 KB", 5 << 20: "5.0 MB", 3 << 30: "3.0 GB"} {
-		if got := humanSize(n); got != want {
-			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestCutLine(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -7,20 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// humanSize formats a byte count for people and models: "532 B", "1.4 KB".
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMGTP"[exp])
-}
-
 // plural returns "1 line" or "2 lines".
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -60,7 +60,7 @@ func (f *FileOperations) describeGlob(call *tools.Call) tools.Effect {
 	p, _ := call.Args["pattern"].(string)
 	dir, _ := call.Args["path"].(string)
 	start, _ := globStart(orDefault(dir), p)
-	return tools.Effect{Display: "Finding files: " + preview(p), Reads: []string{start}}
+	return tools.Effect{Display: "Finding files: " + clip(p), Reads: []string{start}}
 }
 
 // globStart returns the directory a glob of pattern in dir starts in, and

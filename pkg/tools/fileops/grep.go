@@ -105,7 +105,7 @@ type grepArgs struct {
 func (f *FileOperations) describeGrep(call *tools.Call) tools.Effect {
 	p, _ := call.Args["pattern"].(string)
 	dir, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Searching code: " + preview(p), Reads: []string{orDefault(dir)}}
+	return tools.Effect{Display: "Searching code: " + clip(p), Reads: []string{orDefault(dir)}}
 }
 
 // includeMatcher is grep_search's include filter.
@@ -492,7 +492,7 @@ render:
 	} else if shown < coll.totalMatches {
 		why := fmt.Sprintf("max_results=%d", maxResults)
 		if byteCut {
-			why = "the output limit of " + humanSize(int64(budget))
+			why = "the output limit of " + tools.HumanSize(int64(budget))
 		}
 		fmt.Fprintf(&out, "\n[Showing %d of %d matching lines in %s (%s searched), cut at %s. Narrow the search with path, include or a more specific pattern",
 			shown, coll.totalMatches, plural(coll.filesMatched, "file", "files"), plural(int(searched), "file", "files"), why)

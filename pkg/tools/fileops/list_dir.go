@@ -64,7 +64,7 @@ type listDirArgs struct {
 func (f *FileOperations) describeListDir(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	p = orDefault(p)
-	return tools.Effect{Display: "Listing directory: " + preview(p), Reads: []string{p}}
+	return tools.Effect{Display: "Listing directory: " + clip(p), Reads: []string{p}}
 }
 
 // listEntry is one entry of a listing.
@@ -194,7 +194,7 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 			case "dir":
 				out.WriteString(e.name + "/")
 			case "file":
-				fmt.Fprintf(&out, "%s (%s)", e.name, humanSize(e.size))
+				fmt.Fprintf(&out, "%s (%s)", e.name, tools.HumanSize(e.size))
 				item["size"] = e.size
 			case "symlink":
 				fmt.Fprintf(&out, "%s@ -> %s", e.name, e.target)

@@ -64,7 +64,7 @@ func (f *FileOperations) describeMove(call *tools.Call) tools.Effect {
 	src, _ := call.Args["source"].(string)
 	dst, _ := call.Args["destination"].(string)
 	return tools.Effect{
-		Display: "Moving: " + preview(src) + " → " + preview(dst),
+		Display: "Moving: " + clip(src) + " → " + clip(dst),
 		Writes:  []string{src, dst},
 	}
 }
@@ -338,7 +338,7 @@ func (f *FileOperations) previewMove(ctx context.Context, call *tools.Call) (str
 	var b strings.Builder
 	fmt.Fprintf(&b, "Would move the %s %s", kind, where(src))
 	if kind == "file" {
-		fmt.Fprintf(&b, " (%s)", humanSize(sst.Size))
+		fmt.Fprintf(&b, " (%s)", tools.HumanSize(sst.Size))
 	}
 	if kind == "directory" {
 		c := countTree(ctx, ps)
@@ -348,7 +348,7 @@ func (f *FileOperations) previewMove(ctx context.Context, call *tools.Call) (str
 	if dstSt != nil {
 		fmt.Fprintf(&b, ", replacing the existing %s", fileKind(dstSt.Mode))
 		if fileKind(dstSt.Mode) == "file" {
-			fmt.Fprintf(&b, " (%s)", humanSize(dstSt.Size))
+			fmt.Fprintf(&b, " (%s)", tools.HumanSize(dstSt.Size))
 		}
 	}
 	if !ok {

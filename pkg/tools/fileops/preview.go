@@ -65,7 +65,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 	if err != nil {
 		return "", err
 	}
-	size := fmt.Sprintf("%s, %s", plural(countLines(content), "line", "lines"), humanSize(int64(len(content))))
+	size := fmt.Sprintf("%s, %s", plural(countLines(content), "line", "lines"), tools.HumanSize(int64(len(content))))
 	if !readable {
 		return fmt.Sprintf("Would write %s to %s.", size, outsideNote(loc)), nil
 	}
@@ -85,7 +85,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 		case exists && exclusive:
 			return "", f.writeError(loc, errExists, call.Operation)
 		case errors.Is(rerr, errTooLarge):
-			return fmt.Sprintf("Would replace %s (larger than %s; not diffed) with %s.", name, humanSize(maxEditBytes), size), nil
+			return fmt.Sprintf("Would replace %s (larger than %s; not diffed) with %s.", name, tools.HumanSize(maxEditBytes), size), nil
 		case errors.Is(rerr, errNotRegular):
 			return "", f.writeError(loc, rerr, call.Operation)
 		case rerr != nil:
@@ -94,7 +94,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 	}
 	if exists {
 		if mt, bin := binaryKind(name, before); bin {
-			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, humanSize(int64(len(before))), size), nil
+			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, tools.HumanSize(int64(len(before))), size), nil
 		}
 		if string(before) == content {
 			return fmt.Sprintf("No change: %s already has this content.", name), nil
