@@ -3,7 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	)
+)
 
 // Think records a thought and returns it. It lets a model reason in the open
 // between tool calls without side effects; clients see the thought in the
