@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
@@ -324,7 +325,7 @@ func TestListToolsOrder(t *testing.T) {
 		names = append(names, ts.GetName())
 	}
 	var want []string
-	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil, nil, nil) {
+	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, authz.Capabilities{}, nil, nil) {
 		want = append(want, bt.Spec().Name)
 	}
 	if strings.Join(names, ",") != strings.Join(want, ",") || names[0] != "think" {

@@ -39,8 +39,11 @@ type Option func(*daemon.Main)
 func WithWorkspace(dir string) Option { return func(m *daemon.Main) { m.Config.Workspace = dir } }
 
 // WithAuthorizer replaces the daemon's policy (a test's fake, or an engine
-// the test built).
-func WithAuthorizer(a authz.Authorizer) Option { return func(m *daemon.Main) { m.Authorizer = a } }
+// the test built) with the capabilities it is given (an engine's are
+// eng.Capabilities()).
+func WithAuthorizer(a authz.Authorizer, caps authz.Capabilities) Option {
+	return func(m *daemon.Main) { m.Authorizer, m.Capabilities = a, caps }
+}
 
 // WithConfig applies an arbitrary change to the configuration.
 func WithConfig(f func(*config.Config)) Option { return func(m *daemon.Main) { f(&m.Config) } }
