@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -97,7 +97,7 @@ func newTool(u *upstream, rt *sdk.Tool) (*Tool, error) {
 // configured risk, else the annotations (readOnlyHint low, destructiveHint
 // high), else medium. Annotations of an untrusted server are only hints,
 // which is why the configuration wins.
-func riskOf(cfg config.MCPServer, rt *sdk.Tool) tools.Risk {
+func riskOf(cfg mcpconfig.Server, rt *sdk.Tool) tools.Risk {
 	if r, ok := cfg.Toold.ToolRisk[rt.Name]; ok {
 		return parseRisk(r)
 	}
@@ -116,7 +116,7 @@ func riskOf(cfg config.MCPServer, rt *sdk.Tool) tools.Risk {
 }
 
 func parseRisk(s string) tools.Risk {
-	switch r, _ := config.ParseRisk(s); r {
+	switch r, _ := mcpconfig.ParseRisk(s); r {
 	case "low":
 		return tools.RiskLow
 	case "medium":

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 )
 
 // Peers are the installed peers, as absolute paths.
@@ -91,13 +91,13 @@ func testdataDir() (string, error) {
 
 // EverythingStdio is the configuration entry that runs server-everything
 // over stdio, as a user would write it.
-func (p *Peers) EverythingStdio() config.MCPServer {
-	return config.MCPServer{Command: p.Node, Args: []string{p.Everything, "stdio"}}
+func (p *Peers) EverythingStdio() mcpconfig.Server {
+	return mcpconfig.Server{Command: p.Node, Args: []string{p.Everything, "stdio"}}
 }
 
 // FilesystemStdio runs server-filesystem over stdio, allowed dirs.
-func (p *Peers) FilesystemStdio(dirs ...string) config.MCPServer {
-	return config.MCPServer{Command: p.Node, Args: append([]string{p.Filesystem}, dirs...)}
+func (p *Peers) FilesystemStdio(dirs ...string) mcpconfig.Server {
+	return mcpconfig.Server{Command: p.Node, Args: append([]string{p.Filesystem}, dirs...)}
 }
 
 // Server is a peer server process listening on loopback.

@@ -1,4 +1,9 @@
-package config
+// Package mcpconfig is the MCP plugin's configuration section ("mcp:" in
+// toold's YAML, and the "mcpServers" files of Claude Desktop, Cursor and
+// VS Code). It is owned by the MCP client (pkg/mcp) and imports nothing of
+// toold's but the value types every section uses, so neither the client nor
+// toolctl pulls in the other plugins through pkg/config.
+package mcpconfig
 
 import (
 	"bytes"
@@ -10,19 +15,20 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/pkg/config/value"
 )
 
-// MCP configures toold's Model Context Protocol support: the external MCP
+// Config configures toold's Model Context Protocol support: the external MCP
 // servers whose tools toold offers (client side), and serving toold's own
 // tools over streamable HTTP (server side; `toold mcp` serves stdio).
-type MCP struct {
+type Config struct {
 	// Servers are the MCP servers toold connects to, keyed by name, in the
 	// "mcpServers" shape Claude Desktop, Claude Code and Cursor write. Their
 	// tools are registered as "NAME__TOOL".
-	Servers map[string]MCPServer `yaml:"mcpServers"`
+	Servers map[string]Server `yaml:"mcpServers"`
 	// ConfigFile is a JSON file in the same shape ({"mcpServers": {...}}, as
 	// claude_desktop_config.json or .cursor/mcp.json); its servers join
 	// Servers. A name defined in both is an error. --mcp-config sets it.
@@ -33,14 +39,14 @@ type MCP struct {
 	// StartupWait bounds how long toold waits at start for the configured
 	// servers' first connection, so that the first tool listing includes
 	// their tools (default 15s). Slower servers join later.
-	StartupWait Duration `yaml:"startup_wait"`
+	StartupWait value.Duration `yaml:"startup_wait"`
 }
 
-// MCPServer is one entry of "mcpServers". A stdio server has Command (with
+// Server is one entry of "mcpServers". A stdio server has Command (with
 // Args, Env, Cwd); an HTTP server has URL (with Headers and Type). Values
 // may use ${VAR} and ${VAR:-default}, expanded from toold's environment when
 // the server is started (listings show them unexpanded).
-type MCPServer struct {
+type Server struct {
 	// Command and Args start a stdio server. It gets HOME, LOGNAME, PATH,
 	// SHELL, TERM and USER from toold's environment plus Env (as the MCP
 	// SDKs do), and runs in Cwd (default: toold's working directory).
@@ -61,16 +67,16 @@ type MCPServer struct {
 	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
 	// Toold holds toold's own settings for the server; other clients
 	// ignore the key.
-	Toold MCPServerPolicy `yaml:"toold" json:"toold,omitzero"`
+	Toold ServerPolicy `yaml:"toold" json:"toold,omitzero"`
 	// Ignored lists the keys of the entry toold does not use (other
 	// clients' settings such as "autoApprove"); they are logged, not errors,
 	// so one file can serve several clients.
 	Ignored []string `yaml:"-" json:"-"`
 }
 
-// MCPServerPolicy is what toold adds to a server entry: how risky its tools
+// ServerPolicy is what toold adds to a server entry: how risky its tools
 // are, and how long their calls may take.
-type MCPServerPolicy struct {
+type ServerPolicy struct {
 	// Risk, when set (low, medium or high), is the risk of every tool of the
 	// server, replacing what the server's annotations hint: hints from a
 	// server are only hints.
@@ -80,18 +86,18 @@ type MCPServerPolicy struct {
 	ToolRisk map[string]string `yaml:"tool_risk" json:"tool_risk,omitempty"`
 	// IdleTimeout ends a call when the server sent neither progress nor a
 	// result for this long (default 60s). Progress notifications reset it.
-	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	IdleTimeout value.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
 	// MaxTimeout caps a call of this server however much progress it
 	// reports; zero leaves only the call's own timeout (timeouts.default,
 	// or what the call asked for up to timeouts.max), which always applies.
-	MaxTimeout Duration `yaml:"max_timeout" json:"max_timeout,omitempty"`
+	MaxTimeout value.Duration `yaml:"max_timeout" json:"max_timeout,omitempty"`
 }
 
-// MCP transports, as MCPServer.Transport reports them.
+// MCP transports, as Server.Transport reports them.
 const (
-	MCPStdio = "stdio"
-	MCPHTTP  = "http"
-	MCPSSE   = "sse"
+	Stdio = "stdio"
+	HTTP  = "http"
+	SSE   = "sse"
 )
 
 // serverName is what a server may be called: its name prefixes its tools'
@@ -99,9 +105,9 @@ const (
 // model provider.
 var serverName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
 
-// ValidMCPServerName checks a server name: letters, digits, "-" and single
+// ValidName checks a server name: letters, digits, "-" and single
 // "_" (a "__" would make "NAME__TOOL" ambiguous), at most 32 characters.
-func ValidMCPServerName(name string) error {
+func ValidName(name string) error {
 	if len(name) == 0 || len(name) > 32 || !serverName.MatchString(name) {
 		return fmt.Errorf("MCP server name %q: use 1-32 letters, digits, '-' and single '_' (it prefixes the tool names as NAME__TOOL)", name)
 	}
@@ -109,35 +115,35 @@ func ValidMCPServerName(name string) error {
 }
 
 // Transport returns "stdio", "http" or "sse", inferring it as Type says.
-func (s MCPServer) Transport() string {
+func (s Server) Transport() string {
 	switch strings.ToLower(strings.ReplaceAll(s.Type, "_", "-")) {
 	case "stdio":
-		return MCPStdio
+		return Stdio
 	case "http", "streamable-http", "streamablehttp":
-		return MCPHTTP
+		return HTTP
 	case "sse":
-		return MCPSSE
+		return SSE
 	case "":
 		if s.Command != "" || s.URL == "" {
-			return MCPStdio
+			return Stdio
 		}
 		if u, err := url.Parse(s.URL); err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/sse") {
-			return MCPSSE
+			return SSE
 		}
-		return MCPHTTP
+		return HTTP
 	}
 	return ""
 }
 
 // Validate checks one server entry named name.
-func (s MCPServer) Validate(name string) error {
-	if err := ValidMCPServerName(name); err != nil {
+func (s Server) Validate(name string) error {
+	if err := ValidName(name); err != nil {
 		return err
 	}
 	switch s.Transport() {
 	case "":
 		return fmt.Errorf("MCP server %s: type %q: want stdio, http or sse", name, s.Type)
-	case MCPStdio:
+	case Stdio:
 		if s.Command == "" {
 			return fmt.Errorf("MCP server %s: give a command (stdio) or a url (http, sse)", name)
 		}
@@ -186,13 +192,13 @@ func ParseRisk(s string) (string, error) {
 
 // ResolveServers returns Servers joined with those of ConfigFile, every
 // entry validated. Disabled entries are included; the caller skips them.
-func (m MCP) ResolveServers() (map[string]MCPServer, error) {
-	out := make(map[string]MCPServer, len(m.Servers))
+func (m Config) ResolveServers() (map[string]Server, error) {
+	out := make(map[string]Server, len(m.Servers))
 	for name, s := range m.Servers {
 		out[name] = s
 	}
 	if m.ConfigFile != "" {
-		fromFile, err := LoadMCPFile(m.ConfigFile)
+		fromFile, err := LoadFile(m.ConfigFile)
 		if err != nil {
 			return nil, err
 		}
@@ -212,28 +218,28 @@ func (m MCP) ResolveServers() (map[string]MCPServer, error) {
 	return out, errors.Join(errs...)
 }
 
-// LoadMCPFile reads a JSON file holding {"mcpServers": {...}} as Claude
+// LoadFile reads a JSON file holding {"mcpServers": {...}} as Claude
 // Desktop, Claude Code and Cursor write it ({"servers": {...}}, VS Code's
 // shape, is read too). Other top-level keys are ignored: the file may be a
 // whole client configuration.
-func LoadMCPFile(path string) (map[string]MCPServer, error) {
+func LoadFile(path string) (map[string]Server, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("mcp config: %w", err)
 	}
-	servers, err := ParseMCPJSON(b)
+	servers, err := ParseJSON(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return servers, nil
 }
 
-// ParseMCPJSON parses the JSON text of an MCP client configuration
+// ParseJSON parses the JSON text of an MCP client configuration
 // ({"mcpServers": {...}} or {"servers": {...}}).
-func ParseMCPJSON(b []byte) (map[string]MCPServer, error) {
+func ParseJSON(b []byte) (map[string]Server, error) {
 	var doc struct {
-		MCPServers map[string]MCPServer `json:"mcpServers"`
-		Servers    map[string]MCPServer `json:"servers"`
+		MCPServers map[string]Server `json:"mcpServers"`
+		Servers    map[string]Server `json:"servers"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, err
@@ -257,8 +263,8 @@ var (
 
 // UnmarshalJSON implements json.Unmarshaler: known keys are decoded, others
 // are collected in Ignored.
-func (s *MCPServer) UnmarshalJSON(b []byte) error {
-	type plain MCPServer
+func (s *Server) UnmarshalJSON(b []byte) error {
+	type plain Server
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
@@ -268,13 +274,13 @@ func (s *MCPServer) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	p.Ignored = unknownKeys(keys, serverKeys)
-	*s = MCPServer(p)
+	*s = Server(p)
 	return nil
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, like UnmarshalJSON.
-func (s *MCPServer) UnmarshalYAML(n *yaml.Node) error {
-	type plain MCPServer
+func (s *Server) UnmarshalYAML(n *yaml.Node) error {
+	type plain Server
 	var p plain
 	if err := n.Decode(&p); err != nil {
 		return err
@@ -284,26 +290,26 @@ func (s *MCPServer) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	p.Ignored = unknownKeys(keys, serverKeys)
-	*s = MCPServer(p)
+	*s = Server(p)
 	return nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler. toold's own keys are strict: a
 // typo is an error, not a silently ignored setting.
-func (p *MCPServerPolicy) UnmarshalJSON(b []byte) error {
-	type plain MCPServerPolicy
+func (p *ServerPolicy) UnmarshalJSON(b []byte) error {
+	type plain ServerPolicy
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var v plain
 	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("toold: %w (known keys: %s)", err, strings.Join(policyKeys, ", "))
 	}
-	*p = MCPServerPolicy(v)
+	*p = ServerPolicy(v)
 	return nil
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, strict like UnmarshalJSON.
-func (p *MCPServerPolicy) UnmarshalYAML(n *yaml.Node) error {
+func (p *ServerPolicy) UnmarshalYAML(n *yaml.Node) error {
 	var keys map[string]yaml.Node
 	if err := n.Decode(&keys); err != nil {
 		return err
@@ -311,37 +317,13 @@ func (p *MCPServerPolicy) UnmarshalYAML(n *yaml.Node) error {
 	if unknown := unknownKeys(keys, policyKeys); len(unknown) > 0 {
 		return fmt.Errorf("line %d: toold: unknown keys %s (known keys: %s)", n.Line, strings.Join(unknown, ", "), strings.Join(policyKeys, ", "))
 	}
-	type plain MCPServerPolicy
+	type plain ServerPolicy
 	var v plain
 	if err := n.Decode(&v); err != nil {
 		return err
 	}
-	*p = MCPServerPolicy(v)
+	*p = ServerPolicy(v)
 	return nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler: "30s", or a number of seconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		var secs float64
-		if err2 := json.Unmarshal(b, &secs); err2 != nil {
-			return fmt.Errorf("duration: want a string such as \"30s\": %w", err)
-		}
-		*d = Duration(secs * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON implements json.Marshaler: "30s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
 }
 
 func unknownKeys[V any](m map[string]V, known []string) []string {
