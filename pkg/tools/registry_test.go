@@ -38,7 +38,7 @@ const readSchema = `{"type":"object","properties":{
   "note":{"type":["string","null"]}
 },"required":["path"],"additionalProperties":false}`
 
-func testRegistry(t *testing.T) *tools.Registry {
+func testRegistry(t testing.TB) *tools.Registry {
 	t.Helper()
 	r := tools.NewRegistry()
 	err := r.Register(
