@@ -18,6 +18,7 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // The test binary stands in for toold's command helper: the daemons these
@@ -43,7 +44,7 @@ func newTerminalUnderTest(t *testing.T, rows, cols int) *terminalUnderTest {
 	t.Helper()
 	master, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +28,7 @@ import (
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/memory/pgtest"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -305,10 +307,7 @@ func requireTool(t *testing.T, name string) string {
 			}
 		}
 	}
-	if os.Getenv("TOOLD_REQUIRE_PEERS") != "" {
-		t.Fatalf("%s is not installed; run `make test-deps`", name)
-	}
-	t.Skipf("%s is not installed (run `make test-deps`); skipping", name)
+	testenv.Need(t, errors.New("not installed"), name+" (make test-deps)")
 	return ""
 }
 

@@ -12,7 +12,7 @@ import (
 func BenchmarkHelperTrue(b *testing.B) {
 	spec := sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Env: []string{"PATH=" + os.Getenv("PATH")}}
 	for b.Loop() {
-		p, err := sandbox.Runner{}.Start(b.Context(), spec, sandbox.Stdio{})
+		p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(b.Context(), spec, sandbox.Stdio{})
 		if err != nil {
 			b.Fatal(err)
 		}

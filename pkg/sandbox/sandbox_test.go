@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // The test binary stands in for toold as the helper.
@@ -68,7 +69,7 @@ func runWith(t *testing.T, s starter, ctx context.Context, spec sandbox.Spec, sc
 // start starts script under bash through a helper.
 func start(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
 	t.Helper()
-	return startWith(t, sandbox.Runner{}.Start, ctx, spec, script)
+	return startWith(t, sandbox.Runner{Args: sandbox.TestHelperArgs}.Start, ctx, spec, script)
 }
 
 // startWith starts script under bash with startFn, its output in a pipe.
@@ -293,12 +294,12 @@ func TestTerminalHangup(t *testing.T) {
 	t.Parallel()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pty: %v", err)
+		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	defer ptmx.Close()
 	go io.Copy(io.Discard, ptmx)
 	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb"}, Terminal: true, Grace: 5 * time.Second}
-	p, err := sandbox.Runner{}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
 	tty.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +319,7 @@ func TestTerminalHangup(t *testing.T) {
 func TestConfine(t *testing.T) {
 	t.Parallel()
 	if abi := sandbox.LandlockABI(); abi < 6 {
-		t.Skipf("Landlock ABI %d on this kernel; these tests need ABI >= 6", abi)
+		testenv.Need(t, fmt.Errorf("the kernel has Landlock ABI %d", abi), "Landlock ABI >= 6")
 	}
 	ws, tmp, home := t.TempDir(), t.TempDir(), t.TempDir()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")

@@ -18,6 +18,7 @@ import (
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 // Daemon is a running toold and a client connected to it.
@@ -63,6 +64,7 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	cfg.Workspace = t.TempDir()
 	cfg.StateDir = t.TempDir() // never the user's own state
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
+	cfg.Terminal.HelperArgs = sandbox.TestHelperArgs // the test binary is the commands' helper
 	var w io.Writer = io.Discard
 	if os.Getenv("TOOLD_TEST_LOG") != "" {
 		w = testWriter{t}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // Peers are the installed peers, as absolute paths.
@@ -44,7 +45,7 @@ func Require(t testing.TB) *Peers {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed; the MCP peer tests need Node.js (and `make mcp-peers`)")
+		testenv.Need(t, err, "Node.js for the MCP peers (make mcp-peers)")
 	}
 	dir, err := testdataDir()
 	if err != nil {
@@ -61,10 +62,7 @@ func Require(t testing.TB) *Peers {
 	}
 	for _, f := range []string{p.Everything, p.Filesystem, p.Inspector} {
 		if _, err := os.Stat(f); err != nil {
-			if os.Getenv("TOOLD_REQUIRE_PEERS") != "" {
-				t.Fatalf("MCP peers are not installed (%s missing); run `make mcp-peers`", f)
-			}
-			t.Skipf("MCP peers are not installed (%s missing); run `make mcp-peers`; skipping", f)
+			testenv.Need(t, err, "the MCP peers (make mcp-peers)")
 		}
 	}
 	return p

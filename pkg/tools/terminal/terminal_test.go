@@ -18,6 +18,7 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
@@ -72,6 +73,7 @@ func newEnv(t testing.TB, mutate ...func(*terminal.Config)) *env {
 	home := t.TempDir()
 	cfg := terminal.Config{
 		Workspace: ws,
+		Runner:    sandbox.Runner{Args: sandbox.TestHelperArgs},
 		Dir:       t.TempDir(),
 		KillGrace: 500 * time.Millisecond,
 		// A hermetic HOME keeps login shells from reading the machine's
@@ -593,7 +595,7 @@ func TestCloseStopsEverything(t *testing.T) {
 func TestSandboxed(t *testing.T) {
 	t.Parallel()
 	if abi := sandbox.LandlockABI(); abi < 4 {
-		t.Skipf("Landlock ABI %d on this kernel; the sandbox tests need ABI >= 4", abi)
+		testenv.Need(t, fmt.Errorf("the kernel has Landlock ABI %d", abi), "Landlock ABI >= 4")
 	}
 	e := newEnv(t, func(c *terminal.Config) { c.Sandbox = &sandbox.Policy{NoNetwork: true} })
 	etc := "/etc/toold-terminal-test-" + token()
