@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -297,14 +298,15 @@ func TestTerminalHangup(t *testing.T) {
 		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	defer ptmx.Close()
-	go io.Copy(io.Discard, ptmx)
-	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb"}, Terminal: true, Grace: 5 * time.Second}
+	var screen lockedBuffer
+	go io.Copy(&screen, ptmx)
+	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb", "PS1=ready> "}, Terminal: true, Grace: 5 * time.Second}
 	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
 	tty.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitForMsg(t, func() bool { return strings.Contains(screen.String(), "ready> ") }, screen.String) // the shell reads its terminal
 	begin := time.Now()
 	p.Stop()
 	<-p.Done()
@@ -438,12 +440,9 @@ func keepTree(t *testing.T, s starter) {
 	tok := token(t)
 	p, out := s(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
 	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case <-p.Done():
-		t.Fatalf("the tree ended with the command: %+v", p.Exit())
-	default:
-	}
+	// The command has exited and been reaped; the tree runs on until Stop:
+	// Exit says so (stopped, the command's code, one leftover).
+	waitFor(t, func() bool { return syscall.Kill(p.Pid(), 0) == syscall.ESRCH })
 	p.Stop()
 	<-p.Done()
 	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {
@@ -453,4 +452,22 @@ func keepTree(t *testing.T, s starter) {
 		t.Errorf("output %q", out())
 	}
 	checkClean(t, tok)
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
