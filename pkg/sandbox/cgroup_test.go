@@ -44,8 +44,9 @@ func openCgroups(t *testing.T) *sandbox.Cgroups {
 	t.Helper()
 	cgroupsOnce.Do(func() {
 		cgroups, cgroupsErr = sandbox.OpenCgroups(sandbox.CgroupConfig{
-			Grace: 300 * time.Millisecond,
-			Probe: sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Grace: time.Second},
+			Runner: sandbox.Runner{Args: sandbox.TestHelperArgs},
+			Grace:  300 * time.Millisecond,
+			Probe:  sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Grace: time.Second},
 		})
 	})
 	if cgroupsErr != nil {
