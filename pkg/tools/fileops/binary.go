@@ -9,18 +9,18 @@ import (
 	"unicode/utf8"
 )
 
-// sniffLen is how much of a file's head binary detection looks at.
-const sniffLen = 8 << 10
+// SniffLen is how much of a file's head binary detection looks at.
+const SniffLen = 8 << 10
 
-// binaryKind reports whether head, the first bytes of a file, looks binary,
+// BinaryKind reports whether head, the first bytes of a file, looks binary,
 // and if so its detected media type. A file is binary when its head holds a
 // NUL byte, when it starts with the signature of a known binary format
 // (images, archives, PDF, fonts, audio, video, WebAssembly), or when more
 // than a fifth of its head is neither valid UTF-8 nor ordinary whitespace.
 // Text in a legacy encoding (Latin-1 accents here and there) stays text.
-func binaryKind(name string, head []byte) (mimeType string, binary bool) {
-	if len(head) > sniffLen {
-		head = head[:sniffLen]
+func BinaryKind(name string, head []byte) (mimeType string, binary bool) {
+	if len(head) > SniffLen {
+		head = head[:SniffLen]
 	}
 	sniffed := http.DetectContentType(head)
 	mt, _, _ := mime.ParseMediaType(sniffed)

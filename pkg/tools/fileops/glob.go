@@ -78,7 +78,7 @@ func globStart(dir, pattern string) (start, rest string) {
 type pathMatcher struct {
 	startRel string
 	byName   bool // the pattern matches the base name alone
-	g        globMatcher
+	g        Glob
 	maxDepth int  // deepest entry that can match; 0 for any
 	hidden   bool // the pattern names a hidden entry
 }
@@ -100,7 +100,7 @@ func newPathMatcher(startRel, pattern string) (m pathMatcher, ok bool) {
 		m.maxDepth = strings.Count(p, "/") + 1
 		m.byName = m.maxDepth == 1
 	}
-	m.g, ok = compileGlob(p)
+	m.g, ok = CompileGlob(p)
 	return m, ok
 }
 
@@ -109,7 +109,7 @@ func (m *pathMatcher) match(rel, name string) bool {
 	if m.byName {
 		return m.g.match(name)
 	}
-	return m.g.match(below(m.startRel, rel))
+	return m.g.match(Below(m.startRel, rel))
 }
 
 // globVisitor collects the matches of a walk.
@@ -138,14 +138,14 @@ func (v *globVisitor) add(worker int, h globHit) {
 
 func compareHits(a, b globHit) int { return cmp.Compare(a.rel, b.rel) }
 
-func (v *globVisitor) dir(worker int, parent *dirNode, name, rel string) bool {
+func (v *globVisitor) dir(worker int, parent *Node, name, rel string) bool {
 	if v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel, dir: true})
 	}
 	return true
 }
 
-func (v *globVisitor) file(worker int, parent *dirNode, name string, _ fs.FileMode) {
+func (v *globVisitor) file(worker int, parent *Node, name string, _ fs.FileMode) {
 	if v.m.byName {
 		if v.m.g.match(name) {
 			v.add(worker, globHit{rel: parent.child(name)})
@@ -189,7 +189,7 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 	}
 	start.ign = f.startIgnores(t)
 	v := &globVisitor{m: m, keep: f.limits.ListItems}
-	w := newWalker(walkConfig{hidden: m.hidden, maxDepth: m.maxDepth, inline: true, withhold: f.withholdFor(t)}, v)
+	w := NewWalker(Config{hidden: m.hidden, maxDepth: m.maxDepth, inline: true, withhold: f.withholdFor(t)}, v)
 	v.per = make([][]globHit, w.cfg.workers)
 	v.total = make([]int, w.cfg.workers)
 	w.run(ctx, start)

@@ -112,7 +112,7 @@ func (f *FileOperations) describeGrep(call *tools.Call) tools.Effect {
 type includeMatcher struct {
 	startRel string
 	byName   bool
-	g        globMatcher
+	g        Glob
 	hidden   bool // the pattern names a hidden entry
 }
 
@@ -129,7 +129,7 @@ func newIncludeMatcher(startRel, pattern string) (includeMatcher, bool) {
 		m.byName, p = true, rest
 	}
 	var ok bool
-	m.g, ok = compileGlob(p)
+	m.g, ok = CompileGlob(p)
 	return m, ok
 }
 
@@ -137,7 +137,7 @@ func (m *includeMatcher) match(rel, name string) bool {
 	if m.byName {
 		return m.g.match(name)
 	}
-	return m.g.match(below(m.startRel, rel)) || (m.startRel != "." && m.g.match(rel))
+	return m.g.match(Below(m.startRel, rel)) || (m.startRel != "." && m.g.match(rel))
 }
 
 // fileResult is the result of one file with matches.
@@ -145,7 +145,7 @@ type fileResult struct {
 	path    string
 	matches int // matching lines
 	stored  int // matching lines in recs
-	recs    []lineRec
+	recs    []LineRec
 }
 
 // collector gathers the results of the files of a search. It keeps only the
@@ -189,7 +189,7 @@ func (h *fileHeap) Pop() any {
 // grepVisitor searches the files of a walk.
 type grepVisitor struct {
 	include   *includeMatcher
-	searchers []*searcher // per worker
+	searchers []*Searcher // per worker
 	coll      *collector
 	errs      atomic.Int64 // files that could not be read
 	// linked, when set, is asked about each file with more than one hard
@@ -198,9 +198,9 @@ type grepVisitor struct {
 	withheld atomic.Int64 // files linked withheld
 }
 
-func (v *grepVisitor) dir(int, *dirNode, string, string) bool { return true }
+func (v *grepVisitor) dir(int, *Node, string, string) bool { return true }
 
-func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.FileMode) {
+func (v *grepVisitor) file(worker int, parent *Node, name string, typ fs.FileMode) {
 	if !typ.IsRegular() { // symlinks are not followed, like ripgrep
 		return
 	}
@@ -213,7 +213,7 @@ func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.File
 			return
 		}
 	}
-	fd, err := openAt(parent.fd, name, 0)
+	fd, err := OpenAt(parent.fd, name, 0)
 	if err != nil {
 		v.errs.Add(1)
 		return
@@ -242,9 +242,9 @@ func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.File
 }
 
 // record adds the result of the file s has just searched.
-func (v *grepVisitor) record(s *searcher, binary bool, err error, path func() string) {
+func (v *grepVisitor) record(s *Searcher, binary bool, err error, path func() string) {
 	switch {
-	case errors.Is(err, errStopped):
+	case errors.Is(err, ErrStopped):
 		return
 	case err != nil:
 		v.errs.Add(1)
@@ -284,9 +284,9 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	case maxResults < 1 || maxResults > maxMaxResults:
 		return nil, errdefs.Invalid("/max_results", "maximum", "max_results must be from 1 to %d, not %d", maxMaxResults, maxResults)
 	}
-	m, err := compileMatcher(args.Pattern, args.IgnoreCase)
+	m, err := CompileMatcher(args.Pattern, args.IgnoreCase)
 	switch {
-	case errors.Is(err, errNewlinePattern):
+	case errors.Is(err, ErrNewlinePattern):
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q contains a line break, but grep_search matches one line at a time; search for a single line", args.Pattern)
 	case err != nil:
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q is not a valid regular expression (Go RE2 syntax): %v", args.Pattern, err)
@@ -320,22 +320,22 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	var withheld int64
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		var stop atomic.Bool
-		s := newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
-		err := f.grepFile(ctx, t, fd, statType(st.Mode), v, s)
+		s := NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
+		err := f.grepFile(ctx, t, fd, StatType(st.Mode), v, s)
 		unix.Close(fd)
 		s.release()
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		start := &dirNode{rel: rel, fd: fd}
+		start := &Node{rel: rel, fd: fd}
 		start.ign = f.startIgnores(t)
 		// Twice as many workers as processors: a worker blocked in a read
 		// (a cold cache, a slow disk) leaves its processor to another.
-		w := newWalker(walkConfig{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0), withhold: f.withholdFor(t)}, v)
-		v.searchers = make([]*searcher, w.cfg.workers)
+		w := NewWalker(Config{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0), withhold: f.withholdFor(t)}, v)
+		v.searchers = make([]*Searcher, w.cfg.workers)
 		for i := range v.searchers {
-			v.searchers[i] = newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.stop)
+			v.searchers[i] = NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.stop)
 		}
 		stopProgress := f.reportProgress(sink, v, w)
 		complete = w.run(ctx, start)
@@ -361,15 +361,15 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 
 // grepFile searches the single file of the target t, open as fd, whose type
 // is typ.
-func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *searcher) error {
+func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *Searcher) error {
 	if !typ.IsRegular() {
 		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 	}
-	v.searchers = []*searcher{s}
+	v.searchers = []*Searcher{s}
 	stopOnDone := context.AfterFunc(ctx, func() { s.stop.Store(true) })
 	defer stopOnDone()
 	binary, err := s.search(fd)
-	if err != nil && !errors.Is(err, errStopped) {
+	if err != nil && !errors.Is(err, ErrStopped) {
 		return workspace.MapError(t.loc.Given, err)
 	}
 	v.record(s, binary, err, func() string { return t.show })
@@ -379,7 +379,7 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 // reportProgress sends a progress line to sink every progressEvery while a
 // search runs. The returned function stops it, waits until no report is in
 // flight, and returns the sink's error if one made it abort the walk.
-func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *walker) func() error {
+func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *Walker) func() error {
 	if sink == nil {
 		return func() error { return nil }
 	}

@@ -29,7 +29,7 @@ const maxIgnoreFile = 1 << 20
 
 // ignoreRule is one pattern line of a .gitignore file.
 type ignoreRule struct {
-	g        globMatcher
+	g        Glob
 	negate   bool // "!pattern": re-include
 	dirOnly  bool // "pattern/": only directories
 	anchored bool // the pattern has a slash: match the path below the file's directory
@@ -79,7 +79,7 @@ func parseIgnoreLine(line string) (ignoreRule, bool) {
 		// "**/name" matches name at any depth, like a pattern without a slash.
 		r.anchored, line = false, rest
 	}
-	g, ok := compileGlob(escapeBraces(line))
+	g, ok := CompileGlob(escapeBraces(line))
 	if !ok {
 		return r, false
 	}
@@ -112,28 +112,28 @@ func escapeBraces(p string) string {
 	return b.String()
 }
 
-// ignoreList is the set of .gitignore rules in force in one directory: the
+// IgnoreList is the set of .gitignore rules in force in one directory: the
 // rules of the .gitignore in base, then, through parent, those of each
 // directory above it. It is immutable and shared by the goroutines of a walk.
-type ignoreList struct {
-	parent *ignoreList
+type IgnoreList struct {
+	parent *IgnoreList
 	base   string // directory of the .gitignore, named as dirNode.rel names it
 	rules  []ignoreRule
 }
 
 // push returns a list with the rules of the .gitignore file in base on top of
 // l, or l itself when there are none.
-func (l *ignoreList) push(base string, rules []ignoreRule) *ignoreList {
+func (l *IgnoreList) push(base string, rules []ignoreRule) *IgnoreList {
 	if len(rules) == 0 {
 		return l
 	}
-	return &ignoreList{parent: l, base: base, rules: rules}
+	return &IgnoreList{parent: l, base: base, rules: rules}
 }
 
 // ignored reports whether the entry at rel (workspace-relative, inside the
 // directory l belongs to) with the given base name is ignored. The last
 // matching rule of the deepest .gitignore that has one decides, as in git.
-func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
+func (l *IgnoreList) ignored(rel, name string, isDir bool) bool {
 	for ; l != nil; l = l.parent {
 		sub := ""
 		for i := len(l.rules) - 1; i >= 0; i-- {
@@ -144,7 +144,7 @@ func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
 			var ok bool
 			if r.anchored {
 				if sub == "" {
-					sub = below(l.base, rel)
+					sub = Below(l.base, rel)
 				}
 				ok = r.g.match(sub)
 			} else {
@@ -158,9 +158,9 @@ func (l *ignoreList) ignored(rel, name string, isDir bool) bool {
 	return false
 }
 
-// below returns rel relative to the directory base, which contains it;
+// Below returns rel relative to the directory base, which contains it;
 // both are workspace-relative, or both absolute.
-func below(base, rel string) string {
+func Below(base, rel string) string {
 	switch base {
 	case ".":
 		return rel
@@ -170,14 +170,14 @@ func below(base, rel string) string {
 	return rel[len(base)+1:]
 }
 
-// loadAncestorIgnores returns the .gitignore rules of the directories from
+// LoadAncestorIgnores returns the .gitignore rules of the directories from
 // the workspace root down to, but not including, rel; the walk reads rel's
 // own .gitignore itself. Unreadable files are skipped.
-func loadAncestorIgnores(ws *workspace.Workspace, rel string) *ignoreList {
+func LoadAncestorIgnores(ws *workspace.Workspace, rel string) *IgnoreList {
 	if rel == "." {
 		return nil
 	}
-	var l *ignoreList
+	var l *IgnoreList
 	dir := "."
 	for _, part := range strings.Split(rel, "/") {
 		l = l.push(dir, readIgnoreFile(ws, path.Join(dir, ".gitignore")))
@@ -202,9 +202,9 @@ func readIgnoreFile(ws *workspace.Workspace, name string) []ignoreRule {
 	return parseIgnore(data)
 }
 
-// globMatcher matches a doublestar pattern, with fast paths for the common
+// Glob matches a doublestar pattern, with fast paths for the common
 // shapes. The zero value matches nothing.
-type globMatcher struct {
+type Glob struct {
 	kind globKind
 	lit  string
 	pat  string
@@ -221,27 +221,27 @@ const (
 	globFull            // anything else, by doublestar
 )
 
-// compileGlob compiles a doublestar pattern; ok is false when it is malformed.
-func compileGlob(p string) (globMatcher, bool) {
+// CompileGlob compiles a doublestar pattern; ok is false when it is malformed.
+func CompileGlob(p string) (Glob, bool) {
 	if !doublestar.ValidatePattern(p) {
-		return globMatcher{}, false
+		return Glob{}, false
 	}
 	const meta = `*?[\{`
 	switch {
 	case !strings.ContainsAny(p, meta):
-		return globMatcher{kind: globExact, lit: p}, true
+		return Glob{kind: globExact, lit: p}, true
 	case p == "*":
-		return globMatcher{kind: globAny}, true
+		return Glob{kind: globAny}, true
 	case p[0] == '*' && !strings.ContainsAny(p[1:], meta):
-		return globMatcher{kind: globSuffix, lit: p[1:]}, true
+		return Glob{kind: globSuffix, lit: p[1:]}, true
 	case p[len(p)-1] == '*' && !strings.ContainsAny(p[:len(p)-1], meta):
-		return globMatcher{kind: globPrefix, lit: p[:len(p)-1]}, true
+		return Glob{kind: globPrefix, lit: p[:len(p)-1]}, true
 	}
-	return globMatcher{kind: globFull, pat: p}, true
+	return Glob{kind: globFull, pat: p}, true
 }
 
 // match reports whether s, a slash-separated path or a name, matches.
-func (g *globMatcher) match(s string) bool {
+func (g *Glob) match(s string) bool {
 	switch g.kind {
 	case globExact:
 		return s == g.lit

@@ -13,21 +13,21 @@ func TestParseIgnoreLine(t *testing.T) {
 		{"", false, ignoreRule{}},
 		{"# comment", false, ignoreRule{}},
 		{"   ", false, ignoreRule{}},
-		{"node_modules", true, ignoreRule{g: globMatcher{kind: globExact, lit: "node_modules"}}},
-		{"node_modules/", true, ignoreRule{g: globMatcher{kind: globExact, lit: "node_modules"}, dirOnly: true}},
-		{"*.log", true, ignoreRule{g: globMatcher{kind: globSuffix, lit: ".log"}}},
-		{"*.log   ", true, ignoreRule{g: globMatcher{kind: globSuffix, lit: ".log"}}},
-		{"tmp*", true, ignoreRule{g: globMatcher{kind: globPrefix, lit: "tmp"}}},
-		{"!keep.log", true, ignoreRule{g: globMatcher{kind: globExact, lit: "keep.log"}, negate: true}},
-		{`\!bang`, true, ignoreRule{g: globMatcher{kind: globFull, pat: `\!bang`}}},
-		{`\#hash`, true, ignoreRule{g: globMatcher{kind: globFull, pat: `\#hash`}}},
-		{"/build", true, ignoreRule{g: globMatcher{kind: globExact, lit: "build"}, anchored: true}},
-		{"doc/*.txt", true, ignoreRule{g: globMatcher{kind: globFull, pat: "doc/*.txt"}, anchored: true}},
-		{"**/foo", true, ignoreRule{g: globMatcher{kind: globExact, lit: "foo"}}},
-		{"**/foo/bar", true, ignoreRule{g: globMatcher{kind: globFull, pat: "**/foo/bar"}, anchored: true}},
-		{"a/**/b", true, ignoreRule{g: globMatcher{kind: globFull, pat: "a/**/b"}, anchored: true}},
-		{"{x}", true, ignoreRule{g: globMatcher{kind: globFull, pat: `\{x\}`}}},
-		{"trail\\ ", true, ignoreRule{g: globMatcher{kind: globFull, pat: `trail\ `}}},
+		{"node_modules", true, ignoreRule{g: Glob{kind: globExact, lit: "node_modules"}}},
+		{"node_modules/", true, ignoreRule{g: Glob{kind: globExact, lit: "node_modules"}, dirOnly: true}},
+		{"*.log", true, ignoreRule{g: Glob{kind: globSuffix, lit: ".log"}}},
+		{"*.log   ", true, ignoreRule{g: Glob{kind: globSuffix, lit: ".log"}}},
+		{"tmp*", true, ignoreRule{g: Glob{kind: globPrefix, lit: "tmp"}}},
+		{"!keep.log", true, ignoreRule{g: Glob{kind: globExact, lit: "keep.log"}, negate: true}},
+		{`\!bang`, true, ignoreRule{g: Glob{kind: globFull, pat: `\!bang`}}},
+		{`\#hash`, true, ignoreRule{g: Glob{kind: globFull, pat: `\#hash`}}},
+		{"/build", true, ignoreRule{g: Glob{kind: globExact, lit: "build"}, anchored: true}},
+		{"doc/*.txt", true, ignoreRule{g: Glob{kind: globFull, pat: "doc/*.txt"}, anchored: true}},
+		{"**/foo", true, ignoreRule{g: Glob{kind: globExact, lit: "foo"}}},
+		{"**/foo/bar", true, ignoreRule{g: Glob{kind: globFull, pat: "**/foo/bar"}, anchored: true}},
+		{"a/**/b", true, ignoreRule{g: Glob{kind: globFull, pat: "a/**/b"}, anchored: true}},
+		{"{x}", true, ignoreRule{g: Glob{kind: globFull, pat: `\{x\}`}}},
+		{"trail\\ ", true, ignoreRule{g: Glob{kind: globFull, pat: `trail\ `}}},
 		{"[", false, ignoreRule{}},
 		{"!", false, ignoreRule{}},
 	}
@@ -45,11 +45,11 @@ func TestParseIgnoreLine(t *testing.T) {
 }
 
 func TestIgnoreList(t *testing.T) {
-	root := (*ignoreList)(nil).push(".", parseIgnore([]byte(
+	root := (*IgnoreList)(nil).push(".", parseIgnore([]byte(
 		"# root\n*.log\n!keep.log\nbuild/\n/only-root.txt\ndocs/*.tmp\nnode_modules\r\n")))
 	sub := root.push("pkg", parseIgnore([]byte("!debug.log\ngen/\n*.tmp\n")))
 	tests := []struct {
-		list  *ignoreList
+		list  *IgnoreList
 		rel   string
 		isDir bool
 		want  bool
@@ -112,7 +112,7 @@ func TestGlobMatcher(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern+" "+tt.s, func(t *testing.T) {
-			g, ok := compileGlob(tt.pattern)
+			g, ok := CompileGlob(tt.pattern)
 			if !ok {
 				t.Fatal("pattern did not compile")
 			}
@@ -121,7 +121,7 @@ func TestGlobMatcher(t *testing.T) {
 			}
 		})
 	}
-	var zero globMatcher
+	var zero Glob
 	if zero.match("x") {
 		t.Error("the zero globMatcher matched")
 	}
@@ -130,7 +130,7 @@ func TestGlobMatcher(t *testing.T) {
 // BenchmarkIgnore measures matching one entry against a typical root
 // .gitignore (about 40 rules) plus a nested one.
 func BenchmarkIgnore(b *testing.B) {
-	root := (*ignoreList)(nil).push(".", parseIgnore([]byte(`
+	root := (*IgnoreList)(nil).push(".", parseIgnore([]byte(`
 node_modules/
 dist/
 build/

@@ -81,7 +81,7 @@ type listEntry struct {
 type listVisitor struct {
 	per   [][]listEntry // per worker
 	count atomic.Int64
-	w     *walker
+	w     *Walker
 }
 
 func (v *listVisitor) add(worker int, e listEntry) {
@@ -92,12 +92,12 @@ func (v *listVisitor) add(worker int, e listEntry) {
 	v.per[worker] = append(v.per[worker], e)
 }
 
-func (v *listVisitor) dir(worker int, parent *dirNode, name, rel string) bool {
+func (v *listVisitor) dir(worker int, parent *Node, name, rel string) bool {
 	v.add(worker, listEntry{rel: rel, name: name, kind: "dir", depth: parent.depth + 1})
 	return true
 }
 
-func (v *listVisitor) file(worker int, parent *dirNode, name string, typ fs.FileMode) {
+func (v *listVisitor) file(worker int, parent *Node, name string, typ fs.FileMode) {
 	e := listEntry{rel: parent.child(name), name: name, kind: "other", depth: parent.depth + 1}
 	switch {
 	case typ.IsRegular():
@@ -148,7 +148,7 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	}
 	start.ign = f.startIgnores(t)
 	v := &listVisitor{}
-	w := newWalker(walkConfig{hidden: true, maxDepth: depth, inline: true, withhold: f.withholdFor(t)}, v)
+	w := NewWalker(Config{hidden: true, maxDepth: depth, inline: true, withhold: f.withholdFor(t)}, v)
 	v.w = w
 	v.per = make([][]listEntry, w.cfg.workers)
 	complete := w.run(ctx, start)

@@ -296,7 +296,7 @@ func (s *litSet) cost() int {
 		if l == "" {
 			return 1 << 30
 		}
-		_, r := anchor(l, s.fold)
+		_, r := Anchor(l, s.fold)
 		worst = max(worst, r-4*min(len(l), 8))
 	}
 	return worst + 8*(len(s.lits)-1)
@@ -315,9 +315,9 @@ func better(a, b *litSet) *litSet {
 	return a
 }
 
-// anchor picks the byte of l to search for: the rarest, counting both cases
+// Anchor picks the byte of l to search for: the rarest, counting both cases
 // of a letter when fold. It returns its index and its effective rank.
-func anchor(l string, fold bool) (idx, rank int) {
+func Anchor(l string, fold bool) (idx, rank int) {
 	rank = 1 << 10
 	for i := 0; i < len(l); i++ {
 		c := l[i]
@@ -350,7 +350,7 @@ type finder interface {
 func newFinder(s *litSet) finder {
 	fs := make([]finder, len(s.lits))
 	for i, l := range s.lits {
-		k, _ := anchor(l, s.fold)
+		k, _ := Anchor(l, s.fold)
 		if s.fold && isASCIILetter(l[k]) {
 			fs[i] = &foldFinder{lit: []byte(l), k: k, lo: l[k] | 0x20, up: l[k] &^ 0x20}
 		} else {

@@ -234,7 +234,7 @@ func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ tools
 // place (replacing the destination only when overwrite) and then removes
 // the source. The copy keeps the source's mode and, where it may, owner.
 func copyAcross(ctx context.Context, ps, pd *place, sst unix.Stat_t, overwrite bool) error {
-	fd, err := openAt(ps.fd, ps.name, 0)
+	fd, err := OpenAt(ps.fd, ps.name, 0)
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped

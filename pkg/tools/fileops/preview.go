@@ -93,7 +93,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 		}
 	}
 	if exists {
-		if mt, bin := binaryKind(name, before); bin {
+		if mt, bin := BinaryKind(name, before); bin {
 			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, tools.HumanSize(int64(len(before))), size), nil
 		}
 		if string(before) == content {

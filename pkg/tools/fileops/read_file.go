@@ -128,11 +128,11 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 	bufp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bufp)
 	lr := &lineReader{r: file, buf: *bufp}
-	head := lr.peek(sniffLen)
+	head := lr.peek(SniffLen)
 	if lr.err != nil {
 		return nil, workspace.MapError(args.Path, lr.err)
 	}
-	if mt, bin := binaryKind(rel, head); bin {
+	if mt, bin := BinaryKind(rel, head); bin {
 		return &tools.Result{
 			Text: fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text files only.", rel, mt, tools.HumanSize(size)),
 			Structured: map[string]any{

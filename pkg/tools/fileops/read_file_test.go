@@ -231,7 +231,7 @@ func TestBinaryKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mt, bin := binaryKind(tt.file, []byte(tt.head))
+			mt, bin := BinaryKind(tt.file, []byte(tt.head))
 			if bin != tt.binary || mt != tt.want {
 				t.Errorf("binaryKind = %q, %v; want %q, %v", mt, bin, tt.want, tt.binary)
 			}

@@ -179,7 +179,7 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 		if c == "" || c == "." {
 			continue
 		}
-		next, err := openAt(d, c, unix.O_DIRECTORY)
+		next, err := OpenAt(d, c, unix.O_DIRECTORY)
 		if d != dirfd {
 			unix.Close(d)
 		}
@@ -191,7 +191,7 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 		}
 		d = next
 	}
-	fd, err := openAt(d, base, 0)
+	fd, err := OpenAt(d, base, 0)
 	if d != dirfd {
 		unix.Close(d)
 	}
@@ -223,7 +223,7 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 		return -1, st, err
 	}
 	defer d.Close()
-	fd, err := openAt(int(d.Fd()), base, 0)
+	fd, err := OpenAt(int(d.Fd()), base, 0)
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped
@@ -259,9 +259,9 @@ func changedWhileRead(loc workspace.Location, cause error) error {
 
 // openDir opens the target to walk it, with an error the model can act on
 // when it is not a directory. op names the operation for the hint.
-func (t *readTarget) openDir(op string) (*dirNode, error) {
-	d, err := openStart(t.root, t.name, t.show)
-	if errors.Is(err, errNotDir) {
+func (t *readTarget) openDir(op string) (*Node, error) {
+	d, err := OpenStart(t.root, t.name, t.show)
+	if errors.Is(err, ErrNotDir) {
 		hint := "use read_file to read it"
 		if op != "list_dir" {
 			hint = "give its directory as path"
@@ -278,9 +278,9 @@ func (t *readTarget) openDir(op string) (*dirNode, error) {
 // target: those of the workspace's directories from its root down to the
 // target for a target inside, none for one outside (the walk applies the
 // .gitignore files it finds from the target down, as for any directory).
-func (f *FileOperations) startIgnores(t *readTarget) *ignoreList {
+func (f *FileOperations) startIgnores(t *readTarget) *IgnoreList {
 	if !t.loc.Inside {
 		return nil
 	}
-	return loadAncestorIgnores(f.ws, t.show)
+	return LoadAncestorIgnores(f.ws, t.show)
 }

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 )
 
-// matcher finds the lines of a buffer that match a grep_search pattern. It
+// Matcher finds the lines of a buffer that match a grep_search pattern. It
 // is immutable and shared by the workers of a search.
-type matcher struct {
+type Matcher struct {
 	// line verifies a candidate line (without its newline); nil when every
 	// prefilter hit is a match.
 	line *regexp.Regexp
@@ -22,12 +22,12 @@ type matcher struct {
 	pre finder
 }
 
-// errNewlinePattern is returned by compileMatcher for a pattern that
+// ErrNewlinePattern is returned by compileMatcher for a pattern that
 // contains a literal line break.
-var errNewlinePattern = errors.New("pattern contains a line break")
+var ErrNewlinePattern = errors.New("pattern contains a line break")
 
-// compileMatcher compiles a Go RE2 pattern for line-by-line search.
-func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
+// CompileMatcher compiles a Go RE2 pattern for line-by-line search.
+func CompileMatcher(pattern string, ignoreCase bool) (*Matcher, error) {
 	expr := pattern
 	if ignoreCase {
 		expr = "(?i)" + pattern
@@ -42,9 +42,9 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 	}
 	tree = tree.Simplify()
 	if hasNewline(tree) {
-		return nil, errNewlinePattern
+		return nil, ErrNewlinePattern
 	}
-	m := &matcher{line: re}
+	m := &Matcher{line: re}
 	if f := wordFinder(tree); f != nil {
 		m.pre, m.line = f, nil
 		return m, nil
@@ -147,8 +147,8 @@ func hasNewline(re *syntax.Regexp) bool {
 	return false
 }
 
-// lineRec is one line of a file's search result: a match or a context line.
-type lineRec struct {
+// LineRec is one line of a file's search result: a match or a context line.
+type LineRec struct {
 	line  int
 	text  string
 	match bool
@@ -167,14 +167,14 @@ const (
 // maxSearchLine.
 var errLineTooLong = errors.New("line too long")
 
-// errStopped is returned by search when the search was aborted.
-var errStopped = errors.New("stopped")
+// ErrStopped is returned by search when the search was aborted.
+var ErrStopped = errors.New("stopped")
 
-// searcher searches files one at a time for one matcher. Each worker of a
+// Searcher searches files one at a time for one matcher. Each worker of a
 // search has its own: it owns a read buffer and the state of the current
 // file.
-type searcher struct {
-	m         *matcher
+type Searcher struct {
+	m         *Matcher
 	pre       finder
 	context   int // lines of context before and after each match
 	maxStore  int // match records kept per file; further matches are only counted
@@ -188,7 +188,7 @@ type searcher struct {
 	binary   atomic.Int64
 
 	// The current file.
-	recs        []lineRec
+	recs        []LineRec
 	matches     int // matching lines
 	stored      int // matching lines in recs
 	cntPos      int // a line start in buf whose line number is cntLine
@@ -198,8 +198,8 @@ type searcher struct {
 	afterPos    int // buf position of line lastEmitted+1 while after-context is pending
 }
 
-func newSearcher(m *matcher, context, maxStore, lineChars int, stop *atomic.Bool) *searcher {
-	s := &searcher{m: m, context: context, maxStore: maxStore, lineChars: lineChars, stop: stop}
+func NewSearcher(m *Matcher, context, maxStore, lineChars int, stop *atomic.Bool) *Searcher {
+	s := &Searcher{m: m, context: context, maxStore: maxStore, lineChars: lineChars, stop: stop}
 	if m.pre != nil {
 		s.pre = m.pre.clone()
 	}
@@ -210,7 +210,7 @@ func newSearcher(m *matcher, context, maxStore, lineChars int, stop *atomic.Bool
 // s.matches counts its matching lines and s.recs holds the first maxStore of
 // them with their context, in line order. binary reports a NUL byte: the file
 // was not searched to the end and its results are to be dropped.
-func (s *searcher) search(fd int) (binary bool, err error) {
+func (s *Searcher) search(fd int) (binary bool, err error) {
 	size := searchBufSize
 	if s.bufSize > 0 {
 		size = s.bufSize
@@ -234,7 +234,7 @@ func (s *searcher) search(fd int) (binary bool, err error) {
 
 	n, from := 0, 0 // buf[:n] holds data; lines from `from` on are not searched yet
 	for {
-		m, eof, err := readFull(fd, s.buf[n:])
+		m, eof, err := ReadFull(fd, s.buf[n:])
 		if err != nil {
 			return false, err
 		}
@@ -267,7 +267,7 @@ func (s *searcher) search(fd int) (binary bool, err error) {
 			return false, nil
 		}
 		if s.stop.Load() {
-			return false, errStopped
+			return false, ErrStopped
 		}
 		keep := s.keepFrom(end)
 		if keep >= s.cntPos {
@@ -287,7 +287,7 @@ var searchBufs = sync.Pool{New: func() any { b := make([]byte, searchBufSize); r
 
 // release returns the searcher's buffer for reuse; the searcher must not be
 // used afterwards.
-func (s *searcher) release() {
+func (s *Searcher) release() {
 	if b := s.buf; len(b) == searchBufSize {
 		searchBufs.Put(&b)
 	}
@@ -296,7 +296,7 @@ func (s *searcher) release() {
 
 // keepFrom returns where the data to keep for the next chunk starts: the
 // context lines before end.
-func (s *searcher) keepFrom(end int) int {
+func (s *Searcher) keepFrom(end int) int {
 	p := end
 	for i := 0; i < s.context && p > 0; i++ {
 		p = bytes.LastIndexByte(s.buf[:p-1], '\n') + 1
@@ -305,7 +305,7 @@ func (s *searcher) keepFrom(end int) int {
 }
 
 // scan searches the complete lines of b from the line start from on.
-func (s *searcher) scan(b []byte, from int) {
+func (s *Searcher) scan(b []byte, from int) {
 	end := len(b)
 	for pos := from; pos < end; {
 		c := pos
@@ -331,13 +331,13 @@ func (s *searcher) scan(b []byte, from int) {
 
 // lineAt returns the number of the line starting at p, which is not before
 // the last position asked about.
-func (s *searcher) lineAt(b []byte, p int) int {
+func (s *Searcher) lineAt(b []byte, p int) int {
 	s.cntLine += bytes.Count(b[s.cntPos:p], []byte{'\n'})
 	s.cntPos = p
 	return s.cntLine
 }
 
-func (s *searcher) onMatch(b []byte, ls, le int) {
+func (s *Searcher) onMatch(b []byte, ls, le int) {
 	s.matches++
 	if s.stored == s.maxStore {
 		return
@@ -369,7 +369,7 @@ func (s *searcher) onMatch(b []byte, ls, le int) {
 
 // flushAfter records the pending after-context lines that start before
 // limit.
-func (s *searcher) flushAfter(b []byte, limit int) {
+func (s *Searcher) flushAfter(b []byte, limit int) {
 	for s.lastEmitted < s.afterUntil && s.afterPos < limit {
 		le := limit
 		if i := bytes.IndexByte(b[s.afterPos:limit], '\n'); i >= 0 {
@@ -381,7 +381,7 @@ func (s *searcher) flushAfter(b []byte, limit int) {
 	}
 }
 
-func (s *searcher) emit(line int, text []byte, match bool) {
+func (s *Searcher) emit(line int, text []byte, match bool) {
 	t, _, _ := cutLine(text, len(text), s.lineChars)
-	s.recs = append(s.recs, lineRec{line: line, text: t, match: match})
+	s.recs = append(s.recs, LineRec{line: line, text: t, match: match})
 }

@@ -17,7 +17,7 @@ import (
 // naiveGrep is the reference grep_search semantics for one file: every line
 // matched with the regexp; the first maxStore matching lines kept, each with
 // ctx lines of context before and after.
-func naiveGrep(content string, re *regexp.Regexp, ctx, maxStore, lineChars int) (recs []lineRec, matches int) {
+func naiveGrep(content string, re *regexp.Regexp, ctx, maxStore, lineChars int) (recs []LineRec, matches int) {
 	if content == "" {
 		return nil, 0
 	}
@@ -40,14 +40,14 @@ func naiveGrep(content string, re *regexp.Regexp, ctx, maxStore, lineChars int) 
 	for i, l := range lines {
 		if show[i] {
 			t, _, _ := cutLine([]byte(l), len(l), lineChars)
-			recs = append(recs, lineRec{line: i + 1, text: t, match: stored[i]})
+			recs = append(recs, LineRec{line: i + 1, text: t, match: stored[i]})
 		}
 	}
 	return recs, matches
 }
 
 // searchString runs a searcher over content.
-func searchString(t *testing.T, s *searcher, content string) (recs []lineRec, matches int, binary bool) {
+func searchString(t *testing.T, s *Searcher, content string) (recs []LineRec, matches int, binary bool) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -57,7 +57,7 @@ func searchString(t *testing.T, s *searcher, content string) (recs []lineRec, ma
 }
 
 // searchPath runs a searcher over the file p.
-func searchPath(t *testing.T, s *searcher, p string) (recs []lineRec, matches int, binary bool) {
+func searchPath(t *testing.T, s *Searcher, p string) (recs []LineRec, matches int, binary bool) {
 	t.Helper()
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -160,20 +160,20 @@ func TestSearchMatchesReference(t *testing.T) {
 				expr = "(?i)" + expr
 			}
 			re := regexp.MustCompile(expr)
-			m, err := compileMatcher(p.pattern, p.ignoreCase)
+			m, err := CompileMatcher(p.pattern, p.ignoreCase)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, ctx := range []int{0, 1, 3} {
 				for _, maxStore := range []int{2, 1 << 20} {
-					wants := make([][]lineRec, len(contents))
+					wants := make([][]LineRec, len(contents))
 					wantNs := make([]int, len(contents))
 					for i, c := range contents {
 						wants[i], wantNs[i] = naiveGrep(c, re, ctx, maxStore, 40)
 					}
 					for _, bufSize := range []int{16, 100, searchBufSize} {
 						var stop atomic.Bool
-						s := newSearcher(m, ctx, maxStore, 40, &stop)
+						s := NewSearcher(m, ctx, maxStore, 40, &stop)
 						s.bufSize = bufSize
 						for i, c := range contents {
 							got, gotN, binary := searchPath(t, s, paths[i])
@@ -190,12 +190,12 @@ func TestSearchMatchesReference(t *testing.T) {
 }
 
 func TestSearchBinary(t *testing.T) {
-	m, err := compileMatcher("foo", false)
+	m, err := CompileMatcher("foo", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
-	s := newSearcher(m, 0, 10, 100, &stop)
+	s := NewSearcher(m, 0, 10, 100, &stop)
 	s.bufSize = 64
 	content := strings.Repeat("foo line\n", 40) + "\x00" + "foo\n"
 	if _, _, binary := searchString(t, s, content); !binary {
@@ -210,9 +210,9 @@ func TestSearchLineTooLong(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 64 MiB file")
 	}
-	m, _ := compileMatcher("foo", false)
+	m, _ := CompileMatcher("foo", false)
 	var stop atomic.Bool
-	s := newSearcher(m, 0, 10, 100, &stop)
+	s := NewSearcher(m, 0, 10, 100, &stop)
 	p := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(p, []byte(strings.Repeat("x", maxSearchLine+10)+"\nfoo\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestAnalyze(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
-			m, err := compileMatcher(tt.pattern, false)
+			m, err := CompileMatcher(tt.pattern, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,15 +318,15 @@ func TestFoldSafe(t *testing.T) {
 }
 
 func TestCompileMatcherErrors(t *testing.T) {
-	if _, err := compileMatcher("a(b", false); err == nil {
+	if _, err := CompileMatcher("a(b", false); err == nil {
 		t.Error("a bad pattern compiled")
 	}
-	if _, err := compileMatcher(`foo\nbar`, false); err != errNewlinePattern {
+	if _, err := CompileMatcher(`foo\nbar`, false); err != ErrNewlinePattern {
 		t.Errorf("err = %v, want errNewlinePattern", err)
 	}
 	// The analysis must not break on any parse tree.
 	for _, p := range []string{`(?s).`, `\pL+`, `[[:alpha:]]`, `(?U)a+?`, `a{2,5}`, `(a|b)*c`, `(?:)`, `$`} {
-		if _, err := compileMatcher(p, true); err != nil {
+		if _, err := CompileMatcher(p, true); err != nil {
 			t.Errorf("%q: %v", p, err)
 		}
 	}

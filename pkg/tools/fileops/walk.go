@@ -45,8 +45,8 @@ import (
 // Order. Workers take entries from a shared LIFO stack, so the walk is depth
 // first and visits entries in no particular order; callers sort.
 
-// walkConfig says what a walk visits.
-type walkConfig struct {
+// Config says what a walk visits.
+type Config struct {
 	hidden   bool // visit entries whose names start with "." (".git" never)
 	noIgnore bool // do not apply .gitignore files
 	maxDepth int  // 0: no limit; 1: only the start directory's entries
@@ -57,34 +57,34 @@ type walkConfig struct {
 	withhold func(rel string) bool
 }
 
-// visitor receives the entries of a walk. Its methods are called
+// Visitor receives the entries of a walk. Its methods are called
 // concurrently from the walk's workers; worker is in [0, workers) and no two
 // calls with the same worker run at once.
-type visitor interface {
+type Visitor interface {
 	// dir is called for each directory that passes the filters, with its
 	// path (named as dirNode.rel names directories); it reports whether to
 	// descend into it.
-	dir(worker int, parent *dirNode, name, rel string) bool
+	dir(worker int, parent *Node, name, rel string) bool
 	// file is called for every other entry (files, symlinks, devices...)
 	// that passes the filters. parent.fd stays open during the call.
-	file(worker int, parent *dirNode, name string, typ fs.FileMode)
+	file(worker int, parent *Node, name string, typ fs.FileMode)
 }
 
-// dirNode is a directory open during a walk. Its descriptor stays open while
+// Node is a directory open during a walk. Its descriptor stays open while
 // entries of the directory wait in the queue, and is closed after the last.
-type dirNode struct {
+type Node struct {
 	// rel names the directory in results: workspace-relative ("." for the
 	// root) in a walk that starts inside the workspace, absolute in one
 	// that starts outside; slash-separated either way.
 	rel   string
 	fd    int // owned: closed after the last reference is dropped
-	ign   *ignoreList
+	ign   *IgnoreList
 	depth int // 0 for the start directory
 	refs  atomic.Int32
 }
 
 // child returns the path of the entry name in d, named as d is.
-func (d *dirNode) child(name string) string {
+func (d *Node) child(name string) string {
 	switch d.rel {
 	case ".":
 		return name
@@ -94,23 +94,23 @@ func (d *dirNode) child(name string) string {
 	return d.rel + "/" + name
 }
 
-func (d *dirNode) release() {
+func (d *Node) release() {
 	if d.refs.Add(-1) == 0 {
 		unix.Close(d.fd)
 	}
 }
 
-// item is a queued entry; it holds a reference on its directory.
-type item struct {
-	dir  *dirNode
+// Item is a queued entry; it holds a reference on its directory.
+type Item struct {
+	dir  *Node
 	name string
 	typ  fs.FileMode
 }
 
-// walker runs one walk.
-type walker struct {
-	cfg      walkConfig
-	v        visitor
+// Walker runs one walk.
+type Walker struct {
+	cfg      Config
+	v        Visitor
 	stop     atomic.Bool
 	ignored  atomic.Int64 // entries skipped by a .gitignore
 	withheld atomic.Int64 // entries skipped by walkConfig.withhold
@@ -121,24 +121,24 @@ type walker struct {
 
 	mu    sync.Mutex
 	cond  sync.Cond
-	items []item
+	items []Item
 	busy  int // items taken and not yet finished
 	idle  int // workers waiting for items
 	done  bool
 }
 
-func newWalker(cfg walkConfig, v visitor) *walker {
+func NewWalker(cfg Config, v Visitor) *Walker {
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.GOMAXPROCS(0)
 	}
-	w := &walker{cfg: cfg, v: v, scratch: make([]dirScratch, cfg.workers)}
+	w := &Walker{cfg: cfg, v: v, scratch: make([]dirScratch, cfg.workers)}
 	w.cond.L = &w.mu
 	return w
 }
 
 // abort stops the walk: workers finish the entry in hand and exit. It is
 // safe to call from any goroutine, more than once.
-func (w *walker) abort() {
+func (w *Walker) abort() {
 	w.stop.Store(true)
 	w.mu.Lock()
 	w.done = true
@@ -146,30 +146,30 @@ func (w *walker) abort() {
 	w.mu.Unlock()
 }
 
-// errNotDir is the error of openStart for a start that is not a directory.
-var errNotDir = errors.New("not a directory")
+// ErrNotDir is the error of openStart for a start that is not a directory.
+var ErrNotDir = errors.New("not a directory")
 
-// openStart opens the directory name ("." for root itself) through root to
+// OpenStart opens the directory name ("." for root itself) through root to
 // start a walk there; rel is how the walk names it (dirNode.rel). The final
 // component is not followed if it is a symlink (see openNoFollow). It
 // returns errNotDir when name is not a directory.
-func openStart(root *os.Root, name, rel string) (*dirNode, error) {
+func OpenStart(root *os.Root, name, rel string) (*Node, error) {
 	fd, st, err := openNoFollow(root, name)
 	if err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		unix.Close(fd)
-		return nil, errNotDir
+		return nil, ErrNotDir
 	}
-	return &dirNode{rel: rel, fd: fd}, nil
+	return &Node{rel: rel, fd: fd}, nil
 }
 
 // run walks the tree below start, which it takes over (and closes). It
 // returns when every entry has been visited, or early when ctx is done or
 // abort is called; complete is false then. Either way every goroutine and
 // descriptor of the walk is gone when it returns.
-func (w *walker) run(ctx context.Context, start *dirNode) (complete bool) {
+func (w *Walker) run(ctx context.Context, start *Node) (complete bool) {
 	// The AfterFunc wakes idle workers; busy ones see ctxDone themselves,
 	// without waiting for it to be scheduled.
 	w.ctxDone = ctx.Done()
@@ -189,8 +189,8 @@ func (w *walker) run(ctx context.Context, start *dirNode) (complete bool) {
 	return !w.stop.Load()
 }
 
-func (w *walker) work(id int) {
-	var batch []item
+func (w *Walker) work(id int) {
+	var batch []Item
 	for {
 		it, ok := w.take()
 		if !ok {
@@ -207,7 +207,7 @@ func (w *walker) work(id int) {
 	}
 }
 
-func (w *walker) take() (item, bool) {
+func (w *Walker) take() (Item, bool) {
 	select {
 	case <-w.ctxDone:
 		w.abort()
@@ -226,16 +226,16 @@ func (w *walker) take() (item, bool) {
 		w.idle--
 	}
 	if w.done {
-		return item{}, false
+		return Item{}, false
 	}
 	it := w.items[len(w.items)-1]
-	w.items[len(w.items)-1] = item{}
+	w.items[len(w.items)-1] = Item{}
 	w.items = w.items[:len(w.items)-1]
 	w.busy++
 	return it, true
 }
 
-func (w *walker) finish(batch []item) {
+func (w *Walker) finish(batch []Item) {
 	w.mu.Lock()
 	w.items = append(w.items, batch...)
 	w.busy--
@@ -251,14 +251,14 @@ func (w *walker) finish(batch []item) {
 }
 
 // enter opens the directory of it and reads it.
-func (w *walker) enter(id int, it item, batch []item) []item {
-	fd, err := openAt(it.dir.fd, it.name, unix.O_DIRECTORY)
+func (w *Walker) enter(id int, it Item, batch []Item) []Item {
+	fd, err := OpenAt(it.dir.fd, it.name, unix.O_DIRECTORY)
 	it.dir.release()
 	if err != nil {
 		w.errs.Add(1)
 		return batch
 	}
-	d := &dirNode{
+	d := &Node{
 		rel:   it.dir.child(it.name),
 		fd:    fd,
 		ign:   it.dir.ign,
@@ -269,7 +269,7 @@ func (w *walker) enter(id int, it item, batch []item) []item {
 
 // readDir reads the directory d, visits or queues its entries, and appends
 // the queued ones to batch. It drops the caller's reference on d.
-func (w *walker) readDir(id int, d *dirNode, batch []item) []item {
+func (w *Walker) readDir(id int, d *Node, batch []Item) []Item {
 	ents, err := w.scratch[id].list(d.fd)
 	if err != nil {
 		w.errs.Add(1)
@@ -316,12 +316,12 @@ func (w *walker) readDir(id int, d *dirNode, batch []item) []item {
 		switch {
 		case isDir:
 			if w.v.dir(id, d, name, rel) && descend {
-				batch = append(batch, item{dir: d, name: name, typ: fs.ModeDir})
+				batch = append(batch, Item{dir: d, name: name, typ: fs.ModeDir})
 			}
 		case w.cfg.inline:
 			w.v.file(id, d, name, typ)
 		default:
-			batch = append(batch, item{dir: d, name: name, typ: typ})
+			batch = append(batch, Item{dir: d, name: name, typ: typ})
 		}
 	}
 	d.refs.Store(int32(len(batch)-n0) + 1)
@@ -329,9 +329,9 @@ func (w *walker) readDir(id int, d *dirNode, batch []item) []item {
 	return batch
 }
 
-// openAt opens name, a single path component, in the directory dirfd,
+// OpenAt opens name, a single path component, in the directory dirfd,
 // read-only, without following a symlink and without blocking on a FIFO.
-func openAt(dirfd int, name string, flags int) (int, error) {
+func OpenAt(dirfd int, name string, flags int) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|flags, 0)
 		if err != unix.EINTR {
@@ -340,9 +340,9 @@ func openAt(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
-// readFull reads from fd into p until p is full, end of file or an error;
+// ReadFull reads from fd into p until p is full, end of file or an error;
 // eof reports the end of the file.
-func readFull(fd int, p []byte) (n int, eof bool, err error) {
+func ReadFull(fd int, p []byte) (n int, eof bool, err error) {
 	for n < len(p) {
 		m, err := unix.Read(fd, p[n:])
 		switch {
@@ -360,7 +360,7 @@ func readFull(fd int, p []byte) (n int, eof bool, err error) {
 
 // readIgnoreAt reads the .gitignore file in the directory dirfd.
 func readIgnoreAt(dirfd int) []ignoreRule {
-	fd, err := openAt(dirfd, ".gitignore", 0)
+	fd, err := OpenAt(dirfd, ".gitignore", 0)
 	if err != nil {
 		return nil
 	}
@@ -368,7 +368,7 @@ func readIgnoreAt(dirfd int) []ignoreRule {
 	buf := make([]byte, 4096)
 	n := 0
 	for {
-		m, eof, err := readFull(fd, buf[n:])
+		m, eof, err := ReadFull(fd, buf[n:])
 		n += m
 		if eof || err != nil || n >= maxIgnoreFile {
 			break
@@ -429,7 +429,7 @@ func (sc *dirScratch) list(fd int) ([]dirent, error) {
 				if unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 					continue // gone meanwhile
 				}
-				e.typ = statType(st.Mode)
+				e.typ = StatType(st.Mode)
 			}
 			sc.ents = append(sc.ents, e)
 		}
@@ -456,7 +456,7 @@ func direntType(dt byte) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-func statType(mode uint32) fs.FileMode {
+func StatType(mode uint32) fs.FileMode {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		return 0

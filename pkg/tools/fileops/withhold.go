@@ -20,7 +20,7 @@ func (f *FileOperations) withholdFor(t *readTarget) func(rel string) bool {
 		base = ""
 	}
 	return func(rel string) bool {
-		return f.hidden(base + "/" + below(start, rel))
+		return f.hidden(base + "/" + Below(start, rel))
 	}
 }
 

@@ -128,7 +128,7 @@ func (f *FileOperations) write(ctx context.Context, call *tools.Call, exclusive 
 	if !exclusive {
 		var rerr error
 		old, _, hadOld, rerr = p.read(maxEditBytes)
-		if _, bin := binaryKind(p.name, old); rerr != nil || bin {
+		if _, bin := BinaryKind(p.name, old); rerr != nil || bin {
 			old, hadOld = nil, false // no line counts for these
 		}
 	}
