@@ -107,9 +107,9 @@ func newPathMatcher(startRel, pattern string) (m pathMatcher, ok bool) {
 // match reports whether the entry name at rel (workspace-relative) matches.
 func (m *pathMatcher) match(rel, name string) bool {
 	if m.byName {
-		return m.g.match(name)
+		return m.g.Match(name)
 	}
-	return m.g.match(Below(m.startRel, rel))
+	return m.g.Match(Below(m.startRel, rel))
 }
 
 // globVisitor collects the matches of a walk.
@@ -138,21 +138,21 @@ func (v *globVisitor) add(worker int, h globHit) {
 
 func compareHits(a, b globHit) int { return cmp.Compare(a.rel, b.rel) }
 
-func (v *globVisitor) dir(worker int, parent *Node, name, rel string) bool {
+func (v *globVisitor) Dir(worker int, parent *Node, name, rel string) bool {
 	if v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel, dir: true})
 	}
 	return true
 }
 
-func (v *globVisitor) file(worker int, parent *Node, name string, _ fs.FileMode) {
+func (v *globVisitor) File(worker int, parent *Node, name string, _ fs.FileMode) {
 	if v.m.byName {
-		if v.m.g.match(name) {
-			v.add(worker, globHit{rel: parent.child(name)})
+		if v.m.g.Match(name) {
+			v.add(worker, globHit{rel: parent.Child(name)})
 		}
 		return
 	}
-	if rel := parent.child(name); v.m.match(rel, name) {
+	if rel := parent.Child(name); v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel})
 	}
 }
@@ -187,12 +187,12 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 	if err != nil {
 		return nil, err
 	}
-	start.ign = f.startIgnores(t)
+	start.Ign = f.startIgnores(t)
 	v := &globVisitor{m: m, keep: f.limits.ListItems}
-	w := NewWalker(Config{hidden: m.hidden, maxDepth: m.maxDepth, inline: true, withhold: f.withholdFor(t)}, v)
-	v.per = make([][]globHit, w.cfg.workers)
-	v.total = make([]int, w.cfg.workers)
-	w.run(ctx, start)
+	w := NewWalker(Config{Dotfiles: m.hidden, MaxDepth: m.maxDepth, Inline: true, Withhold: f.withholdFor(t)}, v)
+	v.per = make([][]globHit, w.Cfg.Workers)
+	v.total = make([]int, w.Cfg.Workers)
+	w.Run(ctx, start)
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, "glob")
 	}
@@ -233,7 +233,7 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 			Continuation: "use a more specific pattern or path",
 		}
 	}
-	if n := w.withheld.Load(); n > 0 {
+	if n := w.Withheld.Load(); n > 0 {
 		fmt.Fprintf(&out, "\n%s", withheldNote(n))
 		res.Structured["withheld"] = n
 	}

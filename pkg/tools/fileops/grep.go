@@ -135,9 +135,9 @@ func newIncludeMatcher(startRel, pattern string) (includeMatcher, bool) {
 
 func (m *includeMatcher) match(rel, name string) bool {
 	if m.byName {
-		return m.g.match(name)
+		return m.g.Match(name)
 	}
-	return m.g.match(Below(m.startRel, rel)) || (m.startRel != "." && m.g.match(rel))
+	return m.g.Match(Below(m.startRel, rel)) || (m.startRel != "." && m.g.Match(rel))
 }
 
 // fileResult is the result of one file with matches.
@@ -198,22 +198,22 @@ type grepVisitor struct {
 	withheld atomic.Int64 // files linked withheld
 }
 
-func (v *grepVisitor) dir(int, *Node, string, string) bool { return true }
+func (v *grepVisitor) Dir(int, *Node, string, string) bool { return true }
 
-func (v *grepVisitor) file(worker int, parent *Node, name string, typ fs.FileMode) {
+func (v *grepVisitor) File(worker int, parent *Node, name string, typ fs.FileMode) {
 	if !typ.IsRegular() { // symlinks are not followed, like ripgrep
 		return
 	}
 	var rel string
 	if v.include != nil {
 		if !v.include.byName {
-			rel = parent.child(name)
+			rel = parent.Child(name)
 		}
 		if !v.include.match(rel, name) {
 			return
 		}
 	}
-	fd, err := OpenAt(parent.fd, name, 0)
+	fd, err := OpenAt(parent.Fd, name, 0)
 	if err != nil {
 		v.errs.Add(1)
 		return
@@ -228,14 +228,14 @@ func (v *grepVisitor) file(worker int, parent *Node, name string, typ fs.FileMod
 		}
 	}
 	s := v.searchers[worker]
-	binary, err := s.search(fd)
+	binary, err := s.Search(fd)
 	unix.Close(fd)
 	if testHookFileSearched != nil {
 		testHookFileSearched()
 	}
 	v.record(s, binary, err, func() string {
 		if rel == "" {
-			rel = parent.child(name)
+			rel = parent.Child(name)
 		}
 		return rel
 	})
@@ -250,19 +250,19 @@ func (v *grepVisitor) record(s *Searcher, binary bool, err error, path func() st
 		v.errs.Add(1)
 		return
 	case binary:
-		s.binary.Add(1)
+		s.Binary.Add(1)
 		return
 	}
-	s.searched.Add(1)
-	if s.matches > 0 {
-		v.coll.add(&fileResult{path: path(), matches: s.matches, stored: s.stored, recs: slices.Clone(s.recs)})
+	s.Searched.Add(1)
+	if s.Matches > 0 {
+		v.coll.add(&fileResult{path: path(), matches: s.Matches, stored: s.Stored, recs: slices.Clone(s.Recs)})
 	}
 }
 
 func (v *grepVisitor) counts() (searched, binary int64) {
 	for _, s := range v.searchers {
-		searched += s.searched.Load()
-		binary += s.binary.Load()
+		searched += s.Searched.Load()
+		binary += s.Binary.Load()
 	}
 	return searched, binary
 }
@@ -323,29 +323,29 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		s := NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
 		err := f.grepFile(ctx, t, fd, StatType(st.Mode), v, s)
 		unix.Close(fd)
-		s.release()
+		s.Release()
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		start := &Node{rel: rel, fd: fd}
-		start.ign = f.startIgnores(t)
+		start := &Node{Rel: rel, Fd: fd}
+		start.Ign = f.startIgnores(t)
 		// Twice as many workers as processors: a worker blocked in a read
 		// (a cold cache, a slow disk) leaves its processor to another.
-		w := NewWalker(Config{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0), withhold: f.withholdFor(t)}, v)
-		v.searchers = make([]*Searcher, w.cfg.workers)
+		w := NewWalker(Config{Dotfiles: include != nil && include.hidden, Workers: 2 * runtime.GOMAXPROCS(0), Withhold: f.withholdFor(t)}, v)
+		v.searchers = make([]*Searcher, w.Cfg.Workers)
 		for i := range v.searchers {
-			v.searchers[i] = NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.stop)
+			v.searchers[i] = NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.Stop)
 		}
 		stopProgress := f.reportProgress(sink, v, w)
-		complete = w.run(ctx, start)
+		complete = w.Run(ctx, start)
 		for _, s := range v.searchers {
-			s.release()
+			s.Release()
 		}
 		if err := stopProgress(); err != nil {
 			return nil, errdefs.Wrap(errdefs.ErrCanceled, err, "grep_search stopped: the client is gone")
 		}
-		withheld = w.withheld.Load()
+		withheld = w.Withheld.Load()
 	}
 	withheld += v.withheld.Load()
 	if ctx.Err() != nil || !complete {
@@ -366,9 +366,9 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 	}
 	v.searchers = []*Searcher{s}
-	stopOnDone := context.AfterFunc(ctx, func() { s.stop.Store(true) })
+	stopOnDone := context.AfterFunc(ctx, func() { s.Stop.Store(true) })
 	defer stopOnDone()
-	binary, err := s.search(fd)
+	binary, err := s.Search(fd)
 	if err != nil && !errors.Is(err, ErrStopped) {
 		return workspace.MapError(t.loc.Given, err)
 	}
@@ -404,7 +404,7 @@ func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *Walk
 			msg := fmt.Sprintf("searched %d files, %s so far", searched, plural(matches, "matching line", "matching lines"))
 			if err := sink.Progress(msg, -1); err != nil {
 				sinkErr = err
-				w.abort()
+				w.Abort()
 				return
 			}
 		}
@@ -438,33 +438,33 @@ render:
 	for _, fr := range files {
 		for _, r := range fr.recs {
 			// After the last match shown, only its after-context.
-			if shown == maxResults && (r.match || fr.path != prevPath || r.line != prevLine+1 || r.line > lastMatch+ctxLines) {
+			if shown == maxResults && (r.Match || fr.path != prevPath || r.Line != prevLine+1 || r.Line > lastMatch+ctxLines) {
 				break render
 			}
 			lineBuf = lineBuf[:0]
-			if ctxLines > 0 && prevPath != "" && (fr.path != prevPath || r.line != prevLine+1) {
+			if ctxLines > 0 && prevPath != "" && (fr.path != prevPath || r.Line != prevLine+1) {
 				lineBuf = append(lineBuf, "--\n"...)
 			}
 			sep := byte('-')
-			if r.match {
+			if r.Match {
 				sep = ':'
 			}
 			lineBuf = append(lineBuf, fr.path...)
 			lineBuf = append(lineBuf, sep)
-			lineBuf = strconv.AppendInt(lineBuf, int64(r.line), 10)
+			lineBuf = strconv.AppendInt(lineBuf, int64(r.Line), 10)
 			lineBuf = append(lineBuf, sep)
-			lineBuf = append(lineBuf, r.text...)
+			lineBuf = append(lineBuf, r.Text...)
 			lineBuf = append(lineBuf, '\n')
 			if out.Len()+len(lineBuf) > budget && shown > 0 {
 				byteCut = true
 				break render
 			}
 			out.Write(lineBuf)
-			prevPath, prevLine = fr.path, r.line
-			if r.match {
+			prevPath, prevLine = fr.path, r.Line
+			if r.Match {
 				shown++
-				lastMatch = r.line
-				matches = append(matches, map[string]any{"path": fr.path, "line": r.line, "text": r.text})
+				lastMatch = r.Line
+				matches = append(matches, map[string]any{"path": fr.path, "line": r.Line, "text": r.Text})
 			}
 		}
 	}

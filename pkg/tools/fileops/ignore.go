@@ -130,10 +130,10 @@ func (l *IgnoreList) push(base string, rules []ignoreRule) *IgnoreList {
 	return &IgnoreList{parent: l, base: base, rules: rules}
 }
 
-// ignored reports whether the entry at rel (workspace-relative, inside the
-// directory l belongs to) with the given base name is ignored. The last
+// Ignored reports whether the entry at rel (workspace-relative, inside the
+// directory l belongs to) with the given base name is Ignored. The last
 // matching rule of the deepest .gitignore that has one decides, as in git.
-func (l *IgnoreList) ignored(rel, name string, isDir bool) bool {
+func (l *IgnoreList) Ignored(rel, name string, isDir bool) bool {
 	for ; l != nil; l = l.parent {
 		sub := ""
 		for i := len(l.rules) - 1; i >= 0; i-- {
@@ -146,9 +146,9 @@ func (l *IgnoreList) ignored(rel, name string, isDir bool) bool {
 				if sub == "" {
 					sub = Below(l.base, rel)
 				}
-				ok = r.g.match(sub)
+				ok = r.g.Match(sub)
 			} else {
-				ok = r.g.match(name)
+				ok = r.g.Match(name)
 			}
 			if ok {
 				return !r.negate
@@ -240,8 +240,8 @@ func CompileGlob(p string) (Glob, bool) {
 	return Glob{kind: globFull, pat: p}, true
 }
 
-// match reports whether s, a slash-separated path or a name, matches.
-func (g *Glob) match(s string) bool {
+// Match reports whether s, a slash-separated path or a name, matches.
+func (g *Glob) Match(s string) bool {
 	switch g.kind {
 	case globExact:
 		return s == g.lit

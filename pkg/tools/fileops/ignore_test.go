@@ -75,7 +75,7 @@ func TestIgnoreList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.rel, func(t *testing.T) {
 			name := tt.rel[lastSlash(tt.rel)+1:]
-			if got := tt.list.ignored(tt.rel, name, tt.isDir); got != tt.want {
+			if got := tt.list.Ignored(tt.rel, name, tt.isDir); got != tt.want {
 				t.Errorf("ignored(%q, dir=%v) = %v, want %v", tt.rel, tt.isDir, got, tt.want)
 			}
 		})
@@ -116,13 +116,13 @@ func TestGlobMatcher(t *testing.T) {
 			if !ok {
 				t.Fatal("pattern did not compile")
 			}
-			if got := g.match(tt.s); got != tt.want {
+			if got := g.Match(tt.s); got != tt.want {
 				t.Errorf("match = %v, want %v", got, tt.want)
 			}
 		})
 	}
 	var zero Glob
-	if zero.match("x") {
+	if zero.Match("x") {
 		t.Error("the zero globMatcher matched")
 	}
 }
@@ -173,7 +173,7 @@ docs/_build/
 	sub := root.push("packages/app", parseIgnore([]byte("local/\n*.snap\n")))
 	b.ResetTimer()
 	for b.Loop() {
-		sub.ignored("packages/app/src/components/button/index.tsx", "index.tsx", false)
-		sub.ignored("packages/app/src/components/button", "button", true)
+		sub.Ignored("packages/app/src/components/button/index.tsx", "index.tsx", false)
+		sub.Ignored("packages/app/src/components/button", "button", true)
 	}
 }

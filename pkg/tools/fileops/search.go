@@ -12,9 +12,9 @@ import (
 // Matcher finds the lines of a buffer that match a grep_search pattern. It
 // is immutable and shared by the workers of a search.
 type Matcher struct {
-	// line verifies a candidate line (without its newline); nil when every
+	// Line verifies a candidate Line (without its newline); nil when every
 	// prefilter hit is a match.
-	line *regexp.Regexp
+	Line *regexp.Regexp
 	// pre finds candidate lines; cloned per worker. Nil: every line is a
 	// candidate. (Running the regexp line by line is faster than running it
 	// over a whole buffer: on short input Go's regexp uses its backtracker
@@ -44,15 +44,15 @@ func CompileMatcher(pattern string, ignoreCase bool) (*Matcher, error) {
 	if hasNewline(tree) {
 		return nil, ErrNewlinePattern
 	}
-	m := &Matcher{line: re}
+	m := &Matcher{Line: re}
 	if f := wordFinder(tree); f != nil {
-		m.pre, m.line = f, nil
+		m.pre, m.Line = f, nil
 		return m, nil
 	}
 	info := analyze(tree)
 	switch {
 	case info.exact != nil && !info.assert && !info.exact.loose && info.exact.cost() < 1<<30:
-		m.pre, m.line = newFinder(info.exact), nil
+		m.pre, m.Line = newFinder(info.exact), nil
 	case info.req != nil && info.req.cost() < 1<<30:
 		m.pre = newFinder(info.req)
 	}
@@ -149,9 +149,9 @@ func hasNewline(re *syntax.Regexp) bool {
 
 // LineRec is one line of a file's search result: a match or a context line.
 type LineRec struct {
-	line  int
-	text  string
-	match bool
+	Line  int
+	Text  string
+	Match bool
 }
 
 // Buffer sizes of a searcher. Files are read in chunks of searchBufSize; a
@@ -179,18 +179,18 @@ type Searcher struct {
 	context   int // lines of context before and after each match
 	maxStore  int // match records kept per file; further matches are only counted
 	lineChars int
-	stop      *atomic.Bool
+	Stop      *atomic.Bool
 	buf       []byte
 	bufSize   int // initial size of buf; 0 means searchBufSize
 
 	// Counters over all files, read by the progress reporter.
-	searched atomic.Int64
-	binary   atomic.Int64
+	Searched atomic.Int64
+	Binary   atomic.Int64
 
 	// The current file.
-	recs        []LineRec
-	matches     int // matching lines
-	stored      int // matching lines in recs
+	Recs        []LineRec
+	Matches     int // matching lines
+	Stored      int // matching lines in recs
 	cntPos      int // a line start in buf whose line number is cntLine
 	cntLine     int
 	lastEmitted int // line number of the last record; 0 none
@@ -199,18 +199,18 @@ type Searcher struct {
 }
 
 func NewSearcher(m *Matcher, context, maxStore, lineChars int, stop *atomic.Bool) *Searcher {
-	s := &Searcher{m: m, context: context, maxStore: maxStore, lineChars: lineChars, stop: stop}
+	s := &Searcher{m: m, context: context, maxStore: maxStore, lineChars: lineChars, Stop: stop}
 	if m.pre != nil {
 		s.pre = m.pre.clone()
 	}
 	return s
 }
 
-// search reads the file open as fd to its end and searches it. On return,
+// Search reads the file open as fd to its end and searches it. On return,
 // s.matches counts its matching lines and s.recs holds the first maxStore of
 // them with their context, in line order. binary reports a NUL byte: the file
 // was not searched to the end and its results are to be dropped.
-func (s *Searcher) search(fd int) (binary bool, err error) {
+func (s *Searcher) Search(fd int) (binary bool, err error) {
 	size := searchBufSize
 	if s.bufSize > 0 {
 		size = s.bufSize
@@ -227,8 +227,8 @@ func (s *Searcher) search(fd int) (binary bool, err error) {
 			s.buf = make([]byte, size) // do not keep a huge buffer for the rest of a walk
 		}
 	}()
-	s.recs = s.recs[:0]
-	s.matches, s.stored = 0, 0
+	s.Recs = s.Recs[:0]
+	s.Matches, s.Stored = 0, 0
 	s.cntPos, s.cntLine = 0, 1
 	s.lastEmitted, s.afterUntil, s.afterPos = 0, 0, 0
 
@@ -266,7 +266,7 @@ func (s *Searcher) search(fd int) (binary bool, err error) {
 		if eof {
 			return false, nil
 		}
-		if s.stop.Load() {
+		if s.Stop.Load() {
 			return false, ErrStopped
 		}
 		keep := s.keepFrom(end)
@@ -285,9 +285,9 @@ func (s *Searcher) search(fd int) (binary bool, err error) {
 // searchBufs holds read buffers of searchBufSize between searches.
 var searchBufs = sync.Pool{New: func() any { b := make([]byte, searchBufSize); return &b }}
 
-// release returns the searcher's buffer for reuse; the searcher must not be
+// Release returns the searcher's buffer for reuse; the searcher must not be
 // used afterwards.
-func (s *Searcher) release() {
+func (s *Searcher) Release() {
 	if b := s.buf; len(b) == searchBufSize {
 		searchBufs.Put(&b)
 	}
@@ -322,7 +322,7 @@ func (s *Searcher) scan(b []byte, from int) {
 		if i := bytes.IndexByte(b[c:], '\n'); i >= 0 {
 			le = c + i
 		}
-		if s.m.line == nil || s.m.line.Match(b[ls:le]) {
+		if s.m.Line == nil || s.m.Line.Match(b[ls:le]) {
 			s.onMatch(b, ls, le)
 		}
 		pos = le + 1
@@ -338,8 +338,8 @@ func (s *Searcher) lineAt(b []byte, p int) int {
 }
 
 func (s *Searcher) onMatch(b []byte, ls, le int) {
-	s.matches++
-	if s.stored == s.maxStore {
+	s.Matches++
+	if s.Stored == s.maxStore {
 		return
 	}
 	l := s.lineAt(b, ls)
@@ -363,7 +363,7 @@ func (s *Searcher) onMatch(b []byte, ls, le int) {
 		s.afterUntil, s.afterPos = l+s.context, le+1
 	}
 	s.emit(l, b[ls:le], true)
-	s.stored++
+	s.Stored++
 	s.lastEmitted = l
 }
 
@@ -383,5 +383,5 @@ func (s *Searcher) flushAfter(b []byte, limit int) {
 
 func (s *Searcher) emit(line int, text []byte, match bool) {
 	t, _, _ := cutLine(text, len(text), s.lineChars)
-	s.recs = append(s.recs, LineRec{line: line, text: t, match: match})
+	s.Recs = append(s.Recs, LineRec{Line: line, Text: t, Match: match})
 }

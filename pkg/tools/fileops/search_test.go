@@ -40,7 +40,7 @@ func naiveGrep(content string, re *regexp.Regexp, ctx, maxStore, lineChars int) 
 	for i, l := range lines {
 		if show[i] {
 			t, _, _ := cutLine([]byte(l), len(l), lineChars)
-			recs = append(recs, LineRec{line: i + 1, text: t, match: stored[i]})
+			recs = append(recs, LineRec{Line: i + 1, Text: t, Match: stored[i]})
 		}
 	}
 	return recs, matches
@@ -64,11 +64,11 @@ func searchPath(t *testing.T, s *Searcher, p string) (recs []LineRec, matches in
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	binary, err = s.search(fd)
+	binary, err = s.Search(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.Clone(s.recs), s.matches, binary
+	return slices.Clone(s.Recs), s.Matches, binary
 }
 
 var searchWords = []string{
@@ -222,7 +222,7 @@ func TestSearchLineTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	if _, err := s.search(fd); err != errLineTooLong {
+	if _, err := s.Search(fd); err != errLineTooLong {
 		t.Errorf("err = %v, want errLineTooLong", err)
 	}
 	if len(s.buf) > keepSearchBuf {
@@ -274,7 +274,7 @@ func TestAnalyze(t *testing.T) {
 			if !slices.Equal(lits, tt.wantLits) || fold != tt.wantFold {
 				t.Errorf("prefilter %q fold=%v, want %q fold=%v", lits, fold, tt.wantLits, tt.wantFold)
 			}
-			if exact := m.line == nil; exact != tt.wantExact {
+			if exact := m.Line == nil; exact != tt.wantExact {
 				t.Errorf("exact = %v, want %v", exact, tt.wantExact)
 			}
 		})

@@ -47,74 +47,74 @@ import (
 
 // Config says what a walk visits.
 type Config struct {
-	hidden   bool // visit entries whose names start with "." (".git" never)
+	Dotfiles   bool // visit entries whose names start with "." (".git" never)
 	noIgnore bool // do not apply .gitignore files
-	maxDepth int  // 0: no limit; 1: only the start directory's entries
-	inline   bool // visit files while reading their directory instead of queuing them
-	workers  int  // goroutines; 0 means GOMAXPROCS
-	// withhold, when set, reports whether to skip the entry at rel
+	MaxDepth int  // 0: no limit; 1: only the start directory's entries
+	Inline   bool // visit files while reading their directory instead of queuing them
+	Workers  int  // goroutines; 0 means GOMAXPROCS
+	// Withhold, when set, reports whether to skip the entry at rel
 	// (named as dirNode.rel names directories); it is called concurrently.
-	withhold func(rel string) bool
+	Withhold func(rel string) bool
 }
 
 // Visitor receives the entries of a walk. Its methods are called
 // concurrently from the walk's workers; worker is in [0, workers) and no two
 // calls with the same worker run at once.
 type Visitor interface {
-	// dir is called for each directory that passes the filters, with its
+	// Dir is called for each directory that passes the filters, with its
 	// path (named as dirNode.rel names directories); it reports whether to
 	// descend into it.
-	dir(worker int, parent *Node, name, rel string) bool
-	// file is called for every other entry (files, symlinks, devices...)
+	Dir(worker int, parent *Node, name, rel string) bool
+	// File is called for every other entry (files, symlinks, devices...)
 	// that passes the filters. parent.fd stays open during the call.
-	file(worker int, parent *Node, name string, typ fs.FileMode)
+	File(worker int, parent *Node, name string, typ fs.FileMode)
 }
 
 // Node is a directory open during a walk. Its descriptor stays open while
 // entries of the directory wait in the queue, and is closed after the last.
 type Node struct {
-	// rel names the directory in results: workspace-relative ("." for the
+	// Rel names the directory in results: workspace-relative ("." for the
 	// root) in a walk that starts inside the workspace, absolute in one
 	// that starts outside; slash-separated either way.
-	rel   string
-	fd    int // owned: closed after the last reference is dropped
-	ign   *IgnoreList
-	depth int // 0 for the start directory
+	Rel   string
+	Fd    int // owned: closed after the last reference is dropped
+	Ign   *IgnoreList
+	Depth int // 0 for the start directory
 	refs  atomic.Int32
 }
 
-// child returns the path of the entry name in d, named as d is.
-func (d *Node) child(name string) string {
-	switch d.rel {
+// Child returns the path of the entry name in d, named as d is.
+func (d *Node) Child(name string) string {
+	switch d.Rel {
 	case ".":
 		return name
 	case "/":
 		return "/" + name
 	}
-	return d.rel + "/" + name
+	return d.Rel + "/" + name
 }
 
-func (d *Node) release() {
+func (d *Node) Release() {
 	if d.refs.Add(-1) == 0 {
-		unix.Close(d.fd)
+		unix.Close(d.Fd)
 	}
 }
 
 // Item is a queued entry; it holds a reference on its directory.
 type Item struct {
-	dir  *Node
+	Dir  *Node
 	name string
 	typ  fs.FileMode
 }
 
 // Walker runs one walk.
 type Walker struct {
-	cfg      Config
+	Cfg      Config
 	v        Visitor
-	stop     atomic.Bool
-	ignored  atomic.Int64 // entries skipped by a .gitignore
-	withheld atomic.Int64 // entries skipped by walkConfig.withhold
-	errs     atomic.Int64 // directories that could not be opened or read
+	Stop     atomic.Bool
+	Ignored  atomic.Int64 // entries skipped by a .gitignore
+	Withheld atomic.Int64 // entries skipped by walkConfig.withhold
+	Errs     atomic.Int64 // directories that could not be opened or read
 	scratch  []dirScratch // per worker
 
 	ctxDone <-chan struct{} // the run's ctx.Done(), polled between entries
@@ -128,18 +128,18 @@ type Walker struct {
 }
 
 func NewWalker(cfg Config, v Visitor) *Walker {
-	if cfg.workers <= 0 {
-		cfg.workers = runtime.GOMAXPROCS(0)
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
-	w := &Walker{cfg: cfg, v: v, scratch: make([]dirScratch, cfg.workers)}
+	w := &Walker{Cfg: cfg, v: v, scratch: make([]dirScratch, cfg.Workers)}
 	w.cond.L = &w.mu
 	return w
 }
 
-// abort stops the walk: workers finish the entry in hand and exit. It is
+// Abort stops the walk: workers finish the entry in hand and exit. It is
 // safe to call from any goroutine, more than once.
-func (w *Walker) abort() {
-	w.stop.Store(true)
+func (w *Walker) Abort() {
+	w.Stop.Store(true)
 	w.mu.Lock()
 	w.done = true
 	w.cond.Broadcast()
@@ -162,31 +162,31 @@ func OpenStart(root *os.Root, name, rel string) (*Node, error) {
 		unix.Close(fd)
 		return nil, ErrNotDir
 	}
-	return &Node{rel: rel, fd: fd}, nil
+	return &Node{Rel: rel, Fd: fd}, nil
 }
 
-// run walks the tree below start, which it takes over (and closes). It
+// Run walks the tree below start, which it takes over (and closes). It
 // returns when every entry has been visited, or early when ctx is done or
 // abort is called; complete is false then. Either way every goroutine and
 // descriptor of the walk is gone when it returns.
-func (w *Walker) run(ctx context.Context, start *Node) (complete bool) {
+func (w *Walker) Run(ctx context.Context, start *Node) (complete bool) {
 	// The AfterFunc wakes idle workers; busy ones see ctxDone themselves,
 	// without waiting for it to be scheduled.
 	w.ctxDone = ctx.Done()
-	stopAfter := context.AfterFunc(ctx, w.abort)
+	stopAfter := context.AfterFunc(ctx, w.Abort)
 	defer stopAfter()
 
 	w.items = w.readDir(0, start, nil)
 	var wg sync.WaitGroup
-	for i := range w.cfg.workers {
+	for i := range w.Cfg.Workers {
 		wg.Go(func() { w.work(i) })
 	}
 	wg.Wait()
 	for _, it := range w.items { // left over after an abort
-		it.dir.release()
+		it.Dir.Release()
 	}
 	w.items = nil
-	return !w.stop.Load()
+	return !w.Stop.Load()
 }
 
 func (w *Walker) work(id int) {
@@ -200,8 +200,8 @@ func (w *Walker) work(id int) {
 		if it.typ.IsDir() {
 			batch = w.enter(id, it, batch)
 		} else {
-			w.v.file(id, it.dir, it.name, it.typ)
-			it.dir.release()
+			w.v.File(id, it.Dir, it.name, it.typ)
+			it.Dir.Release()
 		}
 		w.finish(batch)
 	}
@@ -210,7 +210,7 @@ func (w *Walker) work(id int) {
 func (w *Walker) take() (Item, bool) {
 	select {
 	case <-w.ctxDone:
-		w.abort()
+		w.Abort()
 	default:
 	}
 	w.mu.Lock()
@@ -252,17 +252,17 @@ func (w *Walker) finish(batch []Item) {
 
 // enter opens the directory of it and reads it.
 func (w *Walker) enter(id int, it Item, batch []Item) []Item {
-	fd, err := OpenAt(it.dir.fd, it.name, unix.O_DIRECTORY)
-	it.dir.release()
+	fd, err := OpenAt(it.Dir.Fd, it.name, unix.O_DIRECTORY)
+	it.Dir.Release()
 	if err != nil {
-		w.errs.Add(1)
+		w.Errs.Add(1)
 		return batch
 	}
 	d := &Node{
-		rel:   it.dir.child(it.name),
-		fd:    fd,
-		ign:   it.dir.ign,
-		depth: it.dir.depth + 1,
+		Rel:   it.Dir.Child(it.name),
+		Fd:    fd,
+		Ign:   it.Dir.Ign,
+		Depth: it.Dir.Depth + 1,
 	}
 	return w.readDir(id, d, batch)
 }
@@ -270,62 +270,62 @@ func (w *Walker) enter(id int, it Item, batch []Item) []Item {
 // readDir reads the directory d, visits or queues its entries, and appends
 // the queued ones to batch. It drops the caller's reference on d.
 func (w *Walker) readDir(id int, d *Node, batch []Item) []Item {
-	ents, err := w.scratch[id].list(d.fd)
+	ents, err := w.scratch[id].list(d.Fd)
 	if err != nil {
-		w.errs.Add(1)
+		w.Errs.Add(1)
 	}
-	if !w.cfg.noIgnore {
+	if !w.Cfg.noIgnore {
 		for _, e := range ents {
 			if e.name == ".gitignore" && e.typ.IsRegular() {
-				d.ign = d.ign.push(d.rel, readIgnoreAt(d.fd))
+				d.Ign = d.Ign.push(d.Rel, readIgnoreAt(d.Fd))
 				break
 			}
 		}
 	}
 	n0 := len(batch)
-	descend := w.cfg.maxDepth <= 0 || d.depth+1 < w.cfg.maxDepth
+	descend := w.Cfg.MaxDepth <= 0 || d.Depth+1 < w.Cfg.MaxDepth
 	for _, e := range ents {
 		name := e.name
-		if name == ".git" || (!w.cfg.hidden && name[0] == '.') {
+		if name == ".git" || (!w.Cfg.Dotfiles && name[0] == '.') {
 			continue
 		}
 		typ := e.typ
 		isDir := typ.IsDir()
 		var rel string
 		if isDir {
-			rel = d.child(name)
+			rel = d.Child(name)
 		}
-		if d.ign != nil && !w.cfg.noIgnore {
+		if d.Ign != nil && !w.Cfg.noIgnore {
 			if rel == "" {
-				rel = d.child(name)
+				rel = d.Child(name)
 			}
-			if d.ign.ignored(rel, name, isDir) {
-				w.ignored.Add(1)
+			if d.Ign.Ignored(rel, name, isDir) {
+				w.Ignored.Add(1)
 				continue
 			}
 		}
-		if w.cfg.withhold != nil {
+		if w.Cfg.Withhold != nil {
 			if rel == "" {
-				rel = d.child(name)
+				rel = d.Child(name)
 			}
-			if w.cfg.withhold(rel) {
-				w.withheld.Add(1)
+			if w.Cfg.Withhold(rel) {
+				w.Withheld.Add(1)
 				continue
 			}
 		}
 		switch {
 		case isDir:
-			if w.v.dir(id, d, name, rel) && descend {
-				batch = append(batch, Item{dir: d, name: name, typ: fs.ModeDir})
+			if w.v.Dir(id, d, name, rel) && descend {
+				batch = append(batch, Item{Dir: d, name: name, typ: fs.ModeDir})
 			}
-		case w.cfg.inline:
-			w.v.file(id, d, name, typ)
+		case w.Cfg.Inline:
+			w.v.File(id, d, name, typ)
 		default:
-			batch = append(batch, Item{dir: d, name: name, typ: typ})
+			batch = append(batch, Item{Dir: d, name: name, typ: typ})
 		}
 	}
 	d.refs.Store(int32(len(batch)-n0) + 1)
-	d.release()
+	d.Release()
 	return batch
 }
 
