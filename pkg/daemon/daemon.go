@@ -259,9 +259,9 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
-	var hidden func(string) bool
+	var sensitive func(string) bool
 	if caps.Sensitivity != nil {
-		hidden = caps.Sensitivity.Sensitive
+		sensitive = caps.Sensitivity.Sensitive
 	}
 	// The file tools check again, when they run, what they are about to
 	// touch (a path that changed since the decision; a hard link to a
@@ -277,7 +277,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Hidden: hidden, Guard: guard}),
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
 		&collab.UserCollaboration{Granter: caps.Granter},
 		termTool,
 		web.New(mo.Web),

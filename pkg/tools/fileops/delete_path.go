@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -228,7 +229,7 @@ func readlinkAt(dirfd int, name string) string {
 			return ""
 		}
 		if n < size {
-			return validText(buf[:n])
+			return scan.ValidText(buf[:n])
 		}
 	}
 	return ""

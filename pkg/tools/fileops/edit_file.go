@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -126,7 +127,7 @@ func planFileEdit(p *place, name, old, new string, all bool) (*fileEdit, error) 
 		}
 		return &fileEdit{plan: &editPlan{after: new, edits: []udiff.Edit{{New: new}}, lines: []int{1}}, created: true}, nil
 	}
-	if mt, bin := BinaryKind(name, data); bin {
+	if mt, bin := scan.BinaryKind(name, data); bin {
 		return nil, errdefs.Failed("%s is a binary file (%s); edit_file edits text files only", name, mt)
 	}
 	before := string(data)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"slices"
@@ -35,7 +36,7 @@ func globSchema(l tools.Limits) string {
     "pattern": {
       "type": "string",
       "minLength": 1,
-      "description": "Glob pattern matched against paths relative to path, e.g. **/*.go (any depth), *.md (directly in path), internal/**/handler_*.go. At most %d matches are returned."
+      "description": "scan.Glob pattern matched against paths relative to path, e.g. **/*.go (any depth), *.md (directly in path), internal/**/handler_*.go. At most %d matches are returned."
     },
     "path": {
       "type": "string",
@@ -78,7 +79,7 @@ func globStart(dir, pattern string) (start, rest string) {
 type pathMatcher struct {
 	startRel string
 	byName   bool // the pattern matches the base name alone
-	g        Glob
+	g        scan.Glob
 	maxDepth int  // deepest entry that can match; 0 for any
 	hidden   bool // the pattern names a hidden entry
 }
@@ -100,7 +101,7 @@ func newPathMatcher(startRel, pattern string) (m pathMatcher, ok bool) {
 		m.maxDepth = strings.Count(p, "/") + 1
 		m.byName = m.maxDepth == 1
 	}
-	m.g, ok = CompileGlob(p)
+	m.g, ok = scan.CompileGlob(p)
 	return m, ok
 }
 
@@ -109,7 +110,7 @@ func (m *pathMatcher) match(rel, name string) bool {
 	if m.byName {
 		return m.g.Match(name)
 	}
-	return m.g.Match(Below(m.startRel, rel))
+	return m.g.Match(scan.Below(m.startRel, rel))
 }
 
 // globVisitor collects the matches of a walk.
@@ -138,14 +139,14 @@ func (v *globVisitor) add(worker int, h globHit) {
 
 func compareHits(a, b globHit) int { return cmp.Compare(a.rel, b.rel) }
 
-func (v *globVisitor) Dir(worker int, parent *Node, name, rel string) bool {
+func (v *globVisitor) Dir(worker int, parent *scan.Node, name, rel string) bool {
 	if v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel, dir: true})
 	}
 	return true
 }
 
-func (v *globVisitor) File(worker int, parent *Node, name string, _ fs.FileMode) {
+func (v *globVisitor) File(worker int, parent *scan.Node, name string, _ fs.FileMode) {
 	if v.m.byName {
 		if v.m.g.Match(name) {
 			v.add(worker, globHit{rel: parent.Child(name)})
@@ -189,7 +190,7 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 	}
 	start.Ign = f.startIgnores(t)
 	v := &globVisitor{m: m, keep: f.limits.ListItems}
-	w := NewWalker(Config{Dotfiles: m.hidden, MaxDepth: m.maxDepth, Inline: true, Withhold: f.withholdFor(t)}, v)
+	w := scan.NewWalker(scan.Config{Dotfiles: m.hidden, MaxDepth: m.maxDepth, Inline: true, Withhold: f.withholdFor(t)}, v)
 	v.per = make([][]globHit, w.Cfg.Workers)
 	v.total = make([]int, w.Cfg.Workers)
 	w.Run(ctx, start)

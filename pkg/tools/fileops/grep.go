@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"runtime"
 	"slices"
@@ -37,7 +38,6 @@ var grepSearchOp = &operation{
 
 // Bounds of grep_search's arguments.
 const (
-	maxContext    = 10
 	maxMaxResults = 2000
 )
 
@@ -90,7 +90,7 @@ func grepSchema(l tools.Limits) string {
   },
   "required": ["pattern"],
   "additionalProperties": false
-}`, maxContext, maxMaxResults, min(l.SearchMatches, maxMaxResults))
+}`, scan.MaxContext, maxMaxResults, min(l.SearchMatches, maxMaxResults))
 }
 
 type grepArgs struct {
@@ -112,7 +112,7 @@ func (f *FileOperations) describeGrep(call *tools.Call) tools.Effect {
 type includeMatcher struct {
 	startRel string
 	byName   bool
-	g        Glob
+	g        scan.Glob
 	hidden   bool // the pattern names a hidden entry
 }
 
@@ -129,7 +129,7 @@ func newIncludeMatcher(startRel, pattern string) (includeMatcher, bool) {
 		m.byName, p = true, rest
 	}
 	var ok bool
-	m.g, ok = CompileGlob(p)
+	m.g, ok = scan.CompileGlob(p)
 	return m, ok
 }
 
@@ -137,7 +137,7 @@ func (m *includeMatcher) match(rel, name string) bool {
 	if m.byName {
 		return m.g.Match(name)
 	}
-	return m.g.Match(Below(m.startRel, rel)) || (m.startRel != "." && m.g.Match(rel))
+	return m.g.Match(scan.Below(m.startRel, rel)) || (m.startRel != "." && m.g.Match(rel))
 }
 
 // fileResult is the result of one file with matches.
@@ -145,7 +145,7 @@ type fileResult struct {
 	path    string
 	matches int // matching lines
 	stored  int // matching lines in recs
-	recs    []LineRec
+	recs    []scan.LineRec
 }
 
 // collector gathers the results of the files of a search. It keeps only the
@@ -189,7 +189,7 @@ func (h *fileHeap) Pop() any {
 // grepVisitor searches the files of a walk.
 type grepVisitor struct {
 	include   *includeMatcher
-	searchers []*Searcher // per worker
+	searchers []*scan.Searcher // per worker
 	coll      *collector
 	errs      atomic.Int64 // files that could not be read
 	// linked, when set, is asked about each file with more than one hard
@@ -198,9 +198,9 @@ type grepVisitor struct {
 	withheld atomic.Int64 // files linked withheld
 }
 
-func (v *grepVisitor) Dir(int, *Node, string, string) bool { return true }
+func (v *grepVisitor) Dir(int, *scan.Node, string, string) bool { return true }
 
-func (v *grepVisitor) File(worker int, parent *Node, name string, typ fs.FileMode) {
+func (v *grepVisitor) File(worker int, parent *scan.Node, name string, typ fs.FileMode) {
 	if !typ.IsRegular() { // symlinks are not followed, like ripgrep
 		return
 	}
@@ -213,7 +213,7 @@ func (v *grepVisitor) File(worker int, parent *Node, name string, typ fs.FileMod
 			return
 		}
 	}
-	fd, err := OpenAt(parent.Fd, name, 0)
+	fd, err := scan.OpenAt(parent.Fd, name, 0)
 	if err != nil {
 		v.errs.Add(1)
 		return
@@ -242,9 +242,9 @@ func (v *grepVisitor) File(worker int, parent *Node, name string, typ fs.FileMod
 }
 
 // record adds the result of the file s has just searched.
-func (v *grepVisitor) record(s *Searcher, binary bool, err error, path func() string) {
+func (v *grepVisitor) record(s *scan.Searcher, binary bool, err error, path func() string) {
 	switch {
-	case errors.Is(err, ErrStopped):
+	case errors.Is(err, scan.ErrStopped):
 		return
 	case err != nil:
 		v.errs.Add(1)
@@ -279,14 +279,14 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	switch {
 	case args.Pattern == "":
 		return nil, errdefs.Invalid("/pattern", "required", "pattern is required: a regular expression to search for")
-	case ctxLines < 0 || ctxLines > maxContext:
-		return nil, errdefs.Invalid("/context_lines", "maximum", "context_lines must be from 0 to %d, not %d", maxContext, ctxLines)
+	case ctxLines < 0 || ctxLines > scan.MaxContext:
+		return nil, errdefs.Invalid("/context_lines", "maximum", "context_lines must be from 0 to %d, not %d", scan.MaxContext, ctxLines)
 	case maxResults < 1 || maxResults > maxMaxResults:
 		return nil, errdefs.Invalid("/max_results", "maximum", "max_results must be from 1 to %d, not %d", maxMaxResults, maxResults)
 	}
-	m, err := CompileMatcher(args.Pattern, args.IgnoreCase)
+	m, err := scan.CompileMatcher(args.Pattern, args.IgnoreCase)
 	switch {
-	case errors.Is(err, ErrNewlinePattern):
+	case errors.Is(err, scan.ErrNewlinePattern):
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q contains a line break, but grep_search matches one line at a time; search for a single line", args.Pattern)
 	case err != nil:
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q is not a valid regular expression (Go RE2 syntax): %v", args.Pattern, err)
@@ -320,22 +320,22 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	var withheld int64
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		var stop atomic.Bool
-		s := NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
-		err := f.grepFile(ctx, t, fd, StatType(st.Mode), v, s)
+		s := scan.NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
+		err := f.grepFile(ctx, t, fd, scan.StatType(st.Mode), v, s)
 		unix.Close(fd)
 		s.Release()
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		start := &Node{Rel: rel, Fd: fd}
+		start := &scan.Node{Rel: rel, Fd: fd}
 		start.Ign = f.startIgnores(t)
 		// Twice as many workers as processors: a worker blocked in a read
 		// (a cold cache, a slow disk) leaves its processor to another.
-		w := NewWalker(Config{Dotfiles: include != nil && include.hidden, Workers: 2 * runtime.GOMAXPROCS(0), Withhold: f.withholdFor(t)}, v)
-		v.searchers = make([]*Searcher, w.Cfg.Workers)
+		w := scan.NewWalker(scan.Config{Dotfiles: include != nil && include.hidden, Workers: 2 * runtime.GOMAXPROCS(0), Withhold: f.withholdFor(t)}, v)
+		v.searchers = make([]*scan.Searcher, w.Cfg.Workers)
 		for i := range v.searchers {
-			v.searchers[i] = NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.Stop)
+			v.searchers[i] = scan.NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.Stop)
 		}
 		stopProgress := f.reportProgress(sink, v, w)
 		complete = w.Run(ctx, start)
@@ -361,15 +361,15 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 
 // grepFile searches the single file of the target t, open as fd, whose type
 // is typ.
-func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *Searcher) error {
+func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *scan.Searcher) error {
 	if !typ.IsRegular() {
 		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 	}
-	v.searchers = []*Searcher{s}
+	v.searchers = []*scan.Searcher{s}
 	stopOnDone := context.AfterFunc(ctx, func() { s.Stop.Store(true) })
 	defer stopOnDone()
 	binary, err := s.Search(fd)
-	if err != nil && !errors.Is(err, ErrStopped) {
+	if err != nil && !errors.Is(err, scan.ErrStopped) {
 		return workspace.MapError(t.loc.Given, err)
 	}
 	v.record(s, binary, err, func() string { return t.show })
@@ -379,7 +379,7 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 // reportProgress sends a progress line to sink every progressEvery while a
 // search runs. The returned function stops it, waits until no report is in
 // flight, and returns the sink's error if one made it abort the walk.
-func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *Walker) func() error {
+func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
 	if sink == nil {
 		return func() error { return nil }
 	}

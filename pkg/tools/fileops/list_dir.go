@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"slices"
@@ -81,7 +82,7 @@ type listEntry struct {
 type listVisitor struct {
 	per   [][]listEntry // per worker
 	count atomic.Int64
-	w     *Walker
+	w     *scan.Walker
 }
 
 func (v *listVisitor) add(worker int, e listEntry) {
@@ -92,12 +93,12 @@ func (v *listVisitor) add(worker int, e listEntry) {
 	v.per[worker] = append(v.per[worker], e)
 }
 
-func (v *listVisitor) Dir(worker int, parent *Node, name, rel string) bool {
+func (v *listVisitor) Dir(worker int, parent *scan.Node, name, rel string) bool {
 	v.add(worker, listEntry{rel: rel, name: name, kind: "dir", depth: parent.Depth + 1})
 	return true
 }
 
-func (v *listVisitor) File(worker int, parent *Node, name string, typ fs.FileMode) {
+func (v *listVisitor) File(worker int, parent *scan.Node, name string, typ fs.FileMode) {
 	e := listEntry{rel: parent.Child(name), name: name, kind: "other", depth: parent.Depth + 1}
 	switch {
 	case typ.IsRegular():
@@ -115,7 +116,7 @@ func (v *listVisitor) File(worker int, parent *Node, name string, typ fs.FileMod
 				break
 			}
 			if n < len(buf) {
-				e.target = validText(buf[:n])
+				e.target = scan.ValidText(buf[:n])
 				break
 			}
 			buf = make([]byte, 2*len(buf))
@@ -148,7 +149,7 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	}
 	start.Ign = f.startIgnores(t)
 	v := &listVisitor{}
-	w := NewWalker(Config{Dotfiles: true, MaxDepth: depth, Inline: true, Withhold: f.withholdFor(t)}, v)
+	w := scan.NewWalker(scan.Config{Dotfiles: true, MaxDepth: depth, Inline: true, Withhold: f.withholdFor(t)}, v)
 	v.w = w
 	v.per = make([][]listEntry, w.Cfg.Workers)
 	complete := w.Run(ctx, start)

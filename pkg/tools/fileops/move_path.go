@@ -3,6 +3,7 @@ package fileops
 import (
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io"
 	"io/fs"
 	"os"
@@ -234,7 +235,7 @@ func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ tools
 // place (replacing the destination only when overwrite) and then removes
 // the source. The copy keeps the source's mode and, where it may, owner.
 func copyAcross(ctx context.Context, ps, pd *place, sst unix.Stat_t, overwrite bool) error {
-	fd, err := OpenAt(ps.fd, ps.name, 0)
+	fd, err := scan.OpenAt(ps.fd, ps.name, 0)
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"strings"
 
@@ -93,7 +94,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 		}
 	}
 	if exists {
-		if mt, bin := BinaryKind(name, before); bin {
+		if mt, bin := scan.BinaryKind(name, before); bin {
 			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, tools.HumanSize(int64(len(before))), size), nil
 		}
 		if string(before) == content {
@@ -131,7 +132,7 @@ func (f *FileOperations) previewEdit(ctx context.Context, call *tools.Call) (str
 		for _, l := range splitLines(new) {
 			b.WriteString("+" + l + "\n")
 		}
-		s, _ := capDiff(validText([]byte(b.String())), maxPreviewDiff)
+		s, _ := capDiff(scan.ValidText([]byte(b.String())), maxPreviewDiff)
 		return s, nil
 	}
 	name := display(loc)

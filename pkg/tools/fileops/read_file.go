@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io"
 	"io/fs"
 	"os"
@@ -128,11 +129,11 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 	bufp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bufp)
 	lr := &lineReader{r: file, buf: *bufp}
-	head := lr.peek(SniffLen)
+	head := lr.peek(scan.SniffLen)
 	if lr.err != nil {
 		return nil, workspace.MapError(args.Path, lr.err)
 	}
-	if mt, bin := BinaryKind(rel, head); bin {
+	if mt, bin := scan.BinaryKind(rel, head); bin {
 		return &tools.Result{
 			Text: fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text files only.", rel, mt, tools.HumanSize(size)),
 			Structured: map[string]any{
@@ -177,7 +178,7 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 		unshown    int   // lines read but not shown (at most one, over the byte cap)
 		stop       = readEOF
 	)
-	keep := maxHeadBytes(f.limits.LineChars)
+	keep := scan.MaxHeadBytes(f.limits.LineChars)
 	// Room for the whole file plus line numbers, up to the byte cap.
 	out.Grow(int(min(size+size/8+64, int64(f.limits.ReadBytes)+64)))
 	var entry []byte

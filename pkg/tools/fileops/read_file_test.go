@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,7 +232,7 @@ func TestBinaryKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mt, bin := BinaryKind(tt.file, []byte(tt.head))
+			mt, bin := scan.BinaryKind(tt.file, []byte(tt.head))
 			if bin != tt.binary || mt != tt.want {
 				t.Errorf("binaryKind = %q, %v; want %q, %v", mt, bin, tt.want, tt.binary)
 			}

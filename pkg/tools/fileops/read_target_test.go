@@ -212,9 +212,9 @@ func TestReadOutsideRoot(t *testing.T) {
 	}
 }
 
-// TestHiddenWithheldOutside checks that Options.Hidden filters walks of an
+// TestSensitiveWithheldOutside checks that Options.Sensitive filters walks of an
 // approved directory outside the workspace as it does inside.
-func TestHiddenWithheldOutside(t *testing.T) {
+func TestSensitiveWithheldOutside(t *testing.T) {
 	out := outsideDir(t)
 	writeTree(t, out, map[string]string{
 		"a/.env":            "API_KEY=sk-123\n",
@@ -222,7 +222,7 @@ func TestHiddenWithheldOutside(t *testing.T) {
 		"a/main.go":         "// sk-000 is a fake key\n",
 	})
 	a := filepath.Join(out, "a")
-	f, _, asked := newHiddenTool(t, nil)
+	f, _, asked := newSensitiveTool(t, nil)
 	tests := []struct {
 		op, args string
 		want     []string
@@ -252,7 +252,7 @@ func TestHiddenWithheldOutside(t *testing.T) {
 	}
 	for _, p := range asked() {
 		if p != a && !strings.HasPrefix(p, a+"/") {
-			t.Errorf("Hidden was asked about %q, not an absolute path in %s", p, a)
+			t.Errorf("Sensitive was asked about %q, not an absolute path in %s", p, a)
 		}
 	}
 }

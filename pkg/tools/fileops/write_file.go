@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strings"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -128,7 +129,7 @@ func (f *FileOperations) write(ctx context.Context, call *tools.Call, exclusive 
 	if !exclusive {
 		var rerr error
 		old, _, hadOld, rerr = p.read(maxEditBytes)
-		if _, bin := BinaryKind(p.name, old); rerr != nil || bin {
+		if _, bin := scan.BinaryKind(p.name, old); rerr != nil || bin {
 			old, hadOld = nil, false // no line counts for these
 		}
 	}

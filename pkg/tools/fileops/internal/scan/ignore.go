@@ -1,4 +1,4 @@
-package fileops
+package scan
 
 import (
 	"bytes"
@@ -117,7 +117,7 @@ func escapeBraces(p string) string {
 // directory above it. It is immutable and shared by the goroutines of a walk.
 type IgnoreList struct {
 	parent *IgnoreList
-	base   string // directory of the .gitignore, named as dirNode.rel names it
+	base   string // directory of the .gitignore, named as Node.Rel names it
 	rules  []ignoreRule
 }
 

@@ -1,4 +1,4 @@
-package fileops
+package scan
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -27,18 +26,18 @@ import (
 // the walk opens can be outside the directory it started in. This is the
 // guarantee os.Root gives (and, like os.Root, it does not stop a directory
 // that is open already from being moved elsewhere meanwhile), at one system
-// call per open. Going through os.Root for every entry doubles the time of
-// opening and reading every file of GOROOT/src (80 ms instead of 40 ms on two
-// cores): its Open also tries to register each file with the poller and sets
-// and clears O_NONBLOCK. Directories are read with getdents64 directly for
+// call per open. Going through os.Root for every entry is slower (the grep
+// and glob benchmarks of pkg/tools/fileops measure a walk of GOROOT/src):
+// its Open also tries to register each file with the poller and sets and
+// clears O_NONBLOCK. Directories are read with getdents64 directly for
 // the same reason.
 //
-// Filters. Entries named ".git" are always skipped, hidden entries (a name
-// starting with ".") unless walkConfig.hidden, entries matched by the
-// .gitignore files of the directories above them unless walkConfig.noIgnore
+// Filters. Entries named ".git" are always skipped, dotfiles (a name
+// starting with ".") unless Config.Dotfiles, entries matched by the
+// .gitignore files of the directories above them unless Config.noIgnore
 // (from the workspace root down in a walk inside the workspace, from the
 // start directory down in one outside: the caller sets the start's
-// dirNode.ign), and entries walkConfig.withhold names (sensitive
+// Node.ign), and entries Config.Withhold names (sensitive
 // files, with a directory's whole subtree). Symlinks are reported as entries
 // and never descended.
 //
@@ -47,13 +46,13 @@ import (
 
 // Config says what a walk visits.
 type Config struct {
-	Dotfiles   bool // visit entries whose names start with "." (".git" never)
+	Dotfiles bool // visit entries whose names start with "." (".git" never)
 	noIgnore bool // do not apply .gitignore files
 	MaxDepth int  // 0: no limit; 1: only the start directory's entries
 	Inline   bool // visit files while reading their directory instead of queuing them
 	Workers  int  // goroutines; 0 means GOMAXPROCS
 	// Withhold, when set, reports whether to skip the entry at rel
-	// (named as dirNode.rel names directories); it is called concurrently.
+	// (named as Node.Rel names directories); it is called concurrently.
 	Withhold func(rel string) bool
 }
 
@@ -62,7 +61,7 @@ type Config struct {
 // calls with the same worker run at once.
 type Visitor interface {
 	// Dir is called for each directory that passes the filters, with its
-	// path (named as dirNode.rel names directories); it reports whether to
+	// path (named as Node.Rel names directories); it reports whether to
 	// descend into it.
 	Dir(worker int, parent *Node, name, rel string) bool
 	// File is called for every other entry (files, symlinks, devices...)
@@ -113,7 +112,7 @@ type Walker struct {
 	v        Visitor
 	Stop     atomic.Bool
 	Ignored  atomic.Int64 // entries skipped by a .gitignore
-	Withheld atomic.Int64 // entries skipped by walkConfig.withhold
+	Withheld atomic.Int64 // entries skipped by Config.Withhold
 	Errs     atomic.Int64 // directories that could not be opened or read
 	scratch  []dirScratch // per worker
 
@@ -146,24 +145,15 @@ func (w *Walker) Abort() {
 	w.mu.Unlock()
 }
 
-// ErrNotDir is the error of openStart for a start that is not a directory.
-var ErrNotDir = errors.New("not a directory")
+// NewNode starts a walk at the directory open as fd, which the walk takes
+// over (and closes); rel is how the walk names it (Node.rel).
+func NewNode(fd int, rel string) *Node { return &Node{Rel: rel, Fd: fd} }
 
-// OpenStart opens the directory name ("." for root itself) through root to
-// start a walk there; rel is how the walk names it (dirNode.rel). The final
-// component is not followed if it is a symlink (see openNoFollow). It
-// returns errNotDir when name is not a directory.
-func OpenStart(root *os.Root, name, rel string) (*Node, error) {
-	fd, st, err := openNoFollow(root, name)
-	if err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		unix.Close(fd)
-		return nil, ErrNotDir
-	}
-	return &Node{Rel: rel, Fd: fd}, nil
-}
+// MaxContext is the most lines of context a Searcher shows around a match.
+const MaxContext = 10
+
+// ErrNotDir is the error of OpenStart for a start that is not a directory.
+var ErrNotDir = errors.New("not a directory")
 
 // Run walks the tree below start, which it takes over (and closes). It
 // returns when every entry has been visited, or early when ctx is done or

@@ -1,4 +1,4 @@
-package fileops
+package scan
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func naiveGrep(content string, re *regexp.Regexp, ctx, maxStore, lineChars int) 
 	}
 	for i, l := range lines {
 		if show[i] {
-			t, _, _ := cutLine([]byte(l), len(l), lineChars)
+			t, _, _ := CutLine([]byte(l), len(l), lineChars)
 			recs = append(recs, LineRec{Line: i + 1, Text: t, Match: stored[i]})
 		}
 	}

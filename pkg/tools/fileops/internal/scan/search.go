@@ -1,4 +1,4 @@
-package fileops
+package scan
 
 import (
 	"bytes"
@@ -346,7 +346,7 @@ func (s *Searcher) onMatch(b []byte, ls, le int) {
 	if s.context > 0 {
 		s.flushAfter(b, ls)
 		if nb := min(s.context, l-1-s.lastEmitted); nb > 0 {
-			var starts [maxContext]int // starts[i]: start of line l-1-i
+			var starts [MaxContext]int // starts[i]: start of line l-1-i
 			k := 0
 			for p := ls; k < nb && p > 0; k++ {
 				p = bytes.LastIndexByte(b[:p-1], '\n') + 1
@@ -382,6 +382,6 @@ func (s *Searcher) flushAfter(b []byte, limit int) {
 }
 
 func (s *Searcher) emit(line int, text []byte, match bool) {
-	t, _, _ := cutLine(text, len(text), s.lineChars)
+	t, _, _ := CutLine(text, len(text), s.lineChars)
 	s.Recs = append(s.Recs, LineRec{Line: line, Text: t, Match: match})
 }
