@@ -283,7 +283,7 @@ func (f *FileOperations) startIgnores(t *readTarget) *scan.IgnoreList {
 	if !t.loc.Inside {
 		return nil
 	}
-	return scan.LoadAncestorIgnores(f.ws, t.show)
+	return scan.LoadAncestorIgnores(f.ws.Root(), t.show)
 }
 
 // OpenStart opens the directory name ("." for root itself) through root to

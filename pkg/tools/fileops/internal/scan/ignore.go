@@ -3,11 +3,11 @@ package scan
 import (
 	"bytes"
 	"io"
+	"os"
 	"path"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/toold/toold/pkg/workspace"
 )
 
 // .gitignore matching.
@@ -171,23 +171,23 @@ func Below(base, rel string) string {
 }
 
 // LoadAncestorIgnores returns the .gitignore rules of the directories from
-// the workspace root down to, but not including, rel; the walk reads rel's
+// the root (the workspace) down to, but not including, rel; the walk reads rel's
 // own .gitignore itself. Unreadable files are skipped.
-func LoadAncestorIgnores(ws *workspace.Workspace, rel string) *IgnoreList {
+func LoadAncestorIgnores(root *os.Root, rel string) *IgnoreList {
 	if rel == "." {
 		return nil
 	}
 	var l *IgnoreList
 	dir := "."
 	for _, part := range strings.Split(rel, "/") {
-		l = l.push(dir, readIgnoreFile(ws, path.Join(dir, ".gitignore")))
+		l = l.push(dir, readIgnoreFile(root, path.Join(dir, ".gitignore")))
 		dir = path.Join(dir, part)
 	}
 	return l
 }
 
-func readIgnoreFile(ws *workspace.Workspace, name string) []ignoreRule {
-	f, err := ws.Root().Open(name)
+func readIgnoreFile(root *os.Root, name string) []ignoreRule {
+	f, err := root.Open(name)
 	if err != nil {
 		return nil
 	}
