@@ -33,4 +33,3 @@ func TestPathPattern(t *testing.T) {
 		})
 	}
 }
-
