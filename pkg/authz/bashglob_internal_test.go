@@ -21,7 +21,7 @@ func TestGlobMatch(t *testing.T) {
 		{`\*`, "x", false, true},
 		{"[[=e=]]nv", "env", false, false},
 	} {
-		m, ok := globMatch(tt.pat, tt.name)
+		m, ok := GlobMatch(tt.pat, tt.name)
 		if m != tt.matched || ok != tt.ok {
 			t.Errorf("globMatch(%q, %q) = %v, %v; want %v, %v", tt.pat, tt.name, m, ok, tt.matched, tt.ok)
 		}

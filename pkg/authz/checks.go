@@ -10,7 +10,7 @@ import (
 // program or load code chosen on the command line, in the syntax of command
 // patterns. A command that has one is not allowed by a rule: rg is safe to
 // allow, rg --pre=./x is not.
-var execOptions = []*cmdPattern{
+var execOptions = []*CmdPattern{
 	mustCmdPattern("rg --pre|--pre-glob"),
 	mustCmdPattern("sort --compress-program"),
 	mustCmdPattern("tar -I|-F|--use-compress-program|--to-command|--checkpoint-action|--info-script|--new-volume-script|--rsh-command|--rmt-command"),
@@ -90,8 +90,8 @@ var noPathArgs = []string{
 	"declare", "typeset", "tput", "jobs", "times", "umask", "ulimit", ":",
 }
 
-// readOnlyArgs reports whether c's path arguments are only read.
-func readOnlyArgs(c *shellCommand) bool {
+// ReadOnlyArgs reports whether c's path arguments are only read.
+func ReadOnlyArgs(c *Command) bool {
 	writing, ok := readOnly[c.name()]
 	if !ok {
 		return false
@@ -110,9 +110,9 @@ func readOnlyArgs(c *shellCommand) bool {
 }
 
 // checkCommand records the problems of c's innermost command.
-func checkCommand(c *shellCommand) {
+func checkCommand(c *Command) {
 	if c.privileged {
-		c.addProblem(problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.wrappers, ", ") + "), where no path check holds", true})
+		c.addProblem(Problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.wrappers, ", ") + "), where no path check holds", true})
 	}
 	if c.wrapperOnly {
 		return
@@ -124,19 +124,19 @@ func checkCommand(c *shellCommand) {
 	name := c.name()
 	switch name {
 	case "source", ".":
-		c.addProblem(problem{ruleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
+		c.addProblem(Problem{RuleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
 	case "cd", "pushd":
 		judgeCd(c, args)
 	case "alias", "bind", "enable":
 		if len(args) > 1 {
-			c.addProblem(problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
+			c.addProblem(Problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
 		}
 	case "complete":
-		c.addProblem(problem{ruleExecOption, name + " changes what later commands run", false})
+		c.addProblem(Problem{ruleExecOption, name + " changes what later commands run", false})
 	case "hash":
 		for _, w := range args[1:] {
 			if !w.literal || strings.HasPrefix(w.text, "-p") || (strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "p")) {
-				c.addProblem(problem{ruleExecOption, "hash -p makes a command name run another program", true})
+				c.addProblem(Problem{ruleExecOption, "hash -p makes a command name run another program", true})
 				break
 			}
 		}
@@ -151,7 +151,7 @@ func checkCommand(c *shellCommand) {
 			t := w.text
 			if t == "-f-" || t == "--file=-" || t == "--makefile=-" || t == "-f/dev/stdin" ||
 				((t == "-f" || t == "--file" || t == "--makefile") && i+2 < len(args) && (args[i+2].text == "-" || args[i+2].text == "/dev/stdin")) {
-				c.addProblem(problem{ruleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
+				c.addProblem(Problem{RuleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
 			}
 		}
 	case "sed", "gsed":
@@ -161,20 +161,20 @@ func checkCommand(c *shellCommand) {
 		if p.match(args, false, "") {
 			// What the option runs is not on the line for the judge to see:
 			// a person decides, in every mode.
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.src, name), true})
+			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.src, name), true})
 			break
 		}
 	}
-	if isInterpreter(name) && !slices.Contains(shellNames, name) && readsProgram(c) {
+	if IsInterpreter(name) && !slices.Contains(ShellNames, name) && readsProgram(c) {
 		for _, r := range c.redirects {
 			if r.hasBody || r.read {
-				c.addProblem(problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.src + "), which toold cannot judge", true})
+				c.addProblem(Problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.src + "), which toold cannot judge", true})
 				break
 			}
 		}
 	}
-	if isInterpreter(name) && inlineCode(args) {
-		c.addProblem(problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
+	if IsInterpreter(name) && inlineCode(args) {
+		c.addProblem(Problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
 	}
 	for _, w := range args[1:] {
 		if !w.literal {
@@ -186,20 +186,20 @@ func checkCommand(c *shellCommand) {
 			if hard {
 				why += "; it may name a sensitive path or one outside the workspace"
 			}
-			c.addProblem(problem{ruleDynamicArgs, why, hard})
+			c.addProblem(Problem{ruleDynamicArgs, why, hard})
 			break
 		}
 	}
 	if c.dynArgs {
 		// Arguments a wrapper adds when it runs (xargs, find -exec {}) may
 		// name any file, a sensitive one too.
-		c.addProblem(problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
+		c.addProblem(Problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
 	}
 }
 
 // judgeGitConfig asks for git config writing a key that makes git run
 // programs later (core.fsmonitor, alias.*, core.pager, ...), in every mode.
-func judgeGitConfig(c *shellCommand, args []word) {
+func judgeGitConfig(c *Command, args []Word) {
 	if len(args) < 2 || args[1].text != "config" {
 		return
 	}
@@ -207,7 +207,7 @@ func judgeGitConfig(c *shellCommand, args []word) {
 	for _, w := range args[2:] {
 		t := w.text
 		if !w.literal {
-			c.addProblem(problem{ruleExecOption, "git config with a value only known when it runs", true})
+			c.addProblem(Problem{ruleExecOption, "git config with a value only known when it runs", true})
 			return
 		}
 		switch {
@@ -220,7 +220,7 @@ func judgeGitConfig(c *shellCommand, args []word) {
 		}
 	}
 	if key != "" && !safeGitConfig(key) {
-		c.addProblem(problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
+		c.addProblem(Problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
 	}
 }
 
@@ -239,9 +239,9 @@ const safeSetFlags = "euxvCETbm"
 // read or rerun what was typed before: fc and history -s (a command from
 // history runs unjudged), shopt -s dotglob/cdable_vars/expand_aliases, set
 // -k (arguments become environment), set -a, set +B.
-func judgeShellState(c *shellCommand, name string, args []word) {
+func judgeShellState(c *Command, name string, args []Word) {
 	hard := func(why string) {
-		c.addProblem(problem{ruleExecOption, why, true})
+		c.addProblem(Problem{ruleExecOption, why, true})
 	}
 	for _, w := range args[1:] {
 		if !w.literal {
@@ -302,8 +302,8 @@ func judgeShellState(c *shellCommand, name string, args []word) {
 
 // judgeCd asks for a directory change that cannot be followed: to a place
 // only known at run time, home, or the previous directory.
-func judgeCd(c *shellCommand, args []word) {
-	var target []word
+func judgeCd(c *Command, args []Word) {
+	var target []Word
 	for _, w := range args[1:] {
 		if w.literal && strings.HasPrefix(w.text, "-") && w.text != "-" {
 			continue
@@ -312,11 +312,11 @@ func judgeCd(c *shellCommand, args []word) {
 	}
 	switch {
 	case len(target) == 0:
-		c.addProblem(problem{ruleCd, "cd without a directory goes to the home directory, outside the workspace", true})
+		c.addProblem(Problem{RuleCd, "cd without a directory goes to the home directory, outside the workspace", true})
 	case !target[0].literal:
-		c.addProblem(problem{ruleCd, "it changes to a directory only known when it runs (" + target[0].src + "), so later paths cannot be judged", true})
+		c.addProblem(Problem{RuleCd, "it changes to a directory only known when it runs (" + target[0].src + "), so later paths cannot be judged", true})
 	case target[0].text == "-":
-		c.addProblem(problem{ruleCd, "cd - changes to the previous directory, which cannot be judged", true})
+		c.addProblem(Problem{RuleCd, "cd - changes to the previous directory, which cannot be judged", true})
 	}
 }
 
@@ -324,17 +324,17 @@ func judgeCd(c *shellCommand, args []word) {
 // system(), pipes, getline, output redirection, gawk's @load and @include,
 // programs and extensions from files (-f, -E, -l, -i and their long
 // forms). Each asks in every mode: what runs is not shell for the judge.
-func judgeAwk(c *shellCommand, args []word) {
+func judgeAwk(c *Command, args []Word) {
 	prog := ""
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
 		long := strings.HasPrefix(t, "--")
 		switch {
 		case long && (prefixOfAny(t, "--file", "--exec", "--load", "--include", "--source") || strings.HasPrefix(t, "--file=") || strings.HasPrefix(t, "--exec=")):
-			c.addProblem(problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.addProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
 			return
 		case !long && len(t) > 1 && t[0] == '-' && strings.ContainsAny(t[1:2], "fEliv") && t[1] != 'v':
-			c.addProblem(problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.addProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
 			return
 		case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
 			i++
@@ -350,7 +350,7 @@ func judgeAwk(c *shellCommand, args []word) {
 	}
 	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON", "@load", "@include", "@namespace", "PROCINFO"} {
 		if strings.Contains(prog, s) {
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
+			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
 			return
 		}
 	}
@@ -373,7 +373,7 @@ func prefixOfAny(t string, names ...string) bool {
 
 // inlineCode reports an interpreter given its program on the command line
 // (python -c, perl -e, node -e/-p, ruby -e, php -r, lua -e, ...).
-func inlineCode(args []word) bool {
+func inlineCode(args []Word) bool {
 	for _, w := range args[1:] {
 		t := w.text
 		if !strings.HasPrefix(t, "-") || t == "-" || t == "--" {
@@ -396,12 +396,12 @@ func inlineCode(args []word) bool {
 // read and write files (r, R, w, W, s///w), and scripts from files. Short
 // options are read as getopt does (-nes/x/y/e is -n -e 's/x/y/e'), long
 // ones also abbreviated (--exp=...). Running a program asks in every mode.
-func judgeSed(c *shellCommand, args []word) {
+func judgeSed(c *Command, args []Word) {
 	var scripts []string
 	explicit := false
 	var rest []string
 	fromFile := func(t string) {
-		c.addProblem(problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
+		c.addProblem(Problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
 	}
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
@@ -425,7 +425,7 @@ func judgeSed(c *shellCommand, args []word) {
 				"--quiet", "--silent", "--regexp-extended", "--unbuffered", "--posix", "--sandbox", "--debug",
 				"--follow-symlinks", "--binary", "--help", "--version"):
 			default:
-				c.addProblem(problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+				c.addProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
 				return
 			}
 		case len(t) > 1 && t[0] == '-':
@@ -451,7 +451,7 @@ func judgeSed(c *shellCommand, args []word) {
 					j = len(t) // -i[SUFFIX]
 				case 'n', 'r', 'E', 's', 'u', 'z':
 				default:
-					c.addProblem(problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+					c.addProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
 					return
 				}
 			}
@@ -464,13 +464,13 @@ func judgeSed(c *shellCommand, args []word) {
 	}
 	for _, s := range scripts {
 		if cmd, bad := sedUnsafe(s); bad {
-			c.addProblem(problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
+			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
 			return
 		}
 	}
 }
 
-func textsOf(ws []word) []string {
+func textsOf(ws []Word) []string {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, w.text)

@@ -259,7 +259,7 @@ func newGrantID() string {
 
 // underDir reports whether p is dir or below it.
 func underDir(p, dir string) bool {
-	_, ok := cutDir(p, dir)
+	_, ok := CutDir(p, dir)
 	return ok
 }
 

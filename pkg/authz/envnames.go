@@ -65,9 +65,9 @@ var benignEnvNames = []string{
 	"TERM_PROGRAM", "PAGER_DISABLE", "GIT_PAGER_IN_USE", "SOURCE_DATE_EPOCH", "TF_IN_AUTOMATION",
 }
 
-// codeEnv reports whether setting name can make a command run code or
+// CodeEnv reports whether setting name can make a command run code or
 // programs other than the ones written, or read and write other files.
-func codeEnv(name string) bool {
+func CodeEnv(name string) bool {
 	if slices.Contains(benignEnvNames, name) {
 		return false
 	}
@@ -83,7 +83,7 @@ func codeEnv(name string) bool {
 	return false
 }
 
-// benignEnv reports a variable known to change nothing that runs.
-func benignEnv(name string) bool {
+// BenignEnv reports a variable known to change nothing that runs.
+func BenignEnv(name string) bool {
 	return slices.Contains(benignEnvNames, name) || strings.HasPrefix(name, "LC_")
 }

@@ -14,8 +14,8 @@ import (
 // out in the line (echo or printf of literal words); otherwise, like an
 // interpreter reading its program from a pipe, it asks in every mode.
 
-// shellNames are the shells toold unwraps (bash -c STRING, here-documents).
-var shellNames = []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "yash", "posh", "csh", "tcsh", "pdksh", "oksh", "loksh", "nu", "xonsh", "elvish"}
+// ShellNames are the shells toold unwraps (bash -c STRING, here-documents).
+var ShellNames = []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "yash", "posh", "csh", "tcsh", "pdksh", "oksh", "loksh", "nu", "xonsh", "elvish"}
 
 // interpreterNames are programs that run a program read from stdin when
 // given none, including tools with a shell escape in their input
@@ -29,8 +29,8 @@ var interpreterNames = []string{
 	"script", "m4", "parallel", "env", "xargs", "expect", "tmux", "screen", "sh-agent", "make", "gmake",
 }
 
-// isInterpreter reports a program that reads a program from stdin.
-func isInterpreter(name string) bool {
+// IsInterpreter reports a program that reads a program from stdin.
+func IsInterpreter(name string) bool {
 	if slices.Contains(interpreterNames, name) {
 		return true
 	}
@@ -61,7 +61,7 @@ var codeFlags = []string{"-c", "-e", "-E", "-m", "-r", "-x", "--eval", "--comman
 // readsProgram reports whether c is a shell or interpreter that takes its
 // program from stdin: no script file, no -c STRING (a shell's -s reads
 // stdin even with arguments after it).
-func readsProgram(c *shellCommand) bool {
+func readsProgram(c *Command) bool {
 	if c.wrapperOnly {
 		return false
 	}
@@ -70,19 +70,19 @@ func readsProgram(c *shellCommand) bool {
 		return false
 	}
 	name := path.Base(args[0].text)
-	shell := slices.Contains(shellNames, name)
-	if !shell && !isInterpreter(name) {
+	shell := slices.Contains(ShellNames, name)
+	if !shell && !IsInterpreter(name) {
 		return false
 	}
 	switch name {
 	case "script":
 		// script runs a shell on the commands it reads, unless -c names one.
-		return !slices.ContainsFunc(args[1:], func(w word) bool {
+		return !slices.ContainsFunc(args[1:], func(w Word) bool {
 			return !w.literal || w.text == "-c" || strings.HasPrefix(w.text, "--command") || (strings.HasPrefix(w.text, "-") && !strings.HasPrefix(w.text, "--") && strings.ContainsRune(w.text, 'c'))
 		})
 	case "at", "batch":
 		// They read the commands to run from stdin unless -f names a file.
-		return !slices.ContainsFunc(args[1:], func(w word) bool { return !w.literal || strings.HasPrefix(w.text, "-f") })
+		return !slices.ContainsFunc(args[1:], func(w Word) bool { return !w.literal || strings.HasPrefix(w.text, "-f") })
 	case "ssh":
 		// ssh HOST runs what it reads from stdin on HOST; ssh HOST CMD
 		// runs CMD.
@@ -95,7 +95,7 @@ func readsProgram(c *shellCommand) bool {
 			return false
 		}
 		switch {
-		case t == "-" || stdinFile(t):
+		case t == "-" || StdinFile(t):
 			return true
 		case shell && len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsRune(t[1:], 's'):
 			return true
@@ -189,13 +189,13 @@ func (b *blockParser) fedPrograms(f *syntax.File) {
 				}
 				name := c.name()
 				switch {
-				case known && slices.Contains(shellNames, name):
+				case known && slices.Contains(ShellNames, name):
 					c.script = name + " < pipe"
 					b.order = append(b.order, b.p.parse(text, b.depth+1, c)...)
 				case !known:
-					c.addProblem(problem{ruleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
+					c.addProblem(Problem{RuleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
 				default:
-					c.addProblem(problem{ruleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
+					c.addProblem(Problem{RuleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
 				}
 			}
 			return true

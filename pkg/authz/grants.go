@@ -147,7 +147,7 @@ func wordsHavePrefix(words, prefix []string) bool {
 	}
 	for i, p := range prefix {
 		w := words[i]
-		if i == 0 && strings.Contains(w, "/") && inSystemBin(w) {
+		if i == 0 && strings.Contains(w, "/") && InSystemBin(w) {
 			w = path.Base(w)
 		}
 		if w != p {

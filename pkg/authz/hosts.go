@@ -38,7 +38,7 @@ func (e *Engine) HostRuleAllows(tool, op, host string) bool {
 // namesHost reports whether a glob that matches h names something: a rule
 // allowing every host ("*", "*.*") does not open private addresses to
 // all of them.
-func namesHost(gs []*wordGlob, h string) bool {
+func namesHost(gs []*WordGlob, h string) bool {
 	for _, g := range gs {
 		if g.any || !g.match(h) {
 			continue

@@ -83,7 +83,7 @@ type judgement struct {
 	req    *Request
 	mode   Mode
 	base   tools.Risk
-	cmds   []*shellCommand
+	cmds   []*Command
 	facets []*facet
 	seen   map[string]bool
 	dirs   []string
@@ -125,7 +125,7 @@ func (e *Engine) judge(req *Request) *judgement {
 	}
 	if req.Effect.Unknown != "" {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: req.Effect.Command, preset: true, hard: true, decision: Ask,
-			rule: ruleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
+			rule: RuleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
 	}
 	j.envFacets(req.Effect.Env)
 	for _, h := range req.Effect.Hosts {
@@ -193,7 +193,7 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 
 // commandLine adds the commands of a command line and what they touch.
 func (j *judgement) commandLine(line string) {
-	pl := parseLine(line, j.e.home, j.req.Effect.Interactive)
+	pl := ParseLine(line, j.e.home, j.req.Effect.Interactive)
 	for _, pr := range pl.problems {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
 			rule: pr.rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.reason})
@@ -227,12 +227,12 @@ func (j *judgement) commandLine(line string) {
 			}
 		}
 		if n := c.name(); (n == "popd" || (n == "pushd" && pushdRotates(c))) && j.req.Dir != "" {
-			c.addProblem(problem{ruleCd, n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", true})
+			c.addProblem(Problem{RuleCd, n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", true})
 		}
 	}
 	if len(j.dirs) > maxDirs {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
-			rule: ruleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
+			rule: RuleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
 		j.dirs = j.dirs[:maxDirs]
 	}
 	j.scriptsWritten()
@@ -291,9 +291,9 @@ func (j *judgement) scriptsWritten() {
 		}
 		args := c.args()
 		switch name := c.name(); {
-		case args[0].literal && strings.Contains(args[0].text, "/") && !inSystemBin(args[0].text):
+		case args[0].literal && strings.Contains(args[0].text, "/") && !InSystemBin(args[0].text):
 			runs = append(runs, runner{i, args[0].text, args[0].text})
-		case slices.Contains(shellNames, name) || isInterpreter(name):
+		case slices.Contains(ShellNames, name) || IsInterpreter(name):
 			found := false
 			for _, w := range args[1:] {
 				if w.literal && !strings.HasPrefix(w.text, "-") {
@@ -325,7 +325,7 @@ func (j *judgement) scriptsWritten() {
 		// The program's own mention (its name, or the file a shell reads)
 		// counts once; any other mention means the line touches it too.
 		if uses > 1 {
-			j.cmds[r.cmd].addProblem(problem{ruleUnparseable, "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", true})
+			j.cmds[r.cmd].addProblem(Problem{RuleUnparseable, "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", true})
 		}
 	}
 }
@@ -354,17 +354,17 @@ func (j *judgement) addDir(dirs *[]string, p, base string) {
 }
 
 // pushdRotates reports pushd without a directory (swap) or with +N / -N.
-func pushdRotates(c *shellCommand) bool {
+func pushdRotates(c *Command) bool {
 	args := c.args()
 	if len(args) == 1 {
 		return true
 	}
 	t := args[1].text
-	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && isNumber(t[1:])
+	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && IsNumber(t[1:])
 }
 
 // commandFacets adds command c (index i) and the paths and hosts it names.
-func (j *judgement) commandFacets(i int, c *shellCommand) {
+func (j *judgement) commandFacets(i int, c *Command) {
 	args := c.args()
 	words := make([]string, 0, len(args))
 	for _, w := range args {
@@ -381,11 +381,11 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 		}
 	}
 	if !c.wrapperOnly && len(args) > 0 {
-		if a := args[0]; a.literal && strings.Contains(a.text, "/") && !inSystemBin(a.text) {
+		if a := args[0]; a.literal && strings.Contains(a.text, "/") && !InSystemBin(a.text) {
 			j.commandPath(i, a, accExec, dirs)
 		}
 		acc := accArg
-		if readOnlyArgs(c) {
+		if ReadOnlyArgs(c) {
 			acc = accRead
 		}
 		for _, w := range args[1:] {
@@ -418,13 +418,13 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 				continue
 			}
 		} else if strings.HasPrefix(r.target.prefix, "/dev/tcp/") || strings.HasPrefix(r.target.prefix, "/dev/udp/") {
-			c.addProblem(problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.src + ")", true})
+			c.addProblem(Problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.src + ")", true})
 		}
 		if !r.target.literal {
 			if r.write {
-				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.src), true})
+				c.addProblem(Problem{RuleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.src), true})
 			} else {
-				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.src), true})
+				c.addProblem(Problem{RuleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.src), true})
 			}
 			j.prefixPath(i, r.target, acc, dirs)
 			continue
@@ -435,7 +435,7 @@ func (j *judgement) commandFacets(i int, c *shellCommand) {
 
 // argWord adds what an argument names: a path, a URL's host; for a word
 // only known at run time, the directory its literal beginning names.
-func (j *judgement) argWord(i int, w word, acc access, dirs []string) {
+func (j *judgement) argWord(i int, w Word, acc access, dirs []string) {
 	if !w.literal {
 		j.prefixPath(i, w, acc, dirs)
 		return
@@ -445,7 +445,7 @@ func (j *judgement) argWord(i int, w word, acc access, dirs []string) {
 			j.addHost(h, i)
 			continue
 		}
-		cw := word{text: cand, literal: true, glob: w.glob, src: w.src}
+		cw := Word{text: cand, literal: true, glob: w.glob, src: w.src}
 		if isPathLike(cand) || w.glob || j.existsIn(cand, dirs) {
 			j.commandPath(i, cw, acc, dirs)
 		}
@@ -466,7 +466,7 @@ func devTCP(p string) (string, bool) {
 
 // prefixPath adds the directory named by the literal beginning of a word
 // only known at run time: "$HOME/.ssh/$X" names ~/.ssh.
-func (j *judgement) prefixPath(i int, w word, acc access, dirs []string) {
+func (j *judgement) prefixPath(i int, w Word, acc access, dirs []string) {
 	k := strings.LastIndexByte(w.prefix, '/')
 	if k < 0 {
 		return
@@ -475,7 +475,7 @@ func (j *judgement) prefixPath(i int, w word, acc access, dirs []string) {
 	if d == "" {
 		d = "/"
 	}
-	j.commandPath(i, word{text: d, literal: true, src: w.src}, acc, dirs)
+	j.commandPath(i, Word{text: d, literal: true, src: w.src}, acc, dirs)
 }
 
 // argCandidates returns the texts in an argument that may be paths: the
@@ -533,10 +533,10 @@ var pseudoDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random
 // commandPath adds a path a command names, resolved from each directory
 // the line may be in; a glob is expanded (bounded) and its fixed
 // directory added.
-func (j *judgement) commandPath(i int, w word, acc access, dirs []string) {
+func (j *judgement) commandPath(i int, w Word, acc access, dirs []string) {
 	if w.extglob {
 		if i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + w.src + " is an extended glob, whose matches cannot be judged", true})
+			j.cmds[i].addProblem(Problem{RuleDynamicPath, "the pattern " + w.src + " is an extended glob, whose matches cannot be judged", true})
 		}
 		return
 	}
@@ -576,14 +576,14 @@ var extractsHere = map[string]bool{"tar": true, "bsdtar": true, "unzip": true, "
 // holds a .git (cp -r x/. ., rsync -a x/ ., rm -rf ws, tar x): git's
 // internals below it are judged as written, so the git-internals rule
 // applies as it does to a write that names them.
-func (j *judgement) treeWriters(i int, c *shellCommand, dirs []string) {
+func (j *judgement) treeWriters(i int, c *Command, dirs []string) {
 	name := c.name()
 	if c.wrapperOnly || !treeWriters[name] {
 		return
 	}
 	if name == "cp" || name == "rm" {
 		// Only recursively.
-		sh := shapeOf(c.args())
+		sh := ShapeOf(c.args())
 		if !sh.hasFlag([]string{"-r", "-R", "-a", "--recursive", "--archive"}, true) {
 			return
 		}
@@ -614,7 +614,7 @@ var globbingPrograms = []string{"git", "find", "rg", "grep", "egrep", "fgrep", "
 // files a quoted pattern argument matches in the directories the line may
 // be in (recursively, dot files included, bounded), so that
 // git grep --no-index -- '*.env' is judged as reading .env.
-func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
+func (j *judgement) programGlobs(i int, c *Command, dirs []string) {
 	if c.wrapperOnly || !slices.Contains(globbingPrograms, c.name()) {
 		return
 	}
@@ -643,7 +643,7 @@ func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
 			}
 			rel, _ := filepath.Rel(d, p)
 			for _, pat := range pats {
-				if ok, _ := globMatch(pat, de.Name()); ok {
+				if ok, _ := GlobMatch(pat, de.Name()); ok {
 					j.pathFacet(i, p, accRead, pat)
 				} else if ok, _ := path.Match(pat, rel); ok {
 					j.pathFacet(i, p, accRead, pat)
@@ -653,7 +653,7 @@ func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
 		})
 	}
 	if read > maxGlobEntries {
-		c.addProblem(problem{ruleTooMany, "the patterns " + strings.Join(pats, " ") + " of " + c.name() + " match in too many files to judge", false})
+		c.addProblem(Problem{ruleTooMany, "the patterns " + strings.Join(pats, " ") + " of " + c.name() + " match in too many files to judge", false})
 	}
 }
 
@@ -689,13 +689,13 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 		}
 		matches, complete, judged := boundedGlob(pattern, maxGlobEntries)
 		if !judged && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + t + " uses bracket forms the judge cannot match as bash does", true})
+			j.cmds[i].addProblem(Problem{RuleDynamicPath, "the pattern " + t + " uses bracket forms the judge cannot match as bash does", true})
 		}
 		for _, m := range matches {
 			j.pathFacet(i, m, acc, t)
 		}
 		if !complete && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleTooMany, fmt.Sprintf("the pattern %s matches too many files to judge", t), false})
+			j.cmds[i].addProblem(Problem{ruleTooMany, fmt.Sprintf("the pattern %s matches too many files to judge", t), false})
 		}
 	}
 }
@@ -718,7 +718,7 @@ func boundedGlob(pattern string, limit int) (matches []string, complete, judged 
 			cur = next
 			continue
 		}
-		re, ok := bashGlob(part)
+		re, ok := BashGlob(part)
 		if !ok {
 			return nil, true, false
 		}
@@ -1355,16 +1355,16 @@ func commandPrefix(words []string) string {
 		return ""
 	}
 	name := words[0]
-	if inSystemBin(name) {
+	if InSystemBin(name) {
 		name = path.Base(name)
 	}
 	if len(words) > 1 && slices.Contains(subcommandTools, path.Base(name)) && isSubcommand(words[1]) {
 		return name + " " + words[1]
 	}
-	if b := path.Base(name); slices.Contains(shellNames, b) || isInterpreter(b) {
+	if b := path.Base(name); slices.Contains(ShellNames, b) || IsInterpreter(b) {
 		// A grant for an interpreter is for the script it was shown
 		// running, never for any program it may be given.
-		if len(words) < 2 || strings.HasPrefix(words[1], "-") || stdinFile(words[1]) {
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") || StdinFile(words[1]) {
 			return ""
 		}
 		return name + " " + words[1]
@@ -1374,7 +1374,7 @@ func commandPrefix(words []string) string {
 
 // allLiteral reports whether every word is known before the command runs
 // and is no glob.
-func allLiteral(ws []word) bool {
+func allLiteral(ws []Word) bool {
 	for _, w := range ws {
 		if !w.literal || w.glob {
 			return false

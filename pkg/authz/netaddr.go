@@ -139,13 +139,13 @@ func hostCandidates(t string) []string {
 // name: IP addresses in any form, and names with a dot or a known metadata
 // name. A run-time argument of a network client asks in every mode: it may
 // name a host that is denied in every mode.
-func (j *judgement) netHosts(i int, c *shellCommand) {
+func (j *judgement) netHosts(i int, c *Command) {
 	if c.wrapperOnly || !slices.Contains(netClients, c.name()) {
 		return
 	}
 	for k, w := range c.args()[1:] {
 		if !w.literal {
-			c.addProblem(problem{ruleDynamicTarget, "it connects to a host named by " + w.src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", true})
+			c.addProblem(Problem{ruleDynamicTarget, "it connects to a host named by " + w.src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", true})
 			continue
 		}
 		if c.name() == "git" && k == 0 {
@@ -169,7 +169,7 @@ func (j *judgement) netHosts(i int, c *shellCommand) {
 		}
 	}
 	if c.dynArgs {
-		c.addProblem(problem{ruleDynamicTarget, "it connects to hosts given when it runs (" + strings.Join(c.wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", true})
+		c.addProblem(Problem{ruleDynamicTarget, "it connects to hosts given when it runs (" + strings.Join(c.wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", true})
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 // Patterns of the policy file: word globs (tools, hosts, command words)
 // and command patterns; path patterns are in pathpatterns.go.
 
-// wordGlob matches one word: * any run of characters (including /), ? one
+// WordGlob matches one word: * any run of characters (including /), ? one
 // character, [abc] a class, \x a literal x, and | separates alternatives.
-type wordGlob struct {
+type WordGlob struct {
 	src string
 	re  *regexp.Regexp
 	// any reports an alternative "*", which also matches a word only
@@ -20,13 +20,13 @@ type wordGlob struct {
 	any bool
 }
 
-func compileWordGlob(s string) (*wordGlob, error) {
+func CompileWordGlob(s string) (*WordGlob, error) {
 	if s == "" {
 		return nil, fmt.Errorf("empty pattern")
 	}
-	g := &wordGlob{src: s}
+	g := &WordGlob{src: s}
 	var alts []string
-	for _, alt := range splitUnescaped(s, '|') {
+	for _, alt := range SplitUnescaped(s, '|') {
 		if alt == "*" {
 			g.any = true
 		}
@@ -44,10 +44,10 @@ func compileWordGlob(s string) (*wordGlob, error) {
 	return g, nil
 }
 
-func (g *wordGlob) match(s string) bool { return g.re.MatchString(s) }
+func (g *WordGlob) match(s string) bool { return g.re.MatchString(s) }
 
-// splitUnescaped splits s at sep characters not preceded by a backslash.
-func splitUnescaped(s string, sep byte) []string {
+// SplitUnescaped splits s at sep characters not preceded by a backslash.
+func SplitUnescaped(s string, sep byte) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(s); i++ {
@@ -100,7 +100,7 @@ func globRegexp(g string) (string, error) {
 	return sb.String(), nil
 }
 
-// cmdPattern matches a simple command. Its first word matches the command
+// CmdPattern matches a simple command. Its first word matches the command
 // name (its base name, unless the pattern word has a /). A word starting
 // with - is a flag the command must have anywhere before "--": -rf is
 // satisfied by -rf, -fr or -r -f; --force by --force or --force=x;
@@ -108,12 +108,12 @@ func globRegexp(g string) (string, error) {
 // the command's other words (its positional words) in order, as a prefix:
 // "git push" matches "git push origin main". A word ** matches any number
 // of words: "rm -r ** /" matches "rm -r a b /".
-type cmdPattern struct {
+type CmdPattern struct {
 	src       string
-	name      *wordGlob
+	name      *WordGlob
 	nameSlash bool
 	flags     [][]string // alternatives per required flag
-	pos       []*wordGlob
+	pos       []*WordGlob
 }
 
 // splitPatternWords splits a command pattern into words at unquoted
@@ -161,7 +161,7 @@ func splitPatternWords(s string) ([]string, error) {
 	return out, nil
 }
 
-func compileCmdPattern(s string) (*cmdPattern, error) {
+func CompileCmdPattern(s string) (*CmdPattern, error) {
 	words, err := splitPatternWords(s)
 	if err != nil {
 		return nil, fmt.Errorf("command pattern %q: %w", s, err)
@@ -169,11 +169,11 @@ func compileCmdPattern(s string) (*cmdPattern, error) {
 	if len(words) == 0 {
 		return nil, fmt.Errorf("empty command pattern")
 	}
-	p := &cmdPattern{src: s}
+	p := &CmdPattern{src: s}
 	if strings.HasPrefix(words[0], "-") || words[0] == "**" {
 		return nil, fmt.Errorf("command pattern %q must start with the command name", s)
 	}
-	if p.name, err = compileWordGlob(words[0]); err != nil {
+	if p.name, err = CompileWordGlob(words[0]); err != nil {
 		return nil, fmt.Errorf("command pattern %q: %w", s, err)
 	}
 	p.nameSlash = strings.Contains(words[0], "/")
@@ -182,7 +182,7 @@ func compileCmdPattern(s string) (*cmdPattern, error) {
 		case w == "**":
 			p.pos = append(p.pos, nil)
 		case len(w) > 1 && w[0] == '-':
-			alts := splitUnescaped(w, '|')
+			alts := SplitUnescaped(w, '|')
 			for _, a := range alts {
 				if len(a) < 2 || a[0] != '-' || a == "--" {
 					return nil, fmt.Errorf("command pattern %q: flag %q: every alternative must be a flag such as -r or --recursive", s, w)
@@ -190,7 +190,7 @@ func compileCmdPattern(s string) (*cmdPattern, error) {
 			}
 			p.flags = append(p.flags, alts)
 		default:
-			g, err := compileWordGlob(w)
+			g, err := CompileWordGlob(w)
 			if err != nil {
 				return nil, fmt.Errorf("command pattern %q: %w", s, err)
 			}
@@ -200,8 +200,8 @@ func compileCmdPattern(s string) (*cmdPattern, error) {
 	return p, nil
 }
 
-func mustCmdPattern(s string) *cmdPattern {
-	p, err := compileCmdPattern(s)
+func mustCmdPattern(s string) *CmdPattern {
+	p, err := CompileCmdPattern(s)
 	if err != nil {
 		panic(err)
 	}
@@ -212,7 +212,7 @@ func mustCmdPattern(s string) *cmdPattern {
 // still match a rule written for the bare name (/usr/bin/git is git).
 var systemBinDirs = []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
 
-func inSystemBin(name string) bool {
+func InSystemBin(name string) bool {
 	d := path.Dir(path.Clean(name))
 	for _, s := range systemBinDirs {
 		if d == s {
@@ -222,16 +222,16 @@ func inSystemBin(name string) bool {
 	return false
 }
 
-// cmdShape is a command's words sorted into flags and positional words.
-type cmdShape struct {
+// Shape is a command's words sorted into flags and positional words.
+type Shape struct {
 	longs   []string // --name (value dropped)
 	singles []string // -abc as written
 	letters map[byte]bool
-	pos     []word
+	pos     []Word
 }
 
-func shapeOf(words []word) cmdShape {
-	s := cmdShape{letters: map[byte]bool{}}
+func ShapeOf(words []Word) Shape {
+	s := Shape{letters: map[byte]bool{}}
 	dashdash := false
 	for _, w := range words[1:] {
 		if !dashdash && w.literal {
@@ -262,7 +262,7 @@ func shapeOf(words []word) cmdShape {
 // unwrapping). strictName refuses to match a command run by a path outside
 // the system's bin directories by its base name: an allow rule for "ls"
 // does not allow ./ls or /tmp/x/ls.
-func (p *cmdPattern) match(words []word, strictName bool, home string) bool {
+func (p *CmdPattern) match(words []Word, strictName bool, home string) bool {
 	if len(words) == 0 || !words[0].literal || words[0].glob {
 		return false
 	}
@@ -272,14 +272,14 @@ func (p *cmdPattern) match(words []word, strictName bool, home string) bool {
 			return false
 		}
 	} else {
-		if strictName && strings.Contains(name, "/") && !inSystemBin(name) {
+		if strictName && strings.Contains(name, "/") && !InSystemBin(name) {
 			return false
 		}
 		if !p.name.match(path.Base(name)) {
 			return false
 		}
 	}
-	sh := shapeOf(words)
+	sh := ShapeOf(words)
 	for _, alts := range p.flags {
 		// Deny and ask rules (and the checks for options that run
 		// programs) also match abbreviations of long options, which
@@ -295,7 +295,7 @@ func (p *cmdPattern) match(words []word, strictName bool, home string) bool {
 // hasFlag reports whether the command has one of the flags alts; with
 // abbrev, a long option matches when it is a prefix of a long alternative
 // (--exp for --expression), and --name matches the Go-style flag -name.
-func (s cmdShape) hasFlag(alts []string, abbrev bool) bool {
+func (s Shape) hasFlag(alts []string, abbrev bool) bool {
 	for _, a := range alts {
 		if strings.HasPrefix(a, "--") {
 			for _, l := range s.longs {
@@ -334,7 +334,7 @@ func (s cmdShape) hasFlag(alts []string, abbrev bool) bool {
 
 // matchSeq matches positional patterns (nil is **) against words, as a
 // prefix.
-func matchSeq(pats []*wordGlob, ws []word, home string) bool {
+func matchSeq(pats []*WordGlob, ws []Word, home string) bool {
 	if len(pats) == 0 {
 		return true
 	}
@@ -346,16 +346,16 @@ func matchSeq(pats []*wordGlob, ws []word, home string) bool {
 		}
 		return false
 	}
-	if len(ws) == 0 || !matchWord(pats[0], ws[0], home) {
+	if len(ws) == 0 || !MatchWord(pats[0], ws[0], home) {
 		return false
 	}
 	return matchSeq(pats[1:], ws[1:], home)
 }
 
-// matchWord matches one command word: as written, as a clean path, and
+// MatchWord matches one command word: as written, as a clean path, and
 // with the home directory written as ~. A word only known at run time
 // matches only *.
-func matchWord(g *wordGlob, w word, home string) bool {
+func MatchWord(g *WordGlob, w Word, home string) bool {
 	if !w.literal {
 		return g.any
 	}
@@ -376,7 +376,7 @@ func wordForms(t, home string) []string {
 	}
 	if home != "" {
 		for _, f := range forms {
-			if rest, ok := cutDir(path.Clean(f), home); ok {
+			if rest, ok := CutDir(path.Clean(f), home); ok {
 				if rest == "." {
 					forms = append(forms, "~")
 				} else {
@@ -388,8 +388,8 @@ func wordForms(t, home string) []string {
 	return forms
 }
 
-// cutDir returns p relative to dir when p is dir or below it.
-func cutDir(p, dir string) (string, bool) {
+// CutDir returns p relative to dir when p is dir or below it.
+func CutDir(p, dir string) (string, bool) {
 	if dir == "" {
 		return "", false
 	}

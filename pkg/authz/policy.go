@@ -473,7 +473,7 @@ func (r *rule) matchExample(ex Example) (bool, error) {
 		if tool != "" && !r.callMatches(tool, op, ex.Args) {
 			return false, nil
 		}
-		pl := parseCommandLine(line, exampleHome)
+		pl := ParseCommandLine(line, exampleHome)
 		if len(pl.problems) > 0 {
 			return false, fmt.Errorf("it cannot be parsed: %s", pl.problems[0].reason)
 		}

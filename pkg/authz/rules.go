@@ -49,14 +49,14 @@ func (a access) String() string {
 type rule struct {
 	name, reason string
 	decision     Decision
-	tools, ops   []*wordGlob
-	args         map[string]*wordGlob
-	commands     []*cmdPattern
+	tools, ops   []*WordGlob
+	args         map[string]*WordGlob
+	commands     []*CmdPattern
 	piped        bool
-	pipedFrom    []*wordGlob
+	pipedFrom    []*WordGlob
 	paths        []pathPattern
 	access       access // 0: any
-	hosts        []*wordGlob
+	hosts        []*WordGlob
 	sensitive    bool
 	builtin      bool
 	index        int
@@ -97,10 +97,10 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 	if n > 1 {
 		return nil, fmt.Errorf("a rule has at most one of commands, paths and hosts; split it")
 	}
-	globs := func(what string, ss []string) ([]*wordGlob, error) {
-		var out []*wordGlob
+	globs := func(what string, ss []string) ([]*WordGlob, error) {
+		var out []*WordGlob
 		for _, s := range ss {
-			g, err := compileWordGlob(s)
+			g, err := CompileWordGlob(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
@@ -116,9 +116,9 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	if len(spec.Args) > 0 {
-		r.args = map[string]*wordGlob{}
+		r.args = map[string]*WordGlob{}
 		for _, k := range sortedKeys(spec.Args) {
-			g, err := compileWordGlob(spec.Args[k])
+			g, err := CompileWordGlob(spec.Args[k])
 			if err != nil {
 				return nil, fmt.Errorf("args.%s: %w", k, err)
 			}
@@ -126,7 +126,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		}
 	}
 	for _, c := range spec.Commands {
-		p, err := compileCmdPattern(c)
+		p, err := CompileCmdPattern(c)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +165,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	for i, h := range r.hosts {
-		if g, err := compileWordGlob(strings.ToLower(h.src)); err == nil {
+		if g, err := CompileWordGlob(strings.ToLower(h.src)); err == nil {
 			r.hosts[i] = g
 		}
 	}
@@ -195,7 +195,7 @@ func (r *rule) callMatches(tool, op string, args map[string]any) bool {
 	return true
 }
 
-func anyGlob(gs []*wordGlob, s string) bool {
+func anyGlob(gs []*WordGlob, s string) bool {
 	for _, g := range gs {
 		if g.match(s) {
 			return true
@@ -224,7 +224,7 @@ func argString(v any) string {
 // rules match any layer (so "sudo" itself can be denied, and "rm -rf /"
 // through sudo); allow rules match only the command that runs, by a
 // system path or its bare name.
-func (r *rule) commandMatches(c *shellCommand, home string) bool {
+func (r *rule) commandMatches(c *Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
@@ -251,7 +251,7 @@ func (r *rule) commandMatches(c *shellCommand, home string) bool {
 
 // pipeMatches reports whether c reads a pipe as the rule's piped and
 // piped_from require.
-func (r *rule) pipeMatches(c *shellCommand) bool {
+func (r *rule) pipeMatches(c *Command) bool {
 	if r.piped && !c.piped {
 		return false
 	}
@@ -269,7 +269,7 @@ func (r *rule) pipeMatches(c *shellCommand) bool {
 // matchLine reports whether the rule matches a command line: a deny or ask
 // rule when it matches one of its commands, an allow rule when it matches
 // every command that runs.
-func (r *rule) matchLine(cmds []*shellCommand, home string) bool {
+func (r *rule) matchLine(cmds []*Command, home string) bool {
 	judged := 0
 	for _, c := range cmds {
 		if r.decision != Allow {

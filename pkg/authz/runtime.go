@@ -17,19 +17,19 @@ const ruleDynamicTarget = "builtin:dynamic-target"
 
 // unknownWord stands for words a wrapper adds when the command runs (xargs
 // appends its input; find -exec replaces {}).
-var unknownWord = word{src: "…"}
+var unknownWord = Word{src: "…"}
 
 // runtimeWords returns c's words in layer l with the words only known at
 // run time marked; ok is false when none is.
-func runtimeWords(c *shellCommand, l []word, last bool) ([]word, bool) {
+func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
 	dyn := false
-	out := make([]word, 0, len(l)+1)
+	out := make([]Word, 0, len(l)+1)
 	for _, w := range l {
 		switch {
 		case !w.literal:
 			dyn = true
 		case c.dynArgs && strings.Contains(w.text, "{}"):
-			w = word{src: w.src, prefix: w.text[:strings.Index(w.text, "{}")], suffix: w.text[strings.LastIndex(w.text, "{}")+2:]}
+			w = Word{src: w.src, prefix: w.text[:strings.Index(w.text, "{}")], suffix: w.text[strings.LastIndex(w.text, "{}")+2:]}
 			dyn = true
 		}
 		out = append(out, w)
@@ -45,7 +45,7 @@ func runtimeWords(c *shellCommand, l []word, last bool) ([]word, bool) {
 // their run-time words: such a word may be any flag, and may stand for any
 // one positional word its literal beginning and end allow (or, when it has
 // neither, for any number of words).
-func (p *cmdPattern) mayMatch(words []word, home string) bool {
+func (p *CmdPattern) mayMatch(words []Word, home string) bool {
 	if len(words) == 0 || !words[0].literal || words[0].glob {
 		return false
 	}
@@ -57,7 +57,7 @@ func (p *cmdPattern) mayMatch(words []word, home string) bool {
 	} else if !p.name.match(path.Base(name)) {
 		return false
 	}
-	sh := shapeOf(words)
+	sh := ShapeOf(words)
 	anyFlag := false
 	for _, w := range sh.pos {
 		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) && w.suffix == "" {
@@ -73,7 +73,7 @@ func (p *cmdPattern) mayMatch(words []word, home string) bool {
 }
 
 // maySeq is matchSeq where run-time words may match.
-func maySeq(pats []*wordGlob, ws []word, home string) bool {
+func maySeq(pats []*WordGlob, ws []Word, home string) bool {
 	if len(pats) == 0 {
 		return true
 	}
@@ -90,7 +90,7 @@ func maySeq(pats []*wordGlob, ws []word, home string) bool {
 	}
 	w := ws[0]
 	if w.literal {
-		return matchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
+		return MatchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
 	}
 	if w.prefix == "" && w.suffix == "" {
 		// It may split into any number of words, or none.
@@ -106,11 +106,11 @@ func maySeq(pats []*wordGlob, ws []word, home string) bool {
 
 // mayMatch reports whether the glob could match a word that starts with
 // w.prefix and ends with w.suffix.
-func (g *wordGlob) mayMatch(w word) bool {
+func (g *WordGlob) mayMatch(w Word) bool {
 	if g.any {
 		return true
 	}
-	for _, alt := range splitUnescaped(g.src, '|') {
+	for _, alt := range SplitUnescaped(g.src, '|') {
 		pre, suf := globEnds(alt)
 		if (strings.HasPrefix(pre, w.prefix) || strings.HasPrefix(w.prefix, pre)) &&
 			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
@@ -153,7 +153,7 @@ func globEnds(alt string) (pre, suf string) {
 
 // mayMatchCommand reports whether a deny or ask rule would match c for some
 // value of its run-time words.
-func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
+func (r *rule) mayMatchCommand(c *Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
@@ -173,7 +173,7 @@ func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
 
 // runtimeRule returns the first deny rule, else the first ask rule, that
 // would match c for some value of its run-time words.
-func (j *judgement) runtimeRule(c *shellCommand) *rule {
+func (j *judgement) runtimeRule(c *Command) *rule {
 	var ask *rule
 	for _, r := range j.e.rules {
 		if r.kind() != kindCommand || r.decision == Allow || !r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) {

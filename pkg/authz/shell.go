@@ -47,8 +47,8 @@ const (
 	maxCommands = 512
 )
 
-// word is one word of a command after brace expansion and quote removal.
-type word struct {
+// Word is one Word of a command after brace expansion and quote removal.
+type Word struct {
 	// text is the value with quotes removed, a leading ~ and $HOME
 	// expanded; in a word that is not literal, each expansion stays as
 	// written.
@@ -70,15 +70,15 @@ type word struct {
 	extglob bool
 }
 
-func (w word) String() string {
+func (w Word) String() string {
 	if w.literal {
 		return w.text
 	}
 	return w.src
 }
 
-// problem is why a command cannot be judged or cannot be allowed by a rule.
-type problem struct {
+// Problem is why a command cannot be judged or cannot be allowed by a rule.
+type Problem struct {
 	rule   string
 	reason string
 	// hard problems ask in every mode and no rule lifts them; soft ones
@@ -86,34 +86,34 @@ type problem struct {
 	hard bool
 }
 
-// redirect is one redirection of a command.
-type redirect struct {
+// Redirect is one redirection of a command.
+type Redirect struct {
 	op     string
-	target word
+	target Word
 	// read and write say what the redirect does to the file target; both
 	// are false for a duplication of a descriptor (2>&1) or a here-doc.
 	read, write bool
 	// body is the here-document or here-string, for a shell that reads its
 	// script from stdin.
-	body    word
+	body    Word
 	hasBody bool
 	src     string
 }
 
-// assignment is NAME=VALUE before a command, through env, or alone.
-type assignment struct {
+// Assignment is NAME=VALUE before a command, through env, or alone.
+type Assignment struct {
 	name  string
-	value word
+	value Word
 	src   string
 }
 
-// shellCommand is one simple command of a line, after unwrapping.
-type shellCommand struct {
+// Command is one simple command of a line, after unwrapping.
+type Command struct {
 	// layers are the command's words, outermost wrapper first; the last
 	// layer is the command that runs. A layer of a wrapper that runs a
 	// shell string (bash -c) is the last one and wrapperOnly is set: the
 	// commands of the string are commands of their own.
-	layers      [][]word
+	layers      [][]Word
 	wrapperOnly bool
 	// script describes the wrapper that runs a shell string ("bash -c").
 	script string
@@ -121,9 +121,9 @@ type shellCommand struct {
 	wrappers []string
 	// own are the option words wrappers consumed (sudo -D DIR, time -o
 	// FILE): checked as paths.
-	own       []word
-	redirects []redirect
-	env       []assignment
+	own       []Word
+	redirects []Redirect
+	env       []Assignment
 	// piped reports that stdin is a pipe; pipedFrom names the commands
 	// (every layer) that write to it.
 	piped     bool
@@ -133,18 +133,18 @@ type shellCommand struct {
 	privileged bool
 	// dynArgs reports arguments added at run time (xargs, find -exec {}).
 	dynArgs  bool
-	problems []problem
+	problems []Problem
 	// cwds are directories the command changes to for itself (git -C,
 	// env -C, sudo -D): relative paths are also resolved from them.
-	cwds []word
+	cwds []Word
 	src  string
 }
 
 // args returns the words of the command that runs.
-func (c *shellCommand) args() []word { return c.layers[len(c.layers)-1] }
+func (c *Command) args() []Word { return c.layers[len(c.layers)-1] }
 
 // name returns the base name of the command that runs, or "".
-func (c *shellCommand) name() string {
+func (c *Command) name() string {
 	a := c.args()
 	if len(a) == 0 || !a[0].literal {
 		return ""
@@ -152,7 +152,7 @@ func (c *shellCommand) name() string {
 	return path.Base(a[0].text)
 }
 
-func (c *shellCommand) addProblem(p problem) {
+func (c *Command) addProblem(p Problem) {
 	for _, q := range c.problems {
 		if q == p {
 			return
@@ -161,49 +161,49 @@ func (c *shellCommand) addProblem(p problem) {
 	c.problems = append(c.problems, p)
 }
 
-func (c *shellCommand) hardProblem() (problem, bool) {
+func (c *Command) hardProblem() (Problem, bool) {
 	for _, p := range c.problems {
 		if p.hard {
 			return p, true
 		}
 	}
-	return problem{}, false
+	return Problem{}, false
 }
 
-func (c *shellCommand) softProblem() (problem, bool) {
+func (c *Command) softProblem() (Problem, bool) {
 	for _, p := range c.problems {
 		if !p.hard {
 			return p, true
 		}
 	}
-	return problem{}, false
+	return Problem{}, false
 }
 
-// parsedLine is a command line taken apart.
-type parsedLine struct {
-	commands []*shellCommand
+// ParsedLine is a command line taken apart.
+type ParsedLine struct {
+	commands []*Command
 	// problems of the line itself (does not parse, too long).
-	problems []problem
+	problems []Problem
 }
 
 // Rule names of the checks on command lines.
 const (
-	ruleUnparseable  = "builtin:unparseable-command"
+	RuleUnparseable  = "builtin:unparseable-command"
 	ruleDynamicName  = "builtin:dynamic-command"
 	ruleDynamicArgs  = "builtin:dynamic-arguments"
-	ruleDynamicPath  = "builtin:dynamic-redirect"
+	RuleDynamicPath  = "builtin:dynamic-redirect"
 	ruleExecOption   = "builtin:exec-option"
-	ruleDangerousEnv = "builtin:dangerous-env"
+	RuleDangerousEnv = "builtin:dangerous-env"
 	rulePrivileged   = "builtin:privileged"
 	ruleWrapperOpt   = "builtin:unknown-wrapper-option"
-	ruleCd           = "builtin:change-directory"
+	RuleCd           = "builtin:change-directory"
 )
 
 // lineParser parses one command line and the strings inside it.
 type lineParser struct {
 	home     string
-	commands []*shellCommand
-	problems []problem
+	commands []*Command
+	problems []Problem
 	// interactive: the line is typed into an interactive shell (a
 	// terminal session), where history expansion, aliases and completion
 	// apply.
@@ -211,7 +211,7 @@ type lineParser struct {
 }
 
 // addHard records a problem of the whole line that asks in every mode.
-func (p *lineParser) addHard(pr problem) {
+func (p *lineParser) addHard(pr Problem) {
 	for _, q := range p.problems {
 		if q == pr {
 			return
@@ -220,23 +220,23 @@ func (p *lineParser) addHard(pr problem) {
 	p.problems = append(p.problems, pr)
 }
 
-// parseCommandLine takes a command line apart; home expands ~.
-func parseCommandLine(line, home string) *parsedLine {
-	return parseLine(line, home, false)
+// ParseCommandLine takes a command line apart; home expands ~.
+func ParseCommandLine(line, home string) *ParsedLine {
+	return ParseLine(line, home, false)
 }
 
-// parseLine takes a command line apart; home expands ~; interactive says
+// ParseLine takes a command line apart; home expands ~; interactive says
 // the line is typed into an interactive shell.
-func parseLine(line, home string, interactive bool) *parsedLine {
+func ParseLine(line, home string, interactive bool) *ParsedLine {
 	p := &lineParser{home: home, interactive: interactive}
 	if interactive {
 		p.interactiveChecks(line)
 	}
 	cmds := p.parse(line, 0, nil)
 	if len(cmds) > maxCommands {
-		p.problems = append(p.problems, problem{ruleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
+		p.problems = append(p.problems, Problem{RuleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
 	}
-	return &parsedLine{commands: cmds, problems: p.problems}
+	return &ParsedLine{commands: cmds, problems: p.problems}
 }
 
 // controlChars reports characters a terminal acts on (escape sequences,
@@ -254,9 +254,9 @@ func controlChars(s string) bool {
 // parse parses src (the line, or a string inside it at depth > 0) and
 // returns its commands; parent, when set, is the wrapper whose string it
 // is, and gets the problems of a string that cannot be judged.
-func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shellCommand {
-	fail := func(reason string) []*shellCommand {
-		pr := problem{ruleUnparseable, reason, true}
+func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
+	fail := func(reason string) []*Command {
+		pr := Problem{RuleUnparseable, reason, true}
 		if parent != nil {
 			parent.addProblem(pr)
 			return nil
@@ -299,7 +299,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 		return fail("it is nested too deeply to judge")
 	}
 
-	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*shellCommand{}}
+	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*Command{}}
 	bp.homeChanges(f)
 	bp.subscripts(f)
 	bp.evaluations(f)
@@ -325,7 +325,7 @@ func (p *lineParser) parse(src string, depth int, parent *shellCommand) []*shell
 // 'a[$(cmd)]'): a literal name with a substitution in it asks.
 func (b *blockParser) homeChanges(f *syntax.File) {
 	hard := func(how string) {
-		b.p.addHard(problem{ruleDangerousEnv, how + ", which the judge cannot follow", true})
+		b.p.addHard(Problem{RuleDangerousEnv, how + ", which the judge cannot follow", true})
 	}
 	name := func(lit, how string) {
 		n := lit
@@ -336,7 +336,7 @@ func (b *blockParser) homeChanges(f *syntax.File) {
 			hard(how + " names " + lit + ": bash evaluates what is in it")
 			return
 		}
-		if isName(n) && codeEnv(n) {
+		if isName(n) && CodeEnv(n) {
 			hard(how + " assigns " + n)
 		}
 	}
@@ -440,7 +440,7 @@ func (b *blockParser) subscripts(f *syntax.File) {
 		return true
 	})
 	if subst && arith {
-		b.p.addHard(problem{ruleUnparseable, "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", true})
+		b.p.addHard(Problem{RuleUnparseable, "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", true})
 	}
 }
 
@@ -452,7 +452,7 @@ func (b *blockParser) subscripts(f *syntax.File) {
 // declare/export/local/readonly/typeset of a name computed at run time.
 func (b *blockParser) evaluations(f *syntax.File) {
 	hard := func(why string) {
-		b.p.addHard(problem{ruleUnparseable, why, true})
+		b.p.addHard(Problem{RuleUnparseable, why, true})
 	}
 	numeric := func(w *syntax.Word) bool {
 		if w == nil {
@@ -614,11 +614,11 @@ func paramName(pe *syntax.ParamExp) string {
 // typed earlier, and a tab completes words the judge never sees.
 func (p *lineParser) interactiveChecks(line string) {
 	if strings.IndexByte(line, '\t') >= 0 {
-		p.addHard(problem{ruleUnparseable, "it contains a tab, which an interactive shell completes into text that cannot be judged", true})
+		p.addHard(Problem{RuleUnparseable, "it contains a tab, which an interactive shell completes into text that cannot be judged", true})
 	}
 	for _, l := range strings.Split(line, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "^") {
-			p.addHard(problem{ruleUnparseable, "^old^new reruns the previous command changed, which cannot be judged", true})
+			p.addHard(Problem{RuleUnparseable, "^old^new reruns the previous command changed, which cannot be judged", true})
 		}
 	}
 	inSingle := false
@@ -629,7 +629,7 @@ func (p *lineParser) interactiveChecks(line string) {
 		case c == '\'':
 			inSingle = !inSingle
 		case c == '!' && !inSingle && i+1 < len(line) && !strings.ContainsRune(" \t\n=(", rune(line[i+1])):
-			p.addHard(problem{ruleUnparseable, "history expansion (" + line[i:min(len(line), i+4)] + "…) reruns commands typed earlier, which cannot be judged", true})
+			p.addHard(Problem{RuleUnparseable, "history expansion (" + line[i:min(len(line), i+4)] + "…) reruns commands typed earlier, which cannot be judged", true})
 			return
 		}
 	}
@@ -637,14 +637,14 @@ func (p *lineParser) interactiveChecks(line string) {
 
 // inherit applies what the wrapper parent implies to c, a command of the
 // string it runs. Pipes are marked later, on the whole statement.
-func inherit(c *shellCommand, parent *shellCommand) {
+func inherit(c *Command, parent *Command) {
 	c.wrappers = append(append(append([]string(nil), parent.wrappers...), parent.script), c.wrappers...)
 	c.privileged = c.privileged || parent.privileged
-	c.env = append(append([]assignment(nil), parent.env...), c.env...)
+	c.env = append(append([]Assignment(nil), parent.env...), c.env...)
 	for _, a := range parent.env {
 		checkEnv(c, a)
 	}
-	c.cwds = append(append([]word(nil), parent.cwds...), c.cwds...)
+	c.cwds = append(append([]Word(nil), parent.cwds...), c.cwds...)
 }
 
 // blockParser collects the commands of one parsed string.
@@ -652,8 +652,8 @@ type blockParser struct {
 	p      *lineParser
 	src    string
 	depth  int
-	byStmt map[*syntax.Stmt][]*shellCommand
-	order  []*shellCommand
+	byStmt map[*syntax.Stmt][]*Command
+	order  []*Command
 }
 
 func (b *blockParser) text(n syntax.Node) string {
@@ -689,7 +689,7 @@ func (b *blockParser) collect(f *syntax.File) {
 		if !ok {
 			return true
 		}
-		var cmds []*shellCommand
+		var cmds []*Command
 		switch x := st.Cmd.(type) {
 		case *syntax.CallExpr:
 			cmds = b.call(st, x)
@@ -698,9 +698,9 @@ func (b *blockParser) collect(f *syntax.File) {
 		default:
 			if len(st.Redirs) > 0 {
 				// Redirections of a compound command ({ ...; } > f).
-				c := &shellCommand{layers: [][]word{nil}, src: b.stmtText(st)}
+				c := &Command{layers: [][]Word{nil}, src: b.stmtText(st)}
 				b.redirects(c, st)
-				cmds = []*shellCommand{c}
+				cmds = []*Command{c}
 			}
 		}
 		b.byStmt[st] = cmds
@@ -787,7 +787,7 @@ func (b *blockParser) functions(f *syntax.File) {
 			}
 			for _, c := range b.byStmt[st] {
 				if c.name() == fd.Name.Value {
-					c.addProblem(problem{ruleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
+					c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
 				}
 			}
 			return true
@@ -797,7 +797,7 @@ func (b *blockParser) functions(f *syntax.File) {
 }
 
 // layerNames returns the command names of every layer.
-func (c *shellCommand) layerNames() []string {
+func (c *Command) layerNames() []string {
 	var out []string
 	for _, l := range c.layers {
 		if len(l) > 0 && l[0].literal {
@@ -808,62 +808,62 @@ func (c *shellCommand) layerNames() []string {
 }
 
 // call builds the commands of one simple command.
-func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*shellCommand {
-	c := &shellCommand{src: b.stmtText(st)}
+func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*Command {
+	c := &Command{src: b.stmtText(st)}
 	for _, a := range ce.Assigns {
 		c.env = append(c.env, b.assign(a))
 	}
-	var words []word
+	var words []Word
 	for _, w := range ce.Args {
 		ws, ok := b.words(w)
 		if !ok {
-			c.addProblem(problem{ruleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.text(w), maxWords), true})
+			c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.text(w), maxWords), true})
 		}
 		words = append(words, ws...)
 	}
-	c.layers = [][]word{words}
+	c.layers = [][]Word{words}
 	b.redirects(c, st)
 	for _, a := range c.env {
 		checkEnv(c, a)
 	}
 	if len(words) == 0 {
-		return []*shellCommand{c}
+		return []*Command{c}
 	}
 	return b.p.unwrap(c, b.depth)
 }
 
 // decl builds the command of export, declare, local, readonly, typeset.
-func (b *blockParser) decl(st *syntax.Stmt, dc *syntax.DeclClause) []*shellCommand {
-	c := &shellCommand{src: b.stmtText(st)}
-	words := []word{{text: dc.Variant.Value, literal: true, src: dc.Variant.Value}}
+func (b *blockParser) decl(st *syntax.Stmt, dc *syntax.DeclClause) []*Command {
+	c := &Command{src: b.stmtText(st)}
+	words := []Word{{text: dc.Variant.Value, literal: true, src: dc.Variant.Value}}
 	for _, a := range dc.Args {
 		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
 			if a.Value != nil {
 				ws, _ := b.words(a.Value)
 				words = append(words, ws...)
 			} else if a.Name != nil {
-				words = append(words, word{text: a.Name.Value, literal: true, src: a.Name.Value})
+				words = append(words, Word{text: a.Name.Value, literal: true, src: a.Name.Value})
 			}
 			continue
 		}
 		as := b.assign(a)
 		c.env = append(c.env, as)
-		words = append(words, word{text: as.src, literal: as.value.literal, src: as.src})
+		words = append(words, Word{text: as.src, literal: as.value.literal, src: as.src})
 		checkEnv(c, as)
 	}
-	c.layers = [][]word{words}
+	c.layers = [][]Word{words}
 	b.redirects(c, st)
-	return []*shellCommand{c}
+	return []*Command{c}
 }
 
-func (b *blockParser) assign(a *syntax.Assign) assignment {
-	as := assignment{src: b.text(a)}
+func (b *blockParser) assign(a *syntax.Assign) Assignment {
+	as := Assignment{src: b.text(a)}
 	if a.Name != nil {
 		as.name = a.Name.Value
 	}
 	switch {
 	case a.Array != nil:
-		as.value = word{text: b.text(a.Array), src: b.text(a.Array)}
+		as.value = Word{text: b.text(a.Array), src: b.text(a.Array)}
 		syntax.Walk(a.Array, func(n syntax.Node) bool {
 			switch n.(type) {
 			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ParamExp, *syntax.ArithmExp:
@@ -874,15 +874,15 @@ func (b *blockParser) assign(a *syntax.Assign) assignment {
 	case a.Value != nil:
 		as.value = b.evalWord(a.Value, true)
 	default:
-		as.value = word{literal: true}
+		as.value = Word{literal: true}
 	}
 	return as
 }
 
 // redirects records the redirections of st on c.
-func (b *blockParser) redirects(c *shellCommand, st *syntax.Stmt) {
+func (b *blockParser) redirects(c *Command, st *syntax.Stmt) {
 	for _, r := range st.Redirs {
-		rd := redirect{op: r.Op.String(), src: b.text(r)}
+		rd := Redirect{op: r.Op.String(), src: b.text(r)}
 		if r.Word != nil {
 			rd.target = b.evalWord(r.Word, false)
 		}
@@ -906,11 +906,11 @@ func (b *blockParser) redirects(c *shellCommand, st *syntax.Stmt) {
 			if r.Hdoc != nil {
 				rd.body, rd.hasBody = b.hdocBody(r), true
 			} else {
-				rd.body, rd.hasBody = word{literal: true}, true
+				rd.body, rd.hasBody = Word{literal: true}, true
 			}
 		case syntax.WordHdoc:
 			rd.body, rd.hasBody = rd.target, true
-			rd.target = word{}
+			rd.target = Word{}
 		}
 		c.redirects = append(c.redirects, rd)
 	}
@@ -918,8 +918,8 @@ func (b *blockParser) redirects(c *shellCommand, st *syntax.Stmt) {
 
 // hdocBody returns a here-document's body; it is literal when nothing in
 // it is expanded.
-func (b *blockParser) hdocBody(r *syntax.Redirect) word {
-	w := word{literal: true, src: b.text(r.Hdoc)}
+func (b *blockParser) hdocBody(r *syntax.Redirect) Word {
+	w := Word{literal: true, src: b.text(r.Hdoc)}
 	var sb strings.Builder
 	for _, part := range r.Hdoc.Parts {
 		if l, ok := part.(*syntax.Lit); ok {
@@ -939,7 +939,7 @@ func (b *blockParser) hdocBody(r *syntax.Redirect) word {
 	return w
 }
 
-func isFD(w word) bool {
+func isFD(w Word) bool {
 	if !w.literal {
 		return false
 	}
@@ -957,16 +957,16 @@ func isFD(w word) bool {
 
 // words evaluates w after brace expansion; ok is false when the expansion
 // is too large.
-func (b *blockParser) words(w *syntax.Word) ([]word, bool) {
+func (b *blockParser) words(w *syntax.Word) ([]Word, bool) {
 	src := b.text(w)
 	// Split a copy: the tree is still being walked.
 	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
 	if !syntax.SplitBraces(cp) {
 		ev := b.evalWord(w, false)
 		ev.src = src
-		return []word{ev}, true
+		return []Word{ev}, true
 	}
-	var out []word
+	var out []Word
 	for x, err := range expand.BracesSeq(nil, cp) {
 		if err != nil || len(out) >= maxWords {
 			return out, false
@@ -981,8 +981,8 @@ func (b *blockParser) words(w *syntax.Word) ([]word, bool) {
 // evalWord removes quotes from w and expands what can be known before the
 // command runs: a leading ~ and $HOME. assign marks the value of an
 // assignment (where ~ after = is also expanded).
-func (b *blockParser) evalWord(w *syntax.Word, assign bool) word {
-	out := word{literal: true, src: b.text(w)}
+func (b *blockParser) evalWord(w *syntax.Word, assign bool) Word {
+	out := Word{literal: true, src: b.text(w)}
 	var sb strings.Builder
 	lastDyn := 0
 	dynamic := func(part syntax.Node) {
@@ -1095,7 +1095,7 @@ func (b *blockParser) tilde(s string, whole bool) string {
 	case name == "+" || name == "-":
 		// ~+ is $PWD and ~- is $OLDPWD: bash expands them when the
 		// command runs, so the word is judged as only known then.
-		b.p.addHard(problem{ruleDynamicPath, fmt.Sprintf("%s names the current or previous directory, which bash expands when it runs", prefix), true})
+		b.p.addHard(Problem{RuleDynamicPath, fmt.Sprintf("%s names the current or previous directory, which bash expands when it runs", prefix), true})
 		return s
 	}
 	u, err := user.Lookup(name)
@@ -1156,7 +1156,7 @@ func unescapeDbl(s string) string {
 }
 
 // layerDisplay shows the wrapper part of a layer ("sudo -u bob").
-func layerDisplay(ws []word) string {
+func layerDisplay(ws []Word) string {
 	parts := make([]string, 0, len(ws))
 	for _, w := range ws {
 		parts = append(parts, w.String())
@@ -1166,8 +1166,8 @@ func layerDisplay(ws []word) string {
 
 // checkEnv records an assignment that applies to c: one of a variable that
 // makes programs run code (codeEnv) asks in every mode.
-func checkEnv(c *shellCommand, a assignment) {
-	if codeEnv(a.name) {
-		c.addProblem(problem{ruleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.name), true})
+func checkEnv(c *Command, a Assignment) {
+	if CodeEnv(a.name) {
+		c.addProblem(Problem{RuleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.name), true})
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 // render shows the commands of a line as "wrappers: args" entries and the
 // rules of their problems.
-func render(pl *parsedLine) (cmds []string, problems []string) {
+func render(pl *ParsedLine) (cmds []string, problems []string) {
 	for _, c := range pl.commands {
 		var args []string
 		for _, w := range c.args() {
@@ -55,28 +55,28 @@ func TestParseCommandLine(t *testing.T) {
 		{"command git status", []string{"command: git status"}, nil},
 		{"watch -n1 ls -l", []string{"watch -n1 ls -l (wrapper)", "watch: ls -l"}, nil},
 		{"eval 'a' b", []string{"eval a b (wrapper)", "eval: a b"}, nil},
-		{"eval $X", []string{"eval $X (wrapper)"}, []string{ruleUnparseable}},
+		{"eval $X", []string{"eval $X (wrapper)"}, []string{RuleUnparseable}},
 		{"timeout --bogus 5 ls", []string{"timeout --bogus 5: ls"}, []string{ruleWrapperOpt}},
 		{"{a,b}c", []string{"ac bc"}, nil},
 		{"echo ~/x", []string{"echo /home/u/x"}, nil},
 		{`echo "~/x" '$HOME' "$HOME"`, []string{"echo ~/x $HOME /home/u"}, nil},
 		{"X=1 Y=$(id) cmd", []string{"cmd", "id"}, nil},
-		{"PATH=/x ls", []string{"ls"}, []string{ruleDangerousEnv}},
-		{"export LD_PRELOAD=x", []string{"export LD_PRELOAD=x"}, []string{ruleDangerousEnv}},
-		{"f() { f | f & }; f", []string{"f", "f <f", "f"}, []string{ruleUnparseable, ruleUnparseable}},
-		{"cd", []string{"cd"}, []string{ruleCd}},
-		{"source x", []string{"source x"}, []string{ruleUnparseable}},
+		{"PATH=/x ls", []string{"ls"}, []string{RuleDangerousEnv}},
+		{"export LD_PRELOAD=x", []string{"export LD_PRELOAD=x"}, []string{RuleDangerousEnv}},
+		{"f() { f | f & }; f", []string{"f", "f <f", "f"}, []string{RuleUnparseable, RuleUnparseable}},
+		{"cd", []string{"cd"}, []string{RuleCd}},
+		{"source x", []string{"source x"}, []string{RuleUnparseable}},
 		{"echo x > $F", []string{"echo x"}, nil},
-		{"ls\x1b[A", nil, []string{ruleUnparseable}},
-		{"'unterminated", nil, []string{ruleUnparseable}},
+		{"ls\x1b[A", nil, []string{RuleUnparseable}},
+		{"'unterminated", nil, []string{RuleUnparseable}},
 		{"sh <<'E'\nrm x\nE", []string{"sh (wrapper)", "sh <<: rm x"}, nil},
-		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged, ruleUnparseable}},
-		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{ruleUnparseable, ruleDynamicArgs}},
+		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged, RuleUnparseable}},
+		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{RuleUnparseable, ruleDynamicArgs}},
 		{"tee >(sh) < f", []string{"tee >(sh)", "sh <tee"}, []string{ruleDynamicArgs}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.line, func(t *testing.T) {
-			cmds, problems := render(parseCommandLine(tc.line, "/home/u"))
+			cmds, problems := render(ParseCommandLine(tc.line, "/home/u"))
 			if strings.Join(cmds, "\n") != strings.Join(tc.cmds, "\n") {
 				t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(cmds, "\n"), strings.Join(tc.cmds, "\n"))
 			}
@@ -120,11 +120,11 @@ func TestCmdPattern(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.pattern+"~"+tc.line, func(t *testing.T) {
-			p, err := compileCmdPattern(tc.pattern)
+			p, err := CompileCmdPattern(tc.pattern)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pl := parseCommandLine(tc.line, "/home/u")
+			pl := ParseCommandLine(tc.line, "/home/u")
 			if len(pl.commands) != 1 {
 				t.Fatalf("commands %d", len(pl.commands))
 			}
@@ -185,7 +185,7 @@ func TestWordGlob(t *testing.T) {
 		{"x.y", "xzy", false},
 	}
 	for _, tc := range tests {
-		g, err := compileWordGlob(tc.glob)
+		g, err := CompileWordGlob(tc.glob)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func FuzzParseCommandLine(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		pl := parseCommandLine(line, "/home/u")
+		pl := ParseCommandLine(line, "/home/u")
 		for _, c := range pl.commands {
 			if len(c.layers) == 0 {
 				t.Fatal("command without layers")

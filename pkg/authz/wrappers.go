@@ -17,26 +17,26 @@ type unwrapped struct {
 	// -v x, find without -exec); it is judged as it is.
 	self bool
 	// own are the wrapper's own words: options and their values.
-	own []word
+	own []Word
 	// inner is the command the wrapper runs.
-	inner []word
+	inner []Word
 	// display is the wrapper as people see it ("timeout 10").
 	display string
 	// script is a shell string the wrapper runs (bash -c, eval).
-	script *word
+	script *Word
 	// extra are further commands the wrapper runs besides (find -exec),
 	// shown with extraDisplay.
-	extra        [][]word
+	extra        [][]Word
 	extraDisplay string
-	env          []assignment
-	cwd          []word
+	env          []Assignment
+	cwd          []Word
 	privileged   bool
 	dynArgs      bool
-	problem      *problem
+	problem      *Problem
 }
 
 // wrapperFunc unwraps args, whose first word names the wrapper.
-type wrapperFunc func(c *shellCommand, args []word) unwrapped
+type wrapperFunc func(c *Command, args []Word) unwrapped
 
 // wrappers maps a command's base name to its unwrapper.
 var wrappers = buildWrappers()
@@ -68,7 +68,7 @@ func buildWrappers() map[string]wrapperFunc {
 		"systemd-run": privilegedWrapper, "flatpak-spawn": privilegedWrapper, "machinectl": privilegedWrapper,
 		"parallel": unwrapParallel, "sem": unwrapParallel,
 	}
-	for _, sh := range shellNames {
+	for _, sh := range ShellNames {
 		wrappers[sh] = unwrapShell
 	}
 	return wrappers
@@ -93,7 +93,7 @@ type optSpec struct {
 
 // parse consumes the options of args from index start. It returns the
 // index of the first word after them, the options, and an unknown option.
-func (s optSpec) parse(args []word, start int) (next int, opts []opt, unknown string) {
+func (s optSpec) parse(args []Word, start int) (next int, opts []opt, unknown string) {
 	i := start
 	for i < len(args) {
 		w := args[i]
@@ -123,7 +123,7 @@ func (s optSpec) parse(args []word, start int) (next int, opts []opt, unknown st
 			i++
 			continue
 		}
-		if s.numeric && isNumber(strings.TrimPrefix(t[1:], "+")) {
+		if s.numeric && IsNumber(strings.TrimPrefix(t[1:], "+")) {
 			opts = append(opts, opt{t, ""})
 			i++
 			continue
@@ -149,7 +149,7 @@ func (s optSpec) parse(args []word, start int) (next int, opts []opt, unknown st
 	return i, opts, unknown
 }
 
-func isNumber(s string) bool {
+func IsNumber(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -181,7 +181,7 @@ func optValues(opts []opt, names ...string) []string {
 }
 
 // wrap builds the usual result: options then the command at index next.
-func wrap(args []word, next int, unknown string) unwrapped {
+func wrap(args []Word, next int, unknown string) unwrapped {
 	// own is capped: callers append to it, which must not overwrite the
 	// inner command that shares args' array.
 	u := unwrapped{own: args[1:next:next], display: layerDisplay(args[:next])}
@@ -191,16 +191,16 @@ func wrap(args []word, next int, unknown string) unwrapped {
 		u.self = true
 	}
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].text, unknown), false}
+		u.problem = &Problem{ruleWrapperOpt, fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].text, unknown), false}
 	}
 	return u
 }
 
-func textWord(s string) word { return word{text: s, literal: true, src: s} }
+func textWord(s string) Word { return Word{text: s, literal: true, src: s} }
 
 // valueWords returns the values of opts as words, for path checks.
-func valueWords(vals []string) []word {
-	out := make([]word, 0, len(vals))
+func valueWords(vals []string) []Word {
+	out := make([]Word, 0, len(vals))
 	for _, v := range vals {
 		out = append(out, textWord(v))
 	}
@@ -208,7 +208,7 @@ func valueWords(vals []string) []word {
 }
 
 // simpleWrapper runs its first word as a command: nohup, builtin, busybox.
-func simpleWrapper(_ *shellCommand, args []word) unwrapped {
+func simpleWrapper(_ *Command, args []Word) unwrapped {
 	next := 1
 	if len(args) > 1 && args[1].literal && args[1].text == "--" {
 		next = 2
@@ -226,11 +226,11 @@ var sudoSpec = optSpec{
 	longFlags: []string{"askpass", "background", "preserve-env", "edit", "help", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "shell", "stdin", "validate", "version", "bell"},
 }
 
-func unwrapSudo(_ *shellCommand, args []word) unwrapped {
+func unwrapSudo(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := sudoSpec.parse(args, 1)
 	if hasOpt(opts, "-e", "--edit") {
 		// sudoedit: edits the files as root.
-		u := unwrapped{display: "sudo -e", privileged: true, inner: append([]word{textWord("sudoedit")}, args[next:]...)}
+		u := unwrapped{display: "sudo -e", privileged: true, inner: append([]Word{textWord("sudoedit")}, args[next:]...)}
 		return u
 	}
 	u := wrap(args, next, unknown)
@@ -240,36 +240,36 @@ func unwrapSudo(_ *shellCommand, args []word) unwrapped {
 		// sudo -i / -s without a command: a root shell; sudo -l, -v, -k:
 		// sudo itself.
 		u.self = false
-		u.inner = []word{textWord("sudo")}
+		u.inner = []Word{textWord("sudo")}
 		for _, o := range opts {
 			if o.name == "-i" || o.name == "-s" || o.name == "--login" || o.name == "--shell" {
-				u.inner = []word{textWord("sh")}
+				u.inner = []Word{textWord("sh")}
 			}
 		}
 		if len(u.inner) == 1 && u.inner[0].text == "sudo" {
-			return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs sudo", true}}
+			return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs sudo", true}}
 		}
 	}
 	return u
 }
 
-func unwrapDoas(_ *shellCommand, args []word) unwrapped {
+func unwrapDoas(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "uC", flags: "nsL"}.parse(args, 1)
 	u := wrap(args, next, unknown)
 	u.privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs doas", true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs doas", true}}
 	}
 	return u
 }
 
-func unwrapSu(_ *shellCommand, args []word) unwrapped {
+func unwrapSu(_ *Command, args []Word) unwrapped {
 	spec := optSpec{valued: "cgGsw", flags: "flmpP", long: []string{"command", "group", "supp-group", "shell", "whitelist-environment", "session-command"},
 		longFlags: []string{"login", "preserve-environment", "fast", "pty", "help", "version"}}
 	_, opts, _ := spec.parse(args, 1)
 	cmds := optValues(opts, "-c", "--command", "--session-command")
 	if len(cmds) == 0 {
-		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs su", true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs su", true}}
 	}
 	for i := 1; i < len(args); i++ {
 		if args[i].text == cmds[0] && (args[i-1].text == "-c" || args[i-1].text == "--command" || args[i-1].text == "--session-command") {
@@ -281,17 +281,17 @@ func unwrapSu(_ *shellCommand, args []word) unwrapped {
 	return unwrapped{script: &w, display: "su -c", privileged: true}
 }
 
-func unwrapPkexec(_ *shellCommand, args []word) unwrapped {
+func unwrapPkexec(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{long: []string{"user"}, longFlags: []string{"disable-internal-agent", "keep-cwd", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
 	u.privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs pkexec", true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs pkexec", true}}
 	}
 	return u
 }
 
-func unwrapRun0(_ *shellCommand, args []word) unwrapped {
+func unwrapRun0(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "ugD", long: []string{"user", "group", "nice", "chdir", "setenv", "unit", "property", "description", "slice", "slice-inherit", "background", "machine", "area"},
 		longFlags: []string{"no-ask-password", "pty", "pipe", "via-shell", "empower", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
@@ -299,25 +299,25 @@ func unwrapRun0(_ *shellCommand, args []word) unwrapped {
 	u.cwd = valueWords(optValues(opts, "-D", "--chdir"))
 	if u.self {
 		u.self = false
-		u.inner = []word{textWord("sh")}
+		u.inner = []Word{textWord("sh")}
 	}
 	return u
 }
 
-func unwrapChroot(_ *shellCommand, args []word) unwrapped {
+func unwrapChroot(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{long: []string{"userspec", "groups"}, longFlags: []string{"skip-chdir", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
-		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs chroot", true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs chroot", true}}
 	}
 	// NEWROOT then the command (default: a shell).
 	u := unwrapped{own: args[1 : next+1], display: layerDisplay(args[:next+1]), privileged: true}
 	if next+1 < len(args) {
 		u.inner = args[next+1:]
 	} else {
-		u.inner = []word{textWord("sh")}
+		u.inner = []Word{textWord("sh")}
 	}
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, "chroot has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{ruleWrapperOpt, "chroot has an option toold does not know (" + unknown + ")", false}
 	}
 	return u
 }
@@ -325,7 +325,7 @@ func unwrapChroot(_ *shellCommand, args []word) unwrapped {
 var envSpec = optSpec{valued: "uCSP", flags: "i0v", long: []string{"unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal"},
 	longFlags: []string{"ignore-environment", "null", "debug", "list-signal-handling", "help", "version"}}
 
-func unwrapEnv(c *shellCommand, args []word) unwrapped {
+func unwrapEnv(c *Command, args []Word) unwrapped {
 	next, opts, unknown := envSpec.parse(args, 1)
 	// "env -" is env -i.
 	for next < len(args) && args[next].literal && args[next].text == "-" {
@@ -345,12 +345,12 @@ func unwrapEnv(c *shellCommand, args []word) unwrapped {
 		if w.literal {
 			val.prefix = ""
 		}
-		u.env = append(u.env, assignment{name: name, value: val, src: w.src})
+		u.env = append(u.env, Assignment{name: name, value: val, src: w.src})
 		next++
 	}
 	u.display = layerDisplay(args[:next])
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, "env has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{ruleWrapperOpt, "env has an option toold does not know (" + unknown + ")", false}
 	}
 	if split := optValues(opts, "-S", "--split-string"); len(split) > 0 {
 		// env -S "cmd args": the string is split into words (a shell
@@ -374,7 +374,7 @@ func unwrapEnv(c *shellCommand, args []word) unwrapped {
 		if len(u.env) == 0 && len(opts) == 0 {
 			return unwrapped{self: true}
 		}
-		u.inner = []word{textWord("env")}
+		u.inner = []Word{textWord("env")}
 		return u
 	}
 	u.inner = args[next:]
@@ -399,12 +399,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func unwrapNice(_ *shellCommand, args []word) unwrapped {
+func unwrapNice(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "n", long: []string{"adjustment"}, longFlags: []string{"help", "version"}, numeric: true}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
-func unwrapTimeout(_ *shellCommand, args []word) unwrapped {
+func unwrapTimeout(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "sk", flags: "v", long: []string{"signal", "kill-after"}, longFlags: []string{"preserve-status", "foreground", "verbose", "help", "version"}}.parse(args, 1)
 	if next < len(args) {
 		next++ // the duration
@@ -412,7 +412,7 @@ func unwrapTimeout(_ *shellCommand, args []word) unwrapped {
 	return wrap(args, next, unknown)
 }
 
-func unwrapCommand(_ *shellCommand, args []word) unwrapped {
+func unwrapCommand(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{flags: "pvV"}.parse(args, 1)
 	if hasOpt(opts, "-v", "-V") {
 		return unwrapped{self: true}
@@ -420,24 +420,24 @@ func unwrapCommand(_ *shellCommand, args []word) unwrapped {
 	return wrap(args, next, unknown)
 }
 
-func unwrapExec(_ *shellCommand, args []word) unwrapped {
+func unwrapExec(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "a", flags: "cl"}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
-func unwrapTime(_ *shellCommand, args []word) unwrapped {
+func unwrapTime(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "of", flags: "apqv", long: []string{"output", "format"}, longFlags: []string{"append", "portability", "verbose", "quiet", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
 	u.own = append(u.own, valueWords(optValues(opts, "-o", "--output"))...)
 	return u
 }
 
-func unwrapStdbuf(_ *shellCommand, args []word) unwrapped {
+func unwrapStdbuf(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "ioe", long: []string{"input", "output", "error"}, longFlags: []string{"help", "version"}}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
-func unwrapIonice(_ *shellCommand, args []word) unwrapped {
+func unwrapIonice(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "cnpPu", flags: "t", long: []string{"class", "classdata", "pid", "pgid", "uid"}, longFlags: []string{"ignore", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
 		return unwrapped{self: true}
@@ -461,7 +461,7 @@ func unwrapOptions(spec string, skipOne bool) wrapperFunc {
 		flags.WriteByte(spec[i])
 	}
 	os := optSpec{valued: valued.String(), flags: flags.String()}
-	return func(_ *shellCommand, args []word) unwrapped {
+	return func(_ *Command, args []Word) unwrapped {
 		next, opts, unknown := os.parse(args, 1)
 		for _, o := range opts {
 			if strings.HasPrefix(o.name, "--") {
@@ -479,7 +479,7 @@ func unwrapOptions(spec string, skipOne bool) wrapperFunc {
 // namespace, sandbox or service (setpriv, unshare, nsenter, runuser,
 // systemd-run, ...): they run what follows their options, and what that
 // may do cannot be judged by paths, so it asks in every mode.
-func privilegedWrapper(_ *shellCommand, args []word) unwrapped {
+func privilegedWrapper(_ *Command, args []Word) unwrapped {
 	i := 1
 	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
 		if args[i].text == "--" {
@@ -491,7 +491,7 @@ func privilegedWrapper(_ *shellCommand, args []word) unwrapped {
 	u := wrap(args, i, "")
 	u.privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &problem{rulePrivileged, "it runs " + args[0].text, true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs " + args[0].text, true}}
 	}
 	return u
 }
@@ -499,16 +499,16 @@ func privilegedWrapper(_ *shellCommand, args []word) unwrapped {
 // unwrapParallel handles GNU parallel: like xargs, the command gets its
 // arguments when it runs; without a command, it runs the lines it reads
 // as commands.
-func unwrapParallel(_ *shellCommand, args []word) unwrapped {
+func unwrapParallel(_ *Command, args []Word) unwrapped {
 	i := 1
 	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
 		i++
 	}
 	if i >= len(args) || (args[i].literal && (args[i].text == ":::" || args[i].text == "::::")) {
-		return unwrapped{self: true, problem: &problem{ruleUnparseable, "parallel runs the commands it reads, which cannot be judged", true}}
+		return unwrapped{self: true, problem: &Problem{RuleUnparseable, "parallel runs the commands it reads, which cannot be judged", true}}
 	}
 	u := wrap(args, i, "ignored")
-	u.problem = &problem{ruleDynamicArgs, "parallel gives the command arguments when it runs", true}
+	u.problem = &Problem{ruleDynamicArgs, "parallel gives the command arguments when it runs", true}
 	u.dynArgs = true
 	return u
 }
@@ -516,7 +516,7 @@ func unwrapParallel(_ *shellCommand, args []word) unwrapped {
 // unwrapSSH handles ssh HOST COMMAND...: the remote shell runs the words
 // joined as a command line (on this machine when the host is this one), so
 // they are judged as one.
-func unwrapSSH(_ *shellCommand, args []word) unwrapped {
+func unwrapSSH(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
 	if next+1 >= len(args) {
 		return unwrapped{self: true}
@@ -532,17 +532,17 @@ func unwrapSSH(_ *shellCommand, args []word) unwrapped {
 	s.text = strings.Join(parts, " ")
 	u := unwrapped{own: args[1 : next+1 : next+1], script: &s, display: layerDisplay(args[:next+1])}
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, "ssh has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{ruleWrapperOpt, "ssh has an option toold does not know (" + unknown + ")", false}
 	}
 	return u
 }
 
-func unwrapSetsid(_ *shellCommand, args []word) unwrapped {
+func unwrapSetsid(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{flags: "cfw", longFlags: []string{"ctty", "fork", "wait", "help", "version"}}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
-func unwrapChrt(_ *shellCommand, args []word) unwrapped {
+func unwrapChrt(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "TPD", flags: "abdfiormRvep", long: []string{"sched-runtime", "sched-period", "sched-deadline"},
 		longFlags: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "max", "verbose", "ext", "pid", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--pid", "-m", "--max") {
@@ -554,7 +554,7 @@ func unwrapChrt(_ *shellCommand, args []word) unwrapped {
 	return wrap(args, next, unknown)
 }
 
-func unwrapTaskset(_ *shellCommand, args []word) unwrapped {
+func unwrapTaskset(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{flags: "acp", longFlags: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--pid") {
 		return unwrapped{self: true}
@@ -565,7 +565,7 @@ func unwrapTaskset(_ *shellCommand, args []word) unwrapped {
 	return wrap(args, next, unknown)
 }
 
-func unwrapWatch(_ *shellCommand, args []word) unwrapped {
+func unwrapWatch(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "nq", flags: "bcdegprtwx", long: []string{"interval", "equexit", "shotsdir", "differences"},
 		longFlags: []string{"beep", "color", "no-color", "errexit", "chgexit", "exec", "precise", "no-rerun", "no-title", "no-wrap", "no-linewrap", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
@@ -586,12 +586,12 @@ func unwrapWatch(_ *shellCommand, args []word) unwrapped {
 	s.text = strings.Join(parts, " ")
 	u := unwrapped{own: args[1:next:next], script: &s, display: "watch"}
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, "watch has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{ruleWrapperOpt, "watch has an option toold does not know (" + unknown + ")", false}
 	}
 	return u
 }
 
-func unwrapFlock(_ *shellCommand, args []word) unwrapped {
+func unwrapFlock(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "wEc", flags: "sexunoFv", long: []string{"timeout", "conflict-exit-code", "command"},
 		longFlags: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
@@ -599,7 +599,7 @@ func unwrapFlock(_ *shellCommand, args []word) unwrapped {
 	}
 	// The lock file (or a descriptor number), then the command.
 	lock := args[next]
-	own := append(append([]word(nil), args[1:next]...), lock)
+	own := append(append([]Word(nil), args[1:next]...), lock)
 	if cmds := optValues(opts, "-c", "--command"); len(cmds) > 0 {
 		w := textWord(cmds[0])
 		for i := 1; i < len(args); i++ {
@@ -625,7 +625,7 @@ func unwrapFlock(_ *shellCommand, args []word) unwrapped {
 	}
 	u.inner = args[rest:]
 	if unknown != "" {
-		u.problem = &problem{ruleWrapperOpt, "flock has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{ruleWrapperOpt, "flock has an option toold does not know (" + unknown + ")", false}
 	}
 	return u
 }
@@ -633,20 +633,20 @@ func unwrapFlock(_ *shellCommand, args []word) unwrapped {
 var xargsSpec = optSpec{valued: "adEILnPs", flags: "0prtxeil", long: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
 	longFlags: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "help", "version"}}
 
-func unwrapXargs(_ *shellCommand, args []word) unwrapped {
+func unwrapXargs(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := xargsSpec.parse(args, 1)
 	u := wrap(args, next, unknown)
 	u.dynArgs = true
 	u.own = append(u.own, valueWords(optValues(opts, "-a", "--arg-file"))...)
 	if u.self {
 		u.self = false
-		u.inner = []word{textWord("echo")}
+		u.inner = []Word{textWord("echo")}
 	}
 	return u
 }
 
 // unwrapEval parses the joined arguments of eval as shell code.
-func unwrapEval(_ *shellCommand, args []word) unwrapped {
+func unwrapEval(_ *Command, args []Word) unwrapped {
 	if len(args) == 1 {
 		return unwrapped{self: true}
 	}
@@ -663,7 +663,7 @@ func unwrapEval(_ *shellCommand, args []word) unwrapped {
 }
 
 // unwrapTrap parses trap's action as shell code.
-func unwrapTrap(_ *shellCommand, args []word) unwrapped {
+func unwrapTrap(_ *Command, args []Word) unwrapped {
 	next, opts, _ := optSpec{flags: "lpP"}.parse(args, 1)
 	if len(opts) > 0 || next >= len(args)-1 {
 		return unwrapped{self: true}
@@ -678,7 +678,7 @@ func unwrapTrap(_ *shellCommand, args []word) unwrapped {
 // unwrapShell handles sh, bash and the other shells: -c STRING runs STRING;
 // no script file means the script comes from stdin (a here-document is
 // parsed; a pipe is left to rules on piped shells).
-func unwrapShell(c *shellCommand, args []word) unwrapped {
+func unwrapShell(c *Command, args []Word) unwrapped {
 	i := 1
 	cflag := false
 	for i < len(args) {
@@ -694,7 +694,7 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 		if strings.HasPrefix(t, "--") {
 			i++
 			if t == "--rcfile" || t == "--init-file" || strings.HasPrefix(t, "--rcfile=") || strings.HasPrefix(t, "--init-file=") {
-				return unwrapped{self: true, problem: &problem{ruleUnparseable, args[0].text + " " + t + " runs the commands of a file, which cannot be judged", true}}
+				return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].text + " " + t + " runs the commands of a file, which cannot be judged", true}}
 			}
 			continue
 		}
@@ -708,7 +708,7 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 				// -O shopt / -o option change how the shell reads what it
 				// runs (dotglob, nocaseglob, expand_aliases...).
 				if opt := args[i].text; !args[i].literal || !slices.Contains(safeShopt, opt) {
-					return unwrapped{self: true, problem: &problem{ruleUnparseable, args[0].text + " " + t + " " + args[i].src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
+					return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].text + " " + t + " " + args[i].src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
 				}
 				i++
 			}
@@ -716,7 +716,7 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 				// The shell's own set options, as with set.
 				for _, ch := range letters {
 					if !strings.ContainsRune(safeSetFlags+"cilrsv", ch) {
-						return unwrapped{self: true, problem: &problem{ruleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].text, ch), true}}
+						return unwrapped{self: true, problem: &Problem{RuleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].text, ch), true}}
 					}
 				}
 			}
@@ -728,19 +728,19 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 	if cflag {
 		if i >= len(args) {
 			if c.dynArgs {
-				return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " -c runs a string given when it runs", true}}
+				return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs a string given when it runs", true}}
 			}
 			return unwrapped{self: true}
 		}
 		if c.dynArgs {
 			// xargs sh -c '...{}...': the string or its arguments come
 			// when it runs.
-			return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.wrappers, ", ") + ")", true}}
+			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.wrappers, ", ") + ")", true}}
 		}
 		s := args[i]
 		return unwrapped{own: args[1:i], script: &s, display: name + " -c"}
 	}
-	if i < len(args) && args[i].literal && stdinFile(args[i].text) {
+	if i < len(args) && args[i].literal && StdinFile(args[i].text) {
 		// bash /dev/stdin: the script is stdin, as with no file.
 		i = len(args)
 	}
@@ -748,7 +748,7 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 		// A script file: judged as the shell running it; one named only
 		// when it runs (bash <(...), bash $F) cannot be judged.
 		if !args[i].literal {
-			return unwrapped{self: true, problem: &problem{ruleUnparseable, name + " runs a script named by " + args[i].src + ", which is only known when it runs", true}}
+			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " runs a script named by " + args[i].src + ", which is only known when it runs", true}}
 		}
 		return unwrapped{self: true}
 	}
@@ -761,8 +761,8 @@ func unwrapShell(c *shellCommand, args []word) unwrapped {
 	return unwrapped{self: true}
 }
 
-// stdinFile reports a path that names the process's own stdin.
-func stdinFile(p string) bool {
+// StdinFile reports a path that names the process's own stdin.
+func StdinFile(p string) bool {
 	switch path.Clean(p) {
 	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0":
 		return true
@@ -775,7 +775,7 @@ var findExec = []string{"-exec", "-execdir", "-ok", "-okdir"}
 
 // unwrapFind extracts the commands of -exec, -execdir, -ok and -okdir; find
 // itself is judged too.
-func unwrapFind(_ *shellCommand, args []word) unwrapped {
+func unwrapFind(_ *Command, args []Word) unwrapped {
 	u := unwrapped{extraDisplay: "find -exec"}
 	for i := 1; i < len(args); i++ {
 		if !args[i].literal || !slices.Contains(findExec, args[i].text) {
@@ -797,7 +797,7 @@ func unwrapFind(_ *shellCommand, args []word) unwrapped {
 }
 
 // unwrapFd extracts the command of fd -x / -X.
-func unwrapFd(_ *shellCommand, args []word) unwrapped {
+func unwrapFd(_ *Command, args []Word) unwrapped {
 	u := unwrapped{extraDisplay: "fd --exec"}
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
@@ -823,10 +823,10 @@ func unwrapFd(_ *shellCommand, args []word) unwrapped {
 // ...) so that rules see "git SUBCOMMAND ...". -c and --config-env can
 // make git run programs (core.pager, alias.*, core.sshCommand), so a
 // command with them is not allowed by a rule.
-func unwrapGit(_ *shellCommand, args []word) unwrapped {
+func unwrapGit(_ *Command, args []Word) unwrapped {
 	i := 1
-	var own, cwd []word
-	var prob *problem
+	var own, cwd []Word
+	var prob *Problem
 	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
 		t := args[i].text
 		name, _, hasVal := strings.Cut(t, "=")
@@ -845,11 +845,11 @@ func unwrapGit(_ *shellCommand, args []word) unwrapped {
 			switch {
 			case name == "-c" && safeGitConfig(gitConfigKey(args[i].text, hasVal)):
 			case name == "-c" || name == "--config-env" || name == "--exec-path":
-				prob = &problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", true}
+				prob = &Problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", true}
 			}
 		default:
 			if strings.HasPrefix(t, "-c") && len(t) > 2 && !safeGitConfig(gitConfigKey(t[2:], true)) {
-				prob = &problem{ruleExecOption, "git -c changes git's configuration, which can make it run other programs", true}
+				prob = &Problem{ruleExecOption, "git -c changes git's configuration, which can make it run other programs", true}
 			}
 			own = append(own, args[i])
 		}
@@ -858,7 +858,7 @@ func unwrapGit(_ *shellCommand, args []word) unwrapped {
 	if i == 1 {
 		return unwrapped{self: true}
 	}
-	return unwrapped{own: own, cwd: cwd, inner: append([]word{args[0]}, args[i:]...), display: layerDisplay(args[:i]), problem: prob}
+	return unwrapped{own: own, cwd: cwd, inner: append([]Word{args[0]}, args[i:]...), display: layerDisplay(args[:i]), problem: prob}
 }
 
 // gitConfigKey returns the key of a -c KEY=VALUE argument (given as the
@@ -888,7 +888,7 @@ func safeGitConfig(key string) bool {
 	return false
 }
 
-func unwrapStrace(_ *shellCommand, args []word) unwrapped {
+func unwrapStrace(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "abeEIopPsSuXO", flags: "cCdDfFhikqrtTvVwxyzZn", long: []string{"output", "trace", "signal", "status", "user", "attach", "string-limit"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--attach") {
 		return unwrapped{self: true}
@@ -899,7 +899,7 @@ func unwrapStrace(_ *shellCommand, args []word) unwrapped {
 	return u
 }
 
-func unwrapValgrind(_ *shellCommand, args []word) unwrapped {
+func unwrapValgrind(_ *Command, args []Word) unwrapped {
 	i := 1
 	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
 		i++
@@ -909,11 +909,11 @@ func unwrapValgrind(_ *shellCommand, args []word) unwrapped {
 
 // unwrapScript handles script -c CMD [FILE]: it runs CMD with sh -c and
 // writes FILE.
-func unwrapScript(_ *shellCommand, args []word) unwrapped {
+func unwrapScript(_ *Command, args []Word) unwrapped {
 	next, opts, _ := optSpec{valued: "cEIOBTm", flags: "aefqh", long: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
 		longFlags: []string{"append", "return", "flush", "force", "quiet", "help", "version"}}.parse(args, 1)
 	cmds := optValues(opts, "-c", "--command")
-	own := append([]word(nil), args[next:]...)
+	own := append([]Word(nil), args[next:]...)
 	if len(cmds) == 0 {
 		return unwrapped{self: true}
 	}
@@ -928,7 +928,7 @@ func unwrapScript(_ *shellCommand, args []word) unwrapped {
 
 // unwrapSubcommand handles "uv run CMD", "bundle exec CMD" and the like.
 func unwrapSubcommand(subs ...string) wrapperFunc {
-	return func(_ *shellCommand, args []word) unwrapped {
+	return func(_ *Command, args []Word) unwrapped {
 		if len(args) < 2 || !args[1].literal || !slices.Contains(subs, args[1].text) {
 			return unwrapped{self: true}
 		}
@@ -947,20 +947,20 @@ func unwrapSubcommand(subs ...string) wrapperFunc {
 		if i > 2 {
 			// Options of these runners may take values (uv run --with
 			// x cmd): the command found may be a value.
-			u.problem = &problem{ruleWrapperOpt, args[0].text + " " + args[1].text + " has options, so the command it runs is not certain", false}
+			u.problem = &Problem{ruleWrapperOpt, args[0].text + " " + args[1].text + " has options, so the command it runs is not certain", false}
 		}
 		return u
 	}
 }
 
-func unwrapDirenv(_ *shellCommand, args []word) unwrapped {
+func unwrapDirenv(_ *Command, args []Word) unwrapped {
 	if len(args) < 4 || !args[1].literal || args[1].text != "exec" {
 		return unwrapped{self: true}
 	}
 	return unwrapped{own: args[2:3], cwd: args[2:3], inner: args[3:], display: layerDisplay(args[:3])}
 }
 
-func unwrapNixShell(_ *shellCommand, args []word) unwrapped {
+func unwrapNixShell(_ *Command, args []Word) unwrapped {
 	for i := 1; i+1 < len(args); i++ {
 		if args[i].literal && (args[i].text == "--run" || args[i].text == "--command") {
 			w := args[i+1]
@@ -972,8 +972,8 @@ func unwrapNixShell(_ *shellCommand, args []word) unwrapped {
 
 // unwrap peels the wrappers off c and returns it with the further commands
 // its wrappers run.
-func (p *lineParser) unwrap(c *shellCommand, depth int) []*shellCommand {
-	out := []*shellCommand{c}
+func (p *lineParser) unwrap(c *Command, depth int) []*Command {
+	out := []*Command{c}
 	for range 64 {
 		args := c.args()
 		if len(args) == 0 {
@@ -981,7 +981,7 @@ func (p *lineParser) unwrap(c *shellCommand, depth int) []*shellCommand {
 		}
 		w0 := args[0]
 		if !w0.literal || w0.glob || w0.text == "" {
-			c.addProblem(problem{ruleDynamicName, fmt.Sprintf("the command name %s is only known when it runs", w0.src), true})
+			c.addProblem(Problem{ruleDynamicName, fmt.Sprintf("the command name %s is only known when it runs", w0.src), true})
 			break
 		}
 		fn := wrappers[path.Base(w0.text)]
@@ -1007,15 +1007,15 @@ func (p *lineParser) unwrap(c *shellCommand, depth int) []*shellCommand {
 			c.wrapperOnly = true
 			c.script = u.display
 			if !u.script.literal {
-				c.addProblem(problem{ruleUnparseable, fmt.Sprintf("the string that %s runs is only known when it runs", u.display), true})
+				c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("the string that %s runs is only known when it runs", u.display), true})
 				break
 			}
 			out = append(out, p.parse(u.script.text, depth+1, c)...)
 			break
 		}
 		for _, x := range u.extra {
-			e := &shellCommand{
-				layers:     [][]word{x},
+			e := &Command{
+				layers:     [][]Word{x},
 				src:        layerDisplay(x),
 				wrappers:   append(append([]string(nil), c.wrappers...), u.extraDisplay),
 				privileged: c.privileged,
@@ -1047,16 +1047,16 @@ var scriptOptions = map[string][]string{
 }
 
 // optionScripts parses the shell code given to c's script options.
-func (p *lineParser) optionScripts(c *shellCommand, depth int) []*shellCommand {
+func (p *lineParser) optionScripts(c *Command, depth int) []*Command {
 	opts := scriptOptions[c.name()]
 	if len(opts) == 0 || c.wrapperOnly {
 		return nil
 	}
-	var out []*shellCommand
+	var out []*Command
 	args := c.args()
 	for i := 1; i < len(args); i++ {
 		for _, o := range opts {
-			var val word
+			var val Word
 			switch {
 			case args[i].literal && args[i].text == o && i+1 < len(args):
 				val = args[i+1]
@@ -1071,10 +1071,10 @@ func (p *lineParser) optionScripts(c *shellCommand, depth int) []*shellCommand {
 				val.text = "echo " + val.text
 			}
 			if !val.literal {
-				c.addProblem(problem{ruleUnparseable, "the code that " + display + " runs is only known when it runs", true})
+				c.addProblem(Problem{RuleUnparseable, "the code that " + display + " runs is only known when it runs", true})
 				continue
 			}
-			holder := &shellCommand{wrappers: c.wrappers, script: display, privileged: c.privileged, env: c.env, cwds: c.cwds}
+			holder := &Command{wrappers: c.wrappers, script: display, privileged: c.privileged, env: c.env, cwds: c.cwds}
 			out = append(out, p.parse(val.text, depth+1, holder)...)
 			for _, pr := range holder.problems {
 				c.addProblem(pr)
