@@ -92,16 +92,16 @@ var noPathArgs = []string{
 
 // ReadOnlyArgs reports whether c's path arguments are only read.
 func ReadOnlyArgs(c *Command) bool {
-	writing, ok := readOnly[c.name()]
+	writing, ok := readOnly[c.Name()]
 	if !ok {
 		return false
 	}
-	for _, w := range c.args()[1:] {
-		if !w.literal {
+	for _, w := range c.Args()[1:] {
+		if !w.Literal {
 			continue
 		}
 		for _, o := range writing {
-			if w.text == o || strings.HasPrefix(w.text, o+"=") || (len(o) == 2 && o[1] != '-' && strings.HasPrefix(w.text, o)) {
+			if w.Text == o || strings.HasPrefix(w.Text, o+"=") || (len(o) == 2 && o[1] != '-' && strings.HasPrefix(w.Text, o)) {
 				return false
 			}
 		}
@@ -111,32 +111,32 @@ func ReadOnlyArgs(c *Command) bool {
 
 // checkCommand records the problems of c's innermost command.
 func checkCommand(c *Command) {
-	if c.privileged {
-		c.addProblem(Problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.wrappers, ", ") + "), where no path check holds", true})
+	if c.Privileged {
+		c.AddProblem(Problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.Wrappers, ", ") + "), where no path check holds", true})
 	}
-	if c.wrapperOnly {
+	if c.WrapperOnly {
 		return
 	}
-	args := c.args()
+	args := c.Args()
 	if len(args) == 0 {
 		return
 	}
-	name := c.name()
+	name := c.Name()
 	switch name {
 	case "source", ".":
-		c.addProblem(Problem{RuleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
+		c.AddProblem(Problem{RuleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
 	case "cd", "pushd":
 		judgeCd(c, args)
 	case "alias", "bind", "enable":
 		if len(args) > 1 {
-			c.addProblem(Problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
+			c.AddProblem(Problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
 		}
 	case "complete":
-		c.addProblem(Problem{ruleExecOption, name + " changes what later commands run", false})
+		c.AddProblem(Problem{ruleExecOption, name + " changes what later commands run", false})
 	case "hash":
 		for _, w := range args[1:] {
-			if !w.literal || strings.HasPrefix(w.text, "-p") || (strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "p")) {
-				c.addProblem(Problem{ruleExecOption, "hash -p makes a command name run another program", true})
+			if !w.Literal || strings.HasPrefix(w.Text, "-p") || (strings.HasPrefix(w.Text, "-") && strings.Contains(w.Text, "p")) {
+				c.AddProblem(Problem{ruleExecOption, "hash -p makes a command name run another program", true})
 				break
 			}
 		}
@@ -148,66 +148,66 @@ func checkCommand(c *Command) {
 		judgeAwk(c, args)
 	case "make", "gmake", "bmake":
 		for i, w := range args[1:] {
-			t := w.text
+			t := w.Text
 			if t == "-f-" || t == "--file=-" || t == "--makefile=-" || t == "-f/dev/stdin" ||
-				((t == "-f" || t == "--file" || t == "--makefile") && i+2 < len(args) && (args[i+2].text == "-" || args[i+2].text == "/dev/stdin")) {
-				c.addProblem(Problem{RuleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
+				((t == "-f" || t == "--file" || t == "--makefile") && i+2 < len(args) && (args[i+2].Text == "-" || args[i+2].Text == "/dev/stdin")) {
+				c.AddProblem(Problem{RuleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
 			}
 		}
 	case "sed", "gsed":
 		judgeSed(c, args)
 	}
 	for _, p := range execOptions {
-		if p.match(args, false, "") {
+		if p.Match(args, false, "") {
 			// What the option runs is not on the line for the judge to see:
 			// a person decides, in every mode.
-			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.src, name), true})
+			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.Src, name), true})
 			break
 		}
 	}
 	if IsInterpreter(name) && !slices.Contains(ShellNames, name) && readsProgram(c) {
-		for _, r := range c.redirects {
+		for _, r := range c.Redirects {
 			if r.hasBody || r.read {
-				c.addProblem(Problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.src + "), which toold cannot judge", true})
+				c.AddProblem(Problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.Src + "), which toold cannot judge", true})
 				break
 			}
 		}
 	}
 	if IsInterpreter(name) && inlineCode(args) {
-		c.addProblem(Problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
+		c.AddProblem(Problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
 	}
 	for _, w := range args[1:] {
-		if !w.literal {
+		if !w.Literal {
 			// A path only known at run time may be a sensitive one, which
 			// is denied in every mode: unless the command never opens its
 			// arguments, a person decides, in every mode.
 			hard := !slices.Contains(noPathArgs, name)
-			why := fmt.Sprintf("the argument %s is only known when it runs", w.src)
+			why := fmt.Sprintf("the argument %s is only known when it runs", w.Src)
 			if hard {
 				why += "; it may name a sensitive path or one outside the workspace"
 			}
-			c.addProblem(Problem{ruleDynamicArgs, why, hard})
+			c.AddProblem(Problem{ruleDynamicArgs, why, hard})
 			break
 		}
 	}
-	if c.dynArgs {
+	if c.DynArgs {
 		// Arguments a wrapper adds when it runs (xargs, find -exec {}) may
 		// name any file, a sensitive one too.
-		c.addProblem(Problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
+		c.AddProblem(Problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.Wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
 	}
 }
 
 // judgeGitConfig asks for git config writing a key that makes git run
 // programs later (core.fsmonitor, alias.*, core.pager, ...), in every mode.
 func judgeGitConfig(c *Command, args []Word) {
-	if len(args) < 2 || args[1].text != "config" {
+	if len(args) < 2 || args[1].Text != "config" {
 		return
 	}
 	key := ""
 	for _, w := range args[2:] {
-		t := w.text
-		if !w.literal {
-			c.addProblem(Problem{ruleExecOption, "git config with a value only known when it runs", true})
+		t := w.Text
+		if !w.Literal {
+			c.AddProblem(Problem{ruleExecOption, "git config with a value only known when it runs", true})
 			return
 		}
 		switch {
@@ -220,7 +220,7 @@ func judgeGitConfig(c *Command, args []Word) {
 		}
 	}
 	if key != "" && !safeGitConfig(key) {
-		c.addProblem(Problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
+		c.AddProblem(Problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
 	}
 }
 
@@ -241,10 +241,10 @@ const safeSetFlags = "euxvCETbm"
 // -k (arguments become environment), set -a, set +B.
 func judgeShellState(c *Command, name string, args []Word) {
 	hard := func(why string) {
-		c.addProblem(Problem{ruleExecOption, why, true})
+		c.AddProblem(Problem{ruleExecOption, why, true})
 	}
 	for _, w := range args[1:] {
-		if !w.literal {
+		if !w.Literal {
 			hard(name + " has an argument only known when it runs")
 			return
 		}
@@ -252,22 +252,22 @@ func judgeShellState(c *Command, name string, args []Word) {
 	switch name {
 	case "fc":
 		for _, w := range args[1:] {
-			if w.text == "-l" || (strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "l")) {
+			if w.Text == "-l" || (strings.HasPrefix(w.Text, "-") && strings.Contains(w.Text, "l")) {
 				return
 			}
 		}
 		hard("fc runs commands from the shell's history, which cannot be judged")
 	case "history":
 		for _, w := range args[1:] {
-			if strings.HasPrefix(w.text, "-") && strings.ContainsAny(w.text, "srnp") {
-				hard("history " + w.text + " puts commands into the shell's history, to be run later unjudged")
+			if strings.HasPrefix(w.Text, "-") && strings.ContainsAny(w.Text, "srnp") {
+				hard("history " + w.Text + " puts commands into the shell's history, to be run later unjudged")
 				return
 			}
 		}
 	case "shopt":
 		set := false
 		for _, w := range args[1:] {
-			t := w.text
+			t := w.Text
 			switch {
 			case strings.HasPrefix(t, "-"):
 				set = set || strings.ContainsAny(t, "su")
@@ -278,14 +278,14 @@ func judgeShellState(c *Command, name string, args []Word) {
 		}
 	case "set":
 		for i := 1; i < len(args); i++ {
-			t := args[i].text
+			t := args[i].Text
 			if t == "--" || t == "-" || len(t) < 2 || (t[0] != '-' && t[0] != '+') {
 				return // positional parameters follow
 			}
 			for _, ch := range t[1:] {
 				if ch == 'o' {
-					if i+1 < len(args) && !slices.Contains(safeShopt, args[i+1].text) {
-						hard("set -o " + args[i+1].text + " changes how the shell reads later commands, which the judge cannot follow")
+					if i+1 < len(args) && !slices.Contains(safeShopt, args[i+1].Text) {
+						hard("set -o " + args[i+1].Text + " changes how the shell reads later commands, which the judge cannot follow")
 						return
 					}
 					i++
@@ -305,18 +305,18 @@ func judgeShellState(c *Command, name string, args []Word) {
 func judgeCd(c *Command, args []Word) {
 	var target []Word
 	for _, w := range args[1:] {
-		if w.literal && strings.HasPrefix(w.text, "-") && w.text != "-" {
+		if w.Literal && strings.HasPrefix(w.Text, "-") && w.Text != "-" {
 			continue
 		}
 		target = append(target, w)
 	}
 	switch {
 	case len(target) == 0:
-		c.addProblem(Problem{RuleCd, "cd without a directory goes to the home directory, outside the workspace", true})
-	case !target[0].literal:
-		c.addProblem(Problem{RuleCd, "it changes to a directory only known when it runs (" + target[0].src + "), so later paths cannot be judged", true})
-	case target[0].text == "-":
-		c.addProblem(Problem{RuleCd, "cd - changes to the previous directory, which cannot be judged", true})
+		c.AddProblem(Problem{RuleCd, "cd without a directory goes to the home directory, outside the workspace", true})
+	case !target[0].Literal:
+		c.AddProblem(Problem{RuleCd, "it changes to a directory only known when it runs (" + target[0].Src + "), so later paths cannot be judged", true})
+	case target[0].Text == "-":
+		c.AddProblem(Problem{RuleCd, "cd - changes to the previous directory, which cannot be judged", true})
 	}
 }
 
@@ -327,14 +327,14 @@ func judgeCd(c *Command, args []Word) {
 func judgeAwk(c *Command, args []Word) {
 	prog := ""
 	for i := 1; i < len(args); i++ {
-		t := args[i].text
+		t := args[i].Text
 		long := strings.HasPrefix(t, "--")
 		switch {
 		case long && (prefixOfAny(t, "--file", "--exec", "--load", "--include", "--source") || strings.HasPrefix(t, "--file=") || strings.HasPrefix(t, "--exec=")):
-			c.addProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.AddProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
 			return
 		case !long && len(t) > 1 && t[0] == '-' && strings.ContainsAny(t[1:2], "fEliv") && t[1] != 'v':
-			c.addProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.AddProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
 			return
 		case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
 			i++
@@ -350,7 +350,7 @@ func judgeAwk(c *Command, args []Word) {
 	}
 	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON", "@load", "@include", "@namespace", "PROCINFO"} {
 		if strings.Contains(prog, s) {
-			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
+			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
 			return
 		}
 	}
@@ -375,7 +375,7 @@ func prefixOfAny(t string, names ...string) bool {
 // (python -c, perl -e, node -e/-p, ruby -e, php -r, lua -e, ...).
 func inlineCode(args []Word) bool {
 	for _, w := range args[1:] {
-		t := w.text
+		t := w.Text
 		if !strings.HasPrefix(t, "-") || t == "-" || t == "--" {
 			return false // the script operand (or stdin) comes first
 		}
@@ -401,10 +401,10 @@ func judgeSed(c *Command, args []Word) {
 	explicit := false
 	var rest []string
 	fromFile := func(t string) {
-		c.addProblem(Problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
+		c.AddProblem(Problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
 	}
 	for i := 1; i < len(args); i++ {
-		t := args[i].text
+		t := args[i].Text
 		switch {
 		case t == "--":
 			rest = append(rest, textsOf(args[i+1:])...)
@@ -415,7 +415,7 @@ func judgeSed(c *Command, args []Word) {
 			case prefixOfAny(name, "--expression"):
 				if !hasVal && i+1 < len(args) {
 					i++
-					val = args[i].text
+					val = args[i].Text
 				}
 				scripts, explicit = append(scripts, val), true
 			case prefixOfAny(name, "--file"):
@@ -425,7 +425,7 @@ func judgeSed(c *Command, args []Word) {
 				"--quiet", "--silent", "--regexp-extended", "--unbuffered", "--posix", "--sandbox", "--debug",
 				"--follow-symlinks", "--binary", "--help", "--version"):
 			default:
-				c.addProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+				c.AddProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
 				return
 			}
 		case len(t) > 1 && t[0] == '-':
@@ -435,7 +435,7 @@ func judgeSed(c *Command, args []Word) {
 					val := t[j+1:]
 					if val == "" && i+1 < len(args) {
 						i++
-						val = args[i].text
+						val = args[i].Text
 					}
 					scripts, explicit = append(scripts, val), true
 					j = len(t)
@@ -451,7 +451,7 @@ func judgeSed(c *Command, args []Word) {
 					j = len(t) // -i[SUFFIX]
 				case 'n', 'r', 'E', 's', 'u', 'z':
 				default:
-					c.addProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+					c.AddProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
 					return
 				}
 			}
@@ -464,7 +464,7 @@ func judgeSed(c *Command, args []Word) {
 	}
 	for _, s := range scripts {
 		if cmd, bad := sedUnsafe(s); bad {
-			c.addProblem(Problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
+			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
 			return
 		}
 	}
@@ -473,7 +473,7 @@ func judgeSed(c *Command, args []Word) {
 func textsOf(ws []Word) []string {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, w.text)
+		out = append(out, w.Text)
 	}
 	return out
 }

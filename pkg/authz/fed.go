@@ -62,14 +62,14 @@ var codeFlags = []string{"-c", "-e", "-E", "-m", "-r", "-x", "--eval", "--comman
 // program from stdin: no script file, no -c STRING (a shell's -s reads
 // stdin even with arguments after it).
 func readsProgram(c *Command) bool {
-	if c.wrapperOnly {
+	if c.WrapperOnly {
 		return false
 	}
-	args := c.args()
-	if len(args) == 0 || !args[0].literal {
+	args := c.Args()
+	if len(args) == 0 || !args[0].Literal {
 		return false
 	}
-	name := path.Base(args[0].text)
+	name := path.Base(args[0].Text)
 	shell := slices.Contains(ShellNames, name)
 	if !shell && !IsInterpreter(name) {
 		return false
@@ -78,20 +78,20 @@ func readsProgram(c *Command) bool {
 	case "script":
 		// script runs a shell on the commands it reads, unless -c names one.
 		return !slices.ContainsFunc(args[1:], func(w Word) bool {
-			return !w.literal || w.text == "-c" || strings.HasPrefix(w.text, "--command") || (strings.HasPrefix(w.text, "-") && !strings.HasPrefix(w.text, "--") && strings.ContainsRune(w.text, 'c'))
+			return !w.Literal || w.Text == "-c" || strings.HasPrefix(w.Text, "--command") || (strings.HasPrefix(w.Text, "-") && !strings.HasPrefix(w.Text, "--") && strings.ContainsRune(w.Text, 'c'))
 		})
 	case "at", "batch":
 		// They read the commands to run from stdin unless -f names a file.
-		return !slices.ContainsFunc(args[1:], func(w Word) bool { return !w.literal || strings.HasPrefix(w.text, "-f") })
+		return !slices.ContainsFunc(args[1:], func(w Word) bool { return !w.Literal || strings.HasPrefix(w.Text, "-f") })
 	case "ssh":
 		// ssh HOST runs what it reads from stdin on HOST; ssh HOST CMD
 		// runs CMD.
-		next, _, _ := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
+		next, _, _ := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", Flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
 		return len(args)-next <= 1
 	}
 	for _, w := range args[1:] {
-		t := w.text
-		if !w.literal {
+		t := w.Text
+		if !w.Literal {
 			return false
 		}
 		switch {
@@ -116,21 +116,21 @@ func readsProgram(c *Command) bool {
 // literal here-document.
 func (b *blockParser) writtenText(st *syntax.Stmt) (string, bool) {
 	cmds := b.byStmt[st]
-	if len(cmds) != 1 || len(cmds[0].layers) != 1 {
+	if len(cmds) != 1 || len(cmds[0].Layers) != 1 {
 		return "", false
 	}
 	c := cmds[0]
-	args := c.args()
+	args := c.Args()
 	for _, w := range args {
-		if !w.literal || w.glob {
+		if !w.Literal || w.Glob {
 			return "", false
 		}
 	}
-	switch c.name() {
+	switch c.Name() {
 	case "echo":
 		i, nl := 1, true
 		for ; i < len(args); i++ {
-			t := args[i].text
+			t := args[i].Text
 			if t == "-n" {
 				nl = false
 				continue
@@ -145,7 +145,7 @@ func (b *blockParser) writtenText(st *syntax.Stmt) (string, bool) {
 		}
 		var parts []string
 		for _, w := range args[i:] {
-			parts = append(parts, w.text)
+			parts = append(parts, w.Text)
 		}
 		s := strings.Join(parts, " ")
 		if nl {
@@ -153,17 +153,17 @@ func (b *blockParser) writtenText(st *syntax.Stmt) (string, bool) {
 		}
 		return s, true
 	case "printf":
-		if len(args) != 2 || strings.ContainsAny(args[1].text, `%\`) {
+		if len(args) != 2 || strings.ContainsAny(args[1].Text, `%\`) {
 			return "", false
 		}
-		return args[1].text, true
+		return args[1].Text, true
 	case "cat":
 		if len(args) != 1 {
 			return "", false
 		}
-		for _, r := range c.redirects {
-			if r.hasBody && r.body.literal {
-				return r.body.text, true
+		for _, r := range c.Redirects {
+			if r.hasBody && r.body.Literal {
+				return r.body.Text, true
 			}
 		}
 	}
@@ -187,15 +187,15 @@ func (b *blockParser) fedPrograms(f *syntax.File) {
 				if !readsProgram(c) {
 					continue
 				}
-				name := c.name()
+				name := c.Name()
 				switch {
 				case known && slices.Contains(ShellNames, name):
 					c.script = name + " < pipe"
 					b.order = append(b.order, b.p.parse(text, b.depth+1, c)...)
 				case !known:
-					c.addProblem(Problem{RuleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
+					c.AddProblem(Problem{RuleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
 				default:
-					c.addProblem(Problem{RuleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
+					c.AddProblem(Problem{RuleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
 				}
 			}
 			return true

@@ -40,10 +40,10 @@ func (e *Engine) HostRuleAllows(tool, op, host string) bool {
 // all of them.
 func namesHost(gs []*WordGlob, h string) bool {
 	for _, g := range gs {
-		if g.any || !g.match(h) {
+		if g.Any || !g.Match(h) {
 			continue
 		}
-		if strings.IndexFunc(g.src, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+		if strings.IndexFunc(g.Src, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
 			return true
 		}
 	}

@@ -13,22 +13,22 @@ import (
 // WordGlob matches one word: * any run of characters (including /), ? one
 // character, [abc] a class, \x a literal x, and | separates alternatives.
 type WordGlob struct {
-	src string
+	Src string
 	re  *regexp.Regexp
-	// any reports an alternative "*", which also matches a word only
+	// Any reports an alternative "*", which also matches a word only
 	// known at run time.
-	any bool
+	Any bool
 }
 
 func CompileWordGlob(s string) (*WordGlob, error) {
 	if s == "" {
 		return nil, fmt.Errorf("empty pattern")
 	}
-	g := &WordGlob{src: s}
+	g := &WordGlob{Src: s}
 	var alts []string
 	for _, alt := range SplitUnescaped(s, '|') {
 		if alt == "*" {
-			g.any = true
+			g.Any = true
 		}
 		re, err := globRegexp(alt)
 		if err != nil {
@@ -44,7 +44,7 @@ func CompileWordGlob(s string) (*WordGlob, error) {
 	return g, nil
 }
 
-func (g *WordGlob) match(s string) bool { return g.re.MatchString(s) }
+func (g *WordGlob) Match(s string) bool { return g.re.MatchString(s) }
 
 // SplitUnescaped splits s at sep characters not preceded by a backslash.
 func SplitUnescaped(s string, sep byte) []string {
@@ -109,11 +109,11 @@ func globRegexp(g string) (string, error) {
 // "git push" matches "git push origin main". A word ** matches any number
 // of words: "rm -r ** /" matches "rm -r a b /".
 type CmdPattern struct {
-	src       string
-	name      *WordGlob
-	nameSlash bool
-	flags     [][]string // alternatives per required flag
-	pos       []*WordGlob
+	Src       string
+	Name      *WordGlob
+	NameSlash bool
+	Flags     [][]string // alternatives per required flag
+	Pos       []*WordGlob
 }
 
 // splitPatternWords splits a command pattern into words at unquoted
@@ -169,18 +169,18 @@ func CompileCmdPattern(s string) (*CmdPattern, error) {
 	if len(words) == 0 {
 		return nil, fmt.Errorf("empty command pattern")
 	}
-	p := &CmdPattern{src: s}
+	p := &CmdPattern{Src: s}
 	if strings.HasPrefix(words[0], "-") || words[0] == "**" {
 		return nil, fmt.Errorf("command pattern %q must start with the command name", s)
 	}
-	if p.name, err = CompileWordGlob(words[0]); err != nil {
+	if p.Name, err = CompileWordGlob(words[0]); err != nil {
 		return nil, fmt.Errorf("command pattern %q: %w", s, err)
 	}
-	p.nameSlash = strings.Contains(words[0], "/")
+	p.NameSlash = strings.Contains(words[0], "/")
 	for _, w := range words[1:] {
 		switch {
 		case w == "**":
-			p.pos = append(p.pos, nil)
+			p.Pos = append(p.Pos, nil)
 		case len(w) > 1 && w[0] == '-':
 			alts := SplitUnescaped(w, '|')
 			for _, a := range alts {
@@ -188,13 +188,13 @@ func CompileCmdPattern(s string) (*CmdPattern, error) {
 					return nil, fmt.Errorf("command pattern %q: flag %q: every alternative must be a flag such as -r or --recursive", s, w)
 				}
 			}
-			p.flags = append(p.flags, alts)
+			p.Flags = append(p.Flags, alts)
 		default:
 			g, err := CompileWordGlob(w)
 			if err != nil {
 				return nil, fmt.Errorf("command pattern %q: %w", s, err)
 			}
-			p.pos = append(p.pos, g)
+			p.Pos = append(p.Pos, g)
 		}
 	}
 	return p, nil
@@ -227,15 +227,15 @@ type Shape struct {
 	longs   []string // --name (value dropped)
 	singles []string // -abc as written
 	letters map[byte]bool
-	pos     []Word
+	Pos     []Word
 }
 
 func ShapeOf(words []Word) Shape {
 	s := Shape{letters: map[byte]bool{}}
 	dashdash := false
 	for _, w := range words[1:] {
-		if !dashdash && w.literal {
-			t := w.text
+		if !dashdash && w.Literal {
+			t := w.Text
 			if t == "--" {
 				dashdash = true
 				continue
@@ -253,49 +253,49 @@ func ShapeOf(words []Word) Shape {
 				continue
 			}
 		}
-		s.pos = append(s.pos, w)
+		s.Pos = append(s.Pos, w)
 	}
 	return s
 }
 
-// match reports whether the pattern matches words (a command after
-// unwrapping). strictName refuses to match a command run by a path outside
+// Match reports whether the pattern matches words (a command after
+// unwrapping). strictName refuses to Match a command run by a path outside
 // the system's bin directories by its base name: an allow rule for "ls"
 // does not allow ./ls or /tmp/x/ls.
-func (p *CmdPattern) match(words []Word, strictName bool, home string) bool {
-	if len(words) == 0 || !words[0].literal || words[0].glob {
+func (p *CmdPattern) Match(words []Word, strictName bool, home string) bool {
+	if len(words) == 0 || !words[0].Literal || words[0].Glob {
 		return false
 	}
-	name := words[0].text
-	if p.nameSlash {
-		if !p.name.match(name) && !p.name.match(path.Clean(name)) {
+	name := words[0].Text
+	if p.NameSlash {
+		if !p.Name.Match(name) && !p.Name.Match(path.Clean(name)) {
 			return false
 		}
 	} else {
 		if strictName && strings.Contains(name, "/") && !InSystemBin(name) {
 			return false
 		}
-		if !p.name.match(path.Base(name)) {
+		if !p.Name.Match(path.Base(name)) {
 			return false
 		}
 	}
 	sh := ShapeOf(words)
-	for _, alts := range p.flags {
+	for _, alts := range p.Flags {
 		// Deny and ask rules (and the checks for options that run
 		// programs) also match abbreviations of long options, which
 		// getopt_long, git and npm accept (--to-comm for --to-command), and
 		// Go's --flag for -flag; allow rules match only what is written.
-		if !sh.hasFlag(alts, !strictName) {
+		if !sh.HasFlag(alts, !strictName) {
 			return false
 		}
 	}
-	return matchSeq(p.pos, sh.pos, home)
+	return matchSeq(p.Pos, sh.Pos, home)
 }
 
-// hasFlag reports whether the command has one of the flags alts; with
+// HasFlag reports whether the command has one of the flags alts; with
 // abbrev, a long option matches when it is a prefix of a long alternative
 // (--exp for --expression), and --name matches the Go-style flag -name.
-func (s Shape) hasFlag(alts []string, abbrev bool) bool {
+func (s Shape) HasFlag(alts []string, abbrev bool) bool {
 	for _, a := range alts {
 		if strings.HasPrefix(a, "--") {
 			for _, l := range s.longs {
@@ -356,11 +356,11 @@ func matchSeq(pats []*WordGlob, ws []Word, home string) bool {
 // with the home directory written as ~. A word only known at run time
 // matches only *.
 func MatchWord(g *WordGlob, w Word, home string) bool {
-	if !w.literal {
-		return g.any
+	if !w.Literal {
+		return g.Any
 	}
-	for _, c := range wordForms(w.text, home) {
-		if g.match(c) {
+	for _, c := range wordForms(w.Text, home) {
+		if g.Match(c) {
 			return true
 		}
 	}

@@ -474,10 +474,10 @@ func (r *rule) matchExample(ex Example) (bool, error) {
 			return false, nil
 		}
 		pl := ParseCommandLine(line, exampleHome)
-		if len(pl.problems) > 0 {
-			return false, fmt.Errorf("it cannot be parsed: %s", pl.problems[0].reason)
+		if len(pl.Problems) > 0 {
+			return false, fmt.Errorf("it cannot be parsed: %s", pl.Problems[0].Reason)
 		}
-		return r.matchLine(pl.commands, exampleHome), nil
+		return r.matchLine(pl.Commands, exampleHome), nil
 	case kindPath:
 		p := ex.Path
 		if raw != "" {

@@ -165,7 +165,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	for i, h := range r.hosts {
-		if g, err := CompileWordGlob(strings.ToLower(h.src)); err == nil {
+		if g, err := CompileWordGlob(strings.ToLower(h.Src)); err == nil {
 			r.hosts[i] = g
 		}
 	}
@@ -188,7 +188,7 @@ func (r *rule) callMatches(tool, op string, args map[string]any) bool {
 	}
 	for k, g := range r.args {
 		v, ok := args[k]
-		if !ok || !g.match(argString(v)) {
+		if !ok || !g.Match(argString(v)) {
 			return false
 		}
 	}
@@ -197,7 +197,7 @@ func (r *rule) callMatches(tool, op string, args map[string]any) bool {
 
 func anyGlob(gs []*WordGlob, s string) bool {
 	for _, g := range gs {
-		if g.match(s) {
+		if g.Match(s) {
 			return true
 		}
 	}
@@ -229,19 +229,19 @@ func (r *rule) commandMatches(c *Command, home string) bool {
 		return false
 	}
 	if r.decision == Allow {
-		if c.wrapperOnly || len(c.args()) == 0 {
+		if c.WrapperOnly || len(c.Args()) == 0 {
 			return false
 		}
 		for _, p := range r.commands {
-			if p.match(c.args(), true, home) {
+			if p.Match(c.Args(), true, home) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, l := range c.layers {
+	for _, l := range c.Layers {
 		for _, p := range r.commands {
-			if p.match(l, false, home) {
+			if p.Match(l, false, home) {
 				return true
 			}
 		}
@@ -252,13 +252,13 @@ func (r *rule) commandMatches(c *Command, home string) bool {
 // pipeMatches reports whether c reads a pipe as the rule's piped and
 // piped_from require.
 func (r *rule) pipeMatches(c *Command) bool {
-	if r.piped && !c.piped {
+	if r.piped && !c.Piped {
 		return false
 	}
 	if len(r.pipedFrom) == 0 {
 		return true
 	}
-	for _, n := range c.pipedFrom {
+	for _, n := range c.PipedFrom {
 		if anyGlob(r.pipedFrom, n) {
 			return true
 		}
@@ -278,7 +278,7 @@ func (r *rule) matchLine(cmds []*Command, home string) bool {
 			}
 			continue
 		}
-		if c.wrapperOnly || len(c.args()) == 0 {
+		if c.WrapperOnly || len(c.Args()) == 0 {
 			continue
 		}
 		judged++

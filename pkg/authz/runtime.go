@@ -17,7 +17,7 @@ const ruleDynamicTarget = "builtin:dynamic-target"
 
 // unknownWord stands for words a wrapper adds when the command runs (xargs
 // appends its input; find -exec replaces {}).
-var unknownWord = Word{src: "…"}
+var unknownWord = Word{Src: "…"}
 
 // runtimeWords returns c's words in layer l with the words only known at
 // run time marked; ok is false when none is.
@@ -26,15 +26,15 @@ func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
 	out := make([]Word, 0, len(l)+1)
 	for _, w := range l {
 		switch {
-		case !w.literal:
+		case !w.Literal:
 			dyn = true
-		case c.dynArgs && strings.Contains(w.text, "{}"):
-			w = Word{src: w.src, prefix: w.text[:strings.Index(w.text, "{}")], suffix: w.text[strings.LastIndex(w.text, "{}")+2:]}
+		case c.DynArgs && strings.Contains(w.Text, "{}"):
+			w = Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
 			dyn = true
 		}
 		out = append(out, w)
 	}
-	if c.dynArgs && last {
+	if c.DynArgs && last {
 		out = append(out, unknownWord)
 		dyn = true
 	}
@@ -46,30 +46,30 @@ func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
 // one positional word its literal beginning and end allow (or, when it has
 // neither, for any number of words).
 func (p *CmdPattern) mayMatch(words []Word, home string) bool {
-	if len(words) == 0 || !words[0].literal || words[0].glob {
+	if len(words) == 0 || !words[0].Literal || words[0].Glob {
 		return false
 	}
-	name := words[0].text
-	if p.nameSlash {
-		if !p.name.match(name) && !p.name.match(path.Clean(name)) {
+	name := words[0].Text
+	if p.NameSlash {
+		if !p.Name.Match(name) && !p.Name.Match(path.Clean(name)) {
 			return false
 		}
-	} else if !p.name.match(path.Base(name)) {
+	} else if !p.Name.Match(path.Base(name)) {
 		return false
 	}
 	sh := ShapeOf(words)
 	anyFlag := false
-	for _, w := range sh.pos {
-		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) && w.suffix == "" {
+	for _, w := range sh.Pos {
+		if !w.Literal && (w.Prefix == "" || strings.HasPrefix(w.Prefix, "-")) && w.suffix == "" {
 			anyFlag = true
 		}
 	}
-	for _, alts := range p.flags {
-		if !anyFlag && !sh.hasFlag(alts, true) {
+	for _, alts := range p.Flags {
+		if !anyFlag && !sh.HasFlag(alts, true) {
 			return false
 		}
 	}
-	return maySeq(p.pos, sh.pos, home)
+	return maySeq(p.Pos, sh.Pos, home)
 }
 
 // maySeq is matchSeq where run-time words may match.
@@ -89,10 +89,10 @@ func maySeq(pats []*WordGlob, ws []Word, home string) bool {
 		return false
 	}
 	w := ws[0]
-	if w.literal {
+	if w.Literal {
 		return MatchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
 	}
-	if w.prefix == "" && w.suffix == "" {
+	if w.Prefix == "" && w.suffix == "" {
 		// It may split into any number of words, or none.
 		for k := 0; k <= len(pats); k++ {
 			if maySeq(pats[k:], ws[1:], home) {
@@ -107,12 +107,12 @@ func maySeq(pats []*WordGlob, ws []Word, home string) bool {
 // mayMatch reports whether the glob could match a word that starts with
 // w.prefix and ends with w.suffix.
 func (g *WordGlob) mayMatch(w Word) bool {
-	if g.any {
+	if g.Any {
 		return true
 	}
-	for _, alt := range SplitUnescaped(g.src, '|') {
+	for _, alt := range SplitUnescaped(g.Src, '|') {
 		pre, suf := globEnds(alt)
-		if (strings.HasPrefix(pre, w.prefix) || strings.HasPrefix(w.prefix, pre)) &&
+		if (strings.HasPrefix(pre, w.Prefix) || strings.HasPrefix(w.Prefix, pre)) &&
 			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
 			return true
 		}
@@ -157,8 +157,8 @@ func (r *rule) mayMatchCommand(c *Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
-	for i, l := range c.layers {
-		ws, dyn := runtimeWords(c, l, i == len(c.layers)-1)
+	for i, l := range c.Layers {
+		ws, dyn := runtimeWords(c, l, i == len(c.Layers)-1)
 		if !dyn {
 			continue
 		}

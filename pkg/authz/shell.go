@@ -49,41 +49,41 @@ const (
 
 // Word is one Word of a command after brace expansion and quote removal.
 type Word struct {
-	// text is the value with quotes removed, a leading ~ and $HOME
+	// Text is the value with quotes removed, a leading ~ and $HOME
 	// expanded; in a word that is not literal, each expansion stays as
 	// written.
-	text string
-	// literal is false when the word has a part only known at run time: a
+	Text string
+	// Literal is false when the word has a part only known at run time: a
 	// parameter expansion, command or process substitution, arithmetic.
-	literal bool
-	// glob reports unquoted glob characters (* ? [ or an extended glob).
-	glob bool
-	// prefix is the literal text before the first run-time part of a word
+	Literal bool
+	// Glob reports unquoted Glob characters (* ? [ or an extended Glob).
+	Glob bool
+	// Prefix is the literal text before the first run-time part of a word
 	// that is not literal; suffix the literal text after its last one.
-	prefix, suffix string
-	// src is the word as written.
-	src string
+	Prefix, suffix string
+	// Src is the word as written.
+	Src string
 	// subst reports a command or process substitution in the word.
 	subst bool
-	// extglob reports an extended glob (@(...), ?(...), +(...), *(...),
+	// Extglob reports an extended glob (@(...), ?(...), +(...), *(...),
 	// !(...)), which the judge cannot expand.
-	extglob bool
+	Extglob bool
 }
 
 func (w Word) String() string {
-	if w.literal {
-		return w.text
+	if w.Literal {
+		return w.Text
 	}
-	return w.src
+	return w.Src
 }
 
 // Problem is why a command cannot be judged or cannot be allowed by a rule.
 type Problem struct {
-	rule   string
-	reason string
-	// hard problems ask in every mode and no rule lifts them; soft ones
+	Rule   string
+	Reason string
+	// Hard problems ask in every mode and no rule lifts them; soft ones
 	// only keep an allow rule from allowing.
-	hard bool
+	Hard bool
 }
 
 // Redirect is one redirection of a command.
@@ -97,82 +97,82 @@ type Redirect struct {
 	// script from stdin.
 	body    Word
 	hasBody bool
-	src     string
+	Src     string
 }
 
 // Assignment is NAME=VALUE before a command, through env, or alone.
 type Assignment struct {
-	name  string
+	Name  string
 	value Word
-	src   string
+	Src   string
 }
 
 // Command is one simple command of a line, after unwrapping.
 type Command struct {
-	// layers are the command's words, outermost wrapper first; the last
+	// Layers are the command's words, outermost wrapper first; the last
 	// layer is the command that runs. A layer of a wrapper that runs a
 	// shell string (bash -c) is the last one and wrapperOnly is set: the
 	// commands of the string are commands of their own.
-	layers      [][]Word
-	wrapperOnly bool
+	Layers      [][]Word
+	WrapperOnly bool
 	// script describes the wrapper that runs a shell string ("bash -c").
 	script string
-	// wrappers describe the outer layers for people ("sudo -u bob").
-	wrappers []string
-	// own are the option words wrappers consumed (sudo -D DIR, time -o
+	// Wrappers describe the outer layers for people ("sudo -u bob").
+	Wrappers []string
+	// Own are the option words wrappers consumed (sudo -D DIR, time -o
 	// FILE): checked as paths.
-	own       []Word
-	redirects []Redirect
-	env       []Assignment
-	// piped reports that stdin is a pipe; pipedFrom names the commands
+	Own       []Word
+	Redirects []Redirect
+	Env       []Assignment
+	// Piped reports that stdin is a pipe; pipedFrom names the commands
 	// (every layer) that write to it.
-	piped     bool
-	pipedFrom []string
-	// privileged reports a privilege-raising wrapper (sudo, doas, su,
+	Piped     bool
+	PipedFrom []string
+	// Privileged reports a privilege-raising wrapper (sudo, doas, su,
 	// pkexec, run0, chroot).
-	privileged bool
-	// dynArgs reports arguments added at run time (xargs, find -exec {}).
-	dynArgs  bool
-	problems []Problem
-	// cwds are directories the command changes to for itself (git -C,
+	Privileged bool
+	// DynArgs reports arguments added at run time (xargs, find -exec {}).
+	DynArgs  bool
+	Problems []Problem
+	// Cwds are directories the command changes to for itself (git -C,
 	// env -C, sudo -D): relative paths are also resolved from them.
-	cwds []Word
-	src  string
+	Cwds []Word
+	Src  string
 }
 
-// args returns the words of the command that runs.
-func (c *Command) args() []Word { return c.layers[len(c.layers)-1] }
+// Args returns the words of the command that runs.
+func (c *Command) Args() []Word { return c.Layers[len(c.Layers)-1] }
 
-// name returns the base name of the command that runs, or "".
-func (c *Command) name() string {
-	a := c.args()
-	if len(a) == 0 || !a[0].literal {
+// Name returns the base Name of the command that runs, or "".
+func (c *Command) Name() string {
+	a := c.Args()
+	if len(a) == 0 || !a[0].Literal {
 		return ""
 	}
-	return path.Base(a[0].text)
+	return path.Base(a[0].Text)
 }
 
-func (c *Command) addProblem(p Problem) {
-	for _, q := range c.problems {
+func (c *Command) AddProblem(p Problem) {
+	for _, q := range c.Problems {
 		if q == p {
 			return
 		}
 	}
-	c.problems = append(c.problems, p)
+	c.Problems = append(c.Problems, p)
 }
 
-func (c *Command) hardProblem() (Problem, bool) {
-	for _, p := range c.problems {
-		if p.hard {
+func (c *Command) HardProblem() (Problem, bool) {
+	for _, p := range c.Problems {
+		if p.Hard {
 			return p, true
 		}
 	}
 	return Problem{}, false
 }
 
-func (c *Command) softProblem() (Problem, bool) {
-	for _, p := range c.problems {
-		if !p.hard {
+func (c *Command) SoftProblem() (Problem, bool) {
+	for _, p := range c.Problems {
+		if !p.Hard {
 			return p, true
 		}
 	}
@@ -181,9 +181,9 @@ func (c *Command) softProblem() (Problem, bool) {
 
 // ParsedLine is a command line taken apart.
 type ParsedLine struct {
-	commands []*Command
-	// problems of the line itself (does not parse, too long).
-	problems []Problem
+	Commands []*Command
+	// Problems of the line itself (does not parse, too long).
+	Problems []Problem
 }
 
 // Rule names of the checks on command lines.
@@ -202,8 +202,8 @@ const (
 // lineParser parses one command line and the strings inside it.
 type lineParser struct {
 	home     string
-	commands []*Command
-	problems []Problem
+	Commands []*Command
+	Problems []Problem
 	// interactive: the line is typed into an interactive shell (a
 	// terminal session), where history expansion, aliases and completion
 	// apply.
@@ -212,12 +212,12 @@ type lineParser struct {
 
 // addHard records a problem of the whole line that asks in every mode.
 func (p *lineParser) addHard(pr Problem) {
-	for _, q := range p.problems {
+	for _, q := range p.Problems {
 		if q == pr {
 			return
 		}
 	}
-	p.problems = append(p.problems, pr)
+	p.Problems = append(p.Problems, pr)
 }
 
 // ParseCommandLine takes a command line apart; home expands ~.
@@ -234,9 +234,9 @@ func ParseLine(line, home string, interactive bool) *ParsedLine {
 	}
 	cmds := p.parse(line, 0, nil)
 	if len(cmds) > maxCommands {
-		p.problems = append(p.problems, Problem{RuleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
+		p.Problems = append(p.Problems, Problem{RuleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
 	}
-	return &ParsedLine{commands: cmds, problems: p.problems}
+	return &ParsedLine{Commands: cmds, Problems: p.Problems}
 }
 
 // controlChars reports characters a terminal acts on (escape sequences,
@@ -258,10 +258,10 @@ func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
 	fail := func(reason string) []*Command {
 		pr := Problem{RuleUnparseable, reason, true}
 		if parent != nil {
-			parent.addProblem(pr)
+			parent.AddProblem(pr)
 			return nil
 		}
-		p.problems = append(p.problems, pr)
+		p.Problems = append(p.Problems, pr)
 		return nil
 	}
 	if depth > maxParseDepth {
@@ -299,7 +299,7 @@ func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
 		return fail("it is nested too deeply to judge")
 	}
 
-	bp := &blockParser{p: p, src: src, depth: depth, byStmt: map[*syntax.Stmt][]*Command{}}
+	bp := &blockParser{p: p, Src: src, depth: depth, byStmt: map[*syntax.Stmt][]*Command{}}
 	bp.homeChanges(f)
 	bp.subscripts(f)
 	bp.evaluations(f)
@@ -385,13 +385,13 @@ func (b *blockParser) homeChanges(f *syntax.File) {
 				if lit == "" {
 					// Quoted or computed: its value.
 					ev := b.evalWord(w, false)
-					if !ev.literal {
+					if !ev.Literal {
 						if cmd == "printf" && i > 0 && x.Args[i].Lit() == "-v" || cmd == "read" || cmd == "unset" || cmd == "mapfile" || cmd == "readarray" {
-							hard(cmd + " assigns a variable named only when it runs (" + ev.src + ")")
+							hard(cmd + " assigns a variable named only when it runs (" + ev.Src + ")")
 						}
 						continue
 					}
-					lit = ev.text
+					lit = ev.Text
 				}
 				if strings.HasPrefix(lit, "-") {
 					if (cmd == "declare" || cmd == "local" || cmd == "typeset") && strings.ContainsRune(lit, 'n') {
@@ -562,8 +562,8 @@ func (b *blockParser) evaluations(f *syntax.File) {
 					if l := a.Value.Lit(); integer && isName(l) {
 						intNames[l] = true
 					}
-					if ev := b.evalWord(a.Value, false); !ev.literal {
-						hard(x.Variant.Value + " " + ev.src + " declares a variable named only when it runs")
+					if ev := b.evalWord(a.Value, false); !ev.Literal {
+						hard(x.Variant.Value + " " + ev.Src + " declares a variable named only when it runs")
 					}
 				}
 				if integer && a.Name != nil {
@@ -573,7 +573,7 @@ func (b *blockParser) evaluations(f *syntax.File) {
 					if l := a.Value.Lit(); isName(l) {
 						refs = append(refs, l)
 					} else {
-						hard(x.Variant.Value + " -i evaluates " + b.text(a.Value) + " as arithmetic")
+						hard(x.Variant.Value + " -i evaluates " + b.Text(a.Value) + " as arithmetic")
 					}
 				}
 			}
@@ -638,40 +638,40 @@ func (p *lineParser) interactiveChecks(line string) {
 // inherit applies what the wrapper parent implies to c, a command of the
 // string it runs. Pipes are marked later, on the whole statement.
 func inherit(c *Command, parent *Command) {
-	c.wrappers = append(append(append([]string(nil), parent.wrappers...), parent.script), c.wrappers...)
-	c.privileged = c.privileged || parent.privileged
-	c.env = append(append([]Assignment(nil), parent.env...), c.env...)
-	for _, a := range parent.env {
+	c.Wrappers = append(append(append([]string(nil), parent.Wrappers...), parent.script), c.Wrappers...)
+	c.Privileged = c.Privileged || parent.Privileged
+	c.Env = append(append([]Assignment(nil), parent.Env...), c.Env...)
+	for _, a := range parent.Env {
 		checkEnv(c, a)
 	}
-	c.cwds = append(append([]Word(nil), parent.cwds...), c.cwds...)
+	c.Cwds = append(append([]Word(nil), parent.Cwds...), c.Cwds...)
 }
 
 // blockParser collects the commands of one parsed string.
 type blockParser struct {
 	p      *lineParser
-	src    string
+	Src    string
 	depth  int
 	byStmt map[*syntax.Stmt][]*Command
 	order  []*Command
 }
 
-func (b *blockParser) text(n syntax.Node) string {
+func (b *blockParser) Text(n syntax.Node) string {
 	return b.span(n.Pos(), n.End())
 }
 
 func (b *blockParser) span(start, end syntax.Pos) string {
 	s, e := int(start.Offset()), int(end.Offset())
-	if s < 0 || e > len(b.src) || s > e {
+	if s < 0 || e > len(b.Src) || s > e {
 		return ""
 	}
-	return b.src[s:e]
+	return b.Src[s:e]
 }
 
 // stmtText is a statement without its terminator (; or &).
 func (b *blockParser) stmtText(st *syntax.Stmt) string {
 	if st.Cmd == nil {
-		return b.text(st)
+		return b.Text(st)
 	}
 	end := st.Cmd.End()
 	for _, r := range st.Redirs {
@@ -698,8 +698,8 @@ func (b *blockParser) collect(f *syntax.File) {
 		default:
 			if len(st.Redirs) > 0 {
 				// Redirections of a compound command ({ ...; } > f).
-				c := &Command{layers: [][]Word{nil}, src: b.stmtText(st)}
-				b.redirects(c, st)
+				c := &Command{Layers: [][]Word{nil}, Src: b.stmtText(st)}
+				b.Redirects(c, st)
 				cmds = []*Command{c}
 			}
 		}
@@ -727,8 +727,8 @@ func (b *blockParser) pipes(f *syntax.File) {
 		syntax.Walk(n, func(m syntax.Node) bool {
 			if st, ok := m.(*syntax.Stmt); ok {
 				for _, c := range b.byStmt[st] {
-					c.piped = true
-					c.pipedFrom = append(c.pipedFrom, from...)
+					c.Piped = true
+					c.PipedFrom = append(c.PipedFrom, from...)
 				}
 			}
 			return true
@@ -744,8 +744,8 @@ func (b *blockParser) pipes(f *syntax.File) {
 			// < <(cmd): the command reads cmd's output on stdin.
 			for _, ps := range stdinProcSubsts(x) {
 				for _, c := range b.byStmt[x] {
-					c.piped = true
-					c.pipedFrom = append(c.pipedFrom, names(ps)...)
+					c.Piped = true
+					c.PipedFrom = append(c.PipedFrom, names(ps)...)
 				}
 			}
 			// <(cmd) as an argument: the command reads cmd's output.
@@ -759,8 +759,8 @@ func (b *blockParser) pipes(f *syntax.File) {
 								continue
 							}
 							if ps.Op == syntax.CmdIn {
-								c.piped = true
-								c.pipedFrom = append(c.pipedFrom, names(ps)...)
+								c.Piped = true
+								c.PipedFrom = append(c.PipedFrom, names(ps)...)
 							} else {
 								mark(ps, c.layerNames())
 							}
@@ -786,8 +786,8 @@ func (b *blockParser) functions(f *syntax.File) {
 				return true
 			}
 			for _, c := range b.byStmt[st] {
-				if c.name() == fd.Name.Value {
-					c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
+				if c.Name() == fd.Name.Value {
+					c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
 				}
 			}
 			return true
@@ -799,9 +799,9 @@ func (b *blockParser) functions(f *syntax.File) {
 // layerNames returns the command names of every layer.
 func (c *Command) layerNames() []string {
 	var out []string
-	for _, l := range c.layers {
-		if len(l) > 0 && l[0].literal {
-			out = append(out, path.Base(l[0].text))
+	for _, l := range c.Layers {
+		if len(l) > 0 && l[0].Literal {
+			out = append(out, path.Base(l[0].Text))
 		}
 	}
 	return out
@@ -809,21 +809,21 @@ func (c *Command) layerNames() []string {
 
 // call builds the commands of one simple command.
 func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*Command {
-	c := &Command{src: b.stmtText(st)}
+	c := &Command{Src: b.stmtText(st)}
 	for _, a := range ce.Assigns {
-		c.env = append(c.env, b.assign(a))
+		c.Env = append(c.Env, b.assign(a))
 	}
 	var words []Word
 	for _, w := range ce.Args {
 		ws, ok := b.words(w)
 		if !ok {
-			c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.text(w), maxWords), true})
+			c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.Text(w), maxWords), true})
 		}
 		words = append(words, ws...)
 	}
-	c.layers = [][]Word{words}
-	b.redirects(c, st)
-	for _, a := range c.env {
+	c.Layers = [][]Word{words}
+	b.Redirects(c, st)
+	for _, a := range c.Env {
 		checkEnv(c, a)
 	}
 	if len(words) == 0 {
@@ -834,55 +834,55 @@ func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*Command {
 
 // decl builds the command of export, declare, local, readonly, typeset.
 func (b *blockParser) decl(st *syntax.Stmt, dc *syntax.DeclClause) []*Command {
-	c := &Command{src: b.stmtText(st)}
-	words := []Word{{text: dc.Variant.Value, literal: true, src: dc.Variant.Value}}
+	c := &Command{Src: b.stmtText(st)}
+	words := []Word{{Text: dc.Variant.Value, Literal: true, Src: dc.Variant.Value}}
 	for _, a := range dc.Args {
 		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
 			if a.Value != nil {
 				ws, _ := b.words(a.Value)
 				words = append(words, ws...)
 			} else if a.Name != nil {
-				words = append(words, Word{text: a.Name.Value, literal: true, src: a.Name.Value})
+				words = append(words, Word{Text: a.Name.Value, Literal: true, Src: a.Name.Value})
 			}
 			continue
 		}
 		as := b.assign(a)
-		c.env = append(c.env, as)
-		words = append(words, Word{text: as.src, literal: as.value.literal, src: as.src})
+		c.Env = append(c.Env, as)
+		words = append(words, Word{Text: as.Src, Literal: as.value.Literal, Src: as.Src})
 		checkEnv(c, as)
 	}
-	c.layers = [][]Word{words}
-	b.redirects(c, st)
+	c.Layers = [][]Word{words}
+	b.Redirects(c, st)
 	return []*Command{c}
 }
 
 func (b *blockParser) assign(a *syntax.Assign) Assignment {
-	as := Assignment{src: b.text(a)}
+	as := Assignment{Src: b.Text(a)}
 	if a.Name != nil {
-		as.name = a.Name.Value
+		as.Name = a.Name.Value
 	}
 	switch {
 	case a.Array != nil:
-		as.value = Word{text: b.text(a.Array), src: b.text(a.Array)}
+		as.value = Word{Text: b.Text(a.Array), Src: b.Text(a.Array)}
 		syntax.Walk(a.Array, func(n syntax.Node) bool {
 			switch n.(type) {
 			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ParamExp, *syntax.ArithmExp:
-				as.value.literal = false
+				as.value.Literal = false
 			}
 			return true
 		})
 	case a.Value != nil:
 		as.value = b.evalWord(a.Value, true)
 	default:
-		as.value = Word{literal: true}
+		as.value = Word{Literal: true}
 	}
 	return as
 }
 
-// redirects records the redirections of st on c.
-func (b *blockParser) redirects(c *Command, st *syntax.Stmt) {
+// Redirects records the redirections of st on c.
+func (b *blockParser) Redirects(c *Command, st *syntax.Stmt) {
 	for _, r := range st.Redirs {
-		rd := Redirect{op: r.Op.String(), src: b.text(r)}
+		rd := Redirect{op: r.Op.String(), Src: b.Text(r)}
 		if r.Word != nil {
 			rd.target = b.evalWord(r.Word, false)
 		}
@@ -906,44 +906,44 @@ func (b *blockParser) redirects(c *Command, st *syntax.Stmt) {
 			if r.Hdoc != nil {
 				rd.body, rd.hasBody = b.hdocBody(r), true
 			} else {
-				rd.body, rd.hasBody = Word{literal: true}, true
+				rd.body, rd.hasBody = Word{Literal: true}, true
 			}
 		case syntax.WordHdoc:
 			rd.body, rd.hasBody = rd.target, true
 			rd.target = Word{}
 		}
-		c.redirects = append(c.redirects, rd)
+		c.Redirects = append(c.Redirects, rd)
 	}
 }
 
 // hdocBody returns a here-document's body; it is literal when nothing in
 // it is expanded.
 func (b *blockParser) hdocBody(r *syntax.Redirect) Word {
-	w := Word{literal: true, src: b.text(r.Hdoc)}
+	w := Word{Literal: true, Src: b.Text(r.Hdoc)}
 	var sb strings.Builder
 	for _, part := range r.Hdoc.Parts {
 		if l, ok := part.(*syntax.Lit); ok {
 			sb.WriteString(l.Value)
 			continue
 		}
-		w.literal = false
+		w.Literal = false
 	}
-	w.text = sb.String()
+	w.Text = sb.String()
 	if r.Op == syntax.DashHdoc {
-		lines := strings.Split(w.text, "\n")
+		lines := strings.Split(w.Text, "\n")
 		for i, l := range lines {
 			lines[i] = strings.TrimLeft(l, "\t")
 		}
-		w.text = strings.Join(lines, "\n")
+		w.Text = strings.Join(lines, "\n")
 	}
 	return w
 }
 
 func isFD(w Word) bool {
-	if !w.literal {
+	if !w.Literal {
 		return false
 	}
-	t := strings.TrimSuffix(w.text, "-")
+	t := strings.TrimSuffix(w.Text, "-")
 	if t == "" {
 		return true
 	}
@@ -958,12 +958,12 @@ func isFD(w Word) bool {
 // words evaluates w after brace expansion; ok is false when the expansion
 // is too large.
 func (b *blockParser) words(w *syntax.Word) ([]Word, bool) {
-	src := b.text(w)
+	src := b.Text(w)
 	// Split a copy: the tree is still being walked.
 	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
 	if !syntax.SplitBraces(cp) {
 		ev := b.evalWord(w, false)
-		ev.src = src
+		ev.Src = src
 		return []Word{ev}, true
 	}
 	var out []Word
@@ -972,7 +972,7 @@ func (b *blockParser) words(w *syntax.Word) ([]Word, bool) {
 			return out, false
 		}
 		ev := b.evalWord(x, false)
-		ev.src = src
+		ev.Src = src
 		out = append(out, ev)
 	}
 	return out, true
@@ -982,15 +982,15 @@ func (b *blockParser) words(w *syntax.Word) ([]Word, bool) {
 // command runs: a leading ~ and $HOME. assign marks the value of an
 // assignment (where ~ after = is also expanded).
 func (b *blockParser) evalWord(w *syntax.Word, assign bool) Word {
-	out := Word{literal: true, src: b.text(w)}
+	out := Word{Literal: true, Src: b.Text(w)}
 	var sb strings.Builder
 	lastDyn := 0
 	dynamic := func(part syntax.Node) {
-		if out.literal {
-			out.prefix = sb.String()
+		if out.Literal {
+			out.Prefix = sb.String()
 		}
-		out.literal = false
-		sb.WriteString(b.text(part))
+		out.Literal = false
+		sb.WriteString(b.Text(part))
 		lastDyn = sb.Len()
 	}
 	for i, part := range w.Parts {
@@ -1001,7 +1001,7 @@ func (b *blockParser) evalWord(w *syntax.Word, assign bool) Word {
 				s = b.tilde(s, len(w.Parts) == 1)
 			}
 			text, glob := unescapeLit(s)
-			out.glob = out.glob || glob
+			out.Glob = out.Glob || glob
 			sb.WriteString(text)
 		case *syntax.SglQuoted:
 			if x.Dollar {
@@ -1042,18 +1042,18 @@ func (b *blockParser) evalWord(w *syntax.Word, assign bool) Word {
 			out.subst = true
 			dynamic(x)
 		case *syntax.ExtGlob:
-			out.glob, out.extglob = true, true
-			sb.WriteString(b.text(x))
+			out.Glob, out.Extglob = true, true
+			sb.WriteString(b.Text(x))
 		default:
 			dynamic(part)
 		}
 	}
-	out.text = sb.String()
-	if !out.literal {
-		out.suffix = out.text[lastDyn:]
+	out.Text = sb.String()
+	if !out.Literal {
+		out.suffix = out.Text[lastDyn:]
 	}
-	if assign && out.literal && strings.HasPrefix(out.text, "~") {
-		out.text = b.tilde(out.text, true)
+	if assign && out.Literal && strings.HasPrefix(out.Text, "~") {
+		out.Text = b.tilde(out.Text, true)
 	}
 	return out
 }
@@ -1167,7 +1167,7 @@ func layerDisplay(ws []Word) string {
 // checkEnv records an assignment that applies to c: one of a variable that
 // makes programs run code (codeEnv) asks in every mode.
 func checkEnv(c *Command, a Assignment) {
-	if CodeEnv(a.name) {
-		c.addProblem(Problem{RuleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.name), true})
+	if CodeEnv(a.Name) {
+		c.AddProblem(Problem{RuleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.Name), true})
 	}
 }

@@ -8,28 +8,28 @@ import (
 // render shows the commands of a line as "wrappers: args" entries and the
 // rules of their problems.
 func render(pl *ParsedLine) (cmds []string, problems []string) {
-	for _, c := range pl.commands {
+	for _, c := range pl.Commands {
 		var args []string
-		for _, w := range c.args() {
+		for _, w := range c.Args() {
 			args = append(args, w.String())
 		}
 		s := strings.Join(args, " ")
-		if len(c.wrappers) > 0 {
-			s = strings.Join(c.wrappers, " | ") + ": " + s
+		if len(c.Wrappers) > 0 {
+			s = strings.Join(c.Wrappers, " | ") + ": " + s
 		}
-		if c.wrapperOnly {
+		if c.WrapperOnly {
 			s += " (wrapper)"
 		}
-		if c.piped {
-			s += " <" + strings.Join(c.pipedFrom, ",")
+		if c.Piped {
+			s += " <" + strings.Join(c.PipedFrom, ",")
 		}
 		cmds = append(cmds, s)
-		for _, p := range c.problems {
-			problems = append(problems, p.rule)
+		for _, p := range c.Problems {
+			problems = append(problems, p.Rule)
 		}
 	}
-	for _, p := range pl.problems {
-		problems = append(problems, p.rule)
+	for _, p := range pl.Problems {
+		problems = append(problems, p.Rule)
 	}
 	return cmds, problems
 }
@@ -125,10 +125,10 @@ func TestCmdPattern(t *testing.T) {
 				t.Fatal(err)
 			}
 			pl := ParseCommandLine(tc.line, "/home/u")
-			if len(pl.commands) != 1 {
-				t.Fatalf("commands %d", len(pl.commands))
+			if len(pl.Commands) != 1 {
+				t.Fatalf("commands %d", len(pl.Commands))
 			}
-			if got := p.match(pl.commands[0].args(), tc.strict, "/home/u"); got != tc.want {
+			if got := p.Match(pl.Commands[0].Args(), tc.strict, "/home/u"); got != tc.want {
 				t.Fatalf("got %v", got)
 			}
 		})
@@ -189,7 +189,7 @@ func TestWordGlob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := g.match(tc.s); got != tc.want {
+		if got := g.Match(tc.s); got != tc.want {
 			t.Errorf("%q ~ %q: got %v", tc.glob, tc.s, got)
 		}
 	}
@@ -201,8 +201,8 @@ func FuzzParseCommandLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		pl := ParseCommandLine(line, "/home/u")
-		for _, c := range pl.commands {
-			if len(c.layers) == 0 {
+		for _, c := range pl.Commands {
+			if len(c.Layers) == 0 {
 				t.Fatal("command without layers")
 			}
 		}

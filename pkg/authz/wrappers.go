@@ -16,8 +16,8 @@ type unwrapped struct {
 	// self: the command is not used as a wrapper here (sudo -l, command
 	// -v x, find without -exec); it is judged as it is.
 	self bool
-	// own are the wrapper's own words: options and their values.
-	own []Word
+	// Own are the wrapper's Own words: options and their values.
+	Own []Word
 	// inner is the command the wrapper runs.
 	inner []Word
 	// display is the wrapper as people see it ("timeout 10").
@@ -28,10 +28,10 @@ type unwrapped struct {
 	// shown with extraDisplay.
 	extra        [][]Word
 	extraDisplay string
-	env          []Assignment
+	Env          []Assignment
 	cwd          []Word
-	privileged   bool
-	dynArgs      bool
+	Privileged   bool
+	DynArgs      bool
 	problem      *Problem
 }
 
@@ -76,7 +76,7 @@ func buildWrappers() map[string]wrapperFunc {
 
 // opt is one parsed option.
 type opt struct {
-	name, value string
+	Name, value string
 }
 
 // optSpec says which options of a wrapper take a value. Letters and names
@@ -84,7 +84,7 @@ type opt struct {
 // trusted to be unwrapped right.
 type optSpec struct {
 	valued     string   // short options that take a value
-	flags      string   // short options without a value
+	Flags      string   // short options without a value
 	long       []string // long options that take a value (without --)
 	longFlags  []string // long options without a value
 	numeric    bool     // -10 is an option (nice)
@@ -97,10 +97,10 @@ func (s optSpec) parse(args []Word, start int) (next int, opts []opt, unknown st
 	i := start
 	for i < len(args) {
 		w := args[i]
-		if !w.literal {
+		if !w.Literal {
 			return i, opts, unknown
 		}
-		t := w.text
+		t := w.Text
 		if t == "--" {
 			return i + 1, opts, unknown
 		}
@@ -113,7 +113,7 @@ func (s optSpec) parse(args []Word, start int) (next int, opts []opt, unknown st
 			case slices.Contains(s.long, name):
 				if !hasVal && i+1 < len(args) {
 					i++
-					val = args[i].text
+					val = args[i].Text
 				}
 			case slices.Contains(s.longFlags, name):
 			default:
@@ -134,12 +134,12 @@ func (s optSpec) parse(args []Word, start int) (next int, opts []opt, unknown st
 				val := t[j+1:]
 				if val == "" && i+1 < len(args) {
 					i++
-					val = args[i].text
+					val = args[i].Text
 				}
 				opts = append(opts, opt{t[:1] + string(ch), val})
 				break
 			}
-			if strings.IndexByte(s.flags, ch) < 0 {
+			if strings.IndexByte(s.Flags, ch) < 0 {
 				unknown = t
 			}
 			opts = append(opts, opt{t[:1] + string(ch), ""})
@@ -163,7 +163,7 @@ func IsNumber(s string) bool {
 
 func hasOpt(opts []opt, names ...string) bool {
 	for _, o := range opts {
-		if slices.Contains(names, o.name) {
+		if slices.Contains(names, o.Name) {
 			return true
 		}
 	}
@@ -173,7 +173,7 @@ func hasOpt(opts []opt, names ...string) bool {
 func optValues(opts []opt, names ...string) []string {
 	var out []string
 	for _, o := range opts {
-		if slices.Contains(names, o.name) && o.value != "" {
+		if slices.Contains(names, o.Name) && o.value != "" {
 			out = append(out, o.value)
 		}
 	}
@@ -184,19 +184,19 @@ func optValues(opts []opt, names ...string) []string {
 func wrap(args []Word, next int, unknown string) unwrapped {
 	// own is capped: callers append to it, which must not overwrite the
 	// inner command that shares args' array.
-	u := unwrapped{own: args[1:next:next], display: layerDisplay(args[:next])}
+	u := unwrapped{Own: args[1:next:next], display: layerDisplay(args[:next])}
 	if next < len(args) {
 		u.inner = args[next:]
 	} else {
 		u.self = true
 	}
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].text, unknown), false}
+		u.problem = &Problem{ruleWrapperOpt, fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].Text, unknown), false}
 	}
 	return u
 }
 
-func textWord(s string) Word { return Word{text: s, literal: true, src: s} }
+func textWord(s string) Word { return Word{Text: s, Literal: true, Src: s} }
 
 // valueWords returns the values of opts as words, for path checks.
 func valueWords(vals []string) []Word {
@@ -210,10 +210,10 @@ func valueWords(vals []string) []Word {
 // simpleWrapper runs its first word as a command: nohup, builtin, busybox.
 func simpleWrapper(_ *Command, args []Word) unwrapped {
 	next := 1
-	if len(args) > 1 && args[1].literal && args[1].text == "--" {
+	if len(args) > 1 && args[1].Literal && args[1].Text == "--" {
 		next = 2
 	}
-	if len(args) > next && args[next].literal && strings.HasPrefix(args[next].text, "-") {
+	if len(args) > next && args[next].Literal && strings.HasPrefix(args[next].Text, "-") {
 		return unwrapped{self: true}
 	}
 	return wrap(args, next, "")
@@ -221,7 +221,7 @@ func simpleWrapper(_ *Command, args []Word) unwrapped {
 
 var sudoSpec = optSpec{
 	valued:    "ugphCDrtTUR",
-	flags:     "AbEHiKklnPSsVveBN",
+	Flags:     "AbEHiKklnPSsVveBN",
 	long:      []string{"user", "group", "host", "prompt", "close-from", "chdir", "role", "type", "command-timeout", "other-user", "chroot"},
 	longFlags: []string{"askpass", "background", "preserve-env", "edit", "help", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "shell", "stdin", "validate", "version", "bell"},
 }
@@ -230,11 +230,11 @@ func unwrapSudo(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := sudoSpec.parse(args, 1)
 	if hasOpt(opts, "-e", "--edit") {
 		// sudoedit: edits the files as root.
-		u := unwrapped{display: "sudo -e", privileged: true, inner: append([]Word{textWord("sudoedit")}, args[next:]...)}
+		u := unwrapped{display: "sudo -e", Privileged: true, inner: append([]Word{textWord("sudoedit")}, args[next:]...)}
 		return u
 	}
 	u := wrap(args, next, unknown)
-	u.privileged = true
+	u.Privileged = true
 	u.cwd = valueWords(optValues(opts, "-D", "--chdir"))
 	if u.self {
 		// sudo -i / -s without a command: a root shell; sudo -l, -v, -k:
@@ -242,11 +242,11 @@ func unwrapSudo(_ *Command, args []Word) unwrapped {
 		u.self = false
 		u.inner = []Word{textWord("sudo")}
 		for _, o := range opts {
-			if o.name == "-i" || o.name == "-s" || o.name == "--login" || o.name == "--shell" {
+			if o.Name == "-i" || o.Name == "-s" || o.Name == "--login" || o.Name == "--shell" {
 				u.inner = []Word{textWord("sh")}
 			}
 		}
-		if len(u.inner) == 1 && u.inner[0].text == "sudo" {
+		if len(u.inner) == 1 && u.inner[0].Text == "sudo" {
 			return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs sudo", true}}
 		}
 	}
@@ -254,9 +254,9 @@ func unwrapSudo(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapDoas(_ *Command, args []Word) unwrapped {
-	next, _, unknown := optSpec{valued: "uC", flags: "nsL"}.parse(args, 1)
+	next, _, unknown := optSpec{valued: "uC", Flags: "nsL"}.parse(args, 1)
 	u := wrap(args, next, unknown)
-	u.privileged = true
+	u.Privileged = true
 	if u.self {
 		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs doas", true}}
 	}
@@ -264,7 +264,7 @@ func unwrapDoas(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapSu(_ *Command, args []Word) unwrapped {
-	spec := optSpec{valued: "cgGsw", flags: "flmpP", long: []string{"command", "group", "supp-group", "shell", "whitelist-environment", "session-command"},
+	spec := optSpec{valued: "cgGsw", Flags: "flmpP", long: []string{"command", "group", "supp-group", "shell", "whitelist-environment", "session-command"},
 		longFlags: []string{"login", "preserve-environment", "fast", "pty", "help", "version"}}
 	_, opts, _ := spec.parse(args, 1)
 	cmds := optValues(opts, "-c", "--command", "--session-command")
@@ -272,19 +272,19 @@ func unwrapSu(_ *Command, args []Word) unwrapped {
 		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs su", true}}
 	}
 	for i := 1; i < len(args); i++ {
-		if args[i].text == cmds[0] && (args[i-1].text == "-c" || args[i-1].text == "--command" || args[i-1].text == "--session-command") {
+		if args[i].Text == cmds[0] && (args[i-1].Text == "-c" || args[i-1].Text == "--command" || args[i-1].Text == "--session-command") {
 			w := args[i]
-			return unwrapped{script: &w, display: "su -c", privileged: true}
+			return unwrapped{script: &w, display: "su -c", Privileged: true}
 		}
 	}
 	w := textWord(cmds[0])
-	return unwrapped{script: &w, display: "su -c", privileged: true}
+	return unwrapped{script: &w, display: "su -c", Privileged: true}
 }
 
 func unwrapPkexec(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{long: []string{"user"}, longFlags: []string{"disable-internal-agent", "keep-cwd", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
-	u.privileged = true
+	u.Privileged = true
 	if u.self {
 		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs pkexec", true}}
 	}
@@ -295,7 +295,7 @@ func unwrapRun0(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := optSpec{valued: "ugD", long: []string{"user", "group", "nice", "chdir", "setenv", "unit", "property", "description", "slice", "slice-inherit", "background", "machine", "area"},
 		longFlags: []string{"no-ask-password", "pty", "pipe", "via-shell", "empower", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
-	u.privileged = true
+	u.Privileged = true
 	u.cwd = valueWords(optValues(opts, "-D", "--chdir"))
 	if u.self {
 		u.self = false
@@ -310,7 +310,7 @@ func unwrapChroot(_ *Command, args []Word) unwrapped {
 		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs chroot", true}}
 	}
 	// NEWROOT then the command (default: a shell).
-	u := unwrapped{own: args[1 : next+1], display: layerDisplay(args[:next+1]), privileged: true}
+	u := unwrapped{Own: args[1 : next+1], display: layerDisplay(args[:next+1]), Privileged: true}
 	if next+1 < len(args) {
 		u.inner = args[next+1:]
 	} else {
@@ -322,30 +322,30 @@ func unwrapChroot(_ *Command, args []Word) unwrapped {
 	return u
 }
 
-var envSpec = optSpec{valued: "uCSP", flags: "i0v", long: []string{"unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal"},
+var envSpec = optSpec{valued: "uCSP", Flags: "i0v", long: []string{"unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal"},
 	longFlags: []string{"ignore-environment", "null", "debug", "list-signal-handling", "help", "version"}}
 
 func unwrapEnv(c *Command, args []Word) unwrapped {
 	next, opts, unknown := envSpec.parse(args, 1)
 	// "env -" is env -i.
-	for next < len(args) && args[next].literal && args[next].text == "-" {
+	for next < len(args) && args[next].Literal && args[next].Text == "-" {
 		next++
 	}
-	u := unwrapped{own: args[1:next:next], cwd: valueWords(optValues(opts, "-C", "--chdir"))}
+	u := unwrapped{Own: args[1:next:next], cwd: valueWords(optValues(opts, "-C", "--chdir"))}
 	for next < len(args) {
 		w := args[next]
 		// env takes every NAME=VALUE word before the command as an
 		// assignment, whatever the name (BASH_FUNC_ls%%=...).
-		name, _, ok := strings.Cut(w.text, "=")
-		if !w.literal || !ok || name == "" || strings.Contains(name, "/") {
+		name, _, ok := strings.Cut(w.Text, "=")
+		if !w.Literal || !ok || name == "" || strings.Contains(name, "/") {
 			break
 		}
 		val := w
-		val.text = w.text[len(name)+1:]
-		if w.literal {
-			val.prefix = ""
+		val.Text = w.Text[len(name)+1:]
+		if w.Literal {
+			val.Prefix = ""
 		}
-		u.env = append(u.env, Assignment{name: name, value: val, src: w.src})
+		u.Env = append(u.Env, Assignment{Name: name, value: val, Src: w.Src})
 		next++
 	}
 	u.display = layerDisplay(args[:next])
@@ -357,12 +357,12 @@ func unwrapEnv(c *Command, args []Word) unwrapped {
 		// parse is stricter and finds the same command).
 		s := strings.Join(split, " ")
 		for _, w := range args[next:] {
-			s += " " + shellQuote(w.text)
+			s += " " + shellQuote(w.Text)
 		}
 		w := textWord(s)
 		for _, o := range args[1:next] {
-			if !o.literal {
-				w.literal = false
+			if !o.Literal {
+				w.Literal = false
 			}
 		}
 		u.script = &w
@@ -371,7 +371,7 @@ func unwrapEnv(c *Command, args []Word) unwrapped {
 	}
 	if next >= len(args) {
 		// env alone prints the environment: judge it as env.
-		if len(u.env) == 0 && len(opts) == 0 {
+		if len(u.Env) == 0 && len(opts) == 0 {
 			return unwrapped{self: true}
 		}
 		u.inner = []Word{textWord("env")}
@@ -405,7 +405,7 @@ func unwrapNice(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapTimeout(_ *Command, args []Word) unwrapped {
-	next, _, unknown := optSpec{valued: "sk", flags: "v", long: []string{"signal", "kill-after"}, longFlags: []string{"preserve-status", "foreground", "verbose", "help", "version"}}.parse(args, 1)
+	next, _, unknown := optSpec{valued: "sk", Flags: "v", long: []string{"signal", "kill-after"}, longFlags: []string{"preserve-status", "foreground", "verbose", "help", "version"}}.parse(args, 1)
 	if next < len(args) {
 		next++ // the duration
 	}
@@ -413,7 +413,7 @@ func unwrapTimeout(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapCommand(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{flags: "pvV"}.parse(args, 1)
+	next, opts, unknown := optSpec{Flags: "pvV"}.parse(args, 1)
 	if hasOpt(opts, "-v", "-V") {
 		return unwrapped{self: true}
 	}
@@ -421,14 +421,14 @@ func unwrapCommand(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapExec(_ *Command, args []Word) unwrapped {
-	next, _, unknown := optSpec{valued: "a", flags: "cl"}.parse(args, 1)
+	next, _, unknown := optSpec{valued: "a", Flags: "cl"}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
 func unwrapTime(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "of", flags: "apqv", long: []string{"output", "format"}, longFlags: []string{"append", "portability", "verbose", "quiet", "help", "version"}}.parse(args, 1)
+	next, opts, unknown := optSpec{valued: "of", Flags: "apqv", long: []string{"output", "format"}, longFlags: []string{"append", "portability", "verbose", "quiet", "help", "version"}}.parse(args, 1)
 	u := wrap(args, next, unknown)
-	u.own = append(u.own, valueWords(optValues(opts, "-o", "--output"))...)
+	u.Own = append(u.Own, valueWords(optValues(opts, "-o", "--output"))...)
 	return u
 }
 
@@ -438,7 +438,7 @@ func unwrapStdbuf(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapIonice(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "cnpPu", flags: "t", long: []string{"class", "classdata", "pid", "pgid", "uid"}, longFlags: []string{"ignore", "help", "version"}}.parse(args, 1)
+	next, opts, unknown := optSpec{valued: "cnpPu", Flags: "t", long: []string{"class", "classdata", "pid", "pgid", "uid"}, longFlags: []string{"ignore", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
 		return unwrapped{self: true}
 	}
@@ -460,12 +460,12 @@ func unwrapOptions(spec string, skipOne bool) wrapperFunc {
 		}
 		flags.WriteByte(spec[i])
 	}
-	os := optSpec{valued: valued.String(), flags: flags.String()}
+	os := optSpec{valued: valued.String(), Flags: flags.String()}
 	return func(_ *Command, args []Word) unwrapped {
 		next, opts, unknown := os.parse(args, 1)
 		for _, o := range opts {
-			if strings.HasPrefix(o.name, "--") {
-				unknown = o.name
+			if strings.HasPrefix(o.Name, "--") {
+				unknown = o.Name
 			}
 		}
 		if skipOne && next < len(args) {
@@ -481,17 +481,17 @@ func unwrapOptions(spec string, skipOne bool) wrapperFunc {
 // may do cannot be judged by paths, so it asks in every mode.
 func privilegedWrapper(_ *Command, args []Word) unwrapped {
 	i := 1
-	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
-		if args[i].text == "--" {
+	for i < len(args) && args[i].Literal && strings.HasPrefix(args[i].Text, "-") {
+		if args[i].Text == "--" {
 			i++
 			break
 		}
 		i++
 	}
 	u := wrap(args, i, "")
-	u.privileged = true
+	u.Privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs " + args[0].text, true}}
+		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs " + args[0].Text, true}}
 	}
 	return u
 }
@@ -501,15 +501,15 @@ func privilegedWrapper(_ *Command, args []Word) unwrapped {
 // as commands.
 func unwrapParallel(_ *Command, args []Word) unwrapped {
 	i := 1
-	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
+	for i < len(args) && args[i].Literal && strings.HasPrefix(args[i].Text, "-") {
 		i++
 	}
-	if i >= len(args) || (args[i].literal && (args[i].text == ":::" || args[i].text == "::::")) {
+	if i >= len(args) || (args[i].Literal && (args[i].Text == ":::" || args[i].Text == "::::")) {
 		return unwrapped{self: true, problem: &Problem{RuleUnparseable, "parallel runs the commands it reads, which cannot be judged", true}}
 	}
 	u := wrap(args, i, "ignored")
 	u.problem = &Problem{ruleDynamicArgs, "parallel gives the command arguments when it runs", true}
-	u.dynArgs = true
+	u.DynArgs = true
 	return u
 }
 
@@ -517,20 +517,20 @@ func unwrapParallel(_ *Command, args []Word) unwrapped {
 // joined as a command line (on this machine when the host is this one), so
 // they are judged as one.
 func unwrapSSH(_ *Command, args []Word) unwrapped {
-	next, _, unknown := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
+	next, _, unknown := optSpec{valued: "BbcDEeFIiJLlmOopQRSWw", Flags: "46AaCfGgKkMNnqsTtVvXxYy"}.parse(args, 1)
 	if next+1 >= len(args) {
 		return unwrapped{self: true}
 	}
 	s := textWord("")
 	var parts []string
 	for _, w := range args[next+1:] {
-		if !w.literal {
-			s.literal = false
+		if !w.Literal {
+			s.Literal = false
 		}
-		parts = append(parts, w.text)
+		parts = append(parts, w.Text)
 	}
-	s.text = strings.Join(parts, " ")
-	u := unwrapped{own: args[1 : next+1 : next+1], script: &s, display: layerDisplay(args[:next+1])}
+	s.Text = strings.Join(parts, " ")
+	u := unwrapped{Own: args[1 : next+1 : next+1], script: &s, display: layerDisplay(args[:next+1])}
 	if unknown != "" {
 		u.problem = &Problem{ruleWrapperOpt, "ssh has an option toold does not know (" + unknown + ")", false}
 	}
@@ -538,12 +538,12 @@ func unwrapSSH(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapSetsid(_ *Command, args []Word) unwrapped {
-	next, _, unknown := optSpec{flags: "cfw", longFlags: []string{"ctty", "fork", "wait", "help", "version"}}.parse(args, 1)
+	next, _, unknown := optSpec{Flags: "cfw", longFlags: []string{"ctty", "fork", "wait", "help", "version"}}.parse(args, 1)
 	return wrap(args, next, unknown)
 }
 
 func unwrapChrt(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "TPD", flags: "abdfiormRvep", long: []string{"sched-runtime", "sched-period", "sched-deadline"},
+	next, opts, unknown := optSpec{valued: "TPD", Flags: "abdfiormRvep", long: []string{"sched-runtime", "sched-period", "sched-deadline"},
 		longFlags: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "max", "verbose", "ext", "pid", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--pid", "-m", "--max") {
 		return unwrapped{self: true}
@@ -555,7 +555,7 @@ func unwrapChrt(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapTaskset(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{flags: "acp", longFlags: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}.parse(args, 1)
+	next, opts, unknown := optSpec{Flags: "acp", longFlags: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--pid") {
 		return unwrapped{self: true}
 	}
@@ -566,7 +566,7 @@ func unwrapTaskset(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapWatch(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "nq", flags: "bcdegprtwx", long: []string{"interval", "equexit", "shotsdir", "differences"},
+	next, opts, unknown := optSpec{valued: "nq", Flags: "bcdegprtwx", long: []string{"interval", "equexit", "shotsdir", "differences"},
 		longFlags: []string{"beep", "color", "no-color", "errexit", "chgexit", "exec", "precise", "no-rerun", "no-title", "no-wrap", "no-linewrap", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
 		return unwrapped{self: true}
@@ -578,13 +578,13 @@ func unwrapWatch(_ *Command, args []Word) unwrapped {
 	s := textWord("")
 	var parts []string
 	for _, w := range args[next:] {
-		if !w.literal {
-			s.literal = false
+		if !w.Literal {
+			s.Literal = false
 		}
-		parts = append(parts, w.text)
+		parts = append(parts, w.Text)
 	}
-	s.text = strings.Join(parts, " ")
-	u := unwrapped{own: args[1:next:next], script: &s, display: "watch"}
+	s.Text = strings.Join(parts, " ")
+	u := unwrapped{Own: args[1:next:next], script: &s, display: "watch"}
 	if unknown != "" {
 		u.problem = &Problem{ruleWrapperOpt, "watch has an option toold does not know (" + unknown + ")", false}
 	}
@@ -592,7 +592,7 @@ func unwrapWatch(_ *Command, args []Word) unwrapped {
 }
 
 func unwrapFlock(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "wEc", flags: "sexunoFv", long: []string{"timeout", "conflict-exit-code", "command"},
+	next, opts, unknown := optSpec{valued: "wEc", Flags: "sexunoFv", long: []string{"timeout", "conflict-exit-code", "command"},
 		longFlags: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
 		return unwrapped{self: true}
@@ -603,23 +603,23 @@ func unwrapFlock(_ *Command, args []Word) unwrapped {
 	if cmds := optValues(opts, "-c", "--command"); len(cmds) > 0 {
 		w := textWord(cmds[0])
 		for i := 1; i < len(args); i++ {
-			if args[i].text == cmds[0] {
+			if args[i].Text == cmds[0] {
 				w = args[i]
 			}
 		}
-		return unwrapped{own: own, script: &w, display: "flock -c"}
+		return unwrapped{Own: own, script: &w, display: "flock -c"}
 	}
 	rest := next + 1
-	for rest < len(args) && args[rest].literal && strings.HasPrefix(args[rest].text, "-") {
+	for rest < len(args) && args[rest].Literal && strings.HasPrefix(args[rest].Text, "-") {
 		// Options may also follow the lock file.
 		var more []opt
-		rest, more, _ = optSpec{valued: "wEc", flags: "sexunoFv"}.parse(args, rest)
+		rest, more, _ = optSpec{valued: "wEc", Flags: "sexunoFv"}.parse(args, rest)
 		if cmds := optValues(more, "-c", "--command"); len(cmds) > 0 {
 			w := textWord(cmds[0])
-			return unwrapped{own: own, script: &w, display: "flock -c"}
+			return unwrapped{Own: own, script: &w, display: "flock -c"}
 		}
 	}
-	u := unwrapped{own: own, display: layerDisplay(args[:next+1])}
+	u := unwrapped{Own: own, display: layerDisplay(args[:next+1])}
 	if rest >= len(args) {
 		return unwrapped{self: true}
 	}
@@ -630,14 +630,14 @@ func unwrapFlock(_ *Command, args []Word) unwrapped {
 	return u
 }
 
-var xargsSpec = optSpec{valued: "adEILnPs", flags: "0prtxeil", long: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
+var xargsSpec = optSpec{valued: "adEILnPs", Flags: "0prtxeil", long: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
 	longFlags: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "help", "version"}}
 
 func unwrapXargs(_ *Command, args []Word) unwrapped {
 	next, opts, unknown := xargsSpec.parse(args, 1)
 	u := wrap(args, next, unknown)
-	u.dynArgs = true
-	u.own = append(u.own, valueWords(optValues(opts, "-a", "--arg-file"))...)
+	u.DynArgs = true
+	u.Own = append(u.Own, valueWords(optValues(opts, "-a", "--arg-file"))...)
 	if u.self {
 		u.self = false
 		u.inner = []Word{textWord("echo")}
@@ -653,23 +653,23 @@ func unwrapEval(_ *Command, args []Word) unwrapped {
 	s := textWord("")
 	var parts []string
 	for _, w := range args[1:] {
-		if !w.literal {
-			s.literal = false
+		if !w.Literal {
+			s.Literal = false
 		}
-		parts = append(parts, w.text)
+		parts = append(parts, w.Text)
 	}
-	s.text = strings.Join(parts, " ")
+	s.Text = strings.Join(parts, " ")
 	return unwrapped{script: &s, display: "eval"}
 }
 
 // unwrapTrap parses trap's action as shell code.
 func unwrapTrap(_ *Command, args []Word) unwrapped {
-	next, opts, _ := optSpec{flags: "lpP"}.parse(args, 1)
+	next, opts, _ := optSpec{Flags: "lpP"}.parse(args, 1)
 	if len(opts) > 0 || next >= len(args)-1 {
 		return unwrapped{self: true}
 	}
 	w := args[next]
-	if w.literal && (w.text == "-" || w.text == "") {
+	if w.Literal && (w.Text == "-" || w.Text == "") {
 		return unwrapped{self: true}
 	}
 	return unwrapped{script: &w, display: "trap"}
@@ -683,10 +683,10 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 	cflag := false
 	for i < len(args) {
 		a := args[i]
-		if !a.literal {
+		if !a.Literal {
 			break
 		}
-		t := a.text
+		t := a.Text
 		if t == "--" || t == "-" {
 			i++
 			break
@@ -694,7 +694,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 		if strings.HasPrefix(t, "--") {
 			i++
 			if t == "--rcfile" || t == "--init-file" || strings.HasPrefix(t, "--rcfile=") || strings.HasPrefix(t, "--init-file=") {
-				return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].text + " " + t + " runs the commands of a file, which cannot be judged", true}}
+				return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].Text + " " + t + " runs the commands of a file, which cannot be judged", true}}
 			}
 			continue
 		}
@@ -707,8 +707,8 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 			if strings.ContainsAny(letters, "oO") && i < len(args) {
 				// -O shopt / -o option change how the shell reads what it
 				// runs (dotglob, nocaseglob, expand_aliases...).
-				if opt := args[i].text; !args[i].literal || !slices.Contains(safeShopt, opt) {
-					return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].text + " " + t + " " + args[i].src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
+				if opt := args[i].Text; !args[i].Literal || !slices.Contains(safeShopt, opt) {
+					return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].Text + " " + t + " " + args[i].Src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
 				}
 				i++
 			}
@@ -716,7 +716,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 				// The shell's own set options, as with set.
 				for _, ch := range letters {
 					if !strings.ContainsRune(safeSetFlags+"cilrsv", ch) {
-						return unwrapped{self: true, problem: &Problem{RuleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].text, ch), true}}
+						return unwrapped{self: true, problem: &Problem{RuleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].Text, ch), true}}
 					}
 				}
 			}
@@ -724,38 +724,38 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 		}
 		break
 	}
-	name := path.Base(args[0].text)
+	name := path.Base(args[0].Text)
 	if cflag {
 		if i >= len(args) {
-			if c.dynArgs {
+			if c.DynArgs {
 				return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs a string given when it runs", true}}
 			}
 			return unwrapped{self: true}
 		}
-		if c.dynArgs {
+		if c.DynArgs {
 			// xargs sh -c '...{}...': the string or its arguments come
 			// when it runs.
-			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.wrappers, ", ") + ")", true}}
+			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.Wrappers, ", ") + ")", true}}
 		}
 		s := args[i]
-		return unwrapped{own: args[1:i], script: &s, display: name + " -c"}
+		return unwrapped{Own: args[1:i], script: &s, display: name + " -c"}
 	}
-	if i < len(args) && args[i].literal && StdinFile(args[i].text) {
+	if i < len(args) && args[i].Literal && StdinFile(args[i].Text) {
 		// bash /dev/stdin: the script is stdin, as with no file.
 		i = len(args)
 	}
 	if i < len(args) {
 		// A script file: judged as the shell running it; one named only
 		// when it runs (bash <(...), bash $F) cannot be judged.
-		if !args[i].literal {
-			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " runs a script named by " + args[i].src + ", which is only known when it runs", true}}
+		if !args[i].Literal {
+			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " runs a script named by " + args[i].Src + ", which is only known when it runs", true}}
 		}
 		return unwrapped{self: true}
 	}
-	for _, r := range c.redirects {
+	for _, r := range c.Redirects {
 		if r.hasBody {
 			b := r.body
-			return unwrapped{own: args[1:i], script: &b, display: name + " " + r.op}
+			return unwrapped{Own: args[1:i], script: &b, display: name + " " + r.op}
 		}
 	}
 	return unwrapped{self: true}
@@ -778,11 +778,11 @@ var findExec = []string{"-exec", "-execdir", "-ok", "-okdir"}
 func unwrapFind(_ *Command, args []Word) unwrapped {
 	u := unwrapped{extraDisplay: "find -exec"}
 	for i := 1; i < len(args); i++ {
-		if !args[i].literal || !slices.Contains(findExec, args[i].text) {
+		if !args[i].Literal || !slices.Contains(findExec, args[i].Text) {
 			continue
 		}
 		j := i + 1
-		for j < len(args) && !(args[j].literal && (args[j].text == ";" || args[j].text == "+")) {
+		for j < len(args) && !(args[j].Literal && (args[j].Text == ";" || args[j].Text == "+")) {
 			j++
 		}
 		if j > i+1 {
@@ -800,12 +800,12 @@ func unwrapFind(_ *Command, args []Word) unwrapped {
 func unwrapFd(_ *Command, args []Word) unwrapped {
 	u := unwrapped{extraDisplay: "fd --exec"}
 	for i := 1; i < len(args); i++ {
-		t := args[i].text
-		if !args[i].literal || !(t == "-x" || t == "-X" || t == "--exec" || t == "--exec-batch") {
+		t := args[i].Text
+		if !args[i].Literal || !(t == "-x" || t == "-X" || t == "--exec" || t == "--exec-batch") {
 			continue
 		}
 		j := i + 1
-		for j < len(args) && !(args[j].literal && args[j].text == ";") {
+		for j < len(args) && !(args[j].Literal && args[j].Text == ";") {
 			j++
 		}
 		if j > i+1 {
@@ -827,8 +827,8 @@ func unwrapGit(_ *Command, args []Word) unwrapped {
 	i := 1
 	var own, cwd []Word
 	var prob *Problem
-	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
-		t := args[i].text
+	for i < len(args) && args[i].Literal && strings.HasPrefix(args[i].Text, "-") {
+		t := args[i].Text
 		name, _, hasVal := strings.Cut(t, "=")
 		switch name {
 		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--attr-source", "--list-cmds", "--exec-path":
@@ -843,7 +843,7 @@ func unwrapGit(_ *Command, args []Word) unwrapped {
 				}
 			}
 			switch {
-			case name == "-c" && safeGitConfig(gitConfigKey(args[i].text, hasVal)):
+			case name == "-c" && safeGitConfig(gitConfigKey(args[i].Text, hasVal)):
 			case name == "-c" || name == "--config-env" || name == "--exec-path":
 				prob = &Problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", true}
 			}
@@ -858,7 +858,7 @@ func unwrapGit(_ *Command, args []Word) unwrapped {
 	if i == 1 {
 		return unwrapped{self: true}
 	}
-	return unwrapped{own: own, cwd: cwd, inner: append([]Word{args[0]}, args[i:]...), display: layerDisplay(args[:i]), problem: prob}
+	return unwrapped{Own: own, cwd: cwd, inner: append([]Word{args[0]}, args[i:]...), display: layerDisplay(args[:i]), problem: prob}
 }
 
 // gitConfigKey returns the key of a -c KEY=VALUE argument (given as the
@@ -889,19 +889,19 @@ func safeGitConfig(key string) bool {
 }
 
 func unwrapStrace(_ *Command, args []Word) unwrapped {
-	next, opts, unknown := optSpec{valued: "abeEIopPsSuXO", flags: "cCdDfFhikqrtTvVwxyzZn", long: []string{"output", "trace", "signal", "status", "user", "attach", "string-limit"}}.parse(args, 1)
+	next, opts, unknown := optSpec{valued: "abeEIopPsSuXO", Flags: "cCdDfFhikqrtTvVwxyzZn", long: []string{"output", "trace", "signal", "status", "user", "attach", "string-limit"}}.parse(args, 1)
 	if hasOpt(opts, "-p", "--attach") {
 		return unwrapped{self: true}
 	}
 	u := wrap(args, next, "")
 	_ = unknown
-	u.own = append(u.own, valueWords(optValues(opts, "-o", "--output"))...)
+	u.Own = append(u.Own, valueWords(optValues(opts, "-o", "--output"))...)
 	return u
 }
 
 func unwrapValgrind(_ *Command, args []Word) unwrapped {
 	i := 1
-	for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
+	for i < len(args) && args[i].Literal && strings.HasPrefix(args[i].Text, "-") {
 		i++
 	}
 	return wrap(args, i, "")
@@ -910,7 +910,7 @@ func unwrapValgrind(_ *Command, args []Word) unwrapped {
 // unwrapScript handles script -c CMD [FILE]: it runs CMD with sh -c and
 // writes FILE.
 func unwrapScript(_ *Command, args []Word) unwrapped {
-	next, opts, _ := optSpec{valued: "cEIOBTm", flags: "aefqh", long: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
+	next, opts, _ := optSpec{valued: "cEIOBTm", Flags: "aefqh", long: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
 		longFlags: []string{"append", "return", "flush", "force", "quiet", "help", "version"}}.parse(args, 1)
 	cmds := optValues(opts, "-c", "--command")
 	own := append([]Word(nil), args[next:]...)
@@ -919,22 +919,22 @@ func unwrapScript(_ *Command, args []Word) unwrapped {
 	}
 	w := textWord(cmds[0])
 	for i := 1; i < len(args); i++ {
-		if args[i].text == cmds[0] {
+		if args[i].Text == cmds[0] {
 			w = args[i]
 		}
 	}
-	return unwrapped{own: own, script: &w, display: "script -c"}
+	return unwrapped{Own: own, script: &w, display: "script -c"}
 }
 
 // unwrapSubcommand handles "uv run CMD", "bundle exec CMD" and the like.
 func unwrapSubcommand(subs ...string) wrapperFunc {
 	return func(_ *Command, args []Word) unwrapped {
-		if len(args) < 2 || !args[1].literal || !slices.Contains(subs, args[1].text) {
+		if len(args) < 2 || !args[1].Literal || !slices.Contains(subs, args[1].Text) {
 			return unwrapped{self: true}
 		}
 		i := 2
-		for i < len(args) && args[i].literal && strings.HasPrefix(args[i].text, "-") {
-			if args[i].text == "--" {
+		for i < len(args) && args[i].Literal && strings.HasPrefix(args[i].Text, "-") {
+			if args[i].Text == "--" {
 				i++
 				break
 			}
@@ -947,22 +947,22 @@ func unwrapSubcommand(subs ...string) wrapperFunc {
 		if i > 2 {
 			// Options of these runners may take values (uv run --with
 			// x cmd): the command found may be a value.
-			u.problem = &Problem{ruleWrapperOpt, args[0].text + " " + args[1].text + " has options, so the command it runs is not certain", false}
+			u.problem = &Problem{ruleWrapperOpt, args[0].Text + " " + args[1].Text + " has options, so the command it runs is not certain", false}
 		}
 		return u
 	}
 }
 
 func unwrapDirenv(_ *Command, args []Word) unwrapped {
-	if len(args) < 4 || !args[1].literal || args[1].text != "exec" {
+	if len(args) < 4 || !args[1].Literal || args[1].Text != "exec" {
 		return unwrapped{self: true}
 	}
-	return unwrapped{own: args[2:3], cwd: args[2:3], inner: args[3:], display: layerDisplay(args[:3])}
+	return unwrapped{Own: args[2:3], cwd: args[2:3], inner: args[3:], display: layerDisplay(args[:3])}
 }
 
 func unwrapNixShell(_ *Command, args []Word) unwrapped {
 	for i := 1; i+1 < len(args); i++ {
-		if args[i].literal && (args[i].text == "--run" || args[i].text == "--command") {
+		if args[i].Literal && (args[i].Text == "--run" || args[i].Text == "--command") {
 			w := args[i+1]
 			return unwrapped{script: &w, display: "nix-shell --run"}
 		}
@@ -975,56 +975,56 @@ func unwrapNixShell(_ *Command, args []Word) unwrapped {
 func (p *lineParser) unwrap(c *Command, depth int) []*Command {
 	out := []*Command{c}
 	for range 64 {
-		args := c.args()
+		args := c.Args()
 		if len(args) == 0 {
 			break
 		}
 		w0 := args[0]
-		if !w0.literal || w0.glob || w0.text == "" {
-			c.addProblem(Problem{ruleDynamicName, fmt.Sprintf("the command name %s is only known when it runs", w0.src), true})
+		if !w0.Literal || w0.Glob || w0.Text == "" {
+			c.AddProblem(Problem{ruleDynamicName, fmt.Sprintf("the command name %s is only known when it runs", w0.Src), true})
 			break
 		}
-		fn := wrappers[path.Base(w0.text)]
+		fn := wrappers[path.Base(w0.Text)]
 		if fn == nil {
 			break
 		}
 		u := fn(c, args)
 		if u.problem != nil {
-			c.addProblem(*u.problem)
+			c.AddProblem(*u.problem)
 		}
 		if u.self {
 			break
 		}
-		c.own = append(c.own, u.own...)
-		c.cwds = append(c.cwds, u.cwd...)
-		c.privileged = c.privileged || u.privileged
-		c.dynArgs = c.dynArgs || u.dynArgs
-		for _, a := range u.env {
-			c.env = append(c.env, a)
+		c.Own = append(c.Own, u.Own...)
+		c.Cwds = append(c.Cwds, u.cwd...)
+		c.Privileged = c.Privileged || u.Privileged
+		c.DynArgs = c.DynArgs || u.DynArgs
+		for _, a := range u.Env {
+			c.Env = append(c.Env, a)
 			checkEnv(c, a)
 		}
 		if u.script != nil {
-			c.wrapperOnly = true
+			c.WrapperOnly = true
 			c.script = u.display
-			if !u.script.literal {
-				c.addProblem(Problem{RuleUnparseable, fmt.Sprintf("the string that %s runs is only known when it runs", u.display), true})
+			if !u.script.Literal {
+				c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("the string that %s runs is only known when it runs", u.display), true})
 				break
 			}
-			out = append(out, p.parse(u.script.text, depth+1, c)...)
+			out = append(out, p.parse(u.script.Text, depth+1, c)...)
 			break
 		}
 		for _, x := range u.extra {
 			e := &Command{
-				layers:     [][]Word{x},
-				src:        layerDisplay(x),
-				wrappers:   append(append([]string(nil), c.wrappers...), u.extraDisplay),
-				privileged: c.privileged,
-				env:        c.env,
-				cwds:       c.cwds,
+				Layers:     [][]Word{x},
+				Src:        layerDisplay(x),
+				Wrappers:   append(append([]string(nil), c.Wrappers...), u.extraDisplay),
+				Privileged: c.Privileged,
+				Env:        c.Env,
+				Cwds:       c.Cwds,
 			}
 			for _, w := range x {
-				if w.literal && strings.Contains(w.text, "{}") {
-					e.dynArgs = true
+				if w.Literal && strings.Contains(w.Text, "{}") {
+					e.DynArgs = true
 				}
 			}
 			out = append(out, p.unwrap(e, depth)...)
@@ -1032,8 +1032,8 @@ func (p *lineParser) unwrap(c *Command, depth int) []*Command {
 		if u.inner == nil {
 			break
 		}
-		c.wrappers = append(c.wrappers, u.display)
-		c.layers = append(c.layers, u.inner)
+		c.Wrappers = append(c.Wrappers, u.display)
+		c.Layers = append(c.Layers, u.inner)
 	}
 	out = append(out, p.optionScripts(c, depth)...)
 	checkCommand(c)
@@ -1048,36 +1048,36 @@ var scriptOptions = map[string][]string{
 
 // optionScripts parses the shell code given to c's script options.
 func (p *lineParser) optionScripts(c *Command, depth int) []*Command {
-	opts := scriptOptions[c.name()]
-	if len(opts) == 0 || c.wrapperOnly {
+	opts := scriptOptions[c.Name()]
+	if len(opts) == 0 || c.WrapperOnly {
 		return nil
 	}
 	var out []*Command
-	args := c.args()
+	args := c.Args()
 	for i := 1; i < len(args); i++ {
 		for _, o := range opts {
 			var val Word
 			switch {
-			case args[i].literal && args[i].text == o && i+1 < len(args):
+			case args[i].Literal && args[i].Text == o && i+1 < len(args):
 				val = args[i+1]
-			case args[i].literal && strings.HasPrefix(args[i].text, o) && len(args[i].text) > len(o):
-				val = textWord(args[i].text[len(o):])
+			case args[i].Literal && strings.HasPrefix(args[i].Text, o) && len(args[i].Text) > len(o):
+				val = textWord(args[i].Text[len(o):])
 			default:
 				continue
 			}
-			display := c.name() + " " + o
+			display := c.Name() + " " + o
 			if o == "-W" {
 				// A word list: expanded as the words of a command are.
-				val.text = "echo " + val.text
+				val.Text = "echo " + val.Text
 			}
-			if !val.literal {
-				c.addProblem(Problem{RuleUnparseable, "the code that " + display + " runs is only known when it runs", true})
+			if !val.Literal {
+				c.AddProblem(Problem{RuleUnparseable, "the code that " + display + " runs is only known when it runs", true})
 				continue
 			}
-			holder := &Command{wrappers: c.wrappers, script: display, privileged: c.privileged, env: c.env, cwds: c.cwds}
-			out = append(out, p.parse(val.text, depth+1, holder)...)
-			for _, pr := range holder.problems {
-				c.addProblem(pr)
+			holder := &Command{Wrappers: c.Wrappers, script: display, Privileged: c.Privileged, Env: c.Env, Cwds: c.Cwds}
+			out = append(out, p.parse(val.Text, depth+1, holder)...)
+			for _, pr := range holder.Problems {
+				c.AddProblem(pr)
 			}
 		}
 	}
