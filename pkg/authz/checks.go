@@ -167,7 +167,7 @@ func checkCommand(c *Command) {
 	}
 	if IsInterpreter(name) && !slices.Contains(ShellNames, name) && readsProgram(c) {
 		for _, r := range c.Redirects {
-			if r.hasBody || r.read {
+			if r.hasBody || r.Read {
 				c.AddProblem(Problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.Src + "), which toold cannot judge", true})
 				break
 			}

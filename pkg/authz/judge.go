@@ -272,8 +272,8 @@ func (j *judgement) scriptsWritten() {
 	var runs []runner
 	for i, c := range j.cmds {
 		for _, r := range c.Redirects {
-			if (r.write || r.read) && r.target.Literal {
-				named = append(named, occ{i, resolve(r.target.Text)})
+			if (r.Write || r.Read) && r.Target.Literal {
+				named = append(named, occ{i, resolve(r.Target.Text)})
 			}
 		}
 		for _, l := range c.Layers {
@@ -304,8 +304,8 @@ func (j *judgement) scriptsWritten() {
 			}
 			if !found {
 				for _, r := range c.Redirects {
-					if r.read && r.target.Literal {
-						runs = append(runs, runner{i, r.target.Text, ""})
+					if r.Read && r.Target.Literal {
+						runs = append(runs, runner{i, r.Target.Text, ""})
 					}
 				}
 			}
@@ -399,37 +399,37 @@ func (j *judgement) commandFacets(i int, c *Command) {
 	j.programGlobs(i, c, dirs)
 	j.treeWriters(i, c, dirs)
 	for _, a := range c.Env {
-		if a.value.Literal && isPathLike(a.value.Text) {
-			j.commandPath(i, a.value, accValue, dirs)
+		if a.Value.Literal && isPathLike(a.Value.Text) {
+			j.commandPath(i, a.Value, accValue, dirs)
 		}
 	}
 	for _, r := range c.Redirects {
-		if !r.read && !r.write {
+		if !r.Read && !r.Write {
 			continue
 		}
 		acc := accRead
-		if r.write {
+		if r.Write {
 			acc = accWrite
 		}
-		if r.target.Literal {
-			if h, ok := devTCP(r.target.Text); ok {
+		if r.Target.Literal {
+			if h, ok := devTCP(r.Target.Text); ok {
 				// bash opens the connection itself.
 				j.addHost(h, i)
 				continue
 			}
-		} else if strings.HasPrefix(r.target.Prefix, "/dev/tcp/") || strings.HasPrefix(r.target.Prefix, "/dev/udp/") {
+		} else if strings.HasPrefix(r.Target.Prefix, "/dev/tcp/") || strings.HasPrefix(r.Target.Prefix, "/dev/udp/") {
 			c.AddProblem(Problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.Src + ")", true})
 		}
-		if !r.target.Literal {
-			if r.write {
+		if !r.Target.Literal {
+			if r.Write {
 				c.AddProblem(Problem{RuleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.Src), true})
 			} else {
 				c.AddProblem(Problem{RuleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.Src), true})
 			}
-			j.prefixPath(i, r.target, acc, dirs)
+			j.prefixPath(i, r.Target, acc, dirs)
 			continue
 		}
-		j.commandPath(i, r.target, acc, dirs)
+		j.commandPath(i, r.Target, acc, dirs)
 	}
 }
 

@@ -29,7 +29,7 @@ func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
 		case !w.Literal:
 			dyn = true
 		case c.DynArgs && strings.Contains(w.Text, "{}"):
-			w = Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
+			w = Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], Suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
 			dyn = true
 		}
 		out = append(out, w)
@@ -60,7 +60,7 @@ func (p *CmdPattern) mayMatch(words []Word, home string) bool {
 	sh := ShapeOf(words)
 	anyFlag := false
 	for _, w := range sh.Pos {
-		if !w.Literal && (w.Prefix == "" || strings.HasPrefix(w.Prefix, "-")) && w.suffix == "" {
+		if !w.Literal && (w.Prefix == "" || strings.HasPrefix(w.Prefix, "-")) && w.Suffix == "" {
 			anyFlag = true
 		}
 	}
@@ -92,7 +92,7 @@ func maySeq(pats []*WordGlob, ws []Word, home string) bool {
 	if w.Literal {
 		return MatchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
 	}
-	if w.Prefix == "" && w.suffix == "" {
+	if w.Prefix == "" && w.Suffix == "" {
 		// It may split into any number of words, or none.
 		for k := 0; k <= len(pats); k++ {
 			if maySeq(pats[k:], ws[1:], home) {
@@ -113,7 +113,7 @@ func (g *WordGlob) mayMatch(w Word) bool {
 	for _, alt := range SplitUnescaped(g.Src, '|') {
 		pre, suf := globEnds(alt)
 		if (strings.HasPrefix(pre, w.Prefix) || strings.HasPrefix(w.Prefix, pre)) &&
-			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
+			(strings.HasSuffix(suf, w.Suffix) || strings.HasSuffix(w.Suffix, suf)) {
 			return true
 		}
 	}

@@ -59,8 +59,8 @@ type Word struct {
 	// Glob reports unquoted Glob characters (* ? [ or an extended Glob).
 	Glob bool
 	// Prefix is the literal text before the first run-time part of a word
-	// that is not literal; suffix the literal text after its last one.
-	Prefix, suffix string
+	// that is not literal; Suffix the literal text after its last one.
+	Prefix, Suffix string
 	// Src is the word as written.
 	Src string
 	// subst reports a command or process substitution in the word.
@@ -89,10 +89,10 @@ type Problem struct {
 // Redirect is one redirection of a command.
 type Redirect struct {
 	op     string
-	target Word
-	// read and write say what the redirect does to the file target; both
+	Target Word
+	// Read and Write say what the redirect does to the file target; both
 	// are false for a duplication of a descriptor (2>&1) or a here-doc.
-	read, write bool
+	Read, Write bool
 	// body is the here-document or here-string, for a shell that reads its
 	// script from stdin.
 	body    Word
@@ -103,7 +103,7 @@ type Redirect struct {
 // Assignment is NAME=VALUE before a command, through env, or alone.
 type Assignment struct {
 	Name  string
-	value Word
+	Value Word
 	Src   string
 }
 
@@ -848,7 +848,7 @@ func (b *blockParser) decl(st *syntax.Stmt, dc *syntax.DeclClause) []*Command {
 		}
 		as := b.assign(a)
 		c.Env = append(c.Env, as)
-		words = append(words, Word{Text: as.Src, Literal: as.value.Literal, Src: as.Src})
+		words = append(words, Word{Text: as.Src, Literal: as.Value.Literal, Src: as.Src})
 		checkEnv(c, as)
 	}
 	c.Layers = [][]Word{words}
@@ -863,18 +863,18 @@ func (b *blockParser) assign(a *syntax.Assign) Assignment {
 	}
 	switch {
 	case a.Array != nil:
-		as.value = Word{Text: b.Text(a.Array), Src: b.Text(a.Array)}
+		as.Value = Word{Text: b.Text(a.Array), Src: b.Text(a.Array)}
 		syntax.Walk(a.Array, func(n syntax.Node) bool {
 			switch n.(type) {
 			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ParamExp, *syntax.ArithmExp:
-				as.value.Literal = false
+				as.Value.Literal = false
 			}
 			return true
 		})
 	case a.Value != nil:
-		as.value = b.evalWord(a.Value, true)
+		as.Value = b.evalWord(a.Value, true)
 	default:
-		as.value = Word{Literal: true}
+		as.Value = Word{Literal: true}
 	}
 	return as
 }
@@ -884,23 +884,23 @@ func (b *blockParser) Redirects(c *Command, st *syntax.Stmt) {
 	for _, r := range st.Redirs {
 		rd := Redirect{op: r.Op.String(), Src: b.Text(r)}
 		if r.Word != nil {
-			rd.target = b.evalWord(r.Word, false)
+			rd.Target = b.evalWord(r.Word, false)
 		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
-			rd.write = true
+			rd.Write = true
 		case syntax.RdrIn:
-			rd.read = true
+			rd.Read = true
 		case syntax.RdrInOut:
-			rd.read, rd.write = true, true
+			rd.Read, rd.Write = true, true
 		case syntax.DplOut:
 			// >&file (not a descriptor number or -) writes the file.
-			if !isFD(rd.target) {
-				rd.write = true
+			if !isFD(rd.Target) {
+				rd.Write = true
 			}
 		case syntax.DplIn:
-			if !isFD(rd.target) {
-				rd.read = true
+			if !isFD(rd.Target) {
+				rd.Read = true
 			}
 		case syntax.Hdoc, syntax.DashHdoc:
 			if r.Hdoc != nil {
@@ -909,8 +909,8 @@ func (b *blockParser) Redirects(c *Command, st *syntax.Stmt) {
 				rd.body, rd.hasBody = Word{Literal: true}, true
 			}
 		case syntax.WordHdoc:
-			rd.body, rd.hasBody = rd.target, true
-			rd.target = Word{}
+			rd.body, rd.hasBody = rd.Target, true
+			rd.Target = Word{}
 		}
 		c.Redirects = append(c.Redirects, rd)
 	}
@@ -1050,7 +1050,7 @@ func (b *blockParser) evalWord(w *syntax.Word, assign bool) Word {
 	}
 	out.Text = sb.String()
 	if !out.Literal {
-		out.suffix = out.Text[lastDyn:]
+		out.Suffix = out.Text[lastDyn:]
 	}
 	if assign && out.Literal && strings.HasPrefix(out.Text, "~") {
 		out.Text = b.tilde(out.Text, true)

@@ -76,7 +76,7 @@ func buildWrappers() map[string]wrapperFunc {
 
 // opt is one parsed option.
 type opt struct {
-	Name, value string
+	Name, Value string
 }
 
 // optSpec says which options of a wrapper take a value. Letters and names
@@ -173,8 +173,8 @@ func hasOpt(opts []opt, names ...string) bool {
 func optValues(opts []opt, names ...string) []string {
 	var out []string
 	for _, o := range opts {
-		if slices.Contains(names, o.Name) && o.value != "" {
-			out = append(out, o.value)
+		if slices.Contains(names, o.Name) && o.Value != "" {
+			out = append(out, o.Value)
 		}
 	}
 	return out
@@ -345,7 +345,7 @@ func unwrapEnv(c *Command, args []Word) unwrapped {
 		if w.Literal {
 			val.Prefix = ""
 		}
-		u.Env = append(u.Env, Assignment{Name: name, value: val, Src: w.Src})
+		u.Env = append(u.Env, Assignment{Name: name, Value: val, Src: w.Src})
 		next++
 	}
 	u.display = layerDisplay(args[:next])
