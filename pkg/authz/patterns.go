@@ -404,3 +404,113 @@ func CutDir(p, dir string) (string, bool) {
 	}
 	return "", false
 }
+
+// MayMatch reports whether the pattern would match words for some value of
+// their run-time words: such a word may be any flag, and may stand for any
+// one positional word its literal beginning and end allow (or, when it has
+// neither, for any number of words).
+func (p *CmdPattern) MayMatch(words []Word, home string) bool {
+	if len(words) == 0 || !words[0].Literal || words[0].Glob {
+		return false
+	}
+	name := words[0].Text
+	if p.NameSlash {
+		if !p.Name.Match(name) && !p.Name.Match(path.Clean(name)) {
+			return false
+		}
+	} else if !p.Name.Match(path.Base(name)) {
+		return false
+	}
+	sh := ShapeOf(words)
+	anyFlag := false
+	for _, w := range sh.Pos {
+		if !w.Literal && (w.Prefix == "" || strings.HasPrefix(w.Prefix, "-")) && w.Suffix == "" {
+			anyFlag = true
+		}
+	}
+	for _, alts := range p.Flags {
+		if !anyFlag && !sh.HasFlag(alts, true) {
+			return false
+		}
+	}
+	return maySeq(p.Pos, sh.Pos, home)
+}
+
+// maySeq is matchSeq where run-time words may match.
+func maySeq(pats []*WordGlob, ws []Word, home string) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	if pats[0] == nil {
+		for k := 0; k <= len(ws); k++ {
+			if maySeq(pats[1:], ws[k:], home) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(ws) == 0 {
+		return false
+	}
+	w := ws[0]
+	if w.Literal {
+		return MatchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
+	}
+	if w.Prefix == "" && w.Suffix == "" {
+		// It may split into any number of words, or none.
+		for k := 0; k <= len(pats); k++ {
+			if maySeq(pats[k:], ws[1:], home) {
+				return true
+			}
+		}
+		return false
+	}
+	return pats[0].MayMatch(w) && maySeq(pats[1:], ws[1:], home)
+}
+
+// MayMatch reports whether the glob could match a word that starts with
+// w.prefix and ends with w.suffix.
+func (g *WordGlob) MayMatch(w Word) bool {
+	if g.Any {
+		return true
+	}
+	for _, alt := range SplitUnescaped(g.Src, '|') {
+		pre, suf := globEnds(alt)
+		if (strings.HasPrefix(pre, w.Prefix) || strings.HasPrefix(w.Prefix, pre)) &&
+			(strings.HasSuffix(suf, w.Suffix) || strings.HasSuffix(w.Suffix, suf)) {
+			return true
+		}
+	}
+	return false
+}
+
+// globEnds returns the literal text of a glob before its first wildcard and
+// after its last one (the whole text when it has none), escapes removed.
+func globEnds(alt string) (pre, suf string) {
+	var b strings.Builder
+	first := true
+	for i := 0; i < len(alt); i++ {
+		c := alt[i]
+		switch {
+		case c == '\\' && i+1 < len(alt):
+			i++
+			b.WriteByte(alt[i])
+		case c == '*' || c == '?' || c == '[':
+			if first {
+				pre, first = b.String(), false
+			}
+			b.Reset()
+			if c == '[' {
+				if j := strings.IndexByte(alt[i:], ']'); j > 0 {
+					i += j
+				}
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if first {
+		return b.String(), b.String()
+	}
+	return pre, b.String()
+}
