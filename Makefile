@@ -157,7 +157,7 @@ test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres ## Install what the tests 
 # found are committed in the package's testdata/fuzz/FUNCTION and run by
 # every `go test` as regression cases.
 FUZZ_TARGETS := ./pkg/tools:FuzzResolvePrepare ./pkg/workspace:FuzzResolve ./pkg/authz:FuzzRules \
-	./pkg/authz:FuzzParseCommandLine ./pkg/service:FuzzDecodeClientMessage ./pkg/mcp:FuzzResult
+	./pkg/authz/internal/shellread:FuzzParseCommandLine ./pkg/service:FuzzDecodeClientMessage ./pkg/mcp:FuzzResult
 FUZZTIME ?= 3s
 
 .PHONY: fuzz-smoke

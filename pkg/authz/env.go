@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"slices"
 	"strings"
 
@@ -36,10 +37,10 @@ func (j *judgement) envFacets(env map[string]string) {
 func (j *judgement) decideEnv(f *facet) {
 	name, _, _ := strings.Cut(f.given, "=")
 	switch {
-	case CodeEnv(name):
+	case shellread.CodeEnv(name):
 		f.hard = true
-		j.set(f, Ask, RuleDangerousEnv, fmt.Sprintf("the call sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code; that needs a person's approval for each call, in every mode", tools.Clip(f.given, 80)), tools.RiskHigh)
-	case BenignEnv(name):
+		j.set(f, Ask, shellread.RuleDangerousEnv, fmt.Sprintf("the call sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code; that needs a person's approval for each call, in every mode", tools.Clip(f.given, 80)), tools.RiskHigh)
+	case shellread.BenignEnv(name):
 		f.neutral = true
 		j.set(f, Allow, ruleEnv, fmt.Sprintf("the call sets %s, which changes nothing that runs", tools.Clip(f.given, 80)), tools.RiskLow)
 	default:

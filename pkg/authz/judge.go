@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"os"
 	"path"
 	"path/filepath"
@@ -83,7 +84,7 @@ type judgement struct {
 	req    *Request
 	mode   Mode
 	base   tools.Risk
-	cmds   []*Command
+	cmds   []*shellread.Command
 	facets []*facet
 	seen   map[string]bool
 	dirs   []string
@@ -125,7 +126,7 @@ func (e *Engine) judge(req *Request) *judgement {
 	}
 	if req.Effect.Unknown != "" {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: req.Effect.Command, preset: true, hard: true, decision: Ask,
-			rule: RuleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
+			rule: shellread.RuleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
 	}
 	j.envFacets(req.Effect.Env)
 	for _, h := range req.Effect.Hosts {
@@ -193,7 +194,7 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 
 // commandLine adds the commands of a command line and what they touch.
 func (j *judgement) commandLine(line string) {
-	pl := ParseLine(line, j.e.home, j.req.Effect.Interactive)
+	pl := shellread.ParseLine(line, j.e.home, j.req.Effect.Interactive)
 	for _, pr := range pl.Problems {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
 			rule: pr.Rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.Reason})
@@ -227,12 +228,12 @@ func (j *judgement) commandLine(line string) {
 			}
 		}
 		if n := c.Name(); (n == "popd" || (n == "pushd" && pushdRotates(c))) && j.req.Dir != "" {
-			c.AddProblem(Problem{RuleCd, n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", true})
+			c.AddProblem(shellread.Problem{Rule: shellread.RuleCd, Reason: n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", Hard: true})
 		}
 	}
 	if len(j.dirs) > maxDirs {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
-			rule: RuleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
+			rule: shellread.RuleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
 		j.dirs = j.dirs[:maxDirs]
 	}
 	j.scriptsWritten()
@@ -291,9 +292,9 @@ func (j *judgement) scriptsWritten() {
 		}
 		args := c.Args()
 		switch name := c.Name(); {
-		case args[0].Literal && strings.Contains(args[0].Text, "/") && !InSystemBin(args[0].Text):
+		case args[0].Literal && strings.Contains(args[0].Text, "/") && !shellread.InSystemBin(args[0].Text):
 			runs = append(runs, runner{i, args[0].Text, args[0].Text})
-		case slices.Contains(ShellNames, name) || IsInterpreter(name):
+		case slices.Contains(shellread.ShellNames, name) || shellread.IsInterpreter(name):
 			found := false
 			for _, w := range args[1:] {
 				if w.Literal && !strings.HasPrefix(w.Text, "-") {
@@ -325,7 +326,7 @@ func (j *judgement) scriptsWritten() {
 		// The program's own mention (its name, or the file a shell reads)
 		// counts once; any other mention means the line touches it too.
 		if uses > 1 {
-			j.cmds[r.cmd].AddProblem(Problem{RuleUnparseable, "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", true})
+			j.cmds[r.cmd].AddProblem(shellread.Problem{Rule: shellread.RuleUnparseable, Reason: "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", Hard: true})
 		}
 	}
 }
@@ -354,17 +355,17 @@ func (j *judgement) addDir(dirs *[]string, p, base string) {
 }
 
 // pushdRotates reports pushd without a directory (swap) or with +N / -N.
-func pushdRotates(c *Command) bool {
+func pushdRotates(c *shellread.Command) bool {
 	args := c.Args()
 	if len(args) == 1 {
 		return true
 	}
 	t := args[1].Text
-	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && IsNumber(t[1:])
+	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && shellread.IsNumber(t[1:])
 }
 
 // commandFacets adds command c (index i) and the paths and hosts it names.
-func (j *judgement) commandFacets(i int, c *Command) {
+func (j *judgement) commandFacets(i int, c *shellread.Command) {
 	args := c.Args()
 	words := make([]string, 0, len(args))
 	for _, w := range args {
@@ -381,11 +382,11 @@ func (j *judgement) commandFacets(i int, c *Command) {
 		}
 	}
 	if !c.WrapperOnly && len(args) > 0 {
-		if a := args[0]; a.Literal && strings.Contains(a.Text, "/") && !InSystemBin(a.Text) {
+		if a := args[0]; a.Literal && strings.Contains(a.Text, "/") && !shellread.InSystemBin(a.Text) {
 			j.commandPath(i, a, accExec, dirs)
 		}
 		acc := accArg
-		if ReadOnlyArgs(c) {
+		if shellread.ReadOnlyArgs(c) {
 			acc = accRead
 		}
 		for _, w := range args[1:] {
@@ -418,13 +419,13 @@ func (j *judgement) commandFacets(i int, c *Command) {
 				continue
 			}
 		} else if strings.HasPrefix(r.Target.Prefix, "/dev/tcp/") || strings.HasPrefix(r.Target.Prefix, "/dev/udp/") {
-			c.AddProblem(Problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.Src + ")", true})
+			c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "bash connects to a host only known when it runs (" + r.Src + ")", Hard: true})
 		}
 		if !r.Target.Literal {
 			if r.Write {
-				c.AddProblem(Problem{RuleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.Src), true})
+				c.AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.Src), Hard: true})
 			} else {
-				c.AddProblem(Problem{RuleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.Src), true})
+				c.AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.Src), Hard: true})
 			}
 			j.prefixPath(i, r.Target, acc, dirs)
 			continue
@@ -435,7 +436,7 @@ func (j *judgement) commandFacets(i int, c *Command) {
 
 // argWord adds what an argument names: a path, a URL's host; for a word
 // only known at run time, the directory its literal beginning names.
-func (j *judgement) argWord(i int, w Word, acc access, dirs []string) {
+func (j *judgement) argWord(i int, w shellread.Word, acc access, dirs []string) {
 	if !w.Literal {
 		j.prefixPath(i, w, acc, dirs)
 		return
@@ -445,7 +446,7 @@ func (j *judgement) argWord(i int, w Word, acc access, dirs []string) {
 			j.addHost(h, i)
 			continue
 		}
-		cw := Word{Text: cand, Literal: true, Glob: w.Glob, Src: w.Src}
+		cw := shellread.Word{Text: cand, Literal: true, Glob: w.Glob, Src: w.Src}
 		if isPathLike(cand) || w.Glob || j.existsIn(cand, dirs) {
 			j.commandPath(i, cw, acc, dirs)
 		}
@@ -466,7 +467,7 @@ func devTCP(p string) (string, bool) {
 
 // prefixPath adds the directory named by the literal beginning of a word
 // only known at run time: "$HOME/.ssh/$X" names ~/.ssh.
-func (j *judgement) prefixPath(i int, w Word, acc access, dirs []string) {
+func (j *judgement) prefixPath(i int, w shellread.Word, acc access, dirs []string) {
 	k := strings.LastIndexByte(w.Prefix, '/')
 	if k < 0 {
 		return
@@ -475,7 +476,7 @@ func (j *judgement) prefixPath(i int, w Word, acc access, dirs []string) {
 	if d == "" {
 		d = "/"
 	}
-	j.commandPath(i, Word{Text: d, Literal: true, Src: w.Src}, acc, dirs)
+	j.commandPath(i, shellread.Word{Text: d, Literal: true, Src: w.Src}, acc, dirs)
 }
 
 // argCandidates returns the texts in an argument that may be paths: the
@@ -533,10 +534,10 @@ var pseudoDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random
 // commandPath adds a path a command names, resolved from each directory
 // the line may be in; a glob is expanded (bounded) and its fixed
 // directory added.
-func (j *judgement) commandPath(i int, w Word, acc access, dirs []string) {
+func (j *judgement) commandPath(i int, w shellread.Word, acc access, dirs []string) {
 	if w.Extglob {
 		if i >= 0 && i < len(j.cmds) {
-			j.cmds[i].AddProblem(Problem{RuleDynamicPath, "the pattern " + w.Src + " is an extended glob, whose matches cannot be judged", true})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: "the pattern " + w.Src + " is an extended glob, whose matches cannot be judged", Hard: true})
 		}
 		return
 	}
@@ -576,14 +577,14 @@ var extractsHere = map[string]bool{"tar": true, "bsdtar": true, "unzip": true, "
 // holds a .git (cp -r x/. ., rsync -a x/ ., rm -rf ws, tar x): git's
 // internals below it are judged as written, so the git-internals rule
 // applies as it does to a write that names them.
-func (j *judgement) treeWriters(i int, c *Command, dirs []string) {
+func (j *judgement) treeWriters(i int, c *shellread.Command, dirs []string) {
 	name := c.Name()
 	if c.WrapperOnly || !treeWriters[name] {
 		return
 	}
 	if name == "cp" || name == "rm" {
 		// Only recursively.
-		sh := ShapeOf(c.Args())
+		sh := shellread.ShapeOf(c.Args())
 		if !sh.HasFlag([]string{"-r", "-R", "-a", "--recursive", "--archive"}, true) {
 			return
 		}
@@ -614,7 +615,7 @@ var globbingPrograms = []string{"git", "find", "rg", "grep", "egrep", "fgrep", "
 // files a quoted pattern argument matches in the directories the line may
 // be in (recursively, dot files included, bounded), so that
 // git grep --no-index -- '*.env' is judged as reading .env.
-func (j *judgement) programGlobs(i int, c *Command, dirs []string) {
+func (j *judgement) programGlobs(i int, c *shellread.Command, dirs []string) {
 	if c.WrapperOnly || !slices.Contains(globbingPrograms, c.Name()) {
 		return
 	}
@@ -643,7 +644,7 @@ func (j *judgement) programGlobs(i int, c *Command, dirs []string) {
 			}
 			rel, _ := filepath.Rel(d, p)
 			for _, pat := range pats {
-				if ok, _ := GlobMatch(pat, de.Name()); ok {
+				if ok, _ := shellread.GlobMatch(pat, de.Name()); ok {
 					j.pathFacet(i, p, accRead, pat)
 				} else if ok, _ := path.Match(pat, rel); ok {
 					j.pathFacet(i, p, accRead, pat)
@@ -653,7 +654,7 @@ func (j *judgement) programGlobs(i int, c *Command, dirs []string) {
 		})
 	}
 	if read > maxGlobEntries {
-		c.AddProblem(Problem{ruleTooMany, "the patterns " + strings.Join(pats, " ") + " of " + c.Name() + " match in too many files to judge", false})
+		c.AddProblem(shellread.Problem{Rule: ruleTooMany, Reason: "the patterns " + strings.Join(pats, " ") + " of " + c.Name() + " match in too many files to judge", Hard: false})
 	}
 }
 
@@ -689,13 +690,13 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 		}
 		matches, complete, judged := boundedGlob(pattern, maxGlobEntries)
 		if !judged && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].AddProblem(Problem{RuleDynamicPath, "the pattern " + t + " uses bracket forms the judge cannot match as bash does", true})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: "the pattern " + t + " uses bracket forms the judge cannot match as bash does", Hard: true})
 		}
 		for _, m := range matches {
 			j.pathFacet(i, m, acc, t)
 		}
 		if !complete && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].AddProblem(Problem{ruleTooMany, fmt.Sprintf("the pattern %s matches too many files to judge", t), false})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: ruleTooMany, Reason: fmt.Sprintf("the pattern %s matches too many files to judge", t), Hard: false})
 		}
 	}
 }
@@ -718,7 +719,7 @@ func boundedGlob(pattern string, limit int) (matches []string, complete, judged 
 			cur = next
 			continue
 		}
-		re, ok := BashGlob(part)
+		re, ok := shellread.BashGlob(part)
 		if !ok {
 			return nil, true, false
 		}
@@ -1355,16 +1356,16 @@ func commandPrefix(words []string) string {
 		return ""
 	}
 	name := words[0]
-	if InSystemBin(name) {
+	if shellread.InSystemBin(name) {
 		name = path.Base(name)
 	}
 	if len(words) > 1 && slices.Contains(subcommandTools, path.Base(name)) && isSubcommand(words[1]) {
 		return name + " " + words[1]
 	}
-	if b := path.Base(name); slices.Contains(ShellNames, b) || IsInterpreter(b) {
+	if b := path.Base(name); slices.Contains(shellread.ShellNames, b) || shellread.IsInterpreter(b) {
 		// A grant for an interpreter is for the script it was shown
 		// running, never for any program it may be given.
-		if len(words) < 2 || strings.HasPrefix(words[1], "-") || StdinFile(words[1]) {
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") || shellread.StdinFile(words[1]) {
 			return ""
 		}
 		return name + " " + words[1]
@@ -1374,7 +1375,7 @@ func commandPrefix(words []string) string {
 
 // allLiteral reports whether every word is known before the command runs
 // and is no glob.
-func allLiteral(ws []Word) bool {
+func allLiteral(ws []shellread.Word) bool {
 	for _, w := range ws {
 		if !w.Literal || w.Glob {
 			return false

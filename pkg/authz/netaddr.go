@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"net"
 	"net/netip"
 	"slices"
@@ -139,13 +140,13 @@ func hostCandidates(t string) []string {
 // name: IP addresses in any form, and names with a dot or a known metadata
 // name. A run-time argument of a network client asks in every mode: it may
 // name a host that is denied in every mode.
-func (j *judgement) netHosts(i int, c *Command) {
+func (j *judgement) netHosts(i int, c *shellread.Command) {
 	if c.WrapperOnly || !slices.Contains(netClients, c.Name()) {
 		return
 	}
 	for k, w := range c.Args()[1:] {
 		if !w.Literal {
-			c.AddProblem(Problem{ruleDynamicTarget, "it connects to a host named by " + w.Src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", true})
+			c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "it connects to a host named by " + w.Src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", Hard: true})
 			continue
 		}
 		if c.Name() == "git" && k == 0 {
@@ -169,7 +170,7 @@ func (j *judgement) netHosts(i int, c *Command) {
 		}
 	}
 	if c.DynArgs {
-		c.AddProblem(Problem{ruleDynamicTarget, "it connects to hosts given when it runs (" + strings.Join(c.Wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", true})
+		c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "it connects to hosts given when it runs (" + strings.Join(c.Wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", Hard: true})
 	}
 }
 

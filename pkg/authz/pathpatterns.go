@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"path"
 	"path/filepath"
 	"strings"
@@ -136,7 +137,7 @@ type pathScope struct {
 func (sc pathScope) homeForms(abs string) []string {
 	var out []string
 	add := func(h string) {
-		if rest, ok := CutDir(abs, h); ok {
+		if rest, ok := shellread.CutDir(abs, h); ok {
 			f := "~"
 			if rest != "." {
 				f = "~/" + rest
@@ -204,7 +205,7 @@ func (s *pathSubject) homeForms() []string {
 func (s *pathSubject) nameScope() string {
 	if !s.relDone {
 		s.rel, s.relDone = s.abs, true
-		if rel, ok := CutDir(s.abs, s.sc.ws); ok {
+		if rel, ok := shellread.CutDir(s.abs, s.sc.ws); ok {
 			s.rel = rel
 		}
 	}
@@ -223,7 +224,7 @@ func (pp pathPattern) matchIn(s *pathSubject) (ok, leaf bool) {
 			}
 		}
 	case pathRel:
-		if rel, ok := CutDir(s.abs, s.sc.ws); ok && rel != "." {
+		if rel, ok := shellread.CutDir(s.abs, s.sc.ws); ok && rel != "." {
 			return pp.matchOrAncestor(rel)
 		}
 	case pathName:

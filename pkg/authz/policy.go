@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"io"
 	"os"
 	"path"
@@ -473,7 +474,7 @@ func (r *rule) matchExample(ex Example) (bool, error) {
 		if tool != "" && !r.callMatches(tool, op, ex.Args) {
 			return false, nil
 		}
-		pl := ParseCommandLine(line, exampleHome)
+		pl := shellread.ParseCommandLine(line, exampleHome)
 		if len(pl.Problems) > 0 {
 			return false, fmt.Errorf("it cannot be parsed: %s", pl.Problems[0].Reason)
 		}

@@ -3,6 +3,7 @@ package authz
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"net"
 	"net/url"
 	"strings"
@@ -49,14 +50,14 @@ func (a access) String() string {
 type rule struct {
 	name, reason string
 	decision     Decision
-	tools, ops   []*WordGlob
-	args         map[string]*WordGlob
-	commands     []*CmdPattern
+	tools, ops   []*shellread.WordGlob
+	args         map[string]*shellread.WordGlob
+	commands     []*shellread.CmdPattern
 	piped        bool
-	pipedFrom    []*WordGlob
+	pipedFrom    []*shellread.WordGlob
 	paths        []pathPattern
 	access       access // 0: any
-	hosts        []*WordGlob
+	hosts        []*shellread.WordGlob
 	sensitive    bool
 	builtin      bool
 	index        int
@@ -97,10 +98,10 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 	if n > 1 {
 		return nil, fmt.Errorf("a rule has at most one of commands, paths and hosts; split it")
 	}
-	globs := func(what string, ss []string) ([]*WordGlob, error) {
-		var out []*WordGlob
+	globs := func(what string, ss []string) ([]*shellread.WordGlob, error) {
+		var out []*shellread.WordGlob
 		for _, s := range ss {
-			g, err := CompileWordGlob(s)
+			g, err := shellread.CompileWordGlob(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
@@ -116,9 +117,9 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	if len(spec.Args) > 0 {
-		r.args = map[string]*WordGlob{}
+		r.args = map[string]*shellread.WordGlob{}
 		for _, k := range sortedKeys(spec.Args) {
-			g, err := CompileWordGlob(spec.Args[k])
+			g, err := shellread.CompileWordGlob(spec.Args[k])
 			if err != nil {
 				return nil, fmt.Errorf("args.%s: %w", k, err)
 			}
@@ -126,7 +127,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		}
 	}
 	for _, c := range spec.Commands {
-		p, err := CompileCmdPattern(c)
+		p, err := shellread.CompileCmdPattern(c)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	for i, h := range r.hosts {
-		if g, err := CompileWordGlob(strings.ToLower(h.Src)); err == nil {
+		if g, err := shellread.CompileWordGlob(strings.ToLower(h.Src)); err == nil {
 			r.hosts[i] = g
 		}
 	}
@@ -195,7 +196,7 @@ func (r *rule) callMatches(tool, op string, args map[string]any) bool {
 	return true
 }
 
-func anyGlob(gs []*WordGlob, s string) bool {
+func anyGlob(gs []*shellread.WordGlob, s string) bool {
 	for _, g := range gs {
 		if g.Match(s) {
 			return true
@@ -224,7 +225,7 @@ func argString(v any) string {
 // rules match any layer (so "sudo" itself can be denied, and "rm -rf /"
 // through sudo); allow rules match only the command that runs, by a
 // system path or its bare name.
-func (r *rule) commandMatches(c *Command, home string) bool {
+func (r *rule) commandMatches(c *shellread.Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
@@ -251,7 +252,7 @@ func (r *rule) commandMatches(c *Command, home string) bool {
 
 // pipeMatches reports whether c reads a pipe as the rule's piped and
 // piped_from require.
-func (r *rule) pipeMatches(c *Command) bool {
+func (r *rule) pipeMatches(c *shellread.Command) bool {
 	if r.piped && !c.Piped {
 		return false
 	}
@@ -269,7 +270,7 @@ func (r *rule) pipeMatches(c *Command) bool {
 // matchLine reports whether the rule matches a command line: a deny or ask
 // rule when it matches one of its commands, an allow rule when it matches
 // every command that runs.
-func (r *rule) matchLine(cmds []*Command, home string) bool {
+func (r *rule) matchLine(cmds []*shellread.Command, home string) bool {
 	judged := 0
 	for _, c := range cmds {
 		if r.decision != Allow {

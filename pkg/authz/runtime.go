@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"strings"
 )
 
@@ -16,19 +17,19 @@ const ruleDynamicTarget = "builtin:dynamic-target"
 
 // unknownWord stands for words a wrapper adds when the command runs (xargs
 // appends its input; find -exec replaces {}).
-var unknownWord = Word{Src: "…"}
+var unknownWord = shellread.Word{Src: "…"}
 
 // runtimeWords returns c's words in layer l with the words only known at
 // run time marked; ok is false when none is.
-func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
+func runtimeWords(c *shellread.Command, l []shellread.Word, last bool) ([]shellread.Word, bool) {
 	dyn := false
-	out := make([]Word, 0, len(l)+1)
+	out := make([]shellread.Word, 0, len(l)+1)
 	for _, w := range l {
 		switch {
 		case !w.Literal:
 			dyn = true
 		case c.DynArgs && strings.Contains(w.Text, "{}"):
-			w = Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], Suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
+			w = shellread.Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], Suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
 			dyn = true
 		}
 		out = append(out, w)
@@ -42,7 +43,7 @@ func runtimeWords(c *Command, l []Word, last bool) ([]Word, bool) {
 
 // mayMatchCommand reports whether a deny or ask rule would match c for some
 // value of its run-time words.
-func (r *rule) mayMatchCommand(c *Command, home string) bool {
+func (r *rule) mayMatchCommand(c *shellread.Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
@@ -62,7 +63,7 @@ func (r *rule) mayMatchCommand(c *Command, home string) bool {
 
 // runtimeRule returns the first deny rule, else the first ask rule, that
 // would match c for some value of its run-time words.
-func (j *judgement) runtimeRule(c *Command) *rule {
+func (j *judgement) runtimeRule(c *shellread.Command) *rule {
 	var ask *rule
 	for _, r := range j.e.rules {
 		if r.kind() != kindCommand || r.decision == Allow || !r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) {
