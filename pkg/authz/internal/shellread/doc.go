@@ -12,7 +12,7 @@
 //     text alone (Problem: a dynamic command name, an option that runs
 //     another program, a dangerous environment variable, ...).
 //   - CompileCmdPattern and CompileWordGlob compile the command patterns of
-//     policy rules ("git push --force", "rm -rf *"); CmdPattern.match and
+//     policy rules ("git push --force", "rm -rf *"); CmdPattern.Match and
 //     MayMatch say whether a command matches now or could at run time.
 //   - CodeEnv and BenignEnv classify environment variables; GlobMatch and
 //     BashGlob expand bash globs.
