@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -298,7 +297,7 @@ func TestTerminalHangup(t *testing.T) {
 		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	defer ptmx.Close()
-	var screen lockedBuffer
+	var screen testenv.Buffer
 	go io.Copy(&screen, ptmx)
 	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb", "PS1=ready> "}, Terminal: true, Grace: 5 * time.Second}
 	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
@@ -452,22 +451,4 @@ func keepTree(t *testing.T, s starter) {
 		t.Errorf("output %q", out())
 	}
 	checkClean(t, tok)
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

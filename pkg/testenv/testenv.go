@@ -6,8 +6,10 @@
 package testenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -30,4 +32,25 @@ func Need(t testing.TB, err error, what string) {
 		t.Fatalf("%s (%s is set: this machine is expected to have it)", msg, RequireEnv)
 	}
 	t.Skip(msg + "; skipping")
+}
+
+// Buffer is a bytes.Buffer safe for one writer and concurrent readers: the
+// output of a child process or a terminal that a test polls.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
