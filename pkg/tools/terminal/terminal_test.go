@@ -310,9 +310,11 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	checkNoSurvivors(t, tok)
 	// Steady output keeps an idle timeout from firing: the command runs
-	// longer than its idle timeout, printing every 0.3 s (with a margin for
-	// a loaded machine, where each sleep also forks).
-	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.3; done", "idle_timeout": 2}, nil); err != nil {
+	// longer than its idle timeout (3.5 s against 3 s), printing every
+	// 0.25 s, twelve times more often than the timeout needs, so that a
+	// loaded machine (-race, other packages' tests on two cores) stalling
+	// a second or two cannot fire it.
+	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in $(seq 14); do echo $i; sleep 0.25; done", "idle_timeout": 3}, nil); err != nil {
 		t.Errorf("steady output: %v", err)
 	}
 }
