@@ -84,6 +84,11 @@ type FileOperations struct {
 	spec   tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
+	// readLocated and fileSearched, when set (by a test, on its own tool),
+	// are called when a read has resolved its path, and by the workers of
+	// a search after each file.
+	readLocated  func(loc workspace.Location)
+	fileSearched func()
 }
 
 var (

@@ -45,10 +45,6 @@ const (
 // variable for tests.
 var progressEvery = 250 * time.Millisecond
 
-// testHookFileSearched, when set by a test, is called by the workers of a
-// search after each file of a walk.
-var testHookFileSearched func()
-
 func grepSchema(l tools.Limits) string {
 	return fmt.Sprintf(`{
   "type": "object",
@@ -196,6 +192,8 @@ type grepVisitor struct {
 	// link before it is searched; false withholds the file (atuse.go).
 	linked   func(st *unix.Stat_t) bool
 	withheld atomic.Int64 // files linked withheld
+	// searched is FileOperations.fileSearched.
+	searched func()
 }
 
 func (v *grepVisitor) Dir(int, *scan.Node, string, string) bool { return true }
@@ -230,8 +228,8 @@ func (v *grepVisitor) File(worker int, parent *scan.Node, name string, typ fs.Fi
 	s := v.searchers[worker]
 	binary, err := s.Search(fd)
 	unix.Close(fd)
-	if testHookFileSearched != nil {
-		testHookFileSearched()
+	if v.searched != nil {
+		v.searched()
 	}
 	v.record(s, binary, err, func() string {
 		if rel == "" {
@@ -311,7 +309,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		return nil, t.mapErr(err)
 	}
 	coll := &collector{max: maxResults}
-	v := &grepVisitor{include: include, coll: coll}
+	v := &grepVisitor{include: include, coll: coll, searched: f.fileSearched}
 	if f.guard != nil {
 		u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
 		v.linked = func(st *unix.Stat_t) bool { return f.checkOpened(u, st) == nil }

@@ -187,12 +187,12 @@ func TestGrepCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var searched atomic.Int64
-	testHookFileSearched = func() {
+	f.fileSearched = func() {
 		if searched.Add(1) == 20 {
 			cancel()
 		}
 	}
-	defer func() { testHookFileSearched = nil }()
+	defer func() { f.fileSearched = nil }()
 	_, err := runCtx(ctx, t, f, "grep_search", `{"pattern":"needle"}`, nil)
 	wantErr(t, err, errdefs.ErrCanceled, "canceled")
 	if n := searched.Load(); n > 200 {
@@ -204,8 +204,8 @@ func TestGrepTimeout(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, bigTree(500))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	testHookFileSearched = func() { time.Sleep(time.Millisecond) }
-	defer func() { testHookFileSearched = nil }()
+	f.fileSearched = func() { time.Sleep(time.Millisecond) }
+	defer func() { f.fileSearched = nil }()
 	ctx, cancel2 := context.WithDeadline(ctx, time.Now().Add(20*time.Millisecond))
 	defer cancel2()
 	_, err := runCtx(ctx, t, f, "grep_search", `{"pattern":"needle"}`, nil)
@@ -217,8 +217,8 @@ func TestGrepProgress(t *testing.T) {
 	old := progressEvery
 	progressEvery = time.Millisecond
 	defer func() { progressEvery = old }()
-	testHookFileSearched = func() { time.Sleep(100 * time.Microsecond) }
-	defer func() { testHookFileSearched = nil }()
+	f.fileSearched = func() { time.Sleep(100 * time.Microsecond) }
+	defer func() { f.fileSearched = nil }()
 
 	t.Run("reports", func(t *testing.T) {
 		var after atomic.Bool

@@ -26,7 +26,7 @@ func TestLockSet(t *testing.T) {
 func TestLocksSamePathSerialized(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, nil)
 	var inside, most atomic.Int32
-	testHookLocked = func([]string) {
+	f.locks.held = func([]string) {
 		n := inside.Add(1)
 		for {
 			m := most.Load()
@@ -37,7 +37,7 @@ func TestLocksSamePathSerialized(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		inside.Add(-1)
 	}
-	defer func() { testHookLocked = nil }()
+	defer func() { f.locks.held = nil }()
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -68,7 +68,7 @@ func TestLocksDifferentPathsParallel(t *testing.T) {
 	arrived.Add(2)
 	both := make(chan struct{})
 	go func() { arrived.Wait(); close(both) }()
-	testHookLocked = func([]string) {
+	f.locks.held = func([]string) {
 		arrived.Done()
 		select {
 		case <-both:
@@ -76,7 +76,7 @@ func TestLocksDifferentPathsParallel(t *testing.T) {
 			t.Error("the calls did not overlap: writes of different files were serialized")
 		}
 	}
-	defer func() { testHookLocked = nil }()
+	defer func() { f.locks.held = nil }()
 	var wg sync.WaitGroup
 	for _, p := range []string{"d/one.txt", "d/two.txt"} {
 		wg.Go(func() {

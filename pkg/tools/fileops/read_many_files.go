@@ -150,7 +150,7 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 		// A file a pattern matched was not judged by policy itself: the
 		// guard checks it at use like any path, and an ask rule that names
 		// it refuses it (read it with read_file, which asks).
-		sub := &FileOperations{ws: f.ws, limits: f.limits, sensitive: f.sensitive, guard: f.guard, undecided: matched[p], parent: call}
+		sub := &FileOperations{ws: f.ws, limits: f.limits, sensitive: f.sensitive, guard: f.guard, undecided: matched[p], parent: call, readLocated: f.readLocated}
 		sub.limits.ReadBytes = budget - out.Len()
 		res, err := sub.readFile(ctx, &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": p}, Outside: call.Outside}, nil)
 		fmt.Fprintf(&out, "==> %s <==\n", p)

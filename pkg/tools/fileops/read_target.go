@@ -70,10 +70,6 @@ func (t *readTarget) close() {
 	}
 }
 
-// testHookReadLocated, when set by a test, is called by a read operation
-// after it resolved and checked a path and before it opens anything.
-var testHookReadLocated func(loc workspace.Location)
-
 // locateRead resolves p, an argument named field, for a read: it refuses a
 // path outside the workspace that call was not allowed (ErrDenied), and
 // opens the root the target is read through. The caller closes the target.
@@ -82,8 +78,8 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 	if err != nil {
 		return nil, err
 	}
-	if testHookReadLocated != nil {
-		testHookReadLocated(loc)
+	if f.readLocated != nil {
+		f.readLocated(loc)
 	}
 	root, name, closeFn, err := f.ws.RootFor(loc)
 	if err != nil {

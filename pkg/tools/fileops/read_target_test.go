@@ -306,11 +306,11 @@ func TestReadSwappedAfterCheck(t *testing.T) {
 				writeTree(t, out, map[string]string{"d/f.txt": "approved\n"})
 				writeTree(t, other, map[string]string{"d/f.txt": "other secret\n"})
 				f, _ := newTool(t, tools.Limits{}, map[string]string{"lnk": "->" + out})
-				testHookReadLocated = func(loc workspace.Location) {
-					testHookReadLocated = nil
+				f.readLocated = func(loc workspace.Location) {
+					f.readLocated = nil
 					swap(t, out, "d", filepath.Join(other, "d"))
 				}
-				defer func() { testHookReadLocated = nil }()
+				defer func() { f.readLocated = nil }()
 				res, err := runOutside(t, f, c.op, withPath(t, c.args, tt.path(out)), tt.allowed(out))
 				if err == nil {
 					t.Fatalf("the read went through a swapped symlink: %q", res.Text)
@@ -328,11 +328,11 @@ func TestReadSwappedAfterCheck(t *testing.T) {
 			writeTree(t, out, map[string]string{"d/f.txt": "approved\n"})
 			writeTree(t, other, map[string]string{"d/f.txt": "other secret\n"})
 			f, _ := newTool(t, tools.Limits{}, nil)
-			testHookReadLocated = func(workspace.Location) {
-				testHookReadLocated = nil
+			f.readLocated = func(workspace.Location) {
+				f.readLocated = nil
 				swap(t, filepath.Join(out, "d"), "f.txt", filepath.Join(other, "d/f.txt"))
 			}
-			defer func() { testHookReadLocated = nil }()
+			defer func() { f.readLocated = nil }()
 			p := filepath.Join(out, "d/f.txt")
 			_, err := runOutside(t, f, c.op, withPath(t, c.args, p), p)
 			wantErr(t, err, errdefs.ErrDenied, "changed while it was being read")
