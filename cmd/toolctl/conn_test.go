@@ -66,8 +66,19 @@ func TestWaitsForStart(t *testing.T) {
 	t.Parallel()
 	socket := tempSocket(t)
 	done := make(chan result, 1)
+	// Something that is not toold answers first: once toolctl has tried
+	// it, it goes, and toold starts on the same path.
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { done <- runAt(t, socket, "--connect-timeout", "10s", "health") }()
-	time.Sleep(300 * time.Millisecond)
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	l.Close() // removes the socket file
 	daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Socket = socket }))
 	select {
 	case r := <-done:

@@ -11,10 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/service/mcppb"
 )
 
 func (a *app) newMCPCmd() *cobra.Command {
@@ -112,7 +113,7 @@ connected (toold keeps retrying; 'toolctl mcp remove NAME' stops it).`,
 // the index of the first argument after "--" among rest's parent args, or
 // -1.
 func (o mcpAddOptions) request(name string, rest []string, dash int) (*pb.AddMcpServerRequest, error) {
-	var entry config.MCPServer
+	var entry mcpconfig.Server
 	switch {
 	case o.entry != "":
 		if len(rest) > 0 {
@@ -157,7 +158,7 @@ func (o mcpAddOptions) request(name string, rest []string, dash int) (*pb.AddMcp
 		entry.Type = o.typ
 	}
 	if o.risk != "" {
-		r, err := config.ParseRisk(o.risk)
+		r, err := mcpconfig.ParseRisk(o.risk)
 		if err != nil {
 			return nil, usageError("--risk: %v", err)
 		}
@@ -169,7 +170,7 @@ func (o mcpAddOptions) request(name string, rest []string, dash int) (*pb.AddMcp
 	if err := entry.Validate(name); err != nil {
 		return nil, usageError("%v", err)
 	}
-	return &pb.AddMcpServerRequest{Name: name, Config: entryToPB(entry)}, nil
+	return &pb.AddMcpServerRequest{Name: name, Config: mcppb.ConfigToPB(entry)}, nil
 }
 
 func (a *app) runMCPAdd(ctx context.Context, req *pb.AddMcpServerRequest, asJSON bool) error {
@@ -221,40 +222,6 @@ func (a *app) newMCPRemoveCmd() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// entryToPB converts a configuration entry for the AdminService.
-func entryToPB(c config.MCPServer) *pb.McpServerConfig {
-	out := &pb.McpServerConfig{
-		Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd,
-		Url: c.URL, Headers: c.Headers, Type: c.Type, Disabled: c.Disabled,
-		Risk: riskToPB(c.Toold.Risk),
-	}
-	for tool, r := range c.Toold.ToolRisk {
-		if out.ToolRisk == nil {
-			out.ToolRisk = map[string]pb.RiskLevel{}
-		}
-		out.ToolRisk[tool] = riskToPB(r)
-	}
-	if c.Toold.IdleTimeout > 0 {
-		out.IdleTimeout = durationpb.New(time.Duration(c.Toold.IdleTimeout))
-	}
-	if c.Toold.MaxTimeout > 0 {
-		out.MaxTimeout = durationpb.New(time.Duration(c.Toold.MaxTimeout))
-	}
-	return out
-}
-
-func riskToPB(s string) pb.RiskLevel {
-	switch r, _ := config.ParseRisk(s); r {
-	case "low":
-		return pb.RiskLevel_RISK_LEVEL_LOW
-	case "medium":
-		return pb.RiskLevel_RISK_LEVEL_MEDIUM
-	case "high":
-		return pb.RiskLevel_RISK_LEVEL_HIGH
-	}
-	return pb.RiskLevel_RISK_LEVEL_UNSPECIFIED
 }
 
 // stateSummary says in one line where a server is.

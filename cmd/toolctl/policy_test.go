@@ -121,7 +121,7 @@ func TestPolicyExplainJSON(t *testing.T) {
 func TestPolicyWithoutExplainer(t *testing.T) {
 	t.Parallel()
 	// A daemon whose authorizer can neither explain nor keep grants.
-	d := startDaemon(t, nil, nil, daemontest.WithAuthorizer(authz.AllowAll{}))
+	d := startDaemon(t, nil, nil, daemontest.WithAuthorizer(authz.AllowAll{}, authz.Capabilities{}))
 	tests := []struct {
 		args []string
 		want string

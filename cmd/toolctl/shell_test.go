@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // The test binary stands in for toold's command helper: the daemons these
@@ -43,7 +46,7 @@ func newTerminalUnderTest(t *testing.T, rows, cols int) *terminalUnderTest {
 	t.Helper()
 	master, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
 		t.Fatal(err)
@@ -78,7 +81,39 @@ func (tt *terminalUnderTest) typeKeys(s string) {
 // consumed.
 func (tt *terminalUnderTest) expect(want string) {
 	tt.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	if !tt.shows(want, 15*time.Second) {
+		tt.t.Fatalf("the screen never showed %q; it shows:\n%q", want, tt.rest())
+	}
+}
+
+// rest is what the screen shows after what expects consumed.
+func (tt *terminalUnderTest) rest() string {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return tt.screen.String()
+}
+
+// waitSleeping waits until a process runs the command line cmd.
+func waitSleeping(t *testing.T, cmd string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, _ := os.ReadFile(p); strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == cmd {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process runs %q", cmd)
+		}
+	}
+}
+
+// shows waits up to d until the screen shows want after what earlier
+// expects consumed, and consumes it.
+func (tt *terminalUnderTest) shows(want string, d time.Duration) bool {
+	tt.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		tt.mu.Lock()
 		s := tt.screen.String()
@@ -88,10 +123,10 @@ func (tt *terminalUnderTest) expect(want string) {
 		}
 		tt.mu.Unlock()
 		if i >= 0 {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			tt.t.Fatalf("the screen never showed %q; it shows:\n%q", want, s)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -174,21 +209,30 @@ func TestShellNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := tt.runShell(t.Context(), "--socket", d.Socket, "shell")
+	tok := strconv.FormatInt(time.Now().UnixNano()%1e9, 10) // names this test's sleep
 	tt.typeKeys("stty size\r")
 	tt.expect("30 100")
 	tt.resize(40, 120)
-	time.Sleep(100 * time.Millisecond) // the resize travels on its own
-	tt.typeKeys("stty size\r")
-	tt.expect("40 120")
+	// The resize travels on its own, beside the keys: ask until the
+	// remote terminal has it.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		tt.typeKeys("stty size\r")
+		if tt.shows("40 120", 500*time.Millisecond) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the remote terminal never got the new size")
+		}
+	}
 
 	tt.typeKeys(`read -p "Name? " n; echo "hello, $n!"` + "\r")
 	tt.expect("Name? ")
 	tt.typeKeys("toold\r")
 	tt.expect("hello, toold!")
 
-	tt.typeKeys("sleep 100\r")
-	time.Sleep(200 * time.Millisecond)
-	tt.typeKeys("\x03") // Ctrl-C reaches the remote program, not toolctl
+	tt.typeKeys("sleep 100." + tok + "\r")
+	waitSleeping(t, "sleep 100."+tok) // in the foreground of the remote terminal
+	tt.typeKeys("\x03")               // Ctrl-C reaches the remote program, not toolctl
 	tt.typeKeys("echo after-$((40+2))\r")
 	tt.expect("after-42")
 

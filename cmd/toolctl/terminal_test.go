@@ -130,9 +130,20 @@ func (s *ptySession) wait() result {
 	s.t.Helper()
 	select {
 	case r := <-s.done:
-		// The screen may lag the exit a little: wait for the last line.
-		time.Sleep(20 * time.Millisecond)
-		r.stderr = s.text()
+		// The screen may lag the exit: a marker written after toolctl's
+		// last byte arrives after all of them.
+		const marker = "\x1b[0m<toolctl exited>"
+		if _, err := s.slave.Write([]byte(marker)); err != nil {
+			s.t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(s.text(), "<toolctl exited>") {
+			if time.Now().After(deadline) {
+				s.t.Fatalf("the screen never caught up:\n%s", s.text())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		r.stderr = strings.Replace(s.text(), "<toolctl exited>", "", 1)
 		if testing.Verbose() {
 			s.t.Logf("exit %d\nstdout:\n%s\nterminal:\n%s", r.code, r.stdout, r.stderr)
 		}

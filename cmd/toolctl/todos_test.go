@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,28 +12,11 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/testenv"
 )
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a poller.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitFor polls until cond holds on the buffer's text, or fails.
-func waitFor(t *testing.T, buf *lockedBuffer, what string, cond func(string) bool) {
+func waitFor(t *testing.T, buf *testenv.Buffer, what string, cond func(string) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond(buf.String()) {
@@ -56,7 +37,7 @@ func TestTodos(t *testing.T) {
 	// A watcher in another process's stead, while an agent plans.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut lockedBuffer
+	var out, errOut testenv.Buffer
 	a := &app{
 		stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
 		getenv:        func(string) string { return "" },

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toold/toold/pkg/service/mcppb"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -152,13 +153,8 @@ func writeToolTable(w io.Writer, tools []*pb.ToolSpec, width int) error {
 
 // riskName is "low", "medium", "high" or "unknown".
 func riskName(r pb.RiskLevel) string {
-	switch r {
-	case pb.RiskLevel_RISK_LEVEL_LOW:
-		return "low"
-	case pb.RiskLevel_RISK_LEVEL_MEDIUM:
-		return "medium"
-	case pb.RiskLevel_RISK_LEVEL_HIGH:
-		return "high"
+	if n := mcppb.RiskName(r); n != "" {
+		return n
 	}
 	return "unknown"
 }

@@ -490,7 +490,7 @@ func testCommandPaths(t *testing.T, f *fixture, e *authz.Engine) int {
 // canaries unread and unchanged. It returns the number of attempts.
 func addAtUse(t *testing.T, f *fixture) int {
 	e := f.engine(t, nil, nil)
-	tool := fileops.New(f.w, tools.Limits{}, fileops.Options{Hidden: e.Sensitive, Guard: e})
+	tool := fileops.New(f.w, tools.Limits{}, fileops.Options{Sensitive: e.Sensitive, Guard: e})
 	canaries := map[string]string{
 		f.ws + "/.env":                   "ENV-CANARY\n",
 		f.ws + "/config/.env.local":      "LOCAL-CANARY\n",
@@ -805,7 +805,7 @@ rules:
 			t.Fatal(err)
 		}
 		pe := f.engine(t, pol, nil)
-		ptool := fileops.New(f.w, tools.Limits{}, fileops.Options{Hidden: pe.Sensitive, Guard: pe})
+		ptool := fileops.New(f.w, tools.Limits{}, fileops.Options{Sensitive: pe.Sensitive, Guard: pe})
 		file(f.ws+"/au-secrets/a.txt", "ENV-CANARY\n")
 		file(f.ws+"/au-private/b.txt", "PEM-CANARY\n")
 		call := &tools.Call{Tool: fileops.ToolName, Operation: "read_many_files", Args: args("paths", []any{"au-{secrets,private}/*.txt"})}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"io"
 	"log/slog"
 	"os"
@@ -259,7 +260,7 @@ func newGrantID() string {
 
 // underDir reports whether p is dir or below it.
 func underDir(p, dir string) bool {
-	_, ok := cutDir(p, dir)
+	_, ok := shellread.CutDir(p, dir)
 	return ok
 }
 

@@ -93,7 +93,7 @@ func (f *fixture) expand(s string) string {
 }
 
 // engine returns an Engine on the fixture with policy (nil: the default).
-func (f *fixture) engine(t *testing.T, policy *authz.Policy, clock func() time.Time) *authz.Engine {
+func (f *fixture) engine(t testing.TB, policy *authz.Policy, clock func() time.Time) *authz.Engine {
 	t.Helper()
 	e, err := authz.NewEngine(authz.EngineConfig{
 		Workspace: f.w,
@@ -115,7 +115,7 @@ var (
 )
 
 // loadExample loads examples/policy.yaml once.
-func loadExample(t *testing.T) *authz.Policy {
+func loadExample(t testing.TB) *authz.Policy {
 	t.Helper()
 	examplePolicyOnce.Do(func() {
 		examplePolicy, examplePolicyErr = authz.LoadPolicy("../../examples/policy.yaml")

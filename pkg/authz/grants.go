@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"path"
 	"strings"
 	"sync"
@@ -147,7 +148,7 @@ func wordsHavePrefix(words, prefix []string) bool {
 	}
 	for i, p := range prefix {
 		w := words[i]
-		if i == 0 && strings.Contains(w, "/") && inSystemBin(w) {
+		if i == 0 && strings.Contains(w, "/") && shellread.InSystemBin(w) {
 			w = path.Base(w)
 		}
 		if w != p {

@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"strings"
 	"unicode"
 )
@@ -38,12 +39,12 @@ func (e *Engine) HostRuleAllows(tool, op, host string) bool {
 // namesHost reports whether a glob that matches h names something: a rule
 // allowing every host ("*", "*.*") does not open private addresses to
 // all of them.
-func namesHost(gs []*wordGlob, h string) bool {
+func namesHost(gs []*shellread.WordGlob, h string) bool {
 	for _, g := range gs {
-		if g.any || !g.match(h) {
+		if g.Any || !g.Match(h) {
 			continue
 		}
-		if strings.IndexFunc(g.src, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+		if strings.IndexFunc(g.Src, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
 			return true
 		}
 	}

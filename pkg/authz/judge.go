@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"os"
 	"path"
 	"path/filepath"
@@ -83,7 +84,7 @@ type judgement struct {
 	req    *Request
 	mode   Mode
 	base   tools.Risk
-	cmds   []*shellCommand
+	cmds   []*shellread.Command
 	facets []*facet
 	seen   map[string]bool
 	dirs   []string
@@ -125,7 +126,7 @@ func (e *Engine) judge(req *Request) *judgement {
 	}
 	if req.Effect.Unknown != "" {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: req.Effect.Command, preset: true, hard: true, decision: Ask,
-			rule: ruleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
+			rule: shellread.RuleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
 	}
 	j.envFacets(req.Effect.Env)
 	for _, h := range req.Effect.Hosts {
@@ -193,12 +194,12 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 
 // commandLine adds the commands of a command line and what they touch.
 func (j *judgement) commandLine(line string) {
-	pl := parseLine(line, j.e.home, j.req.Effect.Interactive)
-	for _, pr := range pl.problems {
+	pl := shellread.ParseLine(line, j.e.home, j.req.Effect.Interactive)
+	for _, pr := range pl.Problems {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
-			rule: pr.rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.reason})
+			rule: pr.Rule, risk: tools.RiskHigh, reason: "the command line cannot be judged: " + pr.Reason})
 	}
-	j.cmds = pl.commands
+	j.cmds = pl.Commands
 	base := j.e.wsDir
 	if j.workdir != "" {
 		base = j.workdir
@@ -216,23 +217,23 @@ func (j *judgement) commandLine(line string) {
 	// its argument (logically: a/.. is removed before symlinks are
 	// followed) and as the kernel does (physically).
 	for _, c := range j.cmds {
-		if n := c.name(); (n == "cd" || n == "pushd") && !c.wrapperOnly {
-			for _, w := range c.args()[1:] {
-				if w.literal && !strings.HasPrefix(w.text, "-") {
+		if n := c.Name(); (n == "cd" || n == "pushd") && !c.WrapperOnly {
+			for _, w := range c.Args()[1:] {
+				if w.Literal && !strings.HasPrefix(w.Text, "-") {
 					for _, d := range slices.Clone(j.dirs) {
-						j.addDir(&j.dirs, w.text, d)
+						j.addDir(&j.dirs, w.Text, d)
 					}
 					break
 				}
 			}
 		}
-		if n := c.name(); (n == "popd" || (n == "pushd" && pushdRotates(c))) && j.req.Dir != "" {
-			c.addProblem(problem{ruleCd, n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", true})
+		if n := c.Name(); (n == "popd" || (n == "pushd" && pushdRotates(c))) && j.req.Dir != "" {
+			c.AddProblem(shellread.Problem{Rule: shellread.RuleCd, Reason: n + " changes to a directory of the shell's directory stack, which earlier lines filled and cannot be judged", Hard: true})
 		}
 	}
 	if len(j.dirs) > maxDirs {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: line, preset: true, hard: true, decision: Ask,
-			rule: ruleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
+			rule: shellread.RuleCd, risk: tools.RiskHigh, reason: fmt.Sprintf("the command line may run in more than %d directories, too many to judge", maxDirs)})
 		j.dirs = j.dirs[:maxDirs]
 	}
 	j.scriptsWritten()
@@ -271,41 +272,41 @@ func (j *judgement) scriptsWritten() {
 	}
 	var runs []runner
 	for i, c := range j.cmds {
-		for _, r := range c.redirects {
-			if (r.write || r.read) && r.target.literal {
-				named = append(named, occ{i, resolve(r.target.text)})
+		for _, r := range c.Redirects {
+			if (r.Write || r.Read) && r.Target.Literal {
+				named = append(named, occ{i, resolve(r.Target.Text)})
 			}
 		}
-		for _, l := range c.layers {
+		for _, l := range c.Layers {
 			for _, w := range l {
-				if !w.literal {
+				if !w.Literal {
 					continue
 				}
-				for _, cand := range argCandidates(w.text) {
+				for _, cand := range argCandidates(w.Text) {
 					named = append(named, occ{i, resolve(cand)})
 				}
 			}
 		}
-		if c.wrapperOnly || len(c.args()) == 0 {
+		if c.WrapperOnly || len(c.Args()) == 0 {
 			continue
 		}
-		args := c.args()
-		switch name := c.name(); {
-		case args[0].literal && strings.Contains(args[0].text, "/") && !inSystemBin(args[0].text):
-			runs = append(runs, runner{i, args[0].text, args[0].text})
-		case slices.Contains(shellNames, name) || isInterpreter(name):
+		args := c.Args()
+		switch name := c.Name(); {
+		case args[0].Literal && strings.Contains(args[0].Text, "/") && !shellread.InSystemBin(args[0].Text):
+			runs = append(runs, runner{i, args[0].Text, args[0].Text})
+		case slices.Contains(shellread.ShellNames, name) || shellread.IsInterpreter(name):
 			found := false
 			for _, w := range args[1:] {
-				if w.literal && !strings.HasPrefix(w.text, "-") {
-					runs = append(runs, runner{i, w.text, w.text})
+				if w.Literal && !strings.HasPrefix(w.Text, "-") {
+					runs = append(runs, runner{i, w.Text, w.Text})
 					found = true
 					break
 				}
 			}
 			if !found {
-				for _, r := range c.redirects {
-					if r.read && r.target.literal {
-						runs = append(runs, runner{i, r.target.text, ""})
+				for _, r := range c.Redirects {
+					if r.Read && r.Target.Literal {
+						runs = append(runs, runner{i, r.Target.Text, ""})
 					}
 				}
 			}
@@ -325,7 +326,7 @@ func (j *judgement) scriptsWritten() {
 		// The program's own mention (its name, or the file a shell reads)
 		// counts once; any other mention means the line touches it too.
 		if uses > 1 {
-			j.cmds[r.cmd].addProblem(problem{ruleUnparseable, "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", true})
+			j.cmds[r.cmd].AddProblem(shellread.Problem{Rule: shellread.RuleUnparseable, Reason: "it runs " + r.what + ", which the same command line writes or changes first, so what runs cannot be judged", Hard: true})
 		}
 	}
 }
@@ -354,99 +355,99 @@ func (j *judgement) addDir(dirs *[]string, p, base string) {
 }
 
 // pushdRotates reports pushd without a directory (swap) or with +N / -N.
-func pushdRotates(c *shellCommand) bool {
-	args := c.args()
+func pushdRotates(c *shellread.Command) bool {
+	args := c.Args()
 	if len(args) == 1 {
 		return true
 	}
-	t := args[1].text
-	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && isNumber(t[1:])
+	t := args[1].Text
+	return len(t) > 1 && (t[0] == '+' || t[0] == '-') && shellread.IsNumber(t[1:])
 }
 
 // commandFacets adds command c (index i) and the paths and hosts it names.
-func (j *judgement) commandFacets(i int, c *shellCommand) {
-	args := c.args()
+func (j *judgement) commandFacets(i int, c *shellread.Command) {
+	args := c.Args()
 	words := make([]string, 0, len(args))
 	for _, w := range args {
 		words = append(words, w.String())
 	}
-	j.add(&facet{kind: facetCommand, cmd: i, given: c.src, words: words})
+	j.add(&facet{kind: facetCommand, cmd: i, given: c.Src, words: words})
 
 	dirs := slices.Clone(j.dirs)
-	for _, w := range c.cwds {
-		if w.literal {
+	for _, w := range c.Cwds {
+		if w.Literal {
 			for _, d := range j.dirs {
-				j.addDir(&dirs, w.text, d)
+				j.addDir(&dirs, w.Text, d)
 			}
 		}
 	}
-	if !c.wrapperOnly && len(args) > 0 {
-		if a := args[0]; a.literal && strings.Contains(a.text, "/") && !inSystemBin(a.text) {
+	if !c.WrapperOnly && len(args) > 0 {
+		if a := args[0]; a.Literal && strings.Contains(a.Text, "/") && !shellread.InSystemBin(a.Text) {
 			j.commandPath(i, a, accExec, dirs)
 		}
 		acc := accArg
-		if readOnlyArgs(c) {
+		if shellread.ReadOnlyArgs(c) {
 			acc = accRead
 		}
 		for _, w := range args[1:] {
 			j.argWord(i, w, acc, dirs)
 		}
 	}
-	for _, w := range c.own {
+	for _, w := range c.Own {
 		j.argWord(i, w, accArg, dirs)
 	}
 	j.netHosts(i, c)
 	j.programGlobs(i, c, dirs)
 	j.treeWriters(i, c, dirs)
-	for _, a := range c.env {
-		if a.value.literal && isPathLike(a.value.text) {
-			j.commandPath(i, a.value, accValue, dirs)
+	for _, a := range c.Env {
+		if a.Value.Literal && isPathLike(a.Value.Text) {
+			j.commandPath(i, a.Value, accValue, dirs)
 		}
 	}
-	for _, r := range c.redirects {
-		if !r.read && !r.write {
+	for _, r := range c.Redirects {
+		if !r.Read && !r.Write {
 			continue
 		}
 		acc := accRead
-		if r.write {
+		if r.Write {
 			acc = accWrite
 		}
-		if r.target.literal {
-			if h, ok := devTCP(r.target.text); ok {
+		if r.Target.Literal {
+			if h, ok := devTCP(r.Target.Text); ok {
 				// bash opens the connection itself.
 				j.addHost(h, i)
 				continue
 			}
-		} else if strings.HasPrefix(r.target.prefix, "/dev/tcp/") || strings.HasPrefix(r.target.prefix, "/dev/udp/") {
-			c.addProblem(problem{ruleDynamicTarget, "bash connects to a host only known when it runs (" + r.src + ")", true})
+		} else if strings.HasPrefix(r.Target.Prefix, "/dev/tcp/") || strings.HasPrefix(r.Target.Prefix, "/dev/udp/") {
+			c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "bash connects to a host only known when it runs (" + r.Src + ")", Hard: true})
 		}
-		if !r.target.literal {
-			if r.write {
-				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.src), true})
+		if !r.Target.Literal {
+			if r.Write {
+				c.AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: fmt.Sprintf("it writes to a file whose name is only known when it runs (%s)", r.Src), Hard: true})
 			} else {
-				c.addProblem(problem{ruleDynamicPath, fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.src), true})
+				c.AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: fmt.Sprintf("it reads a file whose name is only known when it runs (%s), which may be a sensitive one", r.Src), Hard: true})
 			}
-			j.prefixPath(i, r.target, acc, dirs)
+			j.prefixPath(i, r.Target, acc, dirs)
 			continue
 		}
-		j.commandPath(i, r.target, acc, dirs)
+		j.commandPath(i, r.Target, acc, dirs)
 	}
 }
 
 // argWord adds what an argument names: a path, a URL's host; for a word
 // only known at run time, the directory its literal beginning names.
-func (j *judgement) argWord(i int, w word, acc access, dirs []string) {
-	if !w.literal {
+func (j *judgement) argWord(i int, w shellread.Word, acc access, dirs []string) {
+	if !w.Literal {
 		j.prefixPath(i, w, acc, dirs)
 		return
 	}
-	for _, cand := range argCandidates(w.text) {
+	for _, cand := range argCandidates(w.Text) {
 		if h, ok := urlHost(cand); ok {
 			j.addHost(h, i)
 			continue
 		}
-		cw := word{text: cand, literal: true, glob: w.glob, src: w.src}
-		if isPathLike(cand) || w.glob || j.existsIn(cand, dirs) {
+		cw := shellread.Word{Text: cand, Literal: true, Glob: w.Glob, Src: w.Src}
+		if isPathLike(cand) || w.Glob || j.existsIn(cand, dirs) {
 			j.commandPath(i, cw, acc, dirs)
 		}
 	}
@@ -466,16 +467,16 @@ func devTCP(p string) (string, bool) {
 
 // prefixPath adds the directory named by the literal beginning of a word
 // only known at run time: "$HOME/.ssh/$X" names ~/.ssh.
-func (j *judgement) prefixPath(i int, w word, acc access, dirs []string) {
-	k := strings.LastIndexByte(w.prefix, '/')
+func (j *judgement) prefixPath(i int, w shellread.Word, acc access, dirs []string) {
+	k := strings.LastIndexByte(w.Prefix, '/')
 	if k < 0 {
 		return
 	}
-	d := w.prefix[:k]
+	d := w.Prefix[:k]
 	if d == "" {
 		d = "/"
 	}
-	j.commandPath(i, word{text: d, literal: true, src: w.src}, acc, dirs)
+	j.commandPath(i, shellread.Word{Text: d, Literal: true, Src: w.Src}, acc, dirs)
 }
 
 // argCandidates returns the texts in an argument that may be paths: the
@@ -533,27 +534,27 @@ var pseudoDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random
 // commandPath adds a path a command names, resolved from each directory
 // the line may be in; a glob is expanded (bounded) and its fixed
 // directory added.
-func (j *judgement) commandPath(i int, w word, acc access, dirs []string) {
-	if w.extglob {
+func (j *judgement) commandPath(i int, w shellread.Word, acc access, dirs []string) {
+	if w.Extglob {
 		if i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + w.src + " is an extended glob, whose matches cannot be judged", true})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: "the pattern " + w.Src + " is an extended glob, whose matches cannot be judged", Hard: true})
 		}
 		return
 	}
-	t := j.expandHome(w.text)
+	t := j.expandHome(w.Text)
 	if slices.Contains(pseudoDevices, path.Clean(t)) {
 		return
 	}
-	if w.glob {
+	if w.Glob {
 		j.globPaths(i, t, acc, dirs)
 		return
 	}
 	if filepath.IsAbs(t) {
-		j.pathFacet(i, t, acc, w.text)
+		j.pathFacet(i, t, acc, w.Text)
 		return
 	}
 	for _, d := range dirs {
-		j.pathFacet(i, d+"/"+t, acc, w.text)
+		j.pathFacet(i, d+"/"+t, acc, w.Text)
 	}
 }
 
@@ -576,15 +577,15 @@ var extractsHere = map[string]bool{"tar": true, "bsdtar": true, "unzip": true, "
 // holds a .git (cp -r x/. ., rsync -a x/ ., rm -rf ws, tar x): git's
 // internals below it are judged as written, so the git-internals rule
 // applies as it does to a write that names them.
-func (j *judgement) treeWriters(i int, c *shellCommand, dirs []string) {
-	name := c.name()
-	if c.wrapperOnly || !treeWriters[name] {
+func (j *judgement) treeWriters(i int, c *shellread.Command, dirs []string) {
+	name := c.Name()
+	if c.WrapperOnly || !treeWriters[name] {
 		return
 	}
 	if name == "cp" || name == "rm" {
 		// Only recursively.
-		sh := shapeOf(c.args())
-		if !sh.hasFlag([]string{"-r", "-R", "-a", "--recursive", "--archive"}, true) {
+		sh := shellread.ShapeOf(c.Args())
+		if !sh.HasFlag([]string{"-r", "-R", "-a", "--recursive", "--archive"}, true) {
 			return
 		}
 	}
@@ -614,16 +615,16 @@ var globbingPrograms = []string{"git", "find", "rg", "grep", "egrep", "fgrep", "
 // files a quoted pattern argument matches in the directories the line may
 // be in (recursively, dot files included, bounded), so that
 // git grep --no-index -- '*.env' is judged as reading .env.
-func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
-	if c.wrapperOnly || !slices.Contains(globbingPrograms, c.name()) {
+func (j *judgement) programGlobs(i int, c *shellread.Command, dirs []string) {
+	if c.WrapperOnly || !slices.Contains(globbingPrograms, c.Name()) {
 		return
 	}
 	var pats []string
-	for _, w := range c.args()[1:] {
-		if !w.literal || w.glob {
+	for _, w := range c.Args()[1:] {
+		if !w.Literal || w.Glob {
 			continue
 		}
-		for _, cand := range argCandidates(w.text) {
+		for _, cand := range argCandidates(w.Text) {
 			if strings.ContainsAny(cand, "*?[") {
 				pats = append(pats, strings.TrimPrefix(cand, ":(glob)"))
 			}
@@ -643,7 +644,7 @@ func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
 			}
 			rel, _ := filepath.Rel(d, p)
 			for _, pat := range pats {
-				if ok, _ := globMatch(pat, de.Name()); ok {
+				if ok, _ := shellread.GlobMatch(pat, de.Name()); ok {
 					j.pathFacet(i, p, accRead, pat)
 				} else if ok, _ := path.Match(pat, rel); ok {
 					j.pathFacet(i, p, accRead, pat)
@@ -653,7 +654,7 @@ func (j *judgement) programGlobs(i int, c *shellCommand, dirs []string) {
 		})
 	}
 	if read > maxGlobEntries {
-		c.addProblem(problem{ruleTooMany, "the patterns " + strings.Join(pats, " ") + " of " + c.name() + " match in too many files to judge", false})
+		c.AddProblem(shellread.Problem{Rule: ruleTooMany, Reason: "the patterns " + strings.Join(pats, " ") + " of " + c.Name() + " match in too many files to judge", Hard: false})
 	}
 }
 
@@ -689,13 +690,13 @@ func (j *judgement) globPaths(i int, t string, acc access, dirs []string) {
 		}
 		matches, complete, judged := boundedGlob(pattern, maxGlobEntries)
 		if !judged && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleDynamicPath, "the pattern " + t + " uses bracket forms the judge cannot match as bash does", true})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: shellread.RuleDynamicPath, Reason: "the pattern " + t + " uses bracket forms the judge cannot match as bash does", Hard: true})
 		}
 		for _, m := range matches {
 			j.pathFacet(i, m, acc, t)
 		}
 		if !complete && i >= 0 && i < len(j.cmds) {
-			j.cmds[i].addProblem(problem{ruleTooMany, fmt.Sprintf("the pattern %s matches too many files to judge", t), false})
+			j.cmds[i].AddProblem(shellread.Problem{Rule: ruleTooMany, Reason: fmt.Sprintf("the pattern %s matches too many files to judge", t), Hard: false})
 		}
 	}
 }
@@ -718,7 +719,7 @@ func boundedGlob(pattern string, limit int) (matches []string, complete, judged 
 			cur = next
 			continue
 		}
-		re, ok := bashGlob(part)
+		re, ok := shellread.BashGlob(part)
 		if !ok {
 			return nil, true, false
 		}
@@ -867,13 +868,13 @@ func (j *judgement) subject(f *facet) string {
 		return s
 	case facetCommand:
 		if f.cmd >= 0 {
-			return "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "`"
+			return "`" + tools.Clip(j.cmds[f.cmd].Src, 80) + "`"
 		}
 		return "the command line"
 	case facetHost:
 		return "host " + f.host
 	case facetEnv:
-		return "the environment variable " + tools.Preview(f.given, 60)
+		return "the environment variable " + tools.Clip(f.given, 60)
 	}
 	return j.req.Tool + "." + j.req.Operation
 }
@@ -970,9 +971,9 @@ func (j *judgement) decidePath(f *facet) {
 		case f.workdir:
 			what = "the command runs in " + f.loc.Abs
 		case f.cmd >= 0 && f.acc == accArg:
-			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` may write " + f.loc.Abs
+			what = "`" + tools.Clip(j.cmds[f.cmd].Src, 80) + "` may write " + f.loc.Abs
 		case f.cmd >= 0:
-			what = "`" + tools.Preview(j.cmds[f.cmd].src, 80) + "` writes " + f.loc.Abs
+			what = "`" + tools.Clip(j.cmds[f.cmd].Src, 80) + "` writes " + f.loc.Abs
 		}
 		j.set(f, Ask, ruleOutsideWrite, what+", outside the workspace; that needs a person's approval in every mode", tools.RiskHigh)
 	}
@@ -980,8 +981,8 @@ func (j *judgement) decidePath(f *facet) {
 
 func (j *judgement) decideCommand(f *facet) {
 	c := j.cmds[f.cmd]
-	f.grantable = len(c.problems) == 0 && len(c.env) == 0 && len(c.layers) == 1 && len(c.wrappers) == 0 &&
-		!c.wrapperOnly && !c.dynArgs && !c.privileged && len(j.req.Effect.Env) == 0 && allLiteral(c.args())
+	f.grantable = len(c.Problems) == 0 && len(c.Env) == 0 && len(c.Layers) == 1 && len(c.Wrappers) == 0 &&
+		!c.WrapperOnly && !c.DynArgs && !c.Privileged && len(j.req.Effect.Env) == 0 && allLiteral(c.Args())
 	deny, ask, allow := j.strictest(kindCommand, func(r *rule) bool { return r.commandMatches(c, j.e.home) })
 	if deny != nil {
 		j.byRule(f, deny, tools.RiskHigh)
@@ -992,22 +993,22 @@ func (j *judgement) decideCommand(f *facet) {
 		j.set(f, Ask, ruleDynamicTarget, j.subject(f)+": "+runtimeReason(r), tools.RiskHigh)
 		return
 	}
-	if p, ok := c.hardProblem(); ok {
+	if p, ok := c.HardProblem(); ok {
 		f.hard = true
-		j.set(f, Ask, p.rule, fmt.Sprintf("%s cannot be judged: %s", j.subject(f), p.reason), tools.RiskHigh)
+		j.set(f, Ask, p.Rule, fmt.Sprintf("%s cannot be judged: %s", j.subject(f), p.Reason), tools.RiskHigh)
 		return
 	}
 	if ask != nil {
 		j.byRule(f, ask, tools.RiskHigh)
 		return
 	}
-	soft, hasSoft := c.softProblem()
-	if c.wrapperOnly && !hasSoft {
+	soft, hasSoft := c.SoftProblem()
+	if c.WrapperOnly && !hasSoft {
 		f.neutral = true
 		j.set(f, Allow, ruleWrapper, j.subject(f)+" runs the commands judged after it", tools.RiskLow)
 		return
 	}
-	if len(c.args()) == 0 {
+	if len(c.Args()) == 0 {
 		if !hasSoft {
 			f.neutral = true
 			j.set(f, Allow, ruleNoCommand, j.subject(f)+" runs no command", tools.RiskLow)
@@ -1024,7 +1025,7 @@ func (j *judgement) decideCommand(f *facet) {
 	rule := "mode:" + j.mode.String()
 	why := "no rule allows it"
 	if hasSoft {
-		rule, why = soft.rule, soft.reason
+		rule, why = soft.Rule, soft.Reason
 		if allow != nil {
 			why += "; so rule " + allow.name + " does not allow it"
 		}
@@ -1189,15 +1190,15 @@ func (j *judgement) parsedCommands() []ParsedCommand {
 	}
 	out := make([]ParsedCommand, 0, len(j.cmds))
 	for i, c := range j.cmds {
-		pc := ParsedCommand{Wrappers: c.wrappers}
-		for _, w := range c.args() {
+		pc := ParsedCommand{Wrappers: c.Wrappers}
+		for _, w := range c.Args() {
 			pc.Args = append(pc.Args, w.String())
 		}
-		for _, r := range c.redirects {
-			pc.Redirects = append(pc.Redirects, r.src)
+		for _, r := range c.Redirects {
+			pc.Redirects = append(pc.Redirects, r.Src)
 		}
-		for _, a := range c.env {
-			pc.Env = append(pc.Env, a.src)
+		for _, a := range c.Env {
+			pc.Env = append(pc.Env, a.Src)
 		}
 		var fs []*facet
 		d := Allow
@@ -1229,7 +1230,7 @@ func (j *judgement) summary() string {
 	var s string
 	switch {
 	case j.req.Effect.Command != "":
-		s = "Run `" + tools.Preview(strings.TrimSpace(j.req.Effect.Command), 100) + "`"
+		s = "Run `" + tools.Clip(strings.TrimSpace(j.req.Effect.Command), 100) + "`"
 		if n := len(j.cmds); n > 1 {
 			s += fmt.Sprintf(" (%d commands)", n)
 		}
@@ -1310,7 +1311,7 @@ func describeScope(s Scope) string {
 	case s.CommandPrefix != "":
 		what = fmt.Sprintf("%s running commands that start with %q, written out in full (no variables, substitutions, wrappers or environment)", target, s.CommandPrefix)
 	case s.Arguments != "":
-		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Preview(s.Arguments, 200))
+		what = fmt.Sprintf("%s with exactly the arguments %s", target, tools.Clip(s.Arguments, 200))
 	case s.Host != "":
 		what = fmt.Sprintf("%s reaching host %s", target, s.Host)
 	default:
@@ -1355,16 +1356,16 @@ func commandPrefix(words []string) string {
 		return ""
 	}
 	name := words[0]
-	if inSystemBin(name) {
+	if shellread.InSystemBin(name) {
 		name = path.Base(name)
 	}
 	if len(words) > 1 && slices.Contains(subcommandTools, path.Base(name)) && isSubcommand(words[1]) {
 		return name + " " + words[1]
 	}
-	if b := path.Base(name); slices.Contains(shellNames, b) || isInterpreter(b) {
+	if b := path.Base(name); slices.Contains(shellread.ShellNames, b) || shellread.IsInterpreter(b) {
 		// A grant for an interpreter is for the script it was shown
 		// running, never for any program it may be given.
-		if len(words) < 2 || strings.HasPrefix(words[1], "-") || stdinFile(words[1]) {
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") || shellread.StdinFile(words[1]) {
 			return ""
 		}
 		return name + " " + words[1]
@@ -1374,9 +1375,9 @@ func commandPrefix(words []string) string {
 
 // allLiteral reports whether every word is known before the command runs
 // and is no glob.
-func allLiteral(ws []word) bool {
+func allLiteral(ws []shellread.Word) bool {
 	for _, w := range ws {
-		if !w.literal || w.glob {
+		if !w.Literal || w.Glob {
 			return false
 		}
 	}

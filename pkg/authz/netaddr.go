@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"net"
 	"net/netip"
 	"slices"
@@ -139,19 +140,19 @@ func hostCandidates(t string) []string {
 // name: IP addresses in any form, and names with a dot or a known metadata
 // name. A run-time argument of a network client asks in every mode: it may
 // name a host that is denied in every mode.
-func (j *judgement) netHosts(i int, c *shellCommand) {
-	if c.wrapperOnly || !slices.Contains(netClients, c.name()) {
+func (j *judgement) netHosts(i int, c *shellread.Command) {
+	if c.WrapperOnly || !slices.Contains(netClients, c.Name()) {
 		return
 	}
-	for k, w := range c.args()[1:] {
-		if !w.literal {
-			c.addProblem(problem{ruleDynamicTarget, "it connects to a host named by " + w.src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", true})
+	for k, w := range c.Args()[1:] {
+		if !w.Literal {
+			c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "it connects to a host named by " + w.Src + ", which is only known when it runs; a host that is denied in every mode cannot be ruled out", Hard: true})
 			continue
 		}
-		if c.name() == "git" && k == 0 {
+		if c.Name() == "git" && k == 0 {
 			continue
 		}
-		for _, cand := range argCandidates(w.text) {
+		for _, cand := range argCandidates(w.Text) {
 			for _, h := range hostCandidates(cand) {
 				if ip, ok := canonicalIP(h); ok {
 					if n, err := strconv.ParseUint(h, 10, 64); err == nil && n < 1<<24 {
@@ -168,8 +169,8 @@ func (j *judgement) netHosts(i int, c *shellCommand) {
 			}
 		}
 	}
-	if c.dynArgs {
-		c.addProblem(problem{ruleDynamicTarget, "it connects to hosts given when it runs (" + strings.Join(c.wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", true})
+	if c.DynArgs {
+		c.AddProblem(shellread.Problem{Rule: ruleDynamicTarget, Reason: "it connects to hosts given when it runs (" + strings.Join(c.Wrappers, ", ") + "); a host that is denied in every mode cannot be ruled out", Hard: true})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"io"
 	"os"
 	"path"
@@ -473,11 +474,11 @@ func (r *rule) matchExample(ex Example) (bool, error) {
 		if tool != "" && !r.callMatches(tool, op, ex.Args) {
 			return false, nil
 		}
-		pl := parseCommandLine(line, exampleHome)
-		if len(pl.problems) > 0 {
-			return false, fmt.Errorf("it cannot be parsed: %s", pl.problems[0].reason)
+		pl := shellread.ParseCommandLine(line, exampleHome)
+		if len(pl.Problems) > 0 {
+			return false, fmt.Errorf("it cannot be parsed: %s", pl.Problems[0].Reason)
 		}
-		return r.matchLine(pl.commands, exampleHome), nil
+		return r.matchLine(pl.Commands, exampleHome), nil
 	case kindPath:
 		p := ex.Path
 		if raw != "" {

@@ -3,6 +3,7 @@ package authz
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"net"
 	"net/url"
 	"strings"
@@ -49,14 +50,14 @@ func (a access) String() string {
 type rule struct {
 	name, reason string
 	decision     Decision
-	tools, ops   []*wordGlob
-	args         map[string]*wordGlob
-	commands     []*cmdPattern
+	tools, ops   []*shellread.WordGlob
+	args         map[string]*shellread.WordGlob
+	commands     []*shellread.CmdPattern
 	piped        bool
-	pipedFrom    []*wordGlob
+	pipedFrom    []*shellread.WordGlob
 	paths        []pathPattern
 	access       access // 0: any
-	hosts        []*wordGlob
+	hosts        []*shellread.WordGlob
 	sensitive    bool
 	builtin      bool
 	index        int
@@ -97,10 +98,10 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 	if n > 1 {
 		return nil, fmt.Errorf("a rule has at most one of commands, paths and hosts; split it")
 	}
-	globs := func(what string, ss []string) ([]*wordGlob, error) {
-		var out []*wordGlob
+	globs := func(what string, ss []string) ([]*shellread.WordGlob, error) {
+		var out []*shellread.WordGlob
 		for _, s := range ss {
-			g, err := compileWordGlob(s)
+			g, err := shellread.CompileWordGlob(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
@@ -116,9 +117,9 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	if len(spec.Args) > 0 {
-		r.args = map[string]*wordGlob{}
+		r.args = map[string]*shellread.WordGlob{}
 		for _, k := range sortedKeys(spec.Args) {
-			g, err := compileWordGlob(spec.Args[k])
+			g, err := shellread.CompileWordGlob(spec.Args[k])
 			if err != nil {
 				return nil, fmt.Errorf("args.%s: %w", k, err)
 			}
@@ -126,7 +127,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		}
 	}
 	for _, c := range spec.Commands {
-		p, err := compileCmdPattern(c)
+		p, err := shellread.CompileCmdPattern(c)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func compileRule(spec RuleSpec, name string, index int) (*rule, error) {
 		return nil, err
 	}
 	for i, h := range r.hosts {
-		if g, err := compileWordGlob(strings.ToLower(h.src)); err == nil {
+		if g, err := shellread.CompileWordGlob(strings.ToLower(h.Src)); err == nil {
 			r.hosts[i] = g
 		}
 	}
@@ -188,16 +189,16 @@ func (r *rule) callMatches(tool, op string, args map[string]any) bool {
 	}
 	for k, g := range r.args {
 		v, ok := args[k]
-		if !ok || !g.match(argString(v)) {
+		if !ok || !g.Match(argString(v)) {
 			return false
 		}
 	}
 	return true
 }
 
-func anyGlob(gs []*wordGlob, s string) bool {
+func anyGlob(gs []*shellread.WordGlob, s string) bool {
 	for _, g := range gs {
-		if g.match(s) {
+		if g.Match(s) {
 			return true
 		}
 	}
@@ -224,24 +225,24 @@ func argString(v any) string {
 // rules match any layer (so "sudo" itself can be denied, and "rm -rf /"
 // through sudo); allow rules match only the command that runs, by a
 // system path or its bare name.
-func (r *rule) commandMatches(c *shellCommand, home string) bool {
+func (r *rule) commandMatches(c *shellread.Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
 	if r.decision == Allow {
-		if c.wrapperOnly || len(c.args()) == 0 {
+		if c.WrapperOnly || len(c.Args()) == 0 {
 			return false
 		}
 		for _, p := range r.commands {
-			if p.match(c.args(), true, home) {
+			if p.Match(c.Args(), true, home) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, l := range c.layers {
+	for _, l := range c.Layers {
 		for _, p := range r.commands {
-			if p.match(l, false, home) {
+			if p.Match(l, false, home) {
 				return true
 			}
 		}
@@ -251,14 +252,14 @@ func (r *rule) commandMatches(c *shellCommand, home string) bool {
 
 // pipeMatches reports whether c reads a pipe as the rule's piped and
 // piped_from require.
-func (r *rule) pipeMatches(c *shellCommand) bool {
-	if r.piped && !c.piped {
+func (r *rule) pipeMatches(c *shellread.Command) bool {
+	if r.piped && !c.Piped {
 		return false
 	}
 	if len(r.pipedFrom) == 0 {
 		return true
 	}
-	for _, n := range c.pipedFrom {
+	for _, n := range c.PipedFrom {
 		if anyGlob(r.pipedFrom, n) {
 			return true
 		}
@@ -269,7 +270,7 @@ func (r *rule) pipeMatches(c *shellCommand) bool {
 // matchLine reports whether the rule matches a command line: a deny or ask
 // rule when it matches one of its commands, an allow rule when it matches
 // every command that runs.
-func (r *rule) matchLine(cmds []*shellCommand, home string) bool {
+func (r *rule) matchLine(cmds []*shellread.Command, home string) bool {
 	judged := 0
 	for _, c := range cmds {
 		if r.decision != Allow {
@@ -278,7 +279,7 @@ func (r *rule) matchLine(cmds []*shellCommand, home string) bool {
 			}
 			continue
 		}
-		if c.wrapperOnly || len(c.args()) == 0 {
+		if c.WrapperOnly || len(c.Args()) == 0 {
 			continue
 		}
 		judged++

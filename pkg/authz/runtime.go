@@ -2,7 +2,7 @@ package authz
 
 import (
 	"fmt"
-	"path"
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"strings"
 )
 
@@ -17,153 +17,43 @@ const ruleDynamicTarget = "builtin:dynamic-target"
 
 // unknownWord stands for words a wrapper adds when the command runs (xargs
 // appends its input; find -exec replaces {}).
-var unknownWord = word{src: "…"}
+var unknownWord = shellread.Word{Src: "…"}
 
 // runtimeWords returns c's words in layer l with the words only known at
 // run time marked; ok is false when none is.
-func runtimeWords(c *shellCommand, l []word, last bool) ([]word, bool) {
+func runtimeWords(c *shellread.Command, l []shellread.Word, last bool) ([]shellread.Word, bool) {
 	dyn := false
-	out := make([]word, 0, len(l)+1)
+	out := make([]shellread.Word, 0, len(l)+1)
 	for _, w := range l {
 		switch {
-		case !w.literal:
+		case !w.Literal:
 			dyn = true
-		case c.dynArgs && strings.Contains(w.text, "{}"):
-			w = word{src: w.src, prefix: w.text[:strings.Index(w.text, "{}")], suffix: w.text[strings.LastIndex(w.text, "{}")+2:]}
+		case c.DynArgs && strings.Contains(w.Text, "{}"):
+			w = shellread.Word{Src: w.Src, Prefix: w.Text[:strings.Index(w.Text, "{}")], Suffix: w.Text[strings.LastIndex(w.Text, "{}")+2:]}
 			dyn = true
 		}
 		out = append(out, w)
 	}
-	if c.dynArgs && last {
+	if c.DynArgs && last {
 		out = append(out, unknownWord)
 		dyn = true
 	}
 	return out, dyn
 }
 
-// mayMatch reports whether the pattern would match words for some value of
-// their run-time words: such a word may be any flag, and may stand for any
-// one positional word its literal beginning and end allow (or, when it has
-// neither, for any number of words).
-func (p *cmdPattern) mayMatch(words []word, home string) bool {
-	if len(words) == 0 || !words[0].literal || words[0].glob {
-		return false
-	}
-	name := words[0].text
-	if p.nameSlash {
-		if !p.name.match(name) && !p.name.match(path.Clean(name)) {
-			return false
-		}
-	} else if !p.name.match(path.Base(name)) {
-		return false
-	}
-	sh := shapeOf(words)
-	anyFlag := false
-	for _, w := range sh.pos {
-		if !w.literal && (w.prefix == "" || strings.HasPrefix(w.prefix, "-")) && w.suffix == "" {
-			anyFlag = true
-		}
-	}
-	for _, alts := range p.flags {
-		if !anyFlag && !sh.hasFlag(alts, true) {
-			return false
-		}
-	}
-	return maySeq(p.pos, sh.pos, home)
-}
-
-// maySeq is matchSeq where run-time words may match.
-func maySeq(pats []*wordGlob, ws []word, home string) bool {
-	if len(pats) == 0 {
-		return true
-	}
-	if pats[0] == nil {
-		for k := 0; k <= len(ws); k++ {
-			if maySeq(pats[1:], ws[k:], home) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(ws) == 0 {
-		return false
-	}
-	w := ws[0]
-	if w.literal {
-		return matchWord(pats[0], w, home) && maySeq(pats[1:], ws[1:], home)
-	}
-	if w.prefix == "" && w.suffix == "" {
-		// It may split into any number of words, or none.
-		for k := 0; k <= len(pats); k++ {
-			if maySeq(pats[k:], ws[1:], home) {
-				return true
-			}
-		}
-		return false
-	}
-	return pats[0].mayMatch(w) && maySeq(pats[1:], ws[1:], home)
-}
-
-// mayMatch reports whether the glob could match a word that starts with
-// w.prefix and ends with w.suffix.
-func (g *wordGlob) mayMatch(w word) bool {
-	if g.any {
-		return true
-	}
-	for _, alt := range splitUnescaped(g.src, '|') {
-		pre, suf := globEnds(alt)
-		if (strings.HasPrefix(pre, w.prefix) || strings.HasPrefix(w.prefix, pre)) &&
-			(strings.HasSuffix(suf, w.suffix) || strings.HasSuffix(w.suffix, suf)) {
-			return true
-		}
-	}
-	return false
-}
-
-// globEnds returns the literal text of a glob before its first wildcard and
-// after its last one (the whole text when it has none), escapes removed.
-func globEnds(alt string) (pre, suf string) {
-	var b strings.Builder
-	first := true
-	for i := 0; i < len(alt); i++ {
-		c := alt[i]
-		switch {
-		case c == '\\' && i+1 < len(alt):
-			i++
-			b.WriteByte(alt[i])
-		case c == '*' || c == '?' || c == '[':
-			if first {
-				pre, first = b.String(), false
-			}
-			b.Reset()
-			if c == '[' {
-				if j := strings.IndexByte(alt[i:], ']'); j > 0 {
-					i += j
-				}
-			}
-		default:
-			b.WriteByte(c)
-		}
-	}
-	if first {
-		return b.String(), b.String()
-	}
-	return pre, b.String()
-}
-
 // mayMatchCommand reports whether a deny or ask rule would match c for some
 // value of its run-time words.
-func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
+func (r *rule) mayMatchCommand(c *shellread.Command, home string) bool {
 	if !r.pipeMatches(c) {
 		return false
 	}
-	for i, l := range c.layers {
-		ws, dyn := runtimeWords(c, l, i == len(c.layers)-1)
+	for i, l := range c.Layers {
+		ws, dyn := runtimeWords(c, l, i == len(c.Layers)-1)
 		if !dyn {
 			continue
 		}
 		for _, p := range r.commands {
-			if p.mayMatch(ws, home) {
+			if p.MayMatch(ws, home) {
 				return true
 			}
 		}
@@ -173,7 +63,7 @@ func (r *rule) mayMatchCommand(c *shellCommand, home string) bool {
 
 // runtimeRule returns the first deny rule, else the first ask rule, that
 // would match c for some value of its run-time words.
-func (j *judgement) runtimeRule(c *shellCommand) *rule {
+func (j *judgement) runtimeRule(c *shellread.Command) *rule {
 	var ask *rule
 	for _, r := range j.e.rules {
 		if r.kind() != kindCommand || r.decision == Allow || !r.callMatches(j.req.Tool, j.req.Operation, j.req.Args) {

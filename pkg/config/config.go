@@ -14,6 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/config/value"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -74,7 +76,7 @@ type Config struct {
 	DebugAddr string `yaml:"debug_addr"`
 	// MCP configures the MCP servers toold uses and serving over MCP (see
 	// mcp.go).
-	MCP MCP `yaml:"mcp"`
+	MCP mcpconfig.Config `yaml:"mcp"`
 	// Terminal configures shell commands, background processes and
 	// terminal sessions, and their sandbox (see terminal.go).
 	Terminal Terminal `yaml:"terminal"`
@@ -165,22 +167,8 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
-// Duration is a time.Duration written as "30s" in YAML.
-type Duration time.Duration
-
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as "30s" (see value.Duration).
+type Duration = value.Duration
 
 // Default returns the configuration used when nothing is set.
 func Default() Config {

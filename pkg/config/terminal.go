@@ -75,6 +75,9 @@ type Terminal struct {
 	// Helper is the executable that supervises each command (default:
 	// toold itself, re-executed in its helper mode).
 	Helper string `yaml:"helper"`
+	// HelperArgs are the helper's arguments (sandbox.Runner.Args); only
+	// tests set them (sandbox.TestHelperArgs), never the file.
+	HelperArgs []string `yaml:"-"`
 	// Supervision is how commands' process trees are supervised: "auto"
 	// (default) runs each unconfined command in a cgroup of its own when
 	// the kernel and toold's privileges allow it, and under a helper
@@ -91,7 +94,7 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 		SessionArgs:   t.SessionArgs,
 		PassEnv:       t.PassEnv,
 		Env:           t.Env,
-		Runner:        sandbox.Runner{Helper: t.Helper},
+		Runner:        sandbox.Runner{Helper: t.Helper, Args: t.HelperArgs},
 		Supervision:   t.Supervision,
 		KillGrace:     time.Duration(t.KillGrace),
 		Dir:           t.Dir,

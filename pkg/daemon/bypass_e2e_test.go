@@ -13,6 +13,7 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -130,9 +131,8 @@ func TestRunTimeBypassesEndToEnd(t *testing.T) {
 // git with a core.fsmonitor from GIT_CONFIG_* runs a program; after a
 // person approved git status for the conversation, it still asks.
 func TestGrantsCoverOnlyWhatWasShownEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	_, err := exec.LookPath("git")
+	testenv.Need(t, err, "git (make net-deps)")
 	d, canary := canaryDaemon(t, "auto")
 	if out, err := exec.Command("git", "init", "-q", d.Workspace).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
@@ -212,7 +212,7 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 			out.WriteString(r.GetContent()[0].GetText())
 		}
 		if !strings.Contains(out.String(), want) {
-			t.Fatalf("the terminal did not show %q; it showed %q", want, tools.Preview(out.String(), 2000))
+			t.Fatalf("the terminal did not show %q; it showed %q", want, tools.Clip(out.String(), 2000))
 		}
 		return out.String()
 	}
@@ -252,9 +252,8 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 // A committed .env stays a sensitive path for git_show: the file it shows
 // is judged, in every mode.
 func TestGitShowOfASensitiveFileEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	_, err := exec.LookPath("git")
+	testenv.Need(t, err, "git (make net-deps)")
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
 	for _, args := range [][]string{
 		{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"},

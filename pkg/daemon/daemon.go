@@ -69,8 +69,12 @@ type Main struct {
 	// TracerProvider makes the spans; nil builds one from the OTEL_*
 	// environment (see pkg/telemetry).
 	TracerProvider *sdktrace.TracerProvider
-	// Authorizer, when set, replaces the policy built from Config (tests).
+	// Authorizer, when set, replaces the policy built from Config (tests),
+	// with the capabilities in Capabilities (nil fields: none).
 	Authorizer authz.Authorizer
+	// Capabilities are the Authorizer's; set by Run when it builds the
+	// policy from Config.
+	Capabilities authz.Capabilities
 
 	ws        *workspace.Workspace
 	registry  *tools.Registry
@@ -137,14 +141,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.registry = tools.NewRegistry()
 	if m.Authorizer == nil {
-		if m.Authorizer, err = m.newEngine(); err != nil {
+		eng, err := m.newEngine()
+		if err != nil {
 			return err
 		}
+		m.Authorizer, m.Capabilities = eng, eng.Capabilities()
 	}
-	// Main.Authorizer may be any Authorizer (tests replace the policy);
-	// what else it can do is found out here, once, and passed on
-	// explicitly.
-	granter, _ := m.Authorizer.(authz.Granter)
+	// What the policy can do besides deciding is passed on explicitly
+	// (Main.Capabilities; a test's replacement policy brings its own).
+	granter := m.Capabilities.Granter
 	explainer, _ := m.Authorizer.(authz.Explainer)
 	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
 	if err != nil {
@@ -164,7 +169,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
 	}
 	m.openMemory()
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), granter, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
 	if m.terminal == nil {
 		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
 	}
@@ -263,24 +268,26 @@ func (m *Main) Run(ctx context.Context) (err error) {
 }
 
 // BuiltinTools lists the built-in tools, in the order ListTools shows them.
-// granter records the grants of user_collaboration; nil disables them.
+// caps are the policy's capabilities: its Granter records the grants of
+// user_collaboration (nil disables them), its Sensitivity withholds
+// sensitive files from walks and its UseChecker checks file tools at use.
 // term runs the commands and sessions of terminal_operations (with nil,
 // the tool is listed and its calls fail UNAVAILABLE). more configures the
 // tools after terminal_operations (web, version control); without it they
 // take their defaults. mem is memory_operations (nil: listed, its calls
 // fail UNAVAILABLE).
-func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Granter, term *terminal.Manager, mem *memops.MemoryOperations, more ...MoreOptions) []tools.Tool {
+func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capabilities, term *terminal.Manager, mem *memops.MemoryOperations, more ...MoreOptions) []tools.Tool {
 	// Sensitive files (keys, .env...) are left out of listings and searches
 	// when the policy knows them, so a walk cannot read what a direct read
 	// would be denied.
-	var hidden func(string) bool
-	if s, ok := granter.(authz.Sensitivity); ok {
-		hidden = s.Sensitive
+	var sensitive func(string) bool
+	if caps.Sensitivity != nil {
+		sensitive = caps.Sensitivity.Sensitive
 	}
 	// The file tools check again, when they run, what they are about to
 	// touch (a path that changed since the decision; a hard link to a
 	// sensitive file).
-	guard, _ := granter.(authz.UseChecker)
+	guard := caps.UseChecker
 	var mo MoreOptions
 	if len(more) > 0 {
 		mo = more[0]
@@ -291,8 +298,8 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, granter authz.Gr
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Hidden: hidden, Guard: guard}),
-		&collab.UserCollaboration{Granter: granter},
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
+		&collab.UserCollaboration{Granter: caps.Granter},
 		termTool,
 		web.New(mo.Web),
 		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -21,11 +22,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/memory/pgtest"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -304,10 +307,7 @@ func requireTool(t *testing.T, name string) string {
 			}
 		}
 	}
-	if os.Getenv("TOOLD_REQUIRE_PEERS") != "" {
-		t.Fatalf("%s is not installed; run `make test-deps`", name)
-	}
-	t.Skipf("%s is not installed (run `make test-deps`); skipping", name)
+	testenv.Need(t, errors.New("not installed"), name+" (make test-deps)")
 	return ""
 }
 
@@ -324,7 +324,7 @@ func TestListToolsOrder(t *testing.T) {
 		names = append(names, ts.GetName())
 	}
 	var want []string
-	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, nil, nil, nil) {
+	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, authz.Capabilities{}, nil, nil) {
 		want = append(want, bt.Spec().Name)
 	}
 	if strings.Join(names, ",") != strings.Join(want, ",") || names[0] != "think" {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/soheilhy/cmux"
+
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcpserver"
 )
@@ -74,26 +76,43 @@ func (m *Main) startMCP(ctx context.Context) error {
 	return nil
 }
 
-// shareTCP returns the listener gRPC serves on. With mcp.http it splits l:
-// HTTP/1.1 connections go to an HTTP server offering /mcp, HTTP/2 (gRPC)
-// ones to gRPC; closing the returned listener closes l.
+// shareTCP returns the listener gRPC serves on. With mcp.http it splits l
+// with cmux: connections that open with the HTTP/2 preface (gRPC, h2c) go
+// to gRPC, all others (HTTP/1.1) to an HTTP server offering /mcp. A
+// connection must show its first bytes within sniffTimeout. Closing the
+// returned listener (grpc.Server's Stop does) closes l, which ends both.
 func (m *Main) shareTCP(l net.Listener) net.Listener {
 	if !m.Config.MCP.HTTP {
 		return l
 	}
-	grpcL, httpL := mcpserver.Split(l)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
-	m.mcp.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	m.serveWG.Add(1)
+	mux := cmux.New(l)
+	mux.SetReadTimeout(sniffTimeout)
+	grpcL := mux.Match(cmux.HTTP2())
+	httpL := mux.Match(cmux.Any())
+	hmux := http.NewServeMux()
+	hmux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
+	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second}
+	m.serveWG.Add(2)
 	go func() {
 		defer m.serveWG.Done()
-		if err := m.mcp.http.Serve(httpL); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		if err := mux.Serve(); err != nil && !errors.Is(err, net.ErrClosed) {
+			m.Logger.Error("splitting the TCP listener failed", "addr", l.Addr().String(), "err", err)
+		}
+	}()
+	go func() {
+		defer m.serveWG.Done()
+		err := m.mcp.http.Serve(httpL)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) &&
+			!errors.Is(err, cmux.ErrListenerClosed) && !errors.Is(err, cmux.ErrServerClosed) {
 			m.Logger.Error("serving /mcp failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	return grpcL
 }
+
+// sniffTimeout bounds how long a TCP connection may take to send the bytes
+// that tell gRPC from HTTP/1.1 when mcp.http shares the listener.
+const sniffTimeout = 10 * time.Second
 
 // stopMCP stops serving MCP over HTTP, ends the MCP sessions, and stops the
 // external servers (ending their processes). It is safe to call more than

@@ -22,6 +22,7 @@ import (
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/mcp/mcptest"
 )
 
@@ -168,7 +169,7 @@ func BenchmarkMCPEcho(b *testing.B) {
 	})
 	b.Run("through toold", func(b *testing.B) {
 		d := daemontest.Start(b, daemontest.WithConfig(func(c *config.Config) {
-			c.MCP.Servers = map[string]config.MCPServer{"everything": peers.EverythingStdio()}
+			c.MCP.Servers = map[string]mcpconfig.Server{"everything": peers.EverythingStdio()}
 		}))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

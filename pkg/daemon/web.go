@@ -29,8 +29,8 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)"}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
-	eng, ok := m.Authorizer.(*authz.Engine)
-	if !ok {
+	eng := m.Capabilities.Hosts
+	if eng == nil {
 		return opts
 	}
 	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
@@ -95,7 +95,7 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 	}
 	g := &netguard.Guard{}
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
-	if eng, ok := m.Authorizer.(*authz.Engine); ok {
+	if eng := m.Capabilities.Hosts; eng != nil {
 		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
 		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
 		p.Judge = func(ctx context.Context, host string) error {

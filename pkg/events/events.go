@@ -118,8 +118,11 @@ type Chunk struct {
 	Offset uint64
 }
 
-// End is the last event of a call. Err is nil when the call succeeded;
-// Result may be set either way (a command that exited non-zero has both).
+// End is the last event of a call. Err is nil on success. A failed call
+// may carry a Result too: what the tool produced before or while failing
+// (a command's output next to its timeout, an MCP tool's text next to its
+// isError), which the client gets beside the error. A call that failed
+// before it ran (bad arguments, denied) has only Err.
 type End struct {
 	Result    *tools.Result
 	Err       error

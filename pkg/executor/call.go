@@ -288,7 +288,7 @@ func panicError(call *tools.Call, where string, r any) error {
 func displayFallback(s *events.Start, requested string) string {
 	switch {
 	case s.Tool == "":
-		return "Calling " + tools.Preview(requested, 60)
+		return "Calling " + tools.Clip(requested, 60)
 	case s.Operation == s.Tool:
 		return "Calling " + s.Tool
 	}

@@ -384,7 +384,7 @@ func exitCode(r *tools.Result) *int {
 
 func compactJSON(v any) string {
 	b, _ := json.Marshal(v)
-	return tools.Preview(string(b), 300)
+	return tools.Clip(string(b), 300)
 }
 
 // richerAnswer applies what an approval may say beyond yes: edited

@@ -19,8 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -58,7 +58,7 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt: start, handshake and
 	// the first tool listing (default 30s).
 	ConnectTimeout time.Duration
-	// IdleTimeout is the default of config.MCPServerPolicy.IdleTimeout
+	// IdleTimeout is the default of mcpconfig.ServerPolicy.IdleTimeout
 	// (default 60s).
 	IdleTimeout time.Duration
 	// HTTPClient carries the HTTP and SSE transports; nil uses a client
@@ -130,7 +130,7 @@ func NewManager(opts Options) *Manager {
 // that fails is retried with backoff; its error shows in List. Start fails
 // only when an entry is invalid or a name is already in use, and then
 // starts none.
-func (m *Manager) Start(ctx context.Context, servers map[string]config.MCPServer) error {
+func (m *Manager) Start(ctx context.Context, servers map[string]mcpconfig.Server) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		if err := servers[name].Validate(name); err != nil {
@@ -159,7 +159,7 @@ func (m *Manager) Start(ctx context.Context, servers map[string]config.MCPServer
 // supervised like a configured one until Remove or Close. It fails with
 // ErrServerExists when the name is taken and with an ErrInvalidArgument
 // error when the entry is invalid.
-func (m *Manager) Add(ctx context.Context, name string, cfg config.MCPServer) (Status, error) {
+func (m *Manager) Add(ctx context.Context, name string, cfg mcpconfig.Server) (Status, error) {
 	if err := cfg.Validate(name); err != nil {
 		return Status{}, errdefs.Wrap(errdefs.ErrInvalidArgument, err, "%v", err)
 	}
@@ -171,7 +171,7 @@ func (m *Manager) Add(ctx context.Context, name string, cfg config.MCPServer) (S
 	return u.status(), nil
 }
 
-func (m *Manager) add(name string, cfg config.MCPServer) (*upstream, error) {
+func (m *Manager) add(name string, cfg mcpconfig.Server) (*upstream, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -18,11 +18,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcp"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/mcp/mcptest"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -147,14 +147,14 @@ func TestEverything(t *testing.T) {
 	peers := mcptest.Require(t)
 	tests := []struct {
 		name  string
-		entry func(t *testing.T) config.MCPServer
+		entry func(t *testing.T) mcpconfig.Server
 	}{
-		{"stdio", func(*testing.T) config.MCPServer { return peers.EverythingStdio() }},
-		{"streamable http", func(t *testing.T) config.MCPServer {
-			return config.MCPServer{URL: peers.StartEverythingHTTP(t, "streamableHttp").URL}
+		{"stdio", func(*testing.T) mcpconfig.Server { return peers.EverythingStdio() }},
+		{"streamable http", func(t *testing.T) mcpconfig.Server {
+			return mcpconfig.Server{URL: peers.StartEverythingHTTP(t, "streamableHttp").URL}
 		}},
-		{"sse", func(t *testing.T) config.MCPServer {
-			return config.MCPServer{URL: peers.StartEverythingHTTP(t, "sse").URL, Type: "sse"}
+		{"sse", func(t *testing.T) mcpconfig.Server {
+			return mcpconfig.Server{URL: peers.StartEverythingHTTP(t, "sse").URL, Type: "sse"}
 		}},
 	}
 	for _, tt := range tests {
@@ -163,7 +163,7 @@ func TestEverything(t *testing.T) {
 			f := newFixture(t, mcp.Options{})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			if err := f.m.Start(ctx, map[string]config.MCPServer{"everything": tt.entry(t)}); err != nil {
+			if err := f.m.Start(ctx, map[string]mcpconfig.Server{"everything": tt.entry(t)}); err != nil {
 				t.Fatal(err)
 			}
 			st := status(f.m, "everything")
@@ -280,7 +280,7 @@ func TestStdioServerKilled(t *testing.T) {
 	f := newFixture(t, mcp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := f.m.Start(ctx, map[string]config.MCPServer{"ev": peers.EverythingStdio()}); err != nil {
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"ev": peers.EverythingStdio()}); err != nil {
 		t.Fatal(err)
 	}
 	st := status(f.m, "ev")
@@ -324,7 +324,7 @@ func TestHTTPServerRestarted(t *testing.T) {
 	f := newFixture(t, mcp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := f.m.Start(ctx, map[string]config.MCPServer{"ev": {URL: srv.URL}}); err != nil {
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"ev": {URL: srv.URL}}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Restart()
@@ -347,7 +347,7 @@ func TestAddRemove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	st, err := f.m.Add(ctx, "broken", config.MCPServer{Command: "/nonexistent/mcp-server"})
+	st, err := f.m.Add(ctx, "broken", mcpconfig.Server{Command: "/nonexistent/mcp-server"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,12 +384,12 @@ func TestAddRemove(t *testing.T) {
 
 	errs := []struct {
 		name string
-		cfg  config.MCPServer
+		cfg  mcpconfig.Server
 		want error
 	}{
 		{"fs", peers.FilesystemStdio(fs), mcp.ErrServerExists},
 		{"bad__name", peers.EverythingStdio(), errdefs.ErrInvalidArgument},
-		{"both", config.MCPServer{Command: "x", URL: "http://127.0.0.1:1/mcp"}, errdefs.ErrInvalidArgument},
+		{"both", mcpconfig.Server{Command: "x", URL: "http://127.0.0.1:1/mcp"}, errdefs.ErrInvalidArgument},
 	}
 	for _, e := range errs {
 		if _, err := f.m.Add(ctx, e.name, e.cfg); !errors.Is(err, e.want) {
@@ -417,8 +417,8 @@ func TestRiskOverrides(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	entry := peers.EverythingStdio()
-	entry.Toold = config.MCPServerPolicy{Risk: "high", ToolRisk: map[string]string{"get-sum": "medium"}}
-	if err := f.m.Start(ctx, map[string]config.MCPServer{"ev": entry}); err != nil {
+	entry.Toold = mcpconfig.ServerPolicy{Risk: "high", ToolRisk: map[string]string{"get-sum": "medium"}}
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"ev": entry}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]tools.Risk{"ev__echo": tools.RiskHigh, "ev__get-sum": tools.RiskMedium}
@@ -444,7 +444,7 @@ func TestListChanged(t *testing.T) {
 	f := newFixture(t, mcp.Options{OnChange: func() { changes <- struct{}{} }})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := f.m.Start(ctx, map[string]config.MCPServer{"dyn": {URL: url}}); err != nil {
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"dyn": {URL: url}}); err != nil {
 		t.Fatal(err)
 	}
 	<-changes

@@ -3,7 +3,7 @@ package mcp
 import (
 	"time"
 
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 )
 
 // State is where a server's connection is in its life.
@@ -46,7 +46,7 @@ type Status struct {
 	// Name is the server's name, the prefix of its tools' names.
 	Name string
 	// Config is the entry as configured (variables unexpanded).
-	Config config.MCPServer
+	Config mcpconfig.Server
 	// Transport is "stdio", "http" or "sse".
 	Transport string
 	State     State

@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -97,7 +97,7 @@ func newTool(u *upstream, rt *sdk.Tool) (*Tool, error) {
 // configured risk, else the annotations (readOnlyHint low, destructiveHint
 // high), else medium. Annotations of an untrusted server are only hints,
 // which is why the configuration wins.
-func riskOf(cfg config.MCPServer, rt *sdk.Tool) tools.Risk {
+func riskOf(cfg mcpconfig.Server, rt *sdk.Tool) tools.Risk {
 	if r, ok := cfg.Toold.ToolRisk[rt.Name]; ok {
 		return parseRisk(r)
 	}
@@ -116,7 +116,7 @@ func riskOf(cfg config.MCPServer, rt *sdk.Tool) tools.Risk {
 }
 
 func parseRisk(s string) tools.Risk {
-	switch r, _ := config.ParseRisk(s); r {
+	switch r, _ := mcpconfig.ParseRisk(s); r {
 	case "low":
 		return tools.RiskLow
 	case "medium":
@@ -133,7 +133,7 @@ func (t *Tool) Spec() tools.Spec { return t.spec }
 func (t *Tool) Describe(call *tools.Call) tools.Effect {
 	args, _ := json.Marshal(call.Args)
 	return tools.Effect{
-		Display: tools.Preview(fmt.Sprintf("MCP %s: %s %s", t.up.name, t.remote, args), 100),
+		Display: tools.Clip(fmt.Sprintf("MCP %s: %s %s", t.up.name, t.remote, args), 100),
 		Hosts:   t.hosts,
 	}
 }
@@ -306,17 +306,17 @@ func (t *Tool) callError(ctx context.Context, err error, idle time.Duration) err
 	if errors.As(err, &we) {
 		switch we.Code {
 		case jsonrpc.CodeInvalidParams:
-			return errdefs.Wrap(errdefs.ErrInvalidArgument, err, "MCP server %s rejected the call: %s", server, tools.Preview(we.Message, 2000))
+			return errdefs.Wrap(errdefs.ErrInvalidArgument, err, "MCP server %s rejected the call: %s", server, tools.Clip(we.Message, 2000))
 		case jsonrpc.CodeMethodNotFound:
-			return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s does not implement tools/call: %s", server, tools.Preview(we.Message, 500))
+			return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s does not implement tools/call: %s", server, tools.Clip(we.Message, 500))
 		}
-		return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s failed the call (JSON-RPC error %d): %s", server, we.Code, tools.Preview(we.Message, 2000))
+		return errdefs.Wrap(errdefs.ErrFailed, err, "MCP server %s failed the call (JSON-RPC error %d): %s", server, we.Code, tools.Clip(we.Message, 2000))
 	}
 	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errdefs.Wrap(errdefs.ErrUnavailable, err,
 			"MCP server %s closed the connection during the call (it may have crashed); toold reconnects: retry in a few seconds", server)
 	}
-	return errdefs.Wrap(errdefs.ErrUnavailable, err, "the call to MCP server %s failed: %s", server, tools.Preview(err.Error(), 500))
+	return errdefs.Wrap(errdefs.ErrUnavailable, err, "the call to MCP server %s failed: %s", server, tools.Clip(err.Error(), 500))
 }
 
 // result converts a CallToolResult. isError becomes an ErrFailed error next
@@ -362,7 +362,7 @@ func (t *Tool) result(res *sdk.CallToolResult) (*tools.Result, error) {
 		if msg == "" {
 			msg = "no details"
 		}
-		return out, errdefs.New(errdefs.ErrFailed, "MCP tool %s.%s reported an error: %s", t.up.name, t.remote, tools.Preview(msg, 2000))
+		return out, errdefs.New(errdefs.ErrFailed, "MCP tool %s.%s reported an error: %s", t.up.name, t.remote, tools.Clip(msg, 2000))
 	}
 	return out, nil
 }

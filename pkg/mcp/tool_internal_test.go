@@ -6,14 +6,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
 // Tools toold cannot offer are refused with a reason; it never guesses a
 // schema.
 func TestNewToolRefuses(t *testing.T) {
-	u := newUpstream(NewManager(Options{Registry: tools.NewRegistry()}), "srv", config.MCPServer{Command: "x"})
+	u := newUpstream(NewManager(Options{Registry: tools.NewRegistry()}), "srv", mcpconfig.Server{Command: "x"})
 	tests := []struct {
 		name   string
 		tool   *sdk.Tool
@@ -44,20 +44,20 @@ func TestRiskOf(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
 		name string
-		cfg  config.MCPServerPolicy
+		cfg  mcpconfig.ServerPolicy
 		ann  *sdk.ToolAnnotations
 		want tools.Risk
 	}{
-		{"no hints", config.MCPServerPolicy{}, nil, tools.RiskMedium},
-		{"read only", config.MCPServerPolicy{}, &sdk.ToolAnnotations{ReadOnlyHint: true}, tools.RiskLow},
-		{"destructive", config.MCPServerPolicy{}, &sdk.ToolAnnotations{DestructiveHint: &yes}, tools.RiskHigh},
-		{"not destructive", config.MCPServerPolicy{}, &sdk.ToolAnnotations{DestructiveHint: &no}, tools.RiskMedium},
-		{"server override", config.MCPServerPolicy{Risk: "high"}, &sdk.ToolAnnotations{ReadOnlyHint: true}, tools.RiskHigh},
-		{"tool override", config.MCPServerPolicy{Risk: "high", ToolRisk: map[string]string{"t": "low"}}, nil, tools.RiskLow},
+		{"no hints", mcpconfig.ServerPolicy{}, nil, tools.RiskMedium},
+		{"read only", mcpconfig.ServerPolicy{}, &sdk.ToolAnnotations{ReadOnlyHint: true}, tools.RiskLow},
+		{"destructive", mcpconfig.ServerPolicy{}, &sdk.ToolAnnotations{DestructiveHint: &yes}, tools.RiskHigh},
+		{"not destructive", mcpconfig.ServerPolicy{}, &sdk.ToolAnnotations{DestructiveHint: &no}, tools.RiskMedium},
+		{"server override", mcpconfig.ServerPolicy{Risk: "high"}, &sdk.ToolAnnotations{ReadOnlyHint: true}, tools.RiskHigh},
+		{"tool override", mcpconfig.ServerPolicy{Risk: "high", ToolRisk: map[string]string{"t": "low"}}, nil, tools.RiskLow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := riskOf(config.MCPServer{Toold: tt.cfg}, &sdk.Tool{Name: "t", Annotations: tt.ann}); got != tt.want {
+			if got := riskOf(mcpconfig.Server{Toold: tt.cfg}, &sdk.Tool{Name: "t", Annotations: tt.ann}); got != tt.want {
 				t.Fatalf("risk %v, want %v", got, tt.want)
 			}
 		})

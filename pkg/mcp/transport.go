@@ -16,7 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 )
 
 // inheritedEnv are the variables a stdio server gets from toold's
@@ -36,7 +36,7 @@ func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
 	c := u.cfg
 	var x expander
 	switch c.Transport() {
-	case config.MCPStdio:
+	case mcpconfig.Stdio:
 		name := x.expand(c.Command)
 		args := make([]string, len(c.Args))
 		for i, a := range c.Args {
@@ -64,7 +64,7 @@ func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.WaitDelay = terminateGrace
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cmd, nil
-	case config.MCPHTTP, config.MCPSSE:
+	case mcpconfig.HTTP, mcpconfig.SSE:
 		endpoint := x.expand(c.URL)
 		h := http.Header{}
 		for k, v := range c.Headers {
@@ -83,7 +83,7 @@ func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
 			cp.Transport = headerTransport{base: base, h: h}
 			hc = &cp
 		}
-		if c.Transport() == config.MCPSSE {
+		if c.Transport() == mcpconfig.SSE {
 			return &sdk.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil, nil
 		}
 		return &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil, nil

@@ -16,8 +16,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -27,7 +27,7 @@ import (
 type upstream struct {
 	m       *Manager
 	name    string
-	cfg     config.MCPServer
+	cfg     mcpconfig.Server
 	source  string
 	cancel  context.CancelFunc // ends run; nil for a disabled server
 	first   chan struct{}      // closed after the first connection attempt
@@ -43,7 +43,7 @@ type upstream struct {
 	fingerprint string              // of the registered tools, to report changes
 }
 
-func newUpstream(m *Manager, name string, cfg config.MCPServer) *upstream {
+func newUpstream(m *Manager, name string, cfg mcpconfig.Server) *upstream {
 	return &upstream{
 		m:       m,
 		name:    name,
@@ -432,5 +432,5 @@ func (u *upstream) current() (*sdk.ClientSession, error) {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return tools.Preview(s, 200)
+	return tools.Clip(s, 200)
 }

@@ -201,7 +201,7 @@ func approvalMessage(tool string, req *events.ApprovalRequest) string {
 		fmt.Fprintf(&b, "\nReaches: %s", strings.Join(req.Effect.Hosts, ", "))
 	}
 	if req.Diff != "" {
-		fmt.Fprintf(&b, "\n\n%s", tools.Preview(req.Diff, 4000))
+		fmt.Fprintf(&b, "\n\n%s", tools.Clip(req.Diff, 4000))
 	}
 	return b.String()
 }
@@ -213,7 +213,7 @@ func (h *host) Ask(ctx context.Context, _ string, q *events.Question) (string, e
 	if !h.canElicit() {
 		return "", errdefs.New(errdefs.ErrDenied,
 			"%s needs an answer from the person (%q), but %s cannot ask: it does not declare the MCP elicitation capability; ask the person yourself and call again with the answer",
-			h.tool, tools.Preview(q.Prompt, 200), h.client)
+			h.tool, tools.Clip(q.Prompt, 200), h.client)
 	}
 	field := map[string]any{"type": "string", "title": "Answer"}
 	if len(q.Choices) > 0 {

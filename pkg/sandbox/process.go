@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -28,7 +27,18 @@ type Runner struct {
 	// RunHelperIfRequested first thing. Empty means the running binary
 	// (/proc/self/exe, which stays valid when the file is replaced).
 	Helper string
+	// Args are given to the helper after its argv[0] (HelperName), which
+	// ignores them. A test binary that stands in as the helper (Helper
+	// empty in a test) is given TestHelperArgs, so that a test package
+	// lacking the RunHelperIfRequested call in its TestMain runs no tests
+	// there and Start fails with ErrNotHelper, instead of running the
+	// package's tests again in every helper.
+	Args []string
 }
+
+// TestHelperArgs are the Runner.Args of a test binary standing in as the
+// helper.
+var TestHelperArgs = []string{"-test.run=^$"}
 
 // Stdio are the standard files of the helper, which the command inherits.
 // A nil Stdin reads from /dev/null; nil Stdout and Stderr go to /dev/null.
@@ -107,12 +117,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	if path == "" {
 		path = "/proc/self/exe"
 	}
-	args := []string{HelperName}
-	if testing.Testing() {
-		// A test binary that lacks the RunHelperIfRequested call then runs
-		// no tests and exits, and Start reports ErrNotHelper.
-		args = append(args, "-test.run=^$")
-	}
+	args := append([]string{HelperName}, r.Args...)
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // The test binary stands in for toold as the helper.
@@ -68,7 +69,7 @@ func runWith(t *testing.T, s starter, ctx context.Context, spec sandbox.Spec, sc
 // start starts script under bash through a helper.
 func start(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
 	t.Helper()
-	return startWith(t, sandbox.Runner{}.Start, ctx, spec, script)
+	return startWith(t, sandbox.Runner{Args: sandbox.TestHelperArgs}.Start, ctx, spec, script)
 }
 
 // startWith starts script under bash with startFn, its output in a pipe.
@@ -293,17 +294,18 @@ func TestTerminalHangup(t *testing.T) {
 	t.Parallel()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pty: %v", err)
+		testenv.Need(t, err, "a pseudo-terminal")
 	}
 	defer ptmx.Close()
-	go io.Copy(io.Discard, ptmx)
-	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb"}, Terminal: true, Grace: 5 * time.Second}
-	p, err := sandbox.Runner{}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
+	var screen testenv.Buffer
+	go io.Copy(&screen, ptmx)
+	spec := sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb", "PS1=ready> "}, Terminal: true, Grace: 5 * time.Second}
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(t.Context(), spec, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
 	tty.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitForMsg(t, func() bool { return strings.Contains(screen.String(), "ready> ") }, screen.String) // the shell reads its terminal
 	begin := time.Now()
 	p.Stop()
 	<-p.Done()
@@ -318,7 +320,7 @@ func TestTerminalHangup(t *testing.T) {
 func TestConfine(t *testing.T) {
 	t.Parallel()
 	if abi := sandbox.LandlockABI(); abi < 6 {
-		t.Skipf("Landlock ABI %d on this kernel; these tests need ABI >= 6", abi)
+		testenv.Need(t, fmt.Errorf("the kernel has Landlock ABI %d", abi), "Landlock ABI >= 6")
 	}
 	ws, tmp, home := t.TempDir(), t.TempDir(), t.TempDir()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -437,12 +439,9 @@ func keepTree(t *testing.T, s starter) {
 	tok := token(t)
 	p, out := s(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
 	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case <-p.Done():
-		t.Fatalf("the tree ended with the command: %+v", p.Exit())
-	default:
-	}
+	// The command has exited and been reaped; the tree runs on until Stop:
+	// Exit says so (stopped, the command's code, one leftover).
+	waitFor(t, func() bool { return syscall.Kill(p.Pid(), 0) == syscall.ESRCH })
 	p.Stop()
 	<-p.Done()
 	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {

@@ -3,18 +3,17 @@ package service
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/mcp"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/service/mcppb"
 )
 
 // MCPAdmin is what the AdminService needs of the MCP client side;
@@ -23,7 +22,7 @@ type MCPAdmin interface {
 	// List returns every server's status, sorted by name.
 	List() []mcp.Status
 	// Add starts a server and returns its status after the first attempt.
-	Add(ctx context.Context, name string, cfg config.MCPServer) (mcp.Status, error)
+	Add(ctx context.Context, name string, cfg mcpconfig.Server) (mcp.Status, error)
 	// Remove stops a server and takes its tools out of the registry.
 	Remove(ctx context.Context, name string) error
 }
@@ -66,7 +65,7 @@ func (a *Admin) AddMcpServer(ctx context.Context, req *pb.AddMcpServerRequest) (
 	if req.GetName() == "" || req.GetConfig() == nil {
 		return nil, status.Error(codes.InvalidArgument, "name and config are required")
 	}
-	st, err := a.mcp.Add(ctx, req.GetName(), mcpConfigFromPB(req.GetConfig()))
+	st, err := a.mcp.Add(ctx, req.GetName(), mcppb.ConfigFromPB(req.GetConfig()))
 	if err != nil {
 		return nil, adminError(err)
 	}
@@ -111,67 +110,10 @@ func adminError(err error) error {
 	return status.Error(GRPCCode(e), e.Msg)
 }
 
-func mcpConfigFromPB(c *pb.McpServerConfig) config.MCPServer {
-	out := config.MCPServer{
-		Command:  c.GetCommand(),
-		Args:     c.GetArgs(),
-		Env:      c.GetEnv(),
-		Cwd:      c.GetCwd(),
-		URL:      c.GetUrl(),
-		Headers:  c.GetHeaders(),
-		Type:     c.GetType(),
-		Disabled: c.GetDisabled(),
-	}
-	out.Toold.Risk = riskName(c.GetRisk())
-	for tool, r := range c.GetToolRisk() {
-		if out.Toold.ToolRisk == nil {
-			out.Toold.ToolRisk = map[string]string{}
-		}
-		out.Toold.ToolRisk[tool] = riskName(r)
-		if out.Toold.ToolRisk[tool] == "" {
-			out.Toold.ToolRisk[tool] = "unspecified"
-		}
-	}
-	if d := c.GetIdleTimeout(); d != nil {
-		out.Toold.IdleTimeout = config.Duration(d.AsDuration())
-	}
-	if d := c.GetMaxTimeout(); d != nil {
-		out.Toold.MaxTimeout = config.Duration(d.AsDuration())
-	}
-	return out
-}
-
-func mcpConfigToPB(c config.MCPServer) *pb.McpServerConfig {
-	out := &pb.McpServerConfig{
-		Command:  c.Command,
-		Args:     c.Args,
-		Env:      c.Env,
-		Cwd:      c.Cwd,
-		Url:      c.URL,
-		Headers:  c.Headers,
-		Type:     c.Type,
-		Disabled: c.Disabled,
-		Risk:     riskFromName(c.Toold.Risk),
-	}
-	for tool, r := range c.Toold.ToolRisk {
-		if out.ToolRisk == nil {
-			out.ToolRisk = map[string]pb.RiskLevel{}
-		}
-		out.ToolRisk[tool] = riskFromName(r)
-	}
-	if c.Toold.IdleTimeout > 0 {
-		out.IdleTimeout = durationpb.New(time.Duration(c.Toold.IdleTimeout))
-	}
-	if c.Toold.MaxTimeout > 0 {
-		out.MaxTimeout = durationpb.New(time.Duration(c.Toold.MaxTimeout))
-	}
-	return out
-}
-
 func mcpStatusToPB(s mcp.Status) *pb.McpServerStatus {
 	out := &pb.McpServerStatus{
 		Name:            s.Name,
-		Config:          mcpConfigToPB(s.Config),
+		Config:          mcppb.ConfigToPB(s.Config),
 		Transport:       s.Transport,
 		State:           mcpStateToPB(s.State),
 		Error:           s.Err,
@@ -208,29 +150,4 @@ func mcpStateToPB(s mcp.State) pb.McpServerState {
 		return pb.McpServerState_MCP_SERVER_STATE_STOPPED
 	}
 	return pb.McpServerState_MCP_SERVER_STATE_UNSPECIFIED
-}
-
-// riskName is the config spelling of a risk level; "" for unspecified.
-func riskName(r pb.RiskLevel) string {
-	switch r {
-	case pb.RiskLevel_RISK_LEVEL_LOW:
-		return "low"
-	case pb.RiskLevel_RISK_LEVEL_MEDIUM:
-		return "medium"
-	case pb.RiskLevel_RISK_LEVEL_HIGH:
-		return "high"
-	}
-	return ""
-}
-
-func riskFromName(s string) pb.RiskLevel {
-	switch r, _ := config.ParseRisk(s); r {
-	case "low":
-		return pb.RiskLevel_RISK_LEVEL_LOW
-	case "medium":
-		return pb.RiskLevel_RISK_LEVEL_MEDIUM
-	case "high":
-		return pb.RiskLevel_RISK_LEVEL_HIGH
-	}
-	return pb.RiskLevel_RISK_LEVEL_UNSPECIFIED
 }

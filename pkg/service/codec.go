@@ -1,7 +1,6 @@
 package service
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -17,6 +16,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // Message limits of ExecuteTool.
@@ -173,7 +173,7 @@ func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		// keeps the message limit; over it, that RPC fails, as with
 		// gRPC's own limit.
 		if n := data.Len(); n > limit {
-			return status.Errorf(codes.ResourceExhausted, "the message is %s, over toold's limit of %s per message", humanBytes(int64(n)), humanBytes(int64(limit)))
+			return status.Errorf(codes.ResourceExhausted, "the message is %s, over toold's limit of %s per message", tools.HumanSize(int64(n)), tools.HumanSize(int64(limit)))
 		}
 		return c.base.Unmarshal(data, v)
 	}
@@ -182,7 +182,7 @@ func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		b := peekMessage(data)
 		b.err = errdefs.New(errdefs.ErrResourceExhausted,
 			"the message is %s, over toold's limit of %s per message; nothing of it was used. Send less in one call (write a large file in parts, with edit_file or several writes)",
-			humanBytes(int64(n)), humanBytes(int64(limit)))
+			tools.HumanSize(int64(n)), tools.HumanSize(int64(limit)))
 		in.bad = b
 		return nil
 	}
@@ -290,18 +290,4 @@ func scanCall(b []byte) (callID, name string) {
 		b = b[n:]
 	}
 	return
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

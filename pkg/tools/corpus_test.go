@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/errdefs"
@@ -131,7 +132,7 @@ func TestCorpus(t *testing.T) {
 				term = newTerminal(t, ws)
 			}
 			reg := tools.NewRegistry()
-			if err := reg.Register(daemon.BuiltinTools(ws, limits, nil, term, nil)...); err != nil {
+			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil)...); err != nil {
 				t.Fatal(err)
 			}
 			c.Arguments = strings.ReplaceAll(c.Arguments, "$WORKSPACE", ws.Dir())

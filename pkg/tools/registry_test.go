@@ -38,7 +38,7 @@ const readSchema = `{"type":"object","properties":{
   "note":{"type":["string","null"]}
 },"required":["path"],"additionalProperties":false}`
 
-func testRegistry(t *testing.T) *tools.Registry {
+func testRegistry(t testing.TB) *tools.Registry {
 	t.Helper()
 	r := tools.NewRegistry()
 	err := r.Register(
@@ -326,7 +326,7 @@ func TestRegistryOrderAndSchemas(t *testing.T) {
 	}
 }
 
-func TestPreview(t *testing.T) {
+func TestClip(t *testing.T) {
 	tests := []struct {
 		in   string
 		n    int
@@ -339,8 +339,8 @@ func TestPreview(t *testing.T) {
 		{"héllo wörld", 5, "héll…"},
 	}
 	for _, tt := range tests {
-		if got := tools.Preview(tt.in, tt.n); got != tt.want {
-			t.Errorf("Preview(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := tools.Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }
@@ -373,5 +373,14 @@ func TestConsolidatedSchemaMergesSharedProperties(t *testing.T) {
 	tg, _ := r.Resolve("read", args)
 	if _, err := tg.Prepare(args); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("read with empty path: %v", err)
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 4 << 20: "4 MiB",
+		5<<20 + 1<<19: "5.5 MiB", 3 << 30: "3 GiB", -2048: "-2 KiB", 1 << 62: "4 EiB"} {
+		if got := tools.HumanSize(n); got != want {
+			t.Errorf("HumanSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

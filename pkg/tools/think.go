@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // Think records a thought and returns it. It lets a model reason in the open
@@ -40,29 +39,11 @@ func (*Think) Spec() Spec {
 // Describe implements Tool.
 func (*Think) Describe(call *Call) Effect {
 	t, _ := call.Args["thought"].(string)
-	return Effect{Display: "Thinking: " + Preview(t, 60)}
+	return Effect{Display: "Thinking: " + Clip(t, 60)}
 }
 
 // Run implements Tool.
 func (*Think) Run(_ context.Context, call *Call, _ Sink) (*Result, error) {
 	t, _ := call.Args["thought"].(string)
 	return &Result{Text: t}, nil
-}
-
-// Preview shortens s to at most n runes for a display line, on one line.
-func Preview(s string, n int) string {
-	b := make([]rune, 0, min(len(s), n+1))
-	for _, r := range s {
-		if r == '\n' || r == '\r' || r == '\t' {
-			r = ' '
-		}
-		b = append(b, r)
-		if len(b) > n {
-			break
-		}
-	}
-	if len(b) > n || utf8.RuneCountInString(s) > n {
-		return string(b[:max(n-1, 0)]) + "…"
-	}
-	return string(b)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 // Daemon is a running toold and a client connected to it.
@@ -39,8 +40,11 @@ type Option func(*daemon.Main)
 func WithWorkspace(dir string) Option { return func(m *daemon.Main) { m.Config.Workspace = dir } }
 
 // WithAuthorizer replaces the daemon's policy (a test's fake, or an engine
-// the test built).
-func WithAuthorizer(a authz.Authorizer) Option { return func(m *daemon.Main) { m.Authorizer = a } }
+// the test built) with the capabilities it is given (an engine's are
+// eng.Capabilities()).
+func WithAuthorizer(a authz.Authorizer, caps authz.Capabilities) Option {
+	return func(m *daemon.Main) { m.Authorizer, m.Capabilities = a, caps }
+}
 
 // WithConfig applies an arbitrary change to the configuration.
 func WithConfig(f func(*config.Config)) Option { return func(m *daemon.Main) { f(&m.Config) } }
@@ -60,6 +64,7 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	cfg.Workspace = t.TempDir()
 	cfg.StateDir = t.TempDir() // never the user's own state
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
+	cfg.Terminal.HelperArgs = sandbox.TestHelperArgs // the test binary is the commands' helper
 	var w io.Writer = io.Discard
 	if os.Getenv("TOOLD_TEST_LOG") != "" {
 		w = testWriter{t}

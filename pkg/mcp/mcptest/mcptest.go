@@ -20,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // Peers are the installed peers, as absolute paths.
@@ -44,7 +45,7 @@ func Require(t testing.TB) *Peers {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed; the MCP peer tests need Node.js (and `make mcp-peers`)")
+		testenv.Need(t, err, "Node.js for the MCP peers (make mcp-peers)")
 	}
 	dir, err := testdataDir()
 	if err != nil {
@@ -61,10 +62,7 @@ func Require(t testing.TB) *Peers {
 	}
 	for _, f := range []string{p.Everything, p.Filesystem, p.Inspector} {
 		if _, err := os.Stat(f); err != nil {
-			if os.Getenv("TOOLD_REQUIRE_PEERS") != "" {
-				t.Fatalf("MCP peers are not installed (%s missing); run `make mcp-peers`", f)
-			}
-			t.Skipf("MCP peers are not installed (%s missing); run `make mcp-peers`; skipping", f)
+			testenv.Need(t, err, "the MCP peers (make mcp-peers)")
 		}
 	}
 	return p
@@ -91,13 +89,13 @@ func testdataDir() (string, error) {
 
 // EverythingStdio is the configuration entry that runs server-everything
 // over stdio, as a user would write it.
-func (p *Peers) EverythingStdio() config.MCPServer {
-	return config.MCPServer{Command: p.Node, Args: []string{p.Everything, "stdio"}}
+func (p *Peers) EverythingStdio() mcpconfig.Server {
+	return mcpconfig.Server{Command: p.Node, Args: []string{p.Everything, "stdio"}}
 }
 
 // FilesystemStdio runs server-filesystem over stdio, allowed dirs.
-func (p *Peers) FilesystemStdio(dirs ...string) config.MCPServer {
-	return config.MCPServer{Command: p.Node, Args: append([]string{p.Filesystem}, dirs...)}
+func (p *Peers) FilesystemStdio(dirs ...string) mcpconfig.Server {
+	return mcpconfig.Server{Command: p.Node, Args: append([]string{p.Filesystem}, dirs...)}
 }
 
 // Server is a peer server process listening on loopback.

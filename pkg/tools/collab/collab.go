@@ -72,7 +72,7 @@ type args struct {
 // Describe implements tools.Tool.
 func (*UserCollaboration) Describe(call *tools.Call) tools.Effect {
 	p, _ := call.Args["prompt"].(string)
-	return tools.Effect{Display: "Asking you: " + tools.Preview(p, 60)}
+	return tools.Effect{Display: "Asking you: " + tools.Clip(p, 60)}
 }
 
 var opPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
@@ -148,7 +148,7 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 			tool, op, _ := strings.Cut(a.AuthorizeOperation, ".")
 			g, err := u.Granter.Grant(call.ConversationID, authz.Scope{
 				Tool: tool, Operation: op, Arguments: argsJSON,
-				Description: fmt.Sprintf("%s once with exactly the arguments %s, granted through user_collaboration", a.AuthorizeOperation, tools.Preview(argsJSON, 200)),
+				Description: fmt.Sprintf("%s once with exactly the arguments %s, granted through user_collaboration", a.AuthorizeOperation, tools.Clip(argsJSON, 200)),
 			}, true, ttl, "user_collaboration")
 			if err != nil {
 				return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -120,7 +121,7 @@ func (f *FileOperations) describePatch(call *tools.Call) tools.Effect {
 		shown = shown[:3]
 	}
 	for i, n := range shown {
-		shown[i] = preview(n)
+		shown[i] = clip(n)
 	}
 	e.Display = "Applying patch: " + strings.Join(shown, ", ")
 	if len(names) > 3 {
@@ -236,7 +237,7 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 	held := 0 // bytes of content held in memory, roughly
 	tooMuch := func() error {
 		return errdefs.Failed("the files this patch reads and writes come to more than %s, the most one patch holds; "+
-			"split it into several patches. Nothing was changed.", humanSize(maxPatchBytes))
+			"split it into several patches. Nothing was changed.", tools.HumanSize(maxPatchBytes))
 	}
 	file := func(given string, follow bool) (*patchFile, error) {
 		loc, err := t.resolve(given, follow)
@@ -272,7 +273,7 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 		data, st, _, err := pf.p.read(maxEditBytes)
 		switch {
 		case errors.Is(err, errTooLarge):
-			return nil, errdefs.Failed("%s is larger than %s, the most apply_patch edits; change it with a shell command. Nothing was changed.", display(loc), humanSize(maxEditBytes))
+			return nil, errdefs.Failed("%s is larger than %s, the most apply_patch edits; change it with a shell command. Nothing was changed.", display(loc), tools.HumanSize(maxEditBytes))
 		case errors.Is(err, errNotRegular):
 			return nil, errdefs.Failed("%s is not a regular file; apply_patch edits text files only. Nothing was changed.", display(loc))
 		case err != nil:
@@ -325,7 +326,7 @@ func (f *FileOperations) planPatch(ctx context.Context, hunks []patchHunk, t pat
 			if !pf.exists {
 				return pl, errdefs.Failed("Failed to read file to update %s: it does not exist. Use *** Add File: to create it. Nothing was changed.", name)
 			}
-			if mt, bin := binaryKind(name, []byte(pf.cur)); bin {
+			if mt, bin := scan.BinaryKind(name, []byte(pf.cur)); bin {
 				return pl, errdefs.Failed("%s is a binary file (%s); apply_patch edits text files only. Nothing was changed.", name, mt)
 			}
 			after, err := updateContent(pf.cur, name, h.chunks)
@@ -652,7 +653,7 @@ func (pl *patchPlan) diff(withDeleted bool) (string, []map[string]any, int, int)
 		case d.from != nil && d.to != nil && d.from != d.to && len(u.Hunks) == 0:
 			fmt.Fprintf(&b, "--- %s\n+++ %s\n[moved; content unchanged]\n", from, to)
 		default:
-			b.WriteString(validText([]byte(u.String())))
+			b.WriteString(scan.ValidText([]byte(u.String())))
 		}
 	}
 	return b.String(), files, added, removed
@@ -677,7 +678,7 @@ func (f *FileOperations) previewPatch(ctx context.Context, call *tools.Call) (st
 		}
 	}
 	if !readable {
-		s, _ := capDiff(validText([]byte("Would apply this patch (it names paths outside the workspace, which are not read):\n"+call.Args["input"].(string))), maxPreviewDiff)
+		s, _ := capDiff(scan.ValidText([]byte("Would apply this patch (it names paths outside the workspace, which are not read):\n"+call.Args["input"].(string))), maxPreviewDiff)
 		return s, nil
 	}
 	pl, err := f.planPatch(ctx, hunks, patchTarget{

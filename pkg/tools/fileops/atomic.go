@@ -3,6 +3,7 @@ package fileops
 import (
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -208,7 +209,7 @@ func unwrapPathError(err error) error {
 // after the check) and a file larger than max bytes (errTooLarge, with the
 // size in size). ok is false when it does not exist.
 func (p *place) read(max int64) (data []byte, st unix.Stat_t, ok bool, err error) {
-	fd, err := openAt(p.fd, p.name, 0)
+	fd, err := scan.OpenAt(p.fd, p.name, 0)
 	switch {
 	case err == unix.ENOENT:
 		return nil, st, false, nil
@@ -235,7 +236,7 @@ func (p *place) read(max int64) (data []byte, st unix.Stat_t, ok bool, err error
 		return nil, st, true, errTooLarge
 	}
 	data = make([]byte, st.Size)
-	n, eof, err := readFull(fd, data)
+	n, eof, err := scan.ReadFull(fd, data)
 	if err != nil {
 		return nil, st, true, &fs.PathError{Op: "read", Path: p.loc.Given, Err: err}
 	}
@@ -245,7 +246,7 @@ func (p *place) read(max int64) (data []byte, st unix.Stat_t, ok bool, err error
 	// The file grew since fstat: read the rest, within max.
 	buf := make([]byte, 32<<10)
 	for {
-		m, eof, err := readFull(fd, buf)
+		m, eof, err := scan.ReadFull(fd, buf)
 		data = append(data, buf[:m]...)
 		if err != nil {
 			return nil, st, true, &fs.PathError{Op: "read", Path: p.loc.Given, Err: err}

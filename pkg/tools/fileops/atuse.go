@@ -62,8 +62,8 @@ func (f *FileOperations) checkUse(u *authz.Use) error {
 	}
 	if f.guard == nil {
 		// Without a guard, a path no decision saw (a file a pattern of
-		// read_many_files matched) is at least held to Options.Hidden.
-		if f.hidden != nil && u.Given == "" && f.hidden(u.Abs) {
+		// read_many_files matched) is at least held to Options.Sensitive.
+		if f.sensitive != nil && u.Given == "" && f.sensitive(u.Abs) {
 			return &errdefs.Error{
 				Class: errdefs.ErrDenied,
 				Msg:   fmt.Sprintf("%s is a sensitive path; nothing was read", u.Abs),

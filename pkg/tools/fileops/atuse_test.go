@@ -41,7 +41,7 @@ func guardedTool(t *testing.T) (*FileOperations, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(ws, tools.Limits{}, Options{Hidden: e.Sensitive, Guard: e}), dir, home
+	return New(ws, tools.Limits{}, Options{Sensitive: e.Sensitive, Guard: e}), dir, home
 }
 
 // swapper replaces p, in a tight loop until stopped, by a regular file
@@ -254,8 +254,8 @@ func BenchmarkReadFileAtUse(b *testing.B) {
 		opts       Options
 	}{
 		{"baseline", "small.txt", Options{}},
-		{"guard", "small.txt", Options{Hidden: e.Sensitive, Guard: e}},
-		{"guard-2-links", "linked.txt", Options{Hidden: e.Sensitive, Guard: e}},
+		{"guard", "small.txt", Options{Sensitive: e.Sensitive, Guard: e}},
+		{"guard-2-links", "linked.txt", Options{Sensitive: e.Sensitive, Guard: e}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			f := New(ws, tools.Limits{}, c.opts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -55,7 +56,7 @@ type deleteArgs struct {
 
 func (f *FileOperations) describeDelete(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Deleting: " + preview(p), Writes: []string{p}}
+	return tools.Effect{Display: "Deleting: " + clip(p), Writes: []string{p}}
 }
 
 // maxTreeCount bounds the entries counted in a directory about to be
@@ -78,7 +79,7 @@ func (c treeCount) String() string {
 	if c.other > 0 {
 		s += ", " + plural(c.other, "other entry", "other entries")
 	}
-	s += ", " + humanSize(c.bytes)
+	s += ", " + tools.HumanSize(c.bytes)
 	if !c.complete {
 		s = "at least " + s
 	}
@@ -203,7 +204,7 @@ func (f *FileOperations) deletePath(ctx context.Context, call *tools.Call, _ too
 		}
 		switch kind {
 		case "file":
-			text = fmt.Sprintf("Deleted the file %s (%s).", name, humanSize(st.Size))
+			text = fmt.Sprintf("Deleted the file %s (%s).", name, tools.HumanSize(st.Size))
 			structured["bytes"] = st.Size
 		case "symlink":
 			text = fmt.Sprintf("Deleted the symlink %s; what it pointed to was not touched.", name)
@@ -228,7 +229,7 @@ func readlinkAt(dirfd int, name string) string {
 			return ""
 		}
 		if n < size {
-			return validText(buf[:n])
+			return scan.ValidText(buf[:n])
 		}
 	}
 	return ""
@@ -277,7 +278,7 @@ func (f *FileOperations) previewDelete(ctx context.Context, call *tools.Call) (s
 	name := display(loc)
 	switch fileKind(st.Mode) {
 	case "file":
-		return fmt.Sprintf("Would delete the file %s (%s).", name, humanSize(st.Size)), nil
+		return fmt.Sprintf("Would delete the file %s (%s).", name, tools.HumanSize(st.Size)), nil
 	case "symlink":
 		return fmt.Sprintf("Would delete the symlink %s (-> %s); what it points to is not touched.", name, readlinkAt(p.fd, p.name)), nil
 	case "directory":

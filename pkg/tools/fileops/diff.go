@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -59,7 +60,7 @@ func unifiedDiff(label, before, after string, edits []udiff.Edit, created bool) 
 			}
 		}
 	}
-	return validText([]byte(u.String())), st
+	return scan.ValidText([]byte(u.String())), st
 }
 
 // capDiff cuts a diff to at most max bytes at a line boundary, and says so.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -83,7 +84,7 @@ type editArgs struct {
 func (f *FileOperations) describeEdit(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	// The result's diff shows lines of the file: an edit reads it too.
-	return tools.Effect{Display: "Editing file: " + preview(p), Reads: []string{p}, Writes: []string{p}}
+	return tools.Effect{Display: "Editing file: " + clip(p), Reads: []string{p}, Writes: []string{p}}
 }
 
 func bindEdit(call *tools.Call) (args editArgs, old, new string, err error) {
@@ -114,7 +115,7 @@ func planFileEdit(p *place, name, old, new string, all bool) (*fileEdit, error) 
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is larger than %s, the most edit_file edits; "+
-			"replace it whole with write_file, or change it with a shell command", name, humanSize(maxEditBytes))
+			"replace it whole with write_file, or change it with a shell command", name, tools.HumanSize(maxEditBytes))
 	case errors.Is(err, errNotRegular):
 		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is not a regular file; edit_file edits text files only", name)
 	case err != nil:
@@ -126,7 +127,7 @@ func planFileEdit(p *place, name, old, new string, all bool) (*fileEdit, error) 
 		}
 		return &fileEdit{plan: &editPlan{after: new, edits: []udiff.Edit{{New: new}}, lines: []int{1}}, created: true}, nil
 	}
-	if mt, bin := binaryKind(name, data); bin {
+	if mt, bin := scan.BinaryKind(name, data); bin {
 		return nil, errdefs.Failed("%s is a binary file (%s); edit_file edits text files only", name, mt)
 	}
 	before := string(data)
@@ -200,7 +201,7 @@ func (f *FileOperations) editFile(ctx context.Context, call *tools.Call, _ tools
 	}
 	var text strings.Builder
 	if e.created {
-		fmt.Fprintf(&text, "Created %s (%s, %s).", name, plural(countLines(new), "line", "lines"), humanSize(int64(len(new))))
+		fmt.Fprintf(&text, "Created %s (%s, %s).", name, plural(countLines(new), "line", "lines"), tools.HumanSize(int64(len(new))))
 	} else {
 		what := "1 occurrence"
 		if n > 1 {

@@ -238,7 +238,7 @@ func TestEditFileTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := run(t, f, "edit_file", `{"path":"big.txt","old_string":"x","new_string":"y"}`)
-	wantErr(t, err, errdefs.ErrFailed, "larger than 10.0 MB", "write_file")
+	wantErr(t, err, errdefs.ErrFailed, "larger than 10 MiB", "write_file")
 }
 
 func TestPlanEdit(t *testing.T) {

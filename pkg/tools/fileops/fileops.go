@@ -39,7 +39,7 @@
 // line; list_dir puts directories first, then other entries, each group in
 // bytewise name order.
 //
-// Sensitive files. Options.Hidden, when set, names files that policy
+// Sensitive files. Options.Sensitive, when set, names files that policy
 // guards (.env, keys): the walks of list_dir, glob, grep_search and
 // read_many_files leave them out, and say how many they withheld, so that a
 // search of the tree cannot read what a read of the file would be denied;
@@ -73,10 +73,10 @@ const ToolName = "file_operations"
 // calls share nothing but the workspace, which is itself safe for concurrent
 // use.
 type FileOperations struct {
-	ws     *workspace.Workspace
-	limits tools.Limits
-	hidden func(abs string) bool
-	guard  authz.UseChecker
+	ws        *workspace.Workspace
+	limits    tools.Limits
+	sensitive func(abs string) bool
+	guard     authz.UseChecker
 	// undecided marks the read_file that read_many_files runs for a file
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
@@ -88,6 +88,11 @@ type FileOperations struct {
 	locks  pathLocks
 	// history is the undo history of str_replace_based_edit_tool.
 	history editHistory
+	// readLocated and fileSearched, when set (by a test, on its own tool),
+	// are called when a read has resolved its path, and by the workers of
+	// a search after each file.
+	readLocated  func(loc workspace.Location)
+	fileSearched func()
 }
 
 var (
@@ -97,14 +102,14 @@ var (
 
 // Options are the optional settings of the tool.
 type Options struct {
-	// Hidden, when set, reports whether the file or directory at abs (an
+	// Sensitive, when set, reports whether the file or directory at abs (an
 	// absolute path) is sensitive: walks over the tree (list_dir, glob,
 	// grep_search, read_many_files patterns) skip it, and a directory's
 	// whole subtree, and report how many entries they withheld. It is called
 	// concurrently, once per entry walked, so it must be safe for concurrent
 	// use and cheap. Paths the model names explicitly are not filtered;
 	// policy judges those. The daemon passes the policy engine's matcher.
-	Hidden func(abs string) bool
+	Sensitive func(abs string) bool
 	// Guard, when set, is asked when a path is used, not only when the call
 	// is decided (see "Checked at use" in pkg/authz): every operation asks
 	// it about the path it is about to open or change, resolved again just
@@ -170,11 +175,11 @@ const toolDescription = "Read, search and change the files of the workspace. " +
 // caller, who must keep it open while the tool is in use.
 func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperations {
 	f := &FileOperations{
-		ws:     ws,
-		limits: limits.WithDefaults(),
-		hidden: opts.Hidden,
-		guard:  opts.Guard,
-		ops:    make(map[string]*operation, len(operations)),
+		ws:        ws,
+		limits:    limits.WithDefaults(),
+		sensitive: opts.Sensitive,
+		guard:     opts.Guard,
+		ops:       make(map[string]*operation, len(operations)),
 	}
 	specs := make([]tools.OperationSpec, 0, len(operations))
 	for _, op := range operations {
@@ -206,7 +211,7 @@ func (f *FileOperations) Spec() tools.Spec { return f.spec }
 func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 	op, ok := f.ops[call.Operation]
 	if !ok {
-		return tools.Effect{Display: "File operation: " + preview(call.Operation)}
+		return tools.Effect{Display: "File operation: " + clip(call.Operation)}
 	}
 	return op.describe(f, call)
 }
@@ -307,7 +312,7 @@ func orDefault(p string) string {
 }
 
 // preview shortens s for a display line.
-func preview(s string) string { return tools.Preview(s, 60) }
+func clip(s string) string { return tools.Clip(s, 60) }
 
 // ctxError is the error of a call stopped by ctx: ErrTimeout for a deadline,
 // ErrCanceled otherwise.

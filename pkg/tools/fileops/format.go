@@ -2,24 +2,10 @@ package fileops
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
-
-// humanSize formats a byte count for people and models: "532 B", "1.4 KB".
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMGTP"[exp])
-}
 
 // plural returns "1 line" or "2 lines".
 func plural(n int, one, many string) string {
@@ -27,27 +13,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// cutLine returns line as valid UTF-8 text of at most maxChars characters
-// and how many of its bytes that shows. When it cuts, it appends a marker
-// saying how many bytes were left out and reports cut. total is the line's
-// full length in bytes, which exceeds len(line) when the caller kept only the
-// head of a very long line.
-func cutLine(line []byte, total, maxChars int) (text string, shown int, cut bool) {
-	if len(line) <= maxChars && total == len(line) { // fewer bytes than characters allowed
-		return validText(line), len(line), false
-	}
-	i, chars := 0, 0
-	for i < len(line) && chars < maxChars {
-		_, size := utf8.DecodeRune(line[i:])
-		i += size
-		chars++
-	}
-	if i == len(line) && total == len(line) {
-		return validText(line), len(line), false
-	}
-	return fmt.Sprintf("%s … [line cut: %d more bytes]", validText(line[:i]), total-i), i, true
 }
 
 // appendLineNumber appends n right-aligned in six columns and a tab, as
@@ -62,25 +27,12 @@ func appendLineNumber(b []byte, n int) []byte {
 	return b
 }
 
-// appendCutLine is cutLine appending to b: the line's text (at most
+// appendCutLine is CutLine appending to b: the line's text (at most
 // maxChars characters, invalid UTF-8 replaced) and the cut note.
 func appendCutLine(b, line []byte, total, maxChars int) (out []byte, shown int, cut bool) {
 	if len(line) <= maxChars && total == len(line) && utf8.Valid(line) {
 		return append(b, line...), len(line), false
 	}
-	text, shown, cut := cutLine(line, total, maxChars)
+	text, shown, cut := scan.CutLine(line, total, maxChars)
 	return append(b, text...), shown, cut
 }
-
-// validText returns b as a string, invalid UTF-8 replaced by U+FFFD (results
-// travel in protobuf strings, which must be valid UTF-8).
-func validText(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// maxHeadBytes is how many bytes of a line are enough to show maxChars
-// characters of it.
-func maxHeadBytes(maxChars int) int { return maxChars * utf8.UTFMax }

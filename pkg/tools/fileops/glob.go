@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"slices"
@@ -35,7 +36,7 @@ func globSchema(l tools.Limits) string {
     "pattern": {
       "type": "string",
       "minLength": 1,
-      "description": "Glob pattern matched against paths relative to path, e.g. **/*.go (any depth), *.md (directly in path), internal/**/handler_*.go. At most %d matches are returned."
+      "description": "scan.Glob pattern matched against paths relative to path, e.g. **/*.go (any depth), *.md (directly in path), internal/**/handler_*.go. At most %d matches are returned."
     },
     "path": {
       "type": "string",
@@ -60,7 +61,7 @@ func (f *FileOperations) describeGlob(call *tools.Call) tools.Effect {
 	p, _ := call.Args["pattern"].(string)
 	dir, _ := call.Args["path"].(string)
 	start, _ := globStart(orDefault(dir), p)
-	return tools.Effect{Display: "Finding files: " + preview(p), Reads: []string{start}}
+	return tools.Effect{Display: "Finding files: " + clip(p), Reads: []string{start}}
 }
 
 // globStart returns the directory a glob of pattern in dir starts in, and
@@ -78,7 +79,7 @@ func globStart(dir, pattern string) (start, rest string) {
 type pathMatcher struct {
 	startRel string
 	byName   bool // the pattern matches the base name alone
-	g        globMatcher
+	g        scan.Glob
 	maxDepth int  // deepest entry that can match; 0 for any
 	hidden   bool // the pattern names a hidden entry
 }
@@ -100,16 +101,16 @@ func newPathMatcher(startRel, pattern string) (m pathMatcher, ok bool) {
 		m.maxDepth = strings.Count(p, "/") + 1
 		m.byName = m.maxDepth == 1
 	}
-	m.g, ok = compileGlob(p)
+	m.g, ok = scan.CompileGlob(p)
 	return m, ok
 }
 
 // match reports whether the entry name at rel (workspace-relative) matches.
 func (m *pathMatcher) match(rel, name string) bool {
 	if m.byName {
-		return m.g.match(name)
+		return m.g.Match(name)
 	}
-	return m.g.match(below(m.startRel, rel))
+	return m.g.Match(scan.Below(m.startRel, rel))
 }
 
 // globVisitor collects the matches of a walk.
@@ -138,21 +139,21 @@ func (v *globVisitor) add(worker int, h globHit) {
 
 func compareHits(a, b globHit) int { return cmp.Compare(a.rel, b.rel) }
 
-func (v *globVisitor) dir(worker int, parent *dirNode, name, rel string) bool {
+func (v *globVisitor) Dir(worker int, parent *scan.Node, name, rel string) bool {
 	if v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel, dir: true})
 	}
 	return true
 }
 
-func (v *globVisitor) file(worker int, parent *dirNode, name string, _ fs.FileMode) {
+func (v *globVisitor) File(worker int, parent *scan.Node, name string, _ fs.FileMode) {
 	if v.m.byName {
-		if v.m.g.match(name) {
-			v.add(worker, globHit{rel: parent.child(name)})
+		if v.m.g.Match(name) {
+			v.add(worker, globHit{rel: parent.Child(name)})
 		}
 		return
 	}
-	if rel := parent.child(name); v.m.match(rel, name) {
+	if rel := parent.Child(name); v.m.match(rel, name) {
 		v.add(worker, globHit{rel: rel})
 	}
 }
@@ -187,12 +188,12 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 	if err != nil {
 		return nil, err
 	}
-	start.ign = f.startIgnores(t)
+	start.Ign = f.startIgnores(t)
 	v := &globVisitor{m: m, keep: f.limits.ListItems}
-	w := newWalker(walkConfig{hidden: m.hidden, maxDepth: m.maxDepth, inline: true, withhold: f.withholdFor(t)}, v)
-	v.per = make([][]globHit, w.cfg.workers)
-	v.total = make([]int, w.cfg.workers)
-	w.run(ctx, start)
+	w := scan.NewWalker(scan.Config{Dotfiles: m.hidden, MaxDepth: m.maxDepth, Inline: true, Withhold: f.withholdFor(t)}, v)
+	v.per = make([][]globHit, w.Cfg.Workers)
+	v.total = make([]int, w.Cfg.Workers)
+	w.Run(ctx, start)
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, "glob")
 	}
@@ -233,7 +234,7 @@ func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sin
 			Continuation: "use a more specific pattern or path",
 		}
 	}
-	if n := w.withheld.Load(); n > 0 {
+	if n := w.Withheld.Load(); n > 0 {
 		fmt.Fprintf(&out, "\n%s", withheldNote(n))
 		res.Structured["withheld"] = n
 	}

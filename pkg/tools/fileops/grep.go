@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"runtime"
 	"slices"
@@ -37,17 +38,12 @@ var grepSearchOp = &operation{
 
 // Bounds of grep_search's arguments.
 const (
-	maxContext    = 10
 	maxMaxResults = 2000
 )
 
 // progressEvery is the interval of progress reports of a search; a
 // variable for tests.
 var progressEvery = 250 * time.Millisecond
-
-// testHookFileSearched, when set by a test, is called by the workers of a
-// search after each file of a walk.
-var testHookFileSearched func()
 
 func grepSchema(l tools.Limits) string {
 	return fmt.Sprintf(`{
@@ -90,7 +86,7 @@ func grepSchema(l tools.Limits) string {
   },
   "required": ["pattern"],
   "additionalProperties": false
-}`, maxContext, maxMaxResults, min(l.SearchMatches, maxMaxResults))
+}`, scan.MaxContext, maxMaxResults, min(l.SearchMatches, maxMaxResults))
 }
 
 type grepArgs struct {
@@ -105,14 +101,14 @@ type grepArgs struct {
 func (f *FileOperations) describeGrep(call *tools.Call) tools.Effect {
 	p, _ := call.Args["pattern"].(string)
 	dir, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Searching code: " + preview(p), Reads: []string{orDefault(dir)}}
+	return tools.Effect{Display: "Searching code: " + clip(p), Reads: []string{orDefault(dir)}}
 }
 
 // includeMatcher is grep_search's include filter.
 type includeMatcher struct {
 	startRel string
 	byName   bool
-	g        globMatcher
+	g        scan.Glob
 	hidden   bool // the pattern names a hidden entry
 }
 
@@ -129,15 +125,15 @@ func newIncludeMatcher(startRel, pattern string) (includeMatcher, bool) {
 		m.byName, p = true, rest
 	}
 	var ok bool
-	m.g, ok = compileGlob(p)
+	m.g, ok = scan.CompileGlob(p)
 	return m, ok
 }
 
 func (m *includeMatcher) match(rel, name string) bool {
 	if m.byName {
-		return m.g.match(name)
+		return m.g.Match(name)
 	}
-	return m.g.match(below(m.startRel, rel)) || (m.startRel != "." && m.g.match(rel))
+	return m.g.Match(scan.Below(m.startRel, rel)) || (m.startRel != "." && m.g.Match(rel))
 }
 
 // fileResult is the result of one file with matches.
@@ -145,7 +141,7 @@ type fileResult struct {
 	path    string
 	matches int // matching lines
 	stored  int // matching lines in recs
-	recs    []lineRec
+	recs    []scan.LineRec
 }
 
 // collector gathers the results of the files of a search. It keeps only the
@@ -189,31 +185,33 @@ func (h *fileHeap) Pop() any {
 // grepVisitor searches the files of a walk.
 type grepVisitor struct {
 	include   *includeMatcher
-	searchers []*searcher // per worker
+	searchers []*scan.Searcher // per worker
 	coll      *collector
 	errs      atomic.Int64 // files that could not be read
 	// linked, when set, is asked about each file with more than one hard
 	// link before it is searched; false withholds the file (atuse.go).
 	linked   func(st *unix.Stat_t) bool
 	withheld atomic.Int64 // files linked withheld
+	// searched is FileOperations.fileSearched.
+	searched func()
 }
 
-func (v *grepVisitor) dir(int, *dirNode, string, string) bool { return true }
+func (v *grepVisitor) Dir(int, *scan.Node, string, string) bool { return true }
 
-func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.FileMode) {
+func (v *grepVisitor) File(worker int, parent *scan.Node, name string, typ fs.FileMode) {
 	if !typ.IsRegular() { // symlinks are not followed, like ripgrep
 		return
 	}
 	var rel string
 	if v.include != nil {
 		if !v.include.byName {
-			rel = parent.child(name)
+			rel = parent.Child(name)
 		}
 		if !v.include.match(rel, name) {
 			return
 		}
 	}
-	fd, err := openAt(parent.fd, name, 0)
+	fd, err := scan.OpenAt(parent.Fd, name, 0)
 	if err != nil {
 		v.errs.Add(1)
 		return
@@ -228,41 +226,41 @@ func (v *grepVisitor) file(worker int, parent *dirNode, name string, typ fs.File
 		}
 	}
 	s := v.searchers[worker]
-	binary, err := s.search(fd)
+	binary, err := s.Search(fd)
 	unix.Close(fd)
-	if testHookFileSearched != nil {
-		testHookFileSearched()
+	if v.searched != nil {
+		v.searched()
 	}
 	v.record(s, binary, err, func() string {
 		if rel == "" {
-			rel = parent.child(name)
+			rel = parent.Child(name)
 		}
 		return rel
 	})
 }
 
 // record adds the result of the file s has just searched.
-func (v *grepVisitor) record(s *searcher, binary bool, err error, path func() string) {
+func (v *grepVisitor) record(s *scan.Searcher, binary bool, err error, path func() string) {
 	switch {
-	case errors.Is(err, errStopped):
+	case errors.Is(err, scan.ErrStopped):
 		return
 	case err != nil:
 		v.errs.Add(1)
 		return
 	case binary:
-		s.binary.Add(1)
+		s.Binary.Add(1)
 		return
 	}
-	s.searched.Add(1)
-	if s.matches > 0 {
-		v.coll.add(&fileResult{path: path(), matches: s.matches, stored: s.stored, recs: slices.Clone(s.recs)})
+	s.Searched.Add(1)
+	if s.Matches > 0 {
+		v.coll.add(&fileResult{path: path(), matches: s.Matches, stored: s.Stored, recs: slices.Clone(s.Recs)})
 	}
 }
 
 func (v *grepVisitor) counts() (searched, binary int64) {
 	for _, s := range v.searchers {
-		searched += s.searched.Load()
-		binary += s.binary.Load()
+		searched += s.Searched.Load()
+		binary += s.Binary.Load()
 	}
 	return searched, binary
 }
@@ -279,14 +277,14 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	switch {
 	case args.Pattern == "":
 		return nil, errdefs.Invalid("/pattern", "required", "pattern is required: a regular expression to search for")
-	case ctxLines < 0 || ctxLines > maxContext:
-		return nil, errdefs.Invalid("/context_lines", "maximum", "context_lines must be from 0 to %d, not %d", maxContext, ctxLines)
+	case ctxLines < 0 || ctxLines > scan.MaxContext:
+		return nil, errdefs.Invalid("/context_lines", "maximum", "context_lines must be from 0 to %d, not %d", scan.MaxContext, ctxLines)
 	case maxResults < 1 || maxResults > maxMaxResults:
 		return nil, errdefs.Invalid("/max_results", "maximum", "max_results must be from 1 to %d, not %d", maxMaxResults, maxResults)
 	}
-	m, err := compileMatcher(args.Pattern, args.IgnoreCase)
+	m, err := scan.CompileMatcher(args.Pattern, args.IgnoreCase)
 	switch {
-	case errors.Is(err, errNewlinePattern):
+	case errors.Is(err, scan.ErrNewlinePattern):
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q contains a line break, but grep_search matches one line at a time; search for a single line", args.Pattern)
 	case err != nil:
 		return nil, errdefs.Invalid("/pattern", "pattern", "pattern %q is not a valid regular expression (Go RE2 syntax): %v", args.Pattern, err)
@@ -311,7 +309,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 		return nil, t.mapErr(err)
 	}
 	coll := &collector{max: maxResults}
-	v := &grepVisitor{include: include, coll: coll}
+	v := &grepVisitor{include: include, coll: coll, searched: f.fileSearched}
 	if f.guard != nil {
 		u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
 		v.linked = func(st *unix.Stat_t) bool { return f.checkOpened(u, st) == nil }
@@ -320,32 +318,32 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	var withheld int64
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		var stop atomic.Bool
-		s := newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
-		err := f.grepFile(ctx, t, fd, statType(st.Mode), v, s)
+		s := scan.NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &stop)
+		err := f.grepFile(ctx, t, fd, scan.StatType(st.Mode), v, s)
 		unix.Close(fd)
-		s.release()
+		s.Release()
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		start := &dirNode{rel: rel, fd: fd}
-		start.ign = f.startIgnores(t)
+		start := &scan.Node{Rel: rel, Fd: fd}
+		start.Ign = f.startIgnores(t)
 		// Twice as many workers as processors: a worker blocked in a read
 		// (a cold cache, a slow disk) leaves its processor to another.
-		w := newWalker(walkConfig{hidden: include != nil && include.hidden, workers: 2 * runtime.GOMAXPROCS(0), withhold: f.withholdFor(t)}, v)
-		v.searchers = make([]*searcher, w.cfg.workers)
+		w := scan.NewWalker(scan.Config{Dotfiles: include != nil && include.hidden, Workers: 2 * runtime.GOMAXPROCS(0), Withhold: f.withholdFor(t)}, v)
+		v.searchers = make([]*scan.Searcher, w.Cfg.Workers)
 		for i := range v.searchers {
-			v.searchers[i] = newSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.stop)
+			v.searchers[i] = scan.NewSearcher(m, ctxLines, maxResults, f.limits.LineChars, &w.Stop)
 		}
 		stopProgress := f.reportProgress(sink, v, w)
-		complete = w.run(ctx, start)
+		complete = w.Run(ctx, start)
 		for _, s := range v.searchers {
-			s.release()
+			s.Release()
 		}
 		if err := stopProgress(); err != nil {
 			return nil, errdefs.Wrap(errdefs.ErrCanceled, err, "grep_search stopped: the client is gone")
 		}
-		withheld = w.withheld.Load()
+		withheld = w.Withheld.Load()
 	}
 	withheld += v.withheld.Load()
 	if ctx.Err() != nil || !complete {
@@ -361,15 +359,15 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 
 // grepFile searches the single file of the target t, open as fd, whose type
 // is typ.
-func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *searcher) error {
+func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *scan.Searcher) error {
 	if !typ.IsRegular() {
 		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 	}
-	v.searchers = []*searcher{s}
-	stopOnDone := context.AfterFunc(ctx, func() { s.stop.Store(true) })
+	v.searchers = []*scan.Searcher{s}
+	stopOnDone := context.AfterFunc(ctx, func() { s.Stop.Store(true) })
 	defer stopOnDone()
-	binary, err := s.search(fd)
-	if err != nil && !errors.Is(err, errStopped) {
+	binary, err := s.Search(fd)
+	if err != nil && !errors.Is(err, scan.ErrStopped) {
 		return workspace.MapError(t.loc.Given, err)
 	}
 	v.record(s, binary, err, func() string { return t.show })
@@ -379,7 +377,7 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 // reportProgress sends a progress line to sink every progressEvery while a
 // search runs. The returned function stops it, waits until no report is in
 // flight, and returns the sink's error if one made it abort the walk.
-func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *walker) func() error {
+func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
 	if sink == nil {
 		return func() error { return nil }
 	}
@@ -404,7 +402,7 @@ func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *walk
 			msg := fmt.Sprintf("searched %d files, %s so far", searched, plural(matches, "matching line", "matching lines"))
 			if err := sink.Progress(msg, -1); err != nil {
 				sinkErr = err
-				w.abort()
+				w.Abort()
 				return
 			}
 		}
@@ -438,33 +436,33 @@ render:
 	for _, fr := range files {
 		for _, r := range fr.recs {
 			// After the last match shown, only its after-context.
-			if shown == maxResults && (r.match || fr.path != prevPath || r.line != prevLine+1 || r.line > lastMatch+ctxLines) {
+			if shown == maxResults && (r.Match || fr.path != prevPath || r.Line != prevLine+1 || r.Line > lastMatch+ctxLines) {
 				break render
 			}
 			lineBuf = lineBuf[:0]
-			if ctxLines > 0 && prevPath != "" && (fr.path != prevPath || r.line != prevLine+1) {
+			if ctxLines > 0 && prevPath != "" && (fr.path != prevPath || r.Line != prevLine+1) {
 				lineBuf = append(lineBuf, "--\n"...)
 			}
 			sep := byte('-')
-			if r.match {
+			if r.Match {
 				sep = ':'
 			}
 			lineBuf = append(lineBuf, fr.path...)
 			lineBuf = append(lineBuf, sep)
-			lineBuf = strconv.AppendInt(lineBuf, int64(r.line), 10)
+			lineBuf = strconv.AppendInt(lineBuf, int64(r.Line), 10)
 			lineBuf = append(lineBuf, sep)
-			lineBuf = append(lineBuf, r.text...)
+			lineBuf = append(lineBuf, r.Text...)
 			lineBuf = append(lineBuf, '\n')
 			if out.Len()+len(lineBuf) > budget && shown > 0 {
 				byteCut = true
 				break render
 			}
 			out.Write(lineBuf)
-			prevPath, prevLine = fr.path, r.line
-			if r.match {
+			prevPath, prevLine = fr.path, r.Line
+			if r.Match {
 				shown++
-				lastMatch = r.line
-				matches = append(matches, map[string]any{"path": fr.path, "line": r.line, "text": r.text})
+				lastMatch = r.Line
+				matches = append(matches, map[string]any{"path": fr.path, "line": r.Line, "text": r.Text})
 			}
 		}
 	}
@@ -492,7 +490,7 @@ render:
 	} else if shown < coll.totalMatches {
 		why := fmt.Sprintf("max_results=%d", maxResults)
 		if byteCut {
-			why = "the output limit of " + humanSize(int64(budget))
+			why = "the output limit of " + tools.HumanSize(int64(budget))
 		}
 		fmt.Fprintf(&out, "\n[Showing %d of %d matching lines in %s (%s searched), cut at %s. Narrow the search with path, include or a more specific pattern",
 			shown, coll.totalMatches, plural(coll.filesMatched, "file", "files"), plural(int(searched), "file", "files"), why)

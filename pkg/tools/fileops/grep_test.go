@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,12 +188,12 @@ func TestGrepCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var searched atomic.Int64
-	testHookFileSearched = func() {
+	f.fileSearched = func() {
 		if searched.Add(1) == 20 {
 			cancel()
 		}
 	}
-	defer func() { testHookFileSearched = nil }()
+	defer func() { f.fileSearched = nil }()
 	_, err := runCtx(ctx, t, f, "grep_search", `{"pattern":"needle"}`, nil)
 	wantErr(t, err, errdefs.ErrCanceled, "canceled")
 	if n := searched.Load(); n > 200 {
@@ -200,16 +201,33 @@ func TestGrepCancel(t *testing.T) {
 	}
 }
 
+// TestGrepTimeout lets the call's deadline pass while the search runs
+// (after its first file): it stops with ErrTimeout.
 func TestGrepTimeout(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, bigTree(500))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel()
-	testHookFileSearched = func() { time.Sleep(time.Millisecond) }
-	defer func() { testHookFileSearched = nil }()
-	ctx, cancel2 := context.WithDeadline(ctx, time.Now().Add(20*time.Millisecond))
-	defer cancel2()
+	ctx := &expiringContext{Context: context.Background(), done: make(chan struct{})}
+	f.fileSearched = ctx.expire
 	_, err := runCtx(ctx, t, f, "grep_search", `{"pattern":"needle"}`, nil)
 	wantErr(t, err, errdefs.ErrTimeout, "timed out")
+}
+
+// expiringContext is a context whose deadline passes when expire is called.
+type expiringContext struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *expiringContext) expire()                     { c.once.Do(func() { close(c.done) }) }
+func (c *expiringContext) Done() <-chan struct{}       { return c.done }
+func (c *expiringContext) Deadline() (time.Time, bool) { return time.Now().Add(time.Hour), true }
+func (c *expiringContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 func TestGrepProgress(t *testing.T) {
@@ -217,12 +235,22 @@ func TestGrepProgress(t *testing.T) {
 	old := progressEvery
 	progressEvery = time.Millisecond
 	defer func() { progressEvery = old }()
-	testHookFileSearched = func() { time.Sleep(100 * time.Microsecond) }
-	defer func() { testHookFileSearched = nil }()
+	// The first file's worker waits until a progress report went out, so
+	// the search cannot end before one: holdUntilReported sets that up and
+	// returns what the sink calls on a report.
+	holdUntilReported := func() (reportedFn func()) {
+		reported := make(chan struct{})
+		var first, once sync.Once
+		f.fileSearched = func() { first.Do(func() { <-reported }) }
+		return func() { once.Do(func() { close(reported) }) }
+	}
+	defer func() { f.fileSearched = nil }()
 
 	t.Run("reports", func(t *testing.T) {
 		var after atomic.Bool
+		reported := holdUntilReported()
 		sink := &fakeSink{ProgressFn: func(msg string, fraction float64) error {
+			reported()
 			if after.Load() {
 				t.Error("Progress called after Run returned")
 			}
@@ -244,7 +272,8 @@ func TestGrepProgress(t *testing.T) {
 		}
 	})
 	t.Run("sink gone", func(t *testing.T) {
-		sink := &fakeSink{ProgressFn: func(string, float64) error { return errors.New("stream closed") }}
+		reported := holdUntilReported()
+		sink := &fakeSink{ProgressFn: func(string, float64) error { reported(); return errors.New("stream closed") }}
 		_, err := runCtx(context.Background(), t, f, "grep_search", `{"pattern":"needle"}`, sink)
 		wantErr(t, err, errdefs.ErrCanceled, "client is gone")
 	})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"path"
 	"slices"
@@ -64,7 +65,7 @@ type listDirArgs struct {
 func (f *FileOperations) describeListDir(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	p = orDefault(p)
-	return tools.Effect{Display: "Listing directory: " + preview(p), Reads: []string{p}}
+	return tools.Effect{Display: "Listing directory: " + clip(p), Reads: []string{p}}
 }
 
 // listEntry is one entry of a listing.
@@ -81,41 +82,41 @@ type listEntry struct {
 type listVisitor struct {
 	per   [][]listEntry // per worker
 	count atomic.Int64
-	w     *walker
+	w     *scan.Walker
 }
 
 func (v *listVisitor) add(worker int, e listEntry) {
 	if v.count.Add(1) > maxListCollect {
-		v.w.abort()
+		v.w.Abort()
 		return
 	}
 	v.per[worker] = append(v.per[worker], e)
 }
 
-func (v *listVisitor) dir(worker int, parent *dirNode, name, rel string) bool {
-	v.add(worker, listEntry{rel: rel, name: name, kind: "dir", depth: parent.depth + 1})
+func (v *listVisitor) Dir(worker int, parent *scan.Node, name, rel string) bool {
+	v.add(worker, listEntry{rel: rel, name: name, kind: "dir", depth: parent.Depth + 1})
 	return true
 }
 
-func (v *listVisitor) file(worker int, parent *dirNode, name string, typ fs.FileMode) {
-	e := listEntry{rel: parent.child(name), name: name, kind: "other", depth: parent.depth + 1}
+func (v *listVisitor) File(worker int, parent *scan.Node, name string, typ fs.FileMode) {
+	e := listEntry{rel: parent.Child(name), name: name, kind: "other", depth: parent.Depth + 1}
 	switch {
 	case typ.IsRegular():
 		e.kind = "file"
 		var st unix.Stat_t
-		if unix.Fstatat(parent.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if unix.Fstatat(parent.Fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			e.size = st.Size
 		}
 	case typ&fs.ModeSymlink != 0:
 		e.kind = "symlink"
 		buf := make([]byte, 256)
 		for {
-			n, err := unix.Readlinkat(parent.fd, name, buf)
+			n, err := unix.Readlinkat(parent.Fd, name, buf)
 			if err != nil {
 				break
 			}
 			if n < len(buf) {
-				e.target = validText(buf[:n])
+				e.target = scan.ValidText(buf[:n])
 				break
 			}
 			buf = make([]byte, 2*len(buf))
@@ -146,12 +147,12 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	if err != nil {
 		return nil, err
 	}
-	start.ign = f.startIgnores(t)
+	start.Ign = f.startIgnores(t)
 	v := &listVisitor{}
-	w := newWalker(walkConfig{hidden: true, maxDepth: depth, inline: true, withhold: f.withholdFor(t)}, v)
+	w := scan.NewWalker(scan.Config{Dotfiles: true, MaxDepth: depth, Inline: true, Withhold: f.withholdFor(t)}, v)
 	v.w = w
-	v.per = make([][]listEntry, w.cfg.workers)
-	complete := w.run(ctx, start)
+	v.per = make([][]listEntry, w.Cfg.Workers)
+	complete := w.Run(ctx, start)
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, "list_dir")
 	}
@@ -194,7 +195,7 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 			case "dir":
 				out.WriteString(e.name + "/")
 			case "file":
-				fmt.Fprintf(&out, "%s (%s)", e.name, humanSize(e.size))
+				fmt.Fprintf(&out, "%s (%s)", e.name, tools.HumanSize(e.size))
 				item["size"] = e.size
 			case "symlink":
 				fmt.Fprintf(&out, "%s@ -> %s", e.name, e.target)
@@ -212,7 +213,7 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	walkDir(rel)
 
 	res := &tools.Result{}
-	ignored := w.ignored.Load()
+	ignored := w.Ignored.Load()
 	totalText := fmt.Sprint(total)
 	if !complete {
 		totalText = fmt.Sprintf("at least %d", total)
@@ -233,10 +234,10 @@ func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.
 	if ignored > 0 {
 		notes = append(notes, fmt.Sprintf("(%s matched by .gitignore not listed.)", plural(int(ignored), "entry", "entries")))
 	}
-	if n := w.errs.Load(); n > 0 {
+	if n := w.Errs.Load(); n > 0 {
 		notes = append(notes, fmt.Sprintf("(%s could not be read.)", plural(int(n), "directory", "directories")))
 	}
-	withheld := w.withheld.Load()
+	withheld := w.Withheld.Load()
 	if withheld > 0 {
 		notes = append(notes, withheldNote(withheld))
 	}

@@ -29,6 +29,9 @@ import (
 type pathLocks struct {
 	mu sync.Mutex
 	m  map[string]*keyLock
+	// held, when set, is called with the paths once a lock holds them all
+	// (a test sets it on its own tool to see which calls overlap).
+	held func(paths []string)
 }
 
 // keyLock is the state of one key. Fields are guarded by pathLocks.mu.
@@ -88,17 +91,12 @@ func (l *pathLocks) lock(ctx context.Context, paths ...string) (unlock func(), e
 			return nil, err
 		}
 	}
-	if testHookLocked != nil {
-		testHookLocked(paths)
+	if l.held != nil {
+		l.held(paths)
 	}
 	var once sync.Once
 	return func() { once.Do(func() { l.release(reqs) }) }, nil
 }
-
-// testHookLocked, when set by a test, is called by a call that holds the
-// locks of paths, after its paths were checked and before it opens
-// anything.
-var testHookLocked func(paths []string)
 
 func (l *pathLocks) acquire(ctx context.Context, r lockReq) error {
 	l.mu.Lock()

@@ -26,7 +26,7 @@ func TestLockSet(t *testing.T) {
 func TestLocksSamePathSerialized(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, nil)
 	var inside, most atomic.Int32
-	testHookLocked = func([]string) {
+	f.locks.held = func([]string) {
 		n := inside.Add(1)
 		for {
 			m := most.Load()
@@ -37,7 +37,7 @@ func TestLocksSamePathSerialized(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		inside.Add(-1)
 	}
-	defer func() { testHookLocked = nil }()
+	defer func() { f.locks.held = nil }()
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -68,7 +68,7 @@ func TestLocksDifferentPathsParallel(t *testing.T) {
 	arrived.Add(2)
 	both := make(chan struct{})
 	go func() { arrived.Wait(); close(both) }()
-	testHookLocked = func([]string) {
+	f.locks.held = func([]string) {
 		arrived.Done()
 		select {
 		case <-both:
@@ -76,7 +76,7 @@ func TestLocksDifferentPathsParallel(t *testing.T) {
 			t.Error("the calls did not overlap: writes of different files were serialized")
 		}
 	}
-	defer func() { testHookLocked = nil }()
+	defer func() { f.locks.held = nil }()
 	var wg sync.WaitGroup
 	for _, p := range []string{"d/one.txt", "d/two.txt"} {
 		wg.Go(func() {
@@ -106,10 +106,14 @@ func TestLocksDirectoryHoldsBelow(t *testing.T) {
 		_, err := run(t, f, "write_file", `{"path":"d/y","content":"y"}`)
 		done <- err
 	}()
+	// The write waits on the directory's key, held by us: a holder and a
+	// waiter.
+	d := filepath.Join(f.ws.Dir(), "d")
+	waitFor(t, func() bool { return f.locks.refs(d) == 2 })
 	select {
 	case err := <-done:
 		t.Fatalf("a write below a locked directory did not wait (err %v)", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	unlock()
 	if err := <-done; err != nil {
@@ -136,7 +140,7 @@ func TestLocksWriterNotStarved(t *testing.T) {
 		unlock()
 		close(dirDone)
 	}()
-	waitFor(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.m["/w/d"].waitW == 1 })
+	waitFor(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.m["/w/d"] != nil && l.m["/w/d"].waitW == 1 })
 	belowDone := make(chan struct{})
 	go func() {
 		unlock, _ := l.lock(ctx, "/w/d/b") // must queue behind the directory
@@ -144,7 +148,8 @@ func TestLocksWriterNotStarved(t *testing.T) {
 		unlock()
 		close(belowDone)
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// "below" waits too: /w/d has its holder and two waiters.
+	waitFor(t, func() bool { return l.refs("/w/d") == 3 })
 	unlockBelow()
 	<-dirDone
 	<-belowDone
@@ -180,4 +185,14 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not reached")
+}
+
+// refs returns the holders and waiters of key.
+func (l *pathLocks) refs(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.m[key]; k != nil {
+		return k.refs
+	}
+	return 0
 }

@@ -45,7 +45,7 @@ type makeDirArgs struct {
 
 func (f *FileOperations) describeMakeDir(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Creating directory: " + preview(p), Writes: []string{p}}
+	return tools.Effect{Display: "Creating directory: " + clip(p), Writes: []string{p}}
 }
 
 // isRoot reports whether loc is the workspace root.

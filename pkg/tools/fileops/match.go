@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"regexp"
 	"slices"
 	"strings"
@@ -223,7 +224,7 @@ func span(start, n int) string {
 func showLines(b *strings.Builder, lines []string, start, n int) {
 	end := min(start+n, len(lines), start+maxShownMatch)
 	for i := start; i < end; i++ {
-		text, _, _ := cutLine([]byte(lines[i]), len(lines[i]), shownLineChars)
+		text, _, _ := scan.CutLine([]byte(lines[i]), len(lines[i]), shownLineChars)
 		fmt.Fprintf(b, "%6d\t%s\n", i+1, text)
 	}
 	if start+n > end {

@@ -3,6 +3,7 @@ package fileops
 import (
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io"
 	"io/fs"
 	"os"
@@ -64,7 +65,7 @@ func (f *FileOperations) describeMove(call *tools.Call) tools.Effect {
 	src, _ := call.Args["source"].(string)
 	dst, _ := call.Args["destination"].(string)
 	return tools.Effect{
-		Display: "Moving: " + preview(src) + " → " + preview(dst),
+		Display: "Moving: " + clip(src) + " → " + clip(dst),
 		Writes:  []string{src, dst},
 	}
 }
@@ -234,7 +235,7 @@ func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ tools
 // place (replacing the destination only when overwrite) and then removes
 // the source. The copy keeps the source's mode and, where it may, owner.
 func copyAcross(ctx context.Context, ps, pd *place, sst unix.Stat_t, overwrite bool) error {
-	fd, err := openAt(ps.fd, ps.name, 0)
+	fd, err := scan.OpenAt(ps.fd, ps.name, 0)
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped
@@ -338,7 +339,7 @@ func (f *FileOperations) previewMove(ctx context.Context, call *tools.Call) (str
 	var b strings.Builder
 	fmt.Fprintf(&b, "Would move the %s %s", kind, where(src))
 	if kind == "file" {
-		fmt.Fprintf(&b, " (%s)", humanSize(sst.Size))
+		fmt.Fprintf(&b, " (%s)", tools.HumanSize(sst.Size))
 	}
 	if kind == "directory" {
 		c := countTree(ctx, ps)
@@ -348,7 +349,7 @@ func (f *FileOperations) previewMove(ctx context.Context, call *tools.Call) (str
 	if dstSt != nil {
 		fmt.Fprintf(&b, ", replacing the existing %s", fileKind(dstSt.Mode))
 		if fileKind(dstSt.Mode) == "file" {
-			fmt.Fprintf(&b, " (%s)", humanSize(dstSt.Size))
+			fmt.Fprintf(&b, " (%s)", tools.HumanSize(dstSt.Size))
 		}
 	}
 	if !ok {

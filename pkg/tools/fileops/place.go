@@ -3,6 +3,7 @@ package fileops
 import (
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"os"
 	"path"
@@ -244,7 +245,7 @@ func openDirAt(root *os.Root, dir string, mkdirs bool) (*os.File, []string, erro
 			return nil, nil, &fs.PathError{Op: "open", Path: at, Err: errSwapped}
 		}
 		fd := int(d.Fd())
-		nfd, err := openAt(fd, c, unix.O_DIRECTORY)
+		nfd, err := scan.OpenAt(fd, c, unix.O_DIRECTORY)
 		if err == unix.ENOENT && mkdirs {
 			switch merr := unix.Mkdirat(fd, c, 0o755); merr {
 			case nil:
@@ -254,7 +255,7 @@ func openDirAt(root *os.Root, dir string, mkdirs bool) (*os.File, []string, erro
 				d.Close()
 				return nil, nil, &fs.PathError{Op: "mkdir", Path: at, Err: merr}
 			}
-			nfd, err = openAt(fd, c, unix.O_DIRECTORY)
+			nfd, err = scan.OpenAt(fd, c, unix.O_DIRECTORY)
 		}
 		if err == unix.ENOTDIR {
 			// A symlink with O_DIRECTORY|O_NOFOLLOW may say ENOTDIR.

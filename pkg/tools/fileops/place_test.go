@@ -229,8 +229,8 @@ func TestSymlinkSwappedAfterCheck(t *testing.T) {
 			outside := outsideDir(t)
 			writeTree(t, outside, map[string]string{"f.txt": "root:secret\n"})
 			f, dir := newTool(t, tools.Limits{}, map[string]string{"sub/f.txt": "root:secret\n", "sub/a.txt": "a"})
-			testHookLocked = func([]string) {
-				testHookLocked = nil
+			f.locks.held = func([]string) {
+				f.locks.held = nil
 				if err := os.Rename(filepath.Join(dir, "sub"), filepath.Join(dir, "sub.orig")); err != nil {
 					t.Error(err)
 				}
@@ -238,7 +238,7 @@ func TestSymlinkSwappedAfterCheck(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			defer func() { testHookLocked = nil }()
+			defer func() { f.locks.held = nil }()
 			before := snapshot(t, outside)
 			_, err := run(t, f, c.op, withPath(t, c.args, "sub/f.txt"))
 			if err == nil {
@@ -254,14 +254,14 @@ func TestSymlinkSwappedAfterCheck(t *testing.T) {
 		t.Run("file/"+op, func(t *testing.T) {
 			outside := outsideDir(t)
 			f, dir := newTool(t, tools.Limits{}, map[string]string{"f.txt": "root:secret\n"})
-			testHookLocked = func([]string) {
-				testHookLocked = nil
+			f.locks.held = func([]string) {
+				f.locks.held = nil
 				os.Remove(filepath.Join(dir, "f.txt"))
 				if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "f.txt")); err != nil {
 					t.Error(err)
 				}
 			}
-			defer func() { testHookLocked = nil }()
+			defer func() { f.locks.held = nil }()
 			before := snapshot(t, outside)
 			_, err := run(t, f, op, argsFor(op))
 			if op == "create_file" {
@@ -275,12 +275,12 @@ func TestSymlinkSwappedAfterCheck(t *testing.T) {
 	t.Run("outside dir", func(t *testing.T) {
 		outside, other := outsideDir(t), outsideDir(t)
 		f, _ := newTool(t, tools.Limits{}, nil)
-		testHookLocked = func([]string) {
-			testHookLocked = nil
+		f.locks.held = func([]string) {
+			f.locks.held = nil
 			os.Rename(filepath.Join(outside, "d"), filepath.Join(outside, "d.orig"))
 			os.Symlink(filepath.Join(other, "d"), filepath.Join(outside, "d"))
 		}
-		defer func() { testHookLocked = nil }()
+		defer func() { f.locks.held = nil }()
 		before := snapshot(t, other)
 		_, err := runOutside(t, f, "write_file", jsonArgs(t, map[string]any{"path": filepath.Join(outside, "d/x"), "content": "pwned"}), outside)
 		wantErr(t, err, errdefs.ErrDenied, "changed while it was being written")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io/fs"
 	"strings"
 
@@ -65,7 +66,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 	if err != nil {
 		return "", err
 	}
-	size := fmt.Sprintf("%s, %s", plural(countLines(content), "line", "lines"), humanSize(int64(len(content))))
+	size := fmt.Sprintf("%s, %s", plural(countLines(content), "line", "lines"), tools.HumanSize(int64(len(content))))
 	if !readable {
 		return fmt.Sprintf("Would write %s to %s.", size, outsideNote(loc)), nil
 	}
@@ -85,7 +86,7 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 		case exists && exclusive:
 			return "", f.writeError(loc, errExists, call.Operation)
 		case errors.Is(rerr, errTooLarge):
-			return fmt.Sprintf("Would replace %s (larger than %s; not diffed) with %s.", name, humanSize(maxEditBytes), size), nil
+			return fmt.Sprintf("Would replace %s (larger than %s; not diffed) with %s.", name, tools.HumanSize(maxEditBytes), size), nil
 		case errors.Is(rerr, errNotRegular):
 			return "", f.writeError(loc, rerr, call.Operation)
 		case rerr != nil:
@@ -93,8 +94,8 @@ func (f *FileOperations) previewWrite(ctx context.Context, call *tools.Call) (st
 		}
 	}
 	if exists {
-		if mt, bin := binaryKind(name, before); bin {
-			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, humanSize(int64(len(before))), size), nil
+		if mt, bin := scan.BinaryKind(name, before); bin {
+			return fmt.Sprintf("Would replace the binary file %s (%s, %s) with %s.", name, mt, tools.HumanSize(int64(len(before))), size), nil
 		}
 		if string(before) == content {
 			return fmt.Sprintf("No change: %s already has this content.", name), nil
@@ -131,7 +132,7 @@ func (f *FileOperations) previewEdit(ctx context.Context, call *tools.Call) (str
 		for _, l := range splitLines(new) {
 			b.WriteString("+" + l + "\n")
 		}
-		s, _ := capDiff(validText([]byte(b.String())), maxPreviewDiff)
+		s, _ := capDiff(scan.ValidText([]byte(b.String())), maxPreviewDiff)
 		return s, nil
 	}
 	name := display(loc)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io"
 	"io/fs"
 	"os"
@@ -51,7 +52,7 @@ func readFileSchema(l tools.Limits) string {
   },
   "required": ["path"],
   "additionalProperties": false
-}`, l.ReadLines, humanSize(int64(l.ReadBytes)))
+}`, l.ReadLines, tools.HumanSize(int64(l.ReadBytes)))
 }
 
 type readFileArgs struct {
@@ -62,7 +63,7 @@ type readFileArgs struct {
 
 func (f *FileOperations) describeReadFile(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
-	return tools.Effect{Display: "Reading file: " + preview(p), Reads: []string{p}}
+	return tools.Effect{Display: "Reading file: " + clip(p), Reads: []string{p}}
 }
 
 // countRestMax bounds how much of a file read_file reads past what it shows
@@ -128,13 +129,13 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 	bufp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bufp)
 	lr := &lineReader{r: file, buf: *bufp}
-	head := lr.peek(sniffLen)
+	head := lr.peek(scan.SniffLen)
 	if lr.err != nil {
 		return nil, workspace.MapError(args.Path, lr.err)
 	}
-	if mt, bin := binaryKind(rel, head); bin {
+	if mt, bin := scan.BinaryKind(rel, head); bin {
 		return &tools.Result{
-			Text: fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text files only.", rel, mt, humanSize(size)),
+			Text: fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text files only.", rel, mt, tools.HumanSize(size)),
 			Structured: map[string]any{
 				"path": rel, "size": size, "binary": true, "mime_type": mt,
 			},
@@ -177,7 +178,7 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 		unshown    int   // lines read but not shown (at most one, over the byte cap)
 		stop       = readEOF
 	)
-	keep := maxHeadBytes(f.limits.LineChars)
+	keep := scan.MaxHeadBytes(f.limits.LineChars)
 	// Room for the whole file plus line numbers, up to the byte cap.
 	out.Grow(int(min(size+size/8+64, int64(f.limits.ReadBytes)+64)))
 	var entry []byte
@@ -246,7 +247,7 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 	}
 	res := &tools.Result{Structured: structured}
 
-	of := fmt.Sprintf("of a %s file", humanSize(size))
+	of := fmt.Sprintf("of a %s file", tools.HumanSize(size))
 	if known {
 		of = "of " + fmt.Sprint(totalLines)
 	}
@@ -260,7 +261,7 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools
 			f.limits.ReadLines, offset, endLine, of, next))
 	case readByteCap:
 		notes = append(notes, fmt.Sprintf("[Output truncated at %s: showing lines %d-%d %s. To continue, %s (with a smaller limit if lines are long).]",
-			humanSize(int64(f.limits.ReadBytes)), offset, endLine, of, next))
+			tools.HumanSize(int64(f.limits.ReadBytes)), offset, endLine, of, next))
 	}
 	if cutLines > 0 {
 		verb := "were"

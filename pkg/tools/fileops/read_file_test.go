@@ -2,6 +2,7 @@ package fileops
 
 import (
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func TestReadFile(t *testing.T) {
 			contains: []string{"    30\tline 30\n", "[Showing lines 1-30 of 100. To read more, call read_file with offset=31.]"}},
 		{name: "byte cap", args: `{"path":"wide.txt","limit":200}`,
 			// Each line renders as 7+45+1 = 53 bytes; 4096/53 = 77 lines.
-			contains:  []string{"    77\t", "[Output truncated at 4.0 KB: showing lines 1-77 of 200. To continue, call read_file with offset=78 (with a smaller limit if lines are long).]"},
+			contains:  []string{"    77\t", "[Output truncated at 4 KiB: showing lines 1-77 of 200. To continue, call read_file with offset=78 (with a smaller limit if lines are long).]"},
 			trunc:     &tools.Truncation{ShownBytes: 77 * 46, TotalBytes: 200 * 46, ShownItems: 77, TotalItems: 200, Continuation: "call read_file with offset=78"},
 			structure: map[string]any{"end_line": 77}},
 		{name: "no trailing newline", args: `{"path":"noeol.txt"}`, want: "     1\ta\n     2\tb\n",
@@ -185,7 +186,7 @@ func TestReadFileStreams(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("reading 10 lines of a 1 GiB file took %v", d)
 	}
-	want := catN(500, 509) + "\n[Showing lines 500-509 of a 1.0 GB file. To read more, call read_file with offset=510.]"
+	want := catN(500, 509) + "\n[Showing lines 500-509 of a 1 GiB file. To read more, call read_file with offset=510.]"
 	if res.Text != want {
 		t.Errorf("text:\n%s\nwant:\n%s", res.Text, want)
 	}
@@ -231,7 +232,7 @@ func TestBinaryKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mt, bin := binaryKind(tt.file, []byte(tt.head))
+			mt, bin := scan.BinaryKind(tt.file, []byte(tt.head))
 			if bin != tt.binary || mt != tt.want {
 				t.Errorf("binaryKind = %q, %v; want %q, %v", mt, bin, tt.want, tt.binary)
 			}

@@ -45,7 +45,7 @@ func readManySchema(l tools.Limits) string {
   },
   "required": ["paths"],
   "additionalProperties": false
-}`, maxManyFiles, maxManyFiles, humanSize(int64(l.ReadBytes)))
+}`, maxManyFiles, maxManyFiles, tools.HumanSize(int64(l.ReadBytes)))
 }
 
 type readManyArgs struct {
@@ -67,7 +67,7 @@ func (f *FileOperations) describeReadMany(call *tools.Call) tools.Effect {
 		}
 		reads = append(reads, p)
 	}
-	return tools.Effect{Display: "Reading files: " + preview(strings.Join(shown, ", ")), Reads: reads}
+	return tools.Effect{Display: "Reading files: " + clip(strings.Join(shown, ", ")), Reads: reads}
 }
 
 func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
@@ -150,7 +150,7 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 		// A file a pattern matched was not judged by policy itself: the
 		// guard checks it at use like any path, and an ask rule that names
 		// it refuses it (read it with read_file, which asks).
-		sub := &FileOperations{ws: f.ws, limits: f.limits, hidden: f.hidden, guard: f.guard, undecided: matched[p], parent: call}
+		sub := &FileOperations{ws: f.ws, limits: f.limits, sensitive: f.sensitive, guard: f.guard, undecided: matched[p], parent: call, readLocated: f.readLocated}
 		sub.limits.ReadBytes = budget - out.Len()
 		res, err := sub.readFile(ctx, &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": p}, Outside: call.Outside}, nil)
 		fmt.Fprintf(&out, "==> %s <==\n", p)
@@ -185,7 +185,7 @@ func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ 
 
 	if len(unread) > 0 {
 		notes = append(notes, fmt.Sprintf("[Output limit of %s reached; not read: %s. Read them with read_file or a smaller set here.]",
-			humanSize(int64(budget)), strings.Join(unread, ", ")))
+			tools.HumanSize(int64(budget)), strings.Join(unread, ", ")))
 	}
 	if overflow {
 		notes = append(notes, fmt.Sprintf("[More files match than the %d read here (or a pattern matched more than glob returns); use narrower patterns.]", maxManyFiles))

@@ -38,7 +38,7 @@ func TestReadManyFiles(t *testing.T) {
 		{name: "no match", args: `{"paths":["*.rs"]}`, want: []string{`[No files match "*.rs".]`}},
 		{name: "binary", args: `{"paths":["bin.dat"]}`, want: []string{"bin.dat is a binary file"}},
 		{name: "budget", args: `{"paths":["big/big.txt","a.go"]}`, limits: tools.Limits{ReadBytes: 1024},
-			want: []string{"==> big/big.txt <==", "[Output truncated at 1.0 KB", "call read_file with offset=", "not read: a.go"}, trunc: true},
+			want: []string{"==> big/big.txt <==", "[Output truncated at 1 KiB", "call read_file with offset=", "not read: a.go"}, trunc: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package fileops
 import (
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"os"
 	"path"
 	"path/filepath"
@@ -69,10 +70,6 @@ func (t *readTarget) close() {
 	}
 }
 
-// testHookReadLocated, when set by a test, is called by a read operation
-// after it resolved and checked a path and before it opens anything.
-var testHookReadLocated func(loc workspace.Location)
-
 // locateRead resolves p, an argument named field, for a read: it refuses a
 // path outside the workspace that call was not allowed (ErrDenied), and
 // opens the root the target is read through. The caller closes the target.
@@ -81,8 +78,8 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 	if err != nil {
 		return nil, err
 	}
-	if testHookReadLocated != nil {
-		testHookReadLocated(loc)
+	if f.readLocated != nil {
+		f.readLocated(loc)
 	}
 	root, name, closeFn, err := f.ws.RootFor(loc)
 	if err != nil {
@@ -179,7 +176,7 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 		if c == "" || c == "." {
 			continue
 		}
-		next, err := openAt(d, c, unix.O_DIRECTORY)
+		next, err := scan.OpenAt(d, c, unix.O_DIRECTORY)
 		if d != dirfd {
 			unix.Close(d)
 		}
@@ -191,7 +188,7 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 		}
 		d = next
 	}
-	fd, err := openAt(d, base, 0)
+	fd, err := scan.OpenAt(d, base, 0)
 	if d != dirfd {
 		unix.Close(d)
 	}
@@ -223,7 +220,7 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 		return -1, st, err
 	}
 	defer d.Close()
-	fd, err := openAt(int(d.Fd()), base, 0)
+	fd, err := scan.OpenAt(int(d.Fd()), base, 0)
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped
@@ -259,9 +256,9 @@ func changedWhileRead(loc workspace.Location, cause error) error {
 
 // openDir opens the target to walk it, with an error the model can act on
 // when it is not a directory. op names the operation for the hint.
-func (t *readTarget) openDir(op string) (*dirNode, error) {
-	d, err := openStart(t.root, t.name, t.show)
-	if errors.Is(err, errNotDir) {
+func (t *readTarget) openDir(op string) (*scan.Node, error) {
+	d, err := OpenStart(t.root, t.name, t.show)
+	if errors.Is(err, scan.ErrNotDir) {
 		hint := "use read_file to read it"
 		if op != "list_dir" {
 			hint = "give its directory as path"
@@ -278,9 +275,25 @@ func (t *readTarget) openDir(op string) (*dirNode, error) {
 // target: those of the workspace's directories from its root down to the
 // target for a target inside, none for one outside (the walk applies the
 // .gitignore files it finds from the target down, as for any directory).
-func (f *FileOperations) startIgnores(t *readTarget) *ignoreList {
+func (f *FileOperations) startIgnores(t *readTarget) *scan.IgnoreList {
 	if !t.loc.Inside {
 		return nil
 	}
-	return loadAncestorIgnores(f.ws, t.show)
+	return scan.LoadAncestorIgnores(f.ws.Root(), t.show)
+}
+
+// OpenStart opens the directory name ("." for root itself) through root to
+// start a walk there; rel is how the walk names it (Node.Rel). The final
+// component is not followed if it is a symlink (see openNoFollow). It
+// returns ErrNotDir when name is not a directory.
+func OpenStart(root *os.Root, name, rel string) (*scan.Node, error) {
+	fd, st, err := openNoFollow(root, name)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, scan.ErrNotDir
+	}
+	return &scan.Node{Rel: rel, Fd: fd}, nil
 }

@@ -212,9 +212,9 @@ func TestReadOutsideRoot(t *testing.T) {
 	}
 }
 
-// TestHiddenWithheldOutside checks that Options.Hidden filters walks of an
+// TestSensitiveWithheldOutside checks that Options.Sensitive filters walks of an
 // approved directory outside the workspace as it does inside.
-func TestHiddenWithheldOutside(t *testing.T) {
+func TestSensitiveWithheldOutside(t *testing.T) {
 	out := outsideDir(t)
 	writeTree(t, out, map[string]string{
 		"a/.env":            "API_KEY=sk-123\n",
@@ -222,7 +222,7 @@ func TestHiddenWithheldOutside(t *testing.T) {
 		"a/main.go":         "// sk-000 is a fake key\n",
 	})
 	a := filepath.Join(out, "a")
-	f, _, asked := newHiddenTool(t, nil)
+	f, _, asked := newSensitiveTool(t, nil)
 	tests := []struct {
 		op, args string
 		want     []string
@@ -252,7 +252,7 @@ func TestHiddenWithheldOutside(t *testing.T) {
 	}
 	for _, p := range asked() {
 		if p != a && !strings.HasPrefix(p, a+"/") {
-			t.Errorf("Hidden was asked about %q, not an absolute path in %s", p, a)
+			t.Errorf("Sensitive was asked about %q, not an absolute path in %s", p, a)
 		}
 	}
 }
@@ -306,11 +306,11 @@ func TestReadSwappedAfterCheck(t *testing.T) {
 				writeTree(t, out, map[string]string{"d/f.txt": "approved\n"})
 				writeTree(t, other, map[string]string{"d/f.txt": "other secret\n"})
 				f, _ := newTool(t, tools.Limits{}, map[string]string{"lnk": "->" + out})
-				testHookReadLocated = func(loc workspace.Location) {
-					testHookReadLocated = nil
+				f.readLocated = func(loc workspace.Location) {
+					f.readLocated = nil
 					swap(t, out, "d", filepath.Join(other, "d"))
 				}
-				defer func() { testHookReadLocated = nil }()
+				defer func() { f.readLocated = nil }()
 				res, err := runOutside(t, f, c.op, withPath(t, c.args, tt.path(out)), tt.allowed(out))
 				if err == nil {
 					t.Fatalf("the read went through a swapped symlink: %q", res.Text)
@@ -328,11 +328,11 @@ func TestReadSwappedAfterCheck(t *testing.T) {
 			writeTree(t, out, map[string]string{"d/f.txt": "approved\n"})
 			writeTree(t, other, map[string]string{"d/f.txt": "other secret\n"})
 			f, _ := newTool(t, tools.Limits{}, nil)
-			testHookReadLocated = func(workspace.Location) {
-				testHookReadLocated = nil
+			f.readLocated = func(workspace.Location) {
+				f.readLocated = nil
 				swap(t, filepath.Join(out, "d"), "f.txt", filepath.Join(other, "d/f.txt"))
 			}
-			defer func() { testHookReadLocated = nil }()
+			defer func() { f.readLocated = nil }()
 			p := filepath.Join(out, "d/f.txt")
 			_, err := runOutside(t, f, c.op, withPath(t, c.args, p), p)
 			wantErr(t, err, errdefs.ErrDenied, "changed while it was being read")

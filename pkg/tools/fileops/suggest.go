@@ -100,7 +100,7 @@ func (f *FileOperations) nearbyPaths(given string, n int) []string {
 			return fs.SkipAll
 		}
 		name := d.Name()
-		if q != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || (f.hidden != nil && f.hidden(filepath.Join(f.ws.Dir(), filepath.FromSlash(q))))) {
+		if q != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || (f.sensitive != nil && f.sensitive(filepath.Join(f.ws.Dir(), filepath.FromSlash(q))))) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

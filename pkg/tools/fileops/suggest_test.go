@@ -13,7 +13,7 @@ import (
 // TestMissingPathSuggestions: a path that does not exist names the
 // closest existing ones, never hidden (sensitive) or dot entries.
 func TestMissingPathSuggestions(t *testing.T) {
-	f, dir, _ := newHiddenTool(t, map[string]string{
+	f, dir, _ := newSensitiveTool(t, map[string]string{
 		"cmd/main.go":        "package main\n",
 		"README.md":          "# r\n",
 		"pkg/util/util.go":   "package util\n",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 )
 
 // str_replace_based_edit_tool: Anthropic's text editor tool, the commands
@@ -125,15 +126,15 @@ func (f *FileOperations) describeTextEditor(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	switch cmd {
 	case "view":
-		return tools.Effect{Display: "Viewing: " + preview(p), Reads: []string{p}, Risk: tools.RiskLow}
+		return tools.Effect{Display: "Viewing: " + clip(p), Reads: []string{p}, Risk: tools.RiskLow}
 	case "create":
-		return tools.Effect{Display: "Creating file: " + preview(p), Writes: []string{p}}
+		return tools.Effect{Display: "Creating file: " + clip(p), Writes: []string{p}}
 	case "str_replace", "insert":
-		return tools.Effect{Display: "Editing file: " + preview(p), Reads: []string{p}, Writes: []string{p}}
+		return tools.Effect{Display: "Editing file: " + clip(p), Reads: []string{p}, Writes: []string{p}}
 	case "undo_edit":
-		return tools.Effect{Display: "Undoing the last edit of: " + preview(p), Reads: []string{p}, Writes: []string{p}}
+		return tools.Effect{Display: "Undoing the last edit of: " + clip(p), Reads: []string{p}, Writes: []string{p}}
 	}
-	return tools.Effect{Display: "Text editor: " + preview(cmd)}
+	return tools.Effect{Display: "Text editor: " + clip(cmd)}
 }
 
 func bindEditor(call *tools.Call) (textEditorArgs, error) {
@@ -241,7 +242,7 @@ func planEditorChange(p *place, name string, args textEditorArgs) (*editorChange
 	data, _, exists, err := p.read(maxEditBytes)
 	switch {
 	case errors.Is(err, errTooLarge):
-		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is larger than %s, the most %s edits; change it with a shell command", name, humanSize(maxEditBytes), textEditorName)
+		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is larger than %s, the most %s edits; change it with a shell command", name, tools.HumanSize(maxEditBytes), textEditorName)
 	case errors.Is(err, errNotRegular):
 		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "%s is not a regular file; %s edits text files only", name, textEditorName)
 	case errors.Is(err, unix.EISDIR):
@@ -261,7 +262,7 @@ func planEditorChange(p *place, name string, args textEditorArgs) (*editorChange
 	if !exists {
 		return nil, errdefs.Failed("The path %s does not exist. Please provide a valid path.", name)
 	}
-	if mt, bin := binaryKind(name, data); bin {
+	if mt, bin := scan.BinaryKind(name, data); bin {
 		return nil, errdefs.Failed("%s is a binary file (%s); %s edits text files only", name, mt, textEditorName)
 	}
 	if args.Command == "str_replace" {
@@ -294,7 +295,7 @@ func (e *editorChange) strReplace(old, new string) error {
 	switch {
 	case len(at) == 0:
 		// Anthropic's wording, then the most similar lines of the file.
-		msg := fmt.Sprintf("No replacement was performed, old_str `%s` did not appear verbatim in %s.", tools.Preview(old, 2000), e.name)
+		msg := fmt.Sprintf("No replacement was performed, old_str `%s` did not appear verbatim in %s.", tools.Clip(old, 2000), e.name)
 		nf := errdefs.As(notFound(e.name, e.before, old)).Msg
 		_, help, _ := strings.Cut(nf, e.name+".")
 		help = strings.ReplaceAll(help, "old_string", "old_str")
@@ -383,7 +384,7 @@ func (f *FileOperations) editorResult(p *place, wres writeResult, e *editorChang
 }
 
 func (f *FileOperations) editorView(ctx context.Context, call *tools.Call, args textEditorArgs, sink tools.Sink) (*tools.Result, error) {
-	sub := &FileOperations{ws: f.ws, limits: f.limits, hidden: f.hidden, guard: f.guard, parent: call}
+	sub := &FileOperations{ws: f.ws, limits: f.limits, sensitive: f.sensitive, guard: f.guard, parent: call}
 	loc, err := f.resolvePath("path", args.Path, true)
 	if err != nil {
 		return nil, err

@@ -1,26 +1,28 @@
 package fileops
 
-// withholdFor returns the walk filter of Options.Hidden for a walk of the
-// target t, or nil when there is nothing to filter: no Hidden option, or a
-// start directory that is itself hidden (the model named it, and policy
+import "github.com/toold/toold/pkg/tools/fileops/internal/scan"
+
+// withholdFor returns the walk filter of Options.Sensitive for a walk of the
+// target t, or nil when there is nothing to filter: no Sensitive option, or a
+// start directory that is itself sensitive (the model named it, and policy
 // judged that path). It applies the same inside the workspace and outside.
 //
-// Entries are passed to Hidden as absolute paths below the start
+// Entries are passed to Sensitive as absolute paths below the start
 // directory's resolved path: the walk never follows a symlink, so those are
 // the entries' real paths.
 func (f *FileOperations) withholdFor(t *readTarget) func(rel string) bool {
-	if f.hidden == nil {
+	if f.sensitive == nil {
 		return nil
 	}
 	base, start := t.loc.Abs, t.show
-	if f.hidden(base) {
+	if f.sensitive(base) {
 		return nil
 	}
 	if base == "/" {
 		base = ""
 	}
 	return func(rel string) bool {
-		return f.hidden(base + "/" + below(start, rel))
+		return f.sensitive(base + "/" + scan.Below(start, rel))
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/toold/toold/pkg/workspace"
 )
 
-// newHiddenTool is newTool with an Options.Hidden that hides .env files and
+// newSensitiveTool is newTool with an Options.Sensitive that hides .env files and
 // directories named secrets, and records the paths it was asked about.
-func newHiddenTool(t *testing.T, files map[string]string) (*FileOperations, string, func() []string) {
+func newSensitiveTool(t *testing.T, files map[string]string) (*FileOperations, string, func() []string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, files)
@@ -32,15 +32,15 @@ func newHiddenTool(t *testing.T, files map[string]string) (*FileOperations, stri
 		base := filepath.Base(abs)
 		return base == ".env" || base == "secrets"
 	}
-	return New(ws, tools.Limits{}, Options{Hidden: hidden}), ws.Dir(), func() []string {
+	return New(ws, tools.Limits{}, Options{Sensitive: hidden}), ws.Dir(), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), asked...)
 	}
 }
 
-func TestHiddenWithheldFromWalks(t *testing.T) {
-	f, wsDir, asked := newHiddenTool(t, map[string]string{
+func TestSensitiveWithheldFromWalks(t *testing.T) {
+	f, wsDir, asked := newSensitiveTool(t, map[string]string{
 		".env":              "API_KEY=sk-123\n",
 		"app/.env":          "API_KEY=sk-456\n",
 		"secrets/key.pem":   "sk-789\n",
@@ -82,15 +82,15 @@ func TestHiddenWithheldFromWalks(t *testing.T) {
 	}
 	for _, p := range asked() {
 		if p != wsDir && !strings.HasPrefix(p, wsDir+"/") {
-			t.Errorf("Hidden was asked about %q, not an absolute path in the workspace", p)
+			t.Errorf("Sensitive was asked about %q, not an absolute path in the workspace", p)
 		}
 	}
 }
 
-func TestHiddenNil(t *testing.T) {
+func TestSensitiveNil(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, map[string]string{".env": "sk-1\n"})
 	res := mustRun(t, f, "list_dir", `{}`)
 	if !strings.Contains(res.Text, ".env") || strings.Contains(res.Text, "withheld") {
-		t.Errorf("list_dir without Hidden: %q", res.Text)
+		t.Errorf("list_dir without Sensitive: %q", res.Text)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"strings"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -67,7 +68,7 @@ type writeArgs struct {
 func describeWrite(verb string) func(*FileOperations, *tools.Call) tools.Effect {
 	return func(_ *FileOperations, call *tools.Call) tools.Effect {
 		p, _ := call.Args["path"].(string)
-		return tools.Effect{Display: verb + preview(p), Writes: []string{p}}
+		return tools.Effect{Display: verb + clip(p), Writes: []string{p}}
 	}
 }
 
@@ -128,7 +129,7 @@ func (f *FileOperations) write(ctx context.Context, call *tools.Call, exclusive 
 	if !exclusive {
 		var rerr error
 		old, _, hadOld, rerr = p.read(maxEditBytes)
-		if _, bin := binaryKind(p.name, old); rerr != nil || bin {
+		if _, bin := scan.BinaryKind(p.name, old); rerr != nil || bin {
 			old, hadOld = nil, false // no line counts for these
 		}
 	}
@@ -148,7 +149,7 @@ func (f *FileOperations) write(ctx context.Context, call *tools.Call, exclusive 
 		"mode":    fmt.Sprintf("%04o", uint32(res.mode)),
 	}
 	var text strings.Builder
-	size := fmt.Sprintf("%s, %s", plural(lines, "line", "lines"), humanSize(int64(len(content))))
+	size := fmt.Sprintf("%s, %s", plural(lines, "line", "lines"), tools.HumanSize(int64(len(content))))
 	switch {
 	case res.created:
 		fmt.Fprintf(&text, "Created %s (%s).", name, size)

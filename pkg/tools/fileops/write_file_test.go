@@ -338,10 +338,10 @@ func TestCreateFileRace(t *testing.T) {
 // file another process creates between its check and its write.
 func TestCreateFileRaceExternal(t *testing.T) {
 	f, dir := newTool(t, tools.Limits{}, nil)
-	testHookLocked = func([]string) {
+	f.locks.held = func([]string) {
 		os.WriteFile(filepath.Join(dir, "x"), []byte("theirs"), 0o644)
 	}
-	defer func() { testHookLocked = nil }()
+	defer func() { f.locks.held = nil }()
 	_, err := run(t, f, "create_file", `{"path":"x","content":"ours"}`)
 	wantErr(t, err, errdefs.ErrFailed, "already exists")
 	if readFile(t, filepath.Join(dir, "x")) != "theirs" {

@@ -83,7 +83,7 @@ func (m *MemoryOperations) Describe(call *tools.Call) tools.Effect {
 			return tools.Effect{Display: op.describe(call), Risk: tools.RiskLow}
 		}
 	}
-	return tools.Effect{Display: "Memory operation: " + tools.Preview(call.Operation, 40)}
+	return tools.Effect{Display: "Memory operation: " + tools.Clip(call.Operation, 40)}
 }
 
 // Run implements tools.Tool.
@@ -136,7 +136,7 @@ var storeOp = &operation{
   "additionalProperties": false
 }`, l.MemoryBytes, l.MemoryBytes, l.TagChars, l.Tags)
 	},
-	describe: func(call *tools.Call) string { return "Storing memory: " + tools.Preview(str(call, "content"), 50) },
+	describe: func(call *tools.Call) string { return "Storing memory: " + tools.Clip(str(call, "content"), 50) },
 	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Content string   `json:"content"`
@@ -177,7 +177,7 @@ var searchOp = &operation{
   "additionalProperties": false
 }`, l.Tags)
 	},
-	describe: func(call *tools.Call) string { return "Searching memory: " + tools.Preview(str(call, "query"), 60) },
+	describe: func(call *tools.Call) string { return "Searching memory: " + tools.Clip(str(call, "query"), 60) },
 	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Query string   `json:"query"`
@@ -306,7 +306,7 @@ func excerpt(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return tools.Preview(s, n)
+	return tools.Clip(s, n)
 }
 
 // --- update_memory, delete_memory ------------------------------------------
@@ -326,7 +326,7 @@ var updateOp = &operation{
   "additionalProperties": false
 }`, l.MemoryBytes, l.TagChars, l.Tags)
 	},
-	describe: func(call *tools.Call) string { return "Updating memory: " + tools.Preview(str(call, "id"), 40) },
+	describe: func(call *tools.Call) string { return "Updating memory: " + tools.Clip(str(call, "id"), 40) },
 	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ID      string    `json:"id"`
@@ -362,7 +362,7 @@ var deleteOp = &operation{
   "additionalProperties": false
 }`
 	},
-	describe: func(call *tools.Call) string { return "Deleting memory: " + tools.Preview(str(call, "id"), 40) },
+	describe: func(call *tools.Call) string { return "Deleting memory: " + tools.Clip(str(call, "id"), 40) },
 	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		id := str(call, "id")
 		if err := m.store.Delete(ctx, o, id); err != nil {

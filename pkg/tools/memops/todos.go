@@ -64,9 +64,9 @@ func describeTodos(call *tools.Call) string {
 			t := a.Todos[0]
 			switch {
 			case t.Status == memory.TodoInProgress && t.Title != "":
-				return "Starting: " + tools.Preview(t.Title, 60)
+				return "Starting: " + tools.Clip(t.Title, 60)
 			case t.Status == memory.TodoCompleted && t.Title != "":
-				return "Completed: " + tools.Preview(t.Title, 60)
+				return "Completed: " + tools.Clip(t.Title, 60)
 			}
 			return "Updating 1 todo"
 		}
@@ -75,14 +75,14 @@ func describeTodos(call *tools.Call) string {
 		var completed string
 		for _, t := range a.Todos {
 			if t.Status == memory.TodoInProgress {
-				return "Starting: " + tools.Preview(t.Title, 60)
+				return "Starting: " + tools.Clip(t.Title, 60)
 			}
 			if t.Status == memory.TodoCompleted {
 				completed = t.Title
 			}
 		}
 		if completed != "" {
-			return "Completed: " + tools.Preview(completed, 60)
+			return "Completed: " + tools.Clip(completed, 60)
 		}
 		if len(a.Todos) == 1 {
 			return "Creating todo list: 1 task"
@@ -151,7 +151,7 @@ func summary(l *memory.TodoList) string {
 	s := fmt.Sprintf("%d of %d done", c[memory.TodoCompleted], len(l.Todos))
 	for _, t := range l.Todos {
 		if t.Status == memory.TodoInProgress {
-			s += "; doing: " + tools.Preview(t.Title, 60)
+			s += "; doing: " + tools.Clip(t.Title, 60)
 			break
 		}
 	}

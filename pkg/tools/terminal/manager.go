@@ -356,7 +356,7 @@ func (m *Manager) findHelper() string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := sandbox.Runner{Helper: path}.Start(ctx, sandbox.Spec{
+	p, err := sandbox.Runner{Helper: path, Args: m.cfg.Runner.Args}.Start(ctx, sandbox.Spec{
 		Path: m.shell, Args: []string{filepath.Base(m.shell), "-c", "exit 0"}, Env: environ(m.env), Dir: m.ws.Dir(), Grace: time.Second,
 	}, sandbox.Stdio{})
 	if err == nil {

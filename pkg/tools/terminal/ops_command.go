@@ -36,9 +36,9 @@ var runCommandOp = &operation{
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		cmd := argString(call, "command")
 		dir := orDot(argString(call, "working_dir"))
-		d := "Running: " + tools.Preview(cmd, 80)
+		d := "Running: " + tools.Clip(cmd, 80)
 		if bg, _ := call.Args["is_background"].(bool); bg {
-			d = "Starting in the background: " + tools.Preview(cmd, 60)
+			d = "Starting in the background: " + tools.Clip(cmd, 60)
 		}
 		e := tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir}
 		if in, _ := call.Args["stdin"].(string); in == "pipe" {
@@ -149,14 +149,14 @@ func (t *Terminal) commandResult(p *process) *tools.Result {
 	p.mu.Unlock()
 	s := p.rec.snap()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s · %s · %s of output\n", outcome, seconds(dur), humanSize(total))
+	fmt.Fprintf(&b, "%s · %s · %s of output\n", outcome, seconds(dur), tools.HumanSize(total))
 	if total == 0 {
 		b.WriteString("(no output)\n")
 	} else {
 		b.WriteString(cleanText(h))
 		if cutTo > cutFrom {
 			fmt.Fprintf(&b, "\n… [%s cut: bytes %d to %d; read them with read_output call_id=%q offset=%d, or search with read_output pattern=...] …\n",
-				humanSize(cutTo-cutFrom), cutFrom, cutTo, p.callID, cutFrom)
+				tools.HumanSize(cutTo-cutFrom), cutFrom, cutTo, p.callID, cutFrom)
 			b.WriteString(cleanText(tl))
 		}
 	}
@@ -210,9 +210,9 @@ var readOutputOp = &operation{
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		if p := argString(call, "pattern"); p != "" {
-			return tools.Effect{Display: fmt.Sprintf("Searching output of call %s: %s", tools.Preview(argString(call, "call_id"), 30), tools.Preview(p, 40))}
+			return tools.Effect{Display: fmt.Sprintf("Searching output of call %s: %s", tools.Clip(argString(call, "call_id"), 30), tools.Clip(p, 40))}
 		}
-		return tools.Effect{Display: "Reading output of call " + tools.Preview(argString(call, "call_id"), 40)}
+		return tools.Effect{Display: "Reading output of call " + tools.Clip(argString(call, "call_id"), 40)}
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
@@ -245,7 +245,7 @@ var readOutputOp = &operation{
 			}
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "Output of call %s (%s; %s): bytes %d to %d of %d\n", a.CallID, tools.Preview(rec.command, 60), state(s), c.from, c.next, s.total)
+		fmt.Fprintf(&b, "Output of call %s (%s; %s): bytes %d to %d of %d\n", a.CallID, tools.Clip(rec.command, 60), state(s), c.from, c.next, s.total)
 		if c.gapTo > c.gapFrom {
 			fmt.Fprintf(&b, "[bytes %d to %d are not available: %s]\n", c.gapFrom, c.gapTo, c.gapWhy)
 		}
@@ -254,7 +254,7 @@ var readOutputOp = &operation{
 			"call_id": a.CallID, "offset": c.from, "next_offset": c.next, "total_bytes": s.total, "running": !s.done,
 		}}
 		if c.next < s.total {
-			fmt.Fprintf(&b, "[%s more: read_output call_id=%q offset=%d]\n", humanSize(s.total-c.next), a.CallID, c.next)
+			fmt.Fprintf(&b, "[%s more: read_output call_id=%q offset=%d]\n", tools.HumanSize(s.total-c.next), a.CallID, c.next)
 			res.Truncation = &tools.Truncation{ShownBytes: uint64(len(data)), TotalBytes: uint64(s.total),
 				Continuation: fmt.Sprintf("read_output call_id=%q offset=%d", a.CallID, c.next)}
 		}
@@ -286,7 +286,7 @@ func (t *Terminal) grepOutput(ctx context.Context, rec *record, callID, pattern 
 	}
 	s := rec.snap()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d matching lines in the output of call %s (%s; %s; %s)\n", total, callID, tools.Preview(rec.command, 60), state(s), humanSize(s.total))
+	fmt.Fprintf(&b, "%d matching lines in the output of call %s (%s; %s; %s)\n", total, callID, tools.Clip(rec.command, 60), state(s), tools.HumanSize(s.total))
 	items := make([]any, 0, len(ms))
 	for _, m := range ms {
 		if m.line > 0 {
@@ -331,7 +331,7 @@ var listProcessesOp = &operation{
 			if p.State != "running" {
 				st = p.Outcome
 			}
-			fmt.Fprintf(&b, "%s  pid %d  %s  %s output  [%s]  in %s: %s\n", p.ID, p.PID, p.State, humanSize(p.OutputBytes), st, p.Dir, tools.Preview(p.Command, 100))
+			fmt.Fprintf(&b, "%s  pid %d  %s  %s output  [%s]  in %s: %s\n", p.ID, p.PID, p.State, tools.HumanSize(p.OutputBytes), st, p.Dir, tools.Clip(p.Command, 100))
 			items = append(items, map[string]any{
 				"process_id": p.ID, "call_id": p.CallID, "pid": p.PID, "command": p.Command, "working_dir": p.Dir,
 				"state": p.State, "outcome": p.Outcome, "started": p.Started.Format(time.RFC3339), "output_bytes": p.OutputBytes,
@@ -362,9 +362,9 @@ var getOutputOp = &operation{
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		if id := argString(call, "session_id"); id != "" {
-			return tools.Effect{Display: "Reading terminal " + tools.Preview(id, 40)}
+			return tools.Effect{Display: "Reading terminal " + tools.Clip(id, 40)}
 		}
-		return tools.Effect{Display: "Reading output of process " + tools.Preview(argString(call, "process_id"), 40)}
+		return tools.Effect{Display: "Reading output of process " + tools.Clip(argString(call, "process_id"), 40)}
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
@@ -439,9 +439,9 @@ func (t *Terminal) processOutput(ctx context.Context, p *process, from int64, li
 	if info.State != "running" {
 		st = info.Outcome
 	}
-	fmt.Fprintf(&b, "Process %s (%s): %s; output bytes %d to %d of %d\n", p.id, tools.Preview(p.command, 60), st, c.from, c.next, s.total)
+	fmt.Fprintf(&b, "Process %s (%s): %s; output bytes %d to %d of %d\n", p.id, tools.Clip(p.command, 60), st, c.from, c.next, s.total)
 	if skipped > 0 {
-		fmt.Fprintf(&b, "[%s before this not shown: get_output process_id=%q from_index=%d, or read_output call_id=%q]\n", humanSize(skipped), p.id, c.from-skipped, p.callID)
+		fmt.Fprintf(&b, "[%s before this not shown: get_output process_id=%q from_index=%d, or read_output call_id=%q]\n", tools.HumanSize(skipped), p.id, c.from-skipped, p.callID)
 	}
 	if c.gapTo > c.gapFrom {
 		fmt.Fprintf(&b, "[bytes %d to %d are not available: %s]\n", c.gapFrom, c.gapTo, c.gapWhy)
@@ -452,7 +452,7 @@ func (t *Terminal) processOutput(ctx context.Context, p *process, from int64, li
 		writeText(&b, cleanText(data))
 	}
 	if c.next < s.total {
-		fmt.Fprintf(&b, "[%s more: get_output process_id=%q from_index=%d]\n", humanSize(s.total-c.next), p.id, c.next)
+		fmt.Fprintf(&b, "[%s more: get_output process_id=%q from_index=%d]\n", tools.HumanSize(s.total-c.next), p.id, c.next)
 	}
 	return &tools.Result{
 		Text: b.String(),
@@ -479,7 +479,7 @@ var waitOp = &operation{
 }`
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
-		return tools.Effect{Display: "Waiting for process " + tools.Preview(argString(call, "process_id"), 40)}
+		return tools.Effect{Display: "Waiting for process " + tools.Clip(argString(call, "process_id"), 40)}
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
@@ -525,9 +525,9 @@ var killOp = &operation{
 	},
 	describe: func(t *Terminal, call *tools.Call) tools.Effect {
 		id := argString(call, "process_id")
-		d := "Stopping process " + tools.Preview(id, 40)
+		d := "Stopping process " + tools.Clip(id, 40)
 		if p, err := t.m.process(call.ConversationID, id); err == nil {
-			d += ": " + tools.Preview(p.command, 60)
+			d += ": " + tools.Clip(p.command, 60)
 		}
 		return tools.Effect{Display: d, Risk: tools.RiskHigh}
 	},

@@ -38,7 +38,7 @@ var createSessionOp = &operation{
 		if argv, _, err := t.m.sessionCommand(cmd); err == nil {
 			cmd = strings.Join(argv, " ")
 		}
-		return tools.Effect{Display: "Opening a terminal in " + tools.Preview(dir, 60), Risk: tools.RiskHigh,
+		return tools.Effect{Display: "Opening a terminal in " + tools.Clip(dir, 60), Risk: tools.RiskHigh,
 			Command: cmd, Dir: dir}
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
@@ -109,7 +109,7 @@ var sendInputOp = &operation{
 	// Reads and Writes when the session exists.
 	describe: func(t *Terminal, call *tools.Call) tools.Effect {
 		id, data := argString(call, "session_id"), argString(call, "data")
-		e := tools.Effect{Display: fmt.Sprintf("Typing into terminal %s: %s", tools.Preview(id, 20), tools.Preview(visible(data), 60)),
+		e := tools.Effect{Display: fmt.Sprintf("Typing into terminal %s: %s", tools.Clip(id, 20), tools.Clip(visible(data), 60)),
 			Risk: tools.RiskHigh, Command: inputAsCommand(data), Interactive: true}
 		if s, err := t.m.session(call.ConversationID, id); err == nil {
 			// The line runs where the shell is now, which an earlier line
@@ -204,7 +204,7 @@ func sessionResult(s *Session, r sessionRead, raw bool) *tools.Result {
 	}
 	fmt.Fprintf(&b, "Terminal %s (%s): output %d to %d\n", s.id, st, r.from, r.next)
 	if r.dropped > 0 {
-		fmt.Fprintf(&b, "[%s before index %d were dropped: the session keeps the last %s]\n", humanSize(r.dropped), r.from, humanSize(int64(len(s.out.buf))))
+		fmt.Fprintf(&b, "[%s before index %d were dropped: the session keeps the last %s]\n", tools.HumanSize(r.dropped), r.from, tools.HumanSize(int64(len(s.out.buf))))
 	}
 	if len(r.data) == 0 {
 		b.WriteString("(no new output)\n")
@@ -214,7 +214,7 @@ func sessionResult(s *Session, r sessionRead, raw bool) *tools.Result {
 		writeText(&b, cleanText(r.data))
 	}
 	if r.behind > 0 {
-		fmt.Fprintf(&b, "[%s more: get_output session_id=%q]\n", humanSize(r.behind), s.id)
+		fmt.Fprintf(&b, "[%s more: get_output session_id=%q]\n", tools.HumanSize(r.behind), s.id)
 	}
 	res := &tools.Result{
 		Text: b.String(),
@@ -247,7 +247,7 @@ var getHistoryOp = &operation{
 }`, 4*l.OutputBytes, l.OutputBytes)
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
-		return tools.Effect{Display: "Reading the history of terminal " + tools.Preview(argString(call, "session_id"), 40)}
+		return tools.Effect{Display: "Reading the history of terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
 	run: func(t *Terminal, _ context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
@@ -269,7 +269,7 @@ var getHistoryOp = &operation{
 		r := s.history(limit)
 		res := sessionResult(s, r, a.Raw)
 		if r.from > r.first {
-			res.Text = fmt.Sprintf("[%s of earlier history kept: get_output session_id=%q from_index=%d]\n", humanSize(r.from-r.first), s.id, r.first) + res.Text
+			res.Text = fmt.Sprintf("[%s of earlier history kept: get_output session_id=%q from_index=%d]\n", tools.HumanSize(r.from-r.first), s.id, r.first) + res.Text
 		}
 		return res, nil
 	},
@@ -293,7 +293,7 @@ var resizeOp = &operation{
 }`
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
-		return tools.Effect{Display: "Resizing terminal " + tools.Preview(argString(call, "session_id"), 40)}
+		return tools.Effect{Display: "Resizing terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
 	run: func(t *Terminal, _ context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {
@@ -335,7 +335,7 @@ var closeSessionOp = &operation{
 }`
 	},
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
-		return tools.Effect{Display: "Closing terminal " + tools.Preview(argString(call, "session_id"), 40)}
+		return tools.Effect{Display: "Closing terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
 	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {

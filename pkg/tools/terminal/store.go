@@ -221,7 +221,7 @@ func (s *store) lookup(conv, callID string) (*record, error) {
 	}
 	if ev, ok := s.evicted[recordKey{conv, callID}]; ok {
 		return nil, fmt.Errorf("the output of call %q (%s) was evicted at %s %s; run the command again",
-			callID, humanSize(ev.total), ev.at.Format(time.TimeOnly), ev.why)
+			callID, tools.HumanSize(ev.total), ev.at.Format(time.TimeOnly), ev.why)
 	}
 	return nil, fmt.Errorf("no kept output for call_id %q in this conversation; read_output reads the output of run_command calls by their call_id", callID)
 }
@@ -246,7 +246,7 @@ func (s *store) reserve(r *record, n int64) int64 {
 		if victim < 0 {
 			break
 		}
-		s.evictLocked(victim, "to keep all kept outputs under "+humanSize(s.total))
+		s.evictLocked(victim, "to keep all kept outputs under "+tools.HumanSize(s.total))
 	}
 	n = max(0, min(n, s.total-s.used))
 	s.used += n
@@ -322,9 +322,9 @@ func (r *record) write(stream tools.Stream, p []byte) {
 			case r.gone.Load():
 				r.stopWhy = "the output was evicted"
 			case r.kept >= r.st.perCall:
-				r.stopWhy = fmt.Sprintf("over the per-call limit of %s", humanSize(r.st.perCall))
+				r.stopWhy = fmt.Sprintf("over the per-call limit of %s", tools.HumanSize(r.st.perCall))
 			default:
-				r.stopWhy = fmt.Sprintf("over the limit of %s for all kept outputs", humanSize(r.st.total))
+				r.stopWhy = fmt.Sprintf("over the limit of %s for all kept outputs", tools.HumanSize(r.st.total))
 			}
 		}
 	}

@@ -168,7 +168,7 @@ func (t *Terminal) Spec() tools.Spec { return t.spec }
 func (t *Terminal) Describe(call *tools.Call) tools.Effect {
 	op, ok := t.ops[call.Operation]
 	if !ok {
-		return tools.Effect{Display: "Terminal operation: " + tools.Preview(call.Operation, 40), Risk: tools.RiskHigh}
+		return tools.Effect{Display: "Terminal operation: " + tools.Clip(call.Operation, 40), Risk: tools.RiskHigh}
 	}
 	if t.m == nil {
 		return tools.Effect{Display: "Terminal operation: " + call.Operation, Risk: op.risk}

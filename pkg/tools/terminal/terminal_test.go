@@ -18,6 +18,7 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
@@ -72,6 +73,7 @@ func newEnv(t testing.TB, mutate ...func(*terminal.Config)) *env {
 	home := t.TempDir()
 	cfg := terminal.Config{
 		Workspace: ws,
+		Runner:    sandbox.Runner{Args: sandbox.TestHelperArgs},
 		Dir:       t.TempDir(),
 		KillGrace: 500 * time.Millisecond,
 		// A hermetic HOME keeps login shells from reading the machine's
@@ -308,9 +310,11 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	checkNoSurvivors(t, tok)
 	// Steady output keeps an idle timeout from firing: the command runs
-	// longer than its idle timeout, printing every 0.3 s (with a margin for
-	// a loaded machine, where each sleep also forks).
-	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.3; done", "idle_timeout": 2}, nil); err != nil {
+	// longer than its idle timeout (3.5 s against 3 s), printing every
+	// 0.25 s, twelve times more often than the timeout needs, so that a
+	// loaded machine (-race, other packages' tests on two cores) stalling
+	// a second or two cannot fire it.
+	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in $(seq 14); do echo $i; sleep 0.25; done", "idle_timeout": 3}, nil); err != nil {
 		t.Errorf("steady output: %v", err)
 	}
 }
@@ -593,7 +597,7 @@ func TestCloseStopsEverything(t *testing.T) {
 func TestSandboxed(t *testing.T) {
 	t.Parallel()
 	if abi := sandbox.LandlockABI(); abi < 4 {
-		t.Skipf("Landlock ABI %d on this kernel; the sandbox tests need ABI >= 4", abi)
+		testenv.Need(t, fmt.Errorf("the kernel has Landlock ABI %d", abi), "Landlock ABI >= 4")
 	}
 	e := newEnv(t, func(c *terminal.Config) { c.Sandbox = &sandbox.Policy{NoNetwork: true} })
 	etc := "/etc/toold-terminal-test-" + token()

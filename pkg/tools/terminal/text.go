@@ -2,7 +2,6 @@ package terminal
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -131,20 +130,6 @@ func trimPartialRune(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// humanSize formats a byte count: "532 B", "1.4 KiB", "95.4 MiB".
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 // cutView picks what a model sees of a stream too long to show whole: up

@@ -511,7 +511,7 @@ var gitCommitOp = &operation{
 }, "required": ["message"], "additionalProperties": false}`,
 	describe: func(v *VCS, call *tools.Call) tools.Effect {
 		writes := append([]string{".git"}, stringsArg(call, "paths")...)
-		return tools.Effect{Display: "git commit: " + tools.Preview(strArg(call, "message"), 60), Reads: stringsArg(call, "paths"), Writes: writes[:1], Risk: tools.RiskMedium}
+		return tools.Effect{Display: "git commit: " + tools.Clip(strArg(call, "message"), 60), Reads: stringsArg(call, "paths"), Writes: writes[:1], Risk: tools.RiskMedium}
 	},
 	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
 		var a struct {

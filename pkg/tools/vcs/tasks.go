@@ -401,7 +401,7 @@ var listTasksOp = &operation{
 			items = append(items, map[string]any{"source": t.Source, "name": t.Name, "help": t.Help, "file": t.File, "command": t.commandLine(nil)})
 			fmt.Fprintf(&b, "%s", t.QualifiedName())
 			if t.Help != "" {
-				fmt.Fprintf(&b, " — %s", tools.Preview(t.Help, 100))
+				fmt.Fprintf(&b, " — %s", tools.Clip(t.Help, 100))
 			}
 			b.WriteString("\n")
 		}
@@ -428,7 +428,7 @@ var runTaskOp = &operation{
 		if err != nil {
 			// Run reports the error; until then, judge it as the unknown
 			// command it is.
-			return tools.Effect{Display: "Running task " + tools.Preview(strArg(call, "name"), 40), Risk: tools.RiskHigh}
+			return tools.Effect{Display: "Running task " + tools.Clip(strArg(call, "name"), 40), Risk: tools.RiskHigh}
 		}
 		v.mu.Lock()
 		now := time.Now()
@@ -439,7 +439,7 @@ var runTaskOp = &operation{
 		}
 		v.expanded[call] = expandedTask{task: t, command: line, at: now}
 		v.mu.Unlock()
-		return tools.Effect{Display: "Running task " + t.QualifiedName() + ": " + tools.Preview(line, 60), Risk: tools.RiskHigh, Command: line, Dir: "."}
+		return tools.Effect{Display: "Running task " + t.QualifiedName() + ": " + tools.Clip(line, 60), Risk: tools.RiskHigh, Command: line, Dir: "."}
 	},
 	run: func(v *VCS, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
 		v.mu.Lock()

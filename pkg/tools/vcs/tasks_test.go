@@ -187,7 +187,7 @@ func TestRunTaskThroughTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	m, err := terminal.NewManager(terminal.Config{Workspace: ws, Dir: t.TempDir(), KillGrace: 500 * time.Millisecond, Env: map[string]string{"HOME": t.TempDir()}})
+	m, err := terminal.NewManager(terminal.Config{Workspace: ws, Runner: sandbox.Runner{Args: sandbox.TestHelperArgs}, Dir: t.TempDir(), KillGrace: 500 * time.Millisecond, Env: map[string]string{"HOME": t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (v *VCS) Spec() tools.Spec { return v.spec }
 func (v *VCS) Describe(call *tools.Call) tools.Effect {
 	op, ok := v.ops[call.Operation]
 	if !ok {
-		return tools.Effect{Display: "Version control: " + tools.Preview(call.Operation, 40), Risk: tools.RiskHigh}
+		return tools.Effect{Display: "Version control: " + tools.Clip(call.Operation, 40), Risk: tools.RiskHigh}
 	}
 	e := op.describe(v, call)
 	if e.Risk == tools.RiskUnknown {
@@ -166,5 +166,5 @@ func strArg(call *tools.Call, name string) string {
 }
 
 func joinPreview(xs []string) string {
-	return tools.Preview(strings.Join(xs, " "), 60)
+	return tools.Clip(strings.Join(xs, " "), 60)
 }

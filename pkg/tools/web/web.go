@@ -144,7 +144,7 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 	switch call.Operation {
 	case "web_fetch":
 		raw, _ := call.Args["url"].(string)
-		e := tools.Effect{Display: "Fetching " + tools.Preview(raw, 80)}
+		e := tools.Effect{Display: "Fetching " + tools.Clip(raw, 80)}
 		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.Hostname() != "" {
 			e.Hosts = []string{hostOf(u)}
 		} else {
@@ -154,14 +154,14 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 		return e
 	case "web_search":
 		q, _ := call.Args["query"].(string)
-		e := tools.Effect{Display: "Searching the web: " + tools.Preview(q, 60)}
+		e := tools.Effect{Display: "Searching the web: " + tools.Clip(q, 60)}
 		if u, err := url.Parse(t.opts.Search.endpoint()); err == nil && u.Host != "" {
 			e.Hosts = []string{hostOf(u)}
 		}
 		return e
 	}
 	id, _ := call.Args["call_id"].(string)
-	return tools.Effect{Display: "Reading fetched page " + tools.Preview(id, 40)}
+	return tools.Effect{Display: "Reading fetched page " + tools.Clip(id, 40)}
 }
 
 // Run implements tools.Tool.

@@ -1,0 +1,262 @@
+// Rows that compare toold with the MCP peers: read_file against
+// server-filesystem (row 3) and an MCP tool called through toold (row 8).
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+)
+
+// peers are the third-party MCP servers, pinned in testdata/mcp and
+// installed by `make mcp-peers`.
+type peers struct {
+	node, everything, filesystem string
+}
+
+func (b *bench) findPeers() (*peers, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("node is not installed")
+	}
+	mods := filepath.Join(b.peersDir, "node_modules", "@modelcontextprotocol")
+	p := &peers{
+		node:       node,
+		everything: filepath.Join(mods, "server-everything", "dist", "index.js"),
+		filesystem: filepath.Join(mods, "server-filesystem", "dist", "index.js"),
+	}
+	for _, f := range []string{p.everything, p.filesystem} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("MCP peers are not installed (make mcp-peers): %v", err)
+		}
+	}
+	return p, nil
+}
+
+// writeConfig writes a toold YAML config into the temp dir.
+func (b *bench) writeConfig(name string, cfg map[string]any) (string, error) {
+	j, err := json.Marshal(cfg) // JSON is YAML
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(b.tmp, name+".yaml")
+	return p, os.WriteFile(p, j, 0o600)
+}
+
+// mcpClient connects the go-sdk to a stdio server, as a user would.
+func mcpClient(ctx context.Context, name string, args ...string) (*sdk.ClientSession, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolbench", Version: "1"}, nil)
+	cmd := exec.Command(name, args...)
+	return client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+}
+
+func resultText(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// stripNumbers undoes read_file's line numbering ("     1\tline").
+func stripNumbers(s string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if _, rest, ok := strings.Cut(line, "\t"); ok {
+			b.WriteString(rest)
+		}
+	}
+	return b.String()
+}
+
+// Row 3: read_file of a 4 KB and a 1 MB file vs server-filesystem over
+// stdio (called with the go-sdk) and vs os.ReadFile in-process.
+func (b *bench) rowReadFile(ctx context.Context, ws string) []*Row {
+	var rows []*Row
+	p, perr := b.findPeers()
+	files := map[string]int{"small.txt": 4 << 10, "large.txt": 1 << 20}
+	for name, size := range files {
+		var sb strings.Builder
+		for i := 0; sb.Len() < size; i++ {
+			fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog\n", i)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(sb.String()[:size-1]+"\n"), 0o644); err != nil {
+			return []*Row{{ID: "read", Title: "3. read_file", Kind: Latency, Error: err.Error()}}
+		}
+	}
+	cfg, err := b.writeConfig("read", map[string]any{"approval_mode": "yolo",
+		"output": map[string]any{"read_bytes": 4 << 20, "read_lines": 1 << 20, "line_chars": 1 << 20}})
+	if err != nil {
+		return []*Row{{ID: "read", Title: "3. read_file", Kind: Latency, Error: err.Error()}}
+	}
+	d, err := b.startToold(ctx, ws, "--config", cfg)
+	if err != nil {
+		return []*Row{{ID: "read", Title: "3. read_file", Kind: Latency, Error: err.Error()}}
+	}
+	defer d.stop()
+	var fs *sdk.ClientSession
+	if perr == nil {
+		fs, perr = mcpClient(ctx, p.node, p.filesystem, ws)
+		if fs != nil {
+			defer fs.Close()
+		}
+	}
+	for _, c := range []struct{ id, title, file string }{
+		{"read-4k", "3a. read_file 4 KB", "small.txt"},
+		{"read-1m", "3b. read_file 1 MB", "large.txt"},
+	} {
+		row := &Row{ID: c.id, Title: c.title, Kind: Latency, Target: "p50 ≤ 0.2× server-filesystem",
+			check: func(r *Row) bool { return r.Ratio <= 0.2 }}
+		rows = append(rows, row)
+		if perr != nil {
+			row.Error = perr.Error()
+			continue
+		}
+		want, _ := os.ReadFile(filepath.Join(ws, c.file))
+		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true})
+		if err != nil {
+			row.Error = err.Error()
+			continue
+		}
+		var got, peerGot string
+		tooldCall := timed(func() error {
+			res, err := tc.call("read_file", fmt.Sprintf(`{"path":%q}`, c.file))
+			if err != nil {
+				return err
+			}
+			if !res.GetSuccess() || len(res.GetContent()) == 0 {
+				return fmt.Errorf("read_file failed: %v", res.GetError())
+			}
+			got = res.GetContent()[0].GetText()
+			return nil
+		})
+		peerCall := timed(func() error {
+			r, err := fs.CallTool(ctx, &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, c.file)}})
+			if err != nil {
+				return err
+			}
+			if r.IsError {
+				return fmt.Errorf("server-filesystem: %s", resultText(r))
+			}
+			peerGot = resultText(r)
+			return nil
+		})
+		n := b.iters(400)
+		if _, _, err := rounds(20, 2, tooldCall, peerCall); err != nil {
+			row.Error = err.Error()
+			continue
+		}
+		dt, dp, err := rounds(n, 20, tooldCall, peerCall)
+		tc.close()
+		if err != nil {
+			row.Error = err.Error()
+			continue
+		}
+		var dr []time.Duration
+		for i := 0; i < n; i++ {
+			t0 := time.Now()
+			if _, err := os.ReadFile(filepath.Join(ws, c.file)); err != nil {
+				row.Error = err.Error()
+			}
+			dr = append(dr, time.Since(t0))
+		}
+		row.Toold = latencies("toold", dt)
+		row.Base = []Measure{latencies("server-filesystem (go-sdk, stdio)", dp), latencies("os.ReadFile (the limit)", dr)}
+		switch {
+		case stripNumbers(got) != string(want):
+			row.Error = fmt.Sprintf("toold's content differs from the file (%d vs %d bytes)", len(stripNumbers(got)), len(want))
+		case peerGot != string(want):
+			row.Error = fmt.Sprintf("server-filesystem's content differs from the file (%d vs %d bytes)", len(peerGot), len(want))
+		default:
+			row.Verified = fmt.Sprintf("same %d bytes from all three (toold's line numbers removed)", len(want))
+		}
+	}
+	return rows
+}
+
+// Row 8: an MCP tool (server-everything's echo) called through toold vs
+// directly with the go-sdk.
+func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
+	row := &Row{ID: "mcp-echo", Title: "8. MCP tool (server-everything `echo`) through toold", Kind: Latency, Target: "p50 ≤ 1.2× direct go-sdk",
+		check: func(r *Row) bool { return r.Ratio <= 1.2 }}
+	p, err := b.findPeers()
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	cfg, err := b.writeConfig("mcp", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{
+		"mcpServers": map[string]any{"everything": map[string]any{"command": p.node, "args": []string{p.everything, "stdio"}}},
+	}})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	d, err := b.startToold(ctx, ws, "--config", cfg)
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer d.stop()
+	direct, err := mcpClient(ctx, p.node, p.everything, "stdio")
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer direct.Close()
+	tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer tc.close()
+	var got, gotDirect string
+	tooldCall := timed(func() error {
+		res, err := tc.call("everything__echo", `{"message":"ping"}`)
+		if err != nil {
+			return err
+		}
+		if !res.GetSuccess() || len(res.GetContent()) == 0 {
+			return fmt.Errorf("echo through toold failed: %v", res.GetError())
+		}
+		got = res.GetContent()[0].GetText()
+		return nil
+	})
+	directCall := timed(func() error {
+		r, err := direct.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "ping"}})
+		if err != nil {
+			return err
+		}
+		gotDirect = resultText(r)
+		return nil
+	})
+	n := b.iters(1000)
+	if _, _, err := rounds(50, 2, tooldCall, directCall); err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	dt, dd, err := rounds(n, 20, tooldCall, directCall)
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	row.Toold = latencies("toold", dt)
+	row.Base = []Measure{latencies("direct go-sdk", dd)}
+	if got != gotDirect {
+		row.Error = fmt.Sprintf("results differ: %q vs %q", got, gotDirect)
+	} else {
+		row.Verified = fmt.Sprintf("same text %q both ways", got)
+	}
+	return []*Row{row}
+}

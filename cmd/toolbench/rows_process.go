@@ -1,0 +1,228 @@
+// Rows of commands and sessions: run_command (row 6), streamed output
+// (row 7) and the memory of open PTY sessions (row 9c).
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"time"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+)
+
+// Row 6: run_command true vs a bare fork/exec of the same command line
+// from Go; the target is on the overhead (difference of the p50s).
+func (b *bench) rowRunCommand(ctx context.Context, ws string) []*Row {
+	row := &Row{ID: "run-true", Title: "6. `run_command true` (bash -c true)", Kind: Latency, Target: "overhead ≤ 0.5 ms",
+		check: func(r *Row) bool { return r.Toold.P50-r.Base[0].P50 <= 0.5 }}
+	cfg, err := b.writeConfig("run", map[string]any{"approval_mode": "yolo"})
+	if err == nil {
+		var d *daemon
+		if d, err = b.startToold(ctx, ws, "--config", cfg); err == nil {
+			defer d.stop()
+			var tc *conv
+			if tc, err = openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: "bench"}); err == nil {
+				defer tc.close()
+				var exitCode float64 = -1
+				tooldCall := timed(func() error {
+					res, err := tc.call("run_command", `{"command":"true"}`)
+					if err != nil {
+						return err
+					}
+					if !res.GetSuccess() {
+						return fmt.Errorf("run_command failed: %v", res.GetError())
+					}
+					exitCode = res.GetStructured().GetFields()["exit_code"].GetNumberValue()
+					return nil
+				})
+				bareBash := timed(func() error { return exec.Command("bash", "-c", "true").Run() })
+				n := b.iters(300)
+				if _, _, err = rounds(20, 2, tooldCall, bareBash); err == nil {
+					var dt, db []time.Duration
+					if dt, db, err = rounds(n, 20, tooldCall, bareBash); err == nil {
+						var dtrue []time.Duration
+						for i := 0; i < n/2; i++ {
+							d, _ := timed(func() error { return exec.Command("true").Run() })()
+							dtrue = append(dtrue, d)
+						}
+						row.Toold = latencies("toold", dt)
+						row.Base = []Measure{latencies("exec bash -c true", db), latencies("exec true", dtrue)}
+						row.Verified = fmt.Sprintf("exit code %v; overhead %s", exitCode, ms(row.Toold.P50-row.Base[0].P50))
+						if exitCode != 0 {
+							row.Error = fmt.Sprintf("exit code %v", exitCode)
+						}
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		row.Error = err.Error()
+	}
+	return []*Row{row}
+}
+
+// Row 7: 200 MB written to stdout by a command and streamed to the client
+// vs the same bytes read from a raw pipe.
+func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
+	row := &Row{ID: "stream-200m", Title: "7. 200 MB of command output streamed to the client", Kind: Rate, Unit: "MB/s", Target: "≥ 0.5× raw pipe",
+		check: func(r *Row) bool { return r.Ratio >= 0.5 }}
+	size := 200 << 20
+	if b.smoke {
+		size = 8 << 20
+	}
+	command := fmt.Sprintf("head -c %d /dev/zero", size)
+	cfg, err := b.writeConfig("stream", map[string]any{"approval_mode": "yolo"})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	d, err := b.startToold(ctx, ws, "--config", cfg)
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer d.stop()
+	// The gRPC limit: a bare server streaming the same bytes in chunks of
+	// toold's largest size, nothing else (no command, no pipe, no keeping).
+	bare, err := b.startBareStreaming(size, &pb.ServerEvent{Event: &pb.ServerEvent_End{End: &pb.ToolCallEnd{Result: &pb.ToolResult{Success: true}}}})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer bare.stop()
+	var toold, raw, grpcLimit []float64
+	for round := 0; round < 3 && row.Error == ""; round++ {
+		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: fmt.Sprint("s", round)})
+		if err != nil {
+			row.Error = err.Error()
+			break
+		}
+		t0 := time.Now()
+		got, err := streamCall(tc, command)
+		el := time.Since(t0)
+		tc.close()
+		if err != nil || got != size {
+			row.Error = fmt.Sprintf("streamed %d of %d bytes: %v", got, size, err)
+			break
+		}
+		toold = append(toold, float64(size)/(1<<20)/el.Seconds())
+		cmd := exec.Command("bash", "-c", command)
+		out, _ := cmd.StdoutPipe()
+		t0 = time.Now()
+		if err := cmd.Start(); err != nil {
+			row.Error = err.Error()
+			break
+		}
+		n, _ := io.CopyBuffer(io.Discard, out, make([]byte, 64<<10))
+		_ = cmd.Wait()
+		el = time.Since(t0)
+		if int(n) != size {
+			row.Error = fmt.Sprintf("raw pipe read %d of %d bytes", n, size)
+			break
+		}
+		raw = append(raw, float64(size)/(1<<20)/el.Seconds())
+
+		bc, err := openConv(ctx, bare.client, nil)
+		if err != nil {
+			row.Error = err.Error()
+			break
+		}
+		t0 = time.Now()
+		got, err = streamCall(bc, command)
+		el = time.Since(t0)
+		bc.close()
+		if err != nil || got != size {
+			row.Error = fmt.Sprintf("bare server streamed %d of %d bytes: %v", got, size, err)
+			break
+		}
+		grpcLimit = append(grpcLimit, float64(size)/(1<<20)/el.Seconds())
+	}
+	row.Toold = Measure{Name: "toold", Rate: median(toold), N: len(toold)}
+	row.Base = []Measure{{Name: "raw pipe", Rate: median(raw), N: len(raw)}, {Name: "bare gRPC stream, 256 KiB chunks (the transport's limit)", Rate: median(grpcLimit), N: len(grpcLimit)}}
+	row.Verified = fmt.Sprintf("%d bytes received in order as output chunks (median of 3)", size)
+	if l, r := median(grpcLimit), median(raw); l > 0 && r > 0 {
+		row.Verified += fmt.Sprintf("; toold %.2f× the bare gRPC stream, which is itself %.2f× the raw pipe", median(toold)/l, l/r)
+	}
+	return []*Row{row}
+}
+
+// streamCall runs a command and counts the output bytes it streams, checking
+// the offsets are contiguous.
+func streamCall(c *conv, command string) (int, error) {
+	c.seq++
+	id := fmt.Sprint(c.seq)
+	args, _ := json.Marshal(map[string]any{"command": command, "timeout": 600})
+	if err := c.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
+		CallId: id, Name: "run_command", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: string(args)},
+	}}}); err != nil {
+		return 0, err
+	}
+	got := 0
+	for {
+		ev, err := c.s.Recv()
+		if err != nil {
+			return got, err
+		}
+		if o := ev.GetProgress().GetOutput(); o != nil {
+			if o.GetOffset() != uint64(got) {
+				return got, fmt.Errorf("chunk at offset %d after %d bytes", o.GetOffset(), got)
+			}
+			got += len(o.GetData())
+		}
+		if e := ev.GetEnd(); e != nil {
+			if !e.GetResult().GetSuccess() {
+				return got, fmt.Errorf("run_command failed: %v", e.GetResult().GetError())
+			}
+			return got, nil
+		}
+	}
+}
+
+// Row 9c: daemon memory with 100 PTY sessions open (the shells' own memory
+// is theirs, not the daemon's).
+func (b *bench) rowSessions(ctx context.Context, ws string) []*Row {
+	row := &Row{ID: "rss-100-sessions", Title: "9c. daemon RSS with 100 PTY sessions", Kind: Value, Unit: "MB", Target: "— (reported)"}
+	n := 100
+	if b.smoke {
+		n = 5
+	}
+	cfg, err := b.writeConfig("sessions", map[string]any{"approval_mode": "yolo"})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	d, err := b.startToold(ctx, ws, "--config", cfg)
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer d.stop()
+	opened := 0
+	for i := 0; i < n; i++ {
+		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: fmt.Sprint("pty", i)})
+		if err != nil {
+			row.Error = err.Error()
+			break
+		}
+		res, err := tc.call("create_session", `{"shell":"sh"}`)
+		tc.close()
+		if err != nil || !res.GetSuccess() {
+			row.Error = fmt.Sprintf("create_session %d: %v %v", i, err, res.GetError())
+			break
+		}
+		opened++
+	}
+	time.Sleep(300 * time.Millisecond)
+	rss, err := rssMB(d.pid())
+	if err != nil && row.Error == "" {
+		row.Error = err.Error()
+	}
+	row.Toold = Measure{Name: "toold", Value: rss}
+	row.Verified = fmt.Sprintf("%d sessions open (sh)", opened)
+	return []*Row{row}
+}

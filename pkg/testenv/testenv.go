@@ -1,0 +1,56 @@
+// Package testenv gates tests on what the machine has (cgroups, Landlock, a
+// pseudo-terminal, git, the MCP peers). A test that lacks one skips, saying
+// what is missing; with TOOLD_REQUIRE_PEERS set (make test sets it, as CI
+// runs it) it fails instead, so a capability the CI machine has cannot go
+// missing unnoticed behind a skip.
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+)
+
+// RequireEnv is the variable that turns skips into failures.
+const RequireEnv = "TOOLD_REQUIRE_PEERS"
+
+// Required reports whether missing capabilities fail tests.
+func Required() bool { return os.Getenv(RequireEnv) != "" }
+
+// Need skips t (or fails it, when Required) unless err is nil. what names
+// the capability and how to get it ("Landlock ABI >= 6", "git: make
+// net-deps").
+func Need(t testing.TB, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s: %v", what, err)
+	if Required() {
+		t.Fatalf("%s (%s is set: this machine is expected to have it)", msg, RequireEnv)
+	}
+	t.Skip(msg + "; skipping")
+}
+
+// Buffer is a bytes.Buffer safe for one writer and concurrent readers: the
+// output of a child process or a terminal that a test polls.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
