@@ -189,7 +189,7 @@ func (g *guardedTool) Run(_ context.Context, c *tools.Call, _ tools.Sink) (*tool
 func startGuarded(t *testing.T) (*daemontest.Daemon, *fakeAuthz, *guardedTool) {
 	t.Helper()
 	pol := &fakeAuthz{decide: guardPolicy}
-	d := startDaemon(t, nil, nil, daemontest.WithAuthorizer(pol, authz.Capabilities{Granter: pol}))
+	d := startDaemon(t, nil, nil, daemontest.WithAuthorizer(pol, authz.Capabilities{Granter: pol, Explainer: pol}))
 	g := &guardedTool{}
 	if err := d.Main.Registry().Register(g); err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// What the policy can do besides deciding is passed on explicitly
 	// (Main.Capabilities; a test's replacement policy brings its own).
 	granter := m.Capabilities.Granter
-	explainer, _ := m.Authorizer.(authz.Explainer)
+	explainer := m.Capabilities.Explainer
 	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
 	if err != nil {
 		return err
@@ -299,7 +299,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	return []tools.Tool{
 		&tools.Think{},
 		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
-		&collab.UserCollaboration{Granter: caps.Granter},
+		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
 		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),

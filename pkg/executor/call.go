@@ -172,7 +172,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 		start.TraceID = sc.TraceID().String()
 	}
 	end := &events.End{}
-	sink := &callSink{host: host, ctx: ctx, callID: req.CallID, stdin: req.stdin}
+	sink := &callSink{host: host, ctx: ctx, callID: req.CallID, stdin: req.stdin, x: x, req: req}
 
 	target, call, coercions, err := x.prepare(ctx, req)
 	end.Coercions = coercions
@@ -435,24 +435,36 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 	if !ok || !scope.Conversation {
 		return nil
 	}
-	g := x.cfg.Granter
-	if g == nil {
+	if x.cfg.Granter == nil {
 		return nil
 	}
 	ttl := scope.TTL
 	if ans.TTL > 0 && (ttl <= 0 || ans.TTL < ttl) {
 		ttl = ans.TTL
 	}
-	grant, err := g.Grant(req.ConversationID, scope, false, ttl, req.Client)
-	if err != nil {
-		return err
+	_, err = x.grant(ctx, req, scope, false, ttl, req.Client)
+	return err
+}
+
+// grant makes a grant in the call's conversation: the one path for the
+// grants of approvals and of tools (user_collaboration, through its sink,
+// see callSink.MakeGrant), recorded in the trace, the audit log and the
+// log.
+func (x *Executor) grant(ctx context.Context, req *CallRequest, scope authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
+	g := x.cfg.Granter
+	if g == nil {
+		return authz.Grant{}, errdefs.New(errdefs.ErrUnavailable, "this toold keeps no grants")
 	}
-	span.AddEvent("grant", trace.WithAttributes(attribute.String("toold.grant", grant.ID), attribute.String("toold.scope", scope.Description)))
+	grant, err := g.Grant(req.ConversationID, scope, once, ttl, by)
+	if err != nil {
+		return authz.Grant{}, err
+	}
+	trace.SpanFromContext(ctx).AddEvent("grant", trace.WithAttributes(attribute.String("toold.grant", grant.ID), attribute.String("toold.scope", scope.Description)))
 	x.auditGrant(ctx, req, grant, scope)
 	x.cfg.Logger.InfoContext(ctx, "grant recorded", "grant_id", grant.ID, "conversation_id", req.ConversationID,
 		"tool", scope.Tool, "operation", scope.Operation, "path_prefix", scope.PathPrefix,
-		"command_prefix", scope.CommandPrefix, "expires_at", grant.ExpiresAt)
-	return nil
+		"command_prefix", scope.CommandPrefix, "once", once, "granted_by", by, "expires_at", grant.ExpiresAt)
+	return grant, nil
 }
 
 func findScope(scopes []authz.Scope, id string) (authz.Scope, bool) {

@@ -5,7 +5,10 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -27,6 +30,9 @@ type callSink struct {
 	started   sync.Once
 	// stdin is the call's input, when its host can feed one.
 	stdin *inputPipe
+	// x and req make the call's grants (MakeGrant).
+	x   *Executor
+	req *CallRequest
 }
 
 var (
@@ -35,7 +41,19 @@ var (
 	_ tools.DataSink    = (*callSink)(nil)
 	_ tools.ProcessSink = (*callSink)(nil)
 	_ tools.InputSink   = (*callSink)(nil)
+	_ authz.GrantMaker  = (*callSink)(nil)
 )
+
+// CanGrant implements authz.GrantMaker.
+func (s *callSink) CanGrant() bool { return s.x != nil && s.x.cfg.Granter != nil }
+
+// MakeGrant implements authz.GrantMaker: the executor's one path for grants.
+func (s *callSink) MakeGrant(scope authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
+	if !s.CanGrant() {
+		return authz.Grant{}, errdefs.New(errdefs.ErrUnavailable, "this toold keeps no grants")
+	}
+	return s.x.grant(s.ctx, s.req, scope, once, ttl, by)
+}
 
 // Progress implements tools.Sink.
 func (s *callSink) Progress(msg string, fraction float64) error {

@@ -217,7 +217,7 @@ func TestApprovalTimeoutAndDisconnect(t *testing.T) {
 // user_collaboration asks through the stream; the Input answers it.
 func TestQuestionThroughStream(t *testing.T) {
 	pol := &fakePolicy{}
-	h := start(t, executor.Config{Authorizer: pol}, &collab.UserCollaboration{Granter: pol})
+	h := start(t, executor.Config{Authorizer: pol}, &collab.UserCollaboration{})
 	c := h.open(&pb.Hello{ConversationId: "qc"})
 	c.call("u", "ask_user", `{"prompt":"May I write to /etc/motd?","require_approval":true,"authorize_operation":"file_operations.write_file","authorize_arguments":{"path":"/etc/motd","content":"hi"}}`)
 	evs := c.waitFor("question", func(evs []*pb.ServerEvent) bool {

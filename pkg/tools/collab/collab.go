@@ -24,8 +24,6 @@ import (
 // of it asks in every mode), and consumes the grant. The question shows the
 // person the call exactly.
 type UserCollaboration struct {
-	// Granter records grants; nil disables authorize_operation.
-	Granter authz.Granter
 	// TTL bounds a grant's life (default 5 min).
 	TTL time.Duration
 }
@@ -91,7 +89,7 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		if !a.RequireApproval {
 			return nil, errdefs.Invalid("/authorize_operation", "dependentRequired", "authorize_operation needs require_approval: true")
 		}
-		if u.Granter == nil {
+		if gm, ok := sink.(authz.GrantMaker); !ok || !gm.CanGrant() {
 			return nil, errdefs.Invalid("/authorize_operation", "unsupported", "this toold keeps no grants; ask without authorize_operation")
 		}
 		if !opPattern.MatchString(a.AuthorizeOperation) {
@@ -146,7 +144,8 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		res.Text = "The user approved: " + answer
 		if a.AuthorizeOperation != "" {
 			tool, op, _ := strings.Cut(a.AuthorizeOperation, ".")
-			g, err := u.Granter.Grant(call.ConversationID, authz.Scope{
+			// The grant is made on the executor's path, as an approval's.
+			g, err := sink.(authz.GrantMaker).MakeGrant(authz.Scope{
 				Tool: tool, Operation: op, Arguments: argsJSON,
 				Description: fmt.Sprintf("%s once with exactly the arguments %s, granted through user_collaboration", a.AuthorizeOperation, tools.Clip(argsJSON, 200)),
 			}, true, ttl, "user_collaboration")

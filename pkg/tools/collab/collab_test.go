@@ -31,16 +31,20 @@ type plainSink struct{}
 func (plainSink) Progress(string, float64) error    { return nil }
 func (plainSink) Output(tools.Stream, []byte) error { return nil }
 
-// grants is a func-field fake Granter recording grants.
-type grants struct{ got []authz.Grant }
+// grantSink is an askSink that makes grants, as the executor's sink does
+// (authz.GrantMaker), recording them.
+type grantSink struct {
+	askSink
+	conv string
+	got  []authz.Grant
+}
 
-func (g *grants) Grant(conv string, s authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
-	gr := authz.Grant{ID: "g1", ConversationID: conv, Scope: s, Once: once, ExpiresAt: time.Now().Add(ttl), GrantedBy: by}
-	g.got = append(g.got, gr)
+func (s *grantSink) CanGrant() bool { return true }
+func (s *grantSink) MakeGrant(sc authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
+	gr := authz.Grant{ID: "g1", ConversationID: s.conv, Scope: sc, Once: once, ExpiresAt: time.Now().Add(ttl), GrantedBy: by}
+	s.got = append(s.got, gr)
 	return gr, nil
 }
-func (g *grants) Grants(string) []authz.Grant { return g.got }
-func (g *grants) Revoke(string) bool          { return false }
 
 func TestUserCollaboration(t *testing.T) {
 	tests := []struct {
@@ -70,9 +74,9 @@ func TestUserCollaboration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &grants{}
-			u := &UserCollaboration{Granter: g, TTL: time.Minute}
-			sink := &askSink{answer: func(tools.Question) (string, error) { return tt.answer, nil }}
+			u := &UserCollaboration{TTL: time.Minute}
+			sink := &grantSink{askSink: askSink{answer: func(tools.Question) (string, error) { return tt.answer, nil }}, conv: "conv"}
+			g := sink
 			res, err := u.Run(context.Background(), &tools.Call{ConversationID: "conv", Args: tt.args}, sink)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
