@@ -208,7 +208,17 @@ func TestApprovalTimeoutAndDisconnect(t *testing.T) {
 	c2.call("gone", "guarded", `{}`)
 	approvalOf(c2, "gone")
 	c2.cancel()
-	time.Sleep(100 * time.Millisecond)
+	// The call ends (its span says DISCONNECTED) without having run.
+	waitUntil(t, func() bool {
+		for _, sp := range h2.spans.Ended() {
+			for _, kv := range sp.Attributes() {
+				if kv.Key == "toold.error_code" && kv.Value.AsString() == "ERROR_CODE_DISCONNECTED" {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	if ran.Load() != 0 {
 		t.Fatal("the tool ran after its stream ended while waiting")
 	}
