@@ -74,7 +74,9 @@ func TestRunAdmissionAndShutdown(t *testing.T) {
 	b := &block{started: make(chan struct{}, 2), release: make(chan struct{})}
 	x := newExecutor(t, executor.Config{MaxCalls: 1}, b, &tools.Think{})
 	ends := make(chan *events.End, 1)
-	go func() { ends <- x.Run(context.Background(), &executor.CallRequest{CallID: "a", Name: "block"}, &recorder{}) }()
+	go func() {
+		ends <- x.Run(context.Background(), &executor.CallRequest{CallID: "a", Name: "block"}, &recorder{})
+	}()
 	<-b.started
 
 	end := x.Run(context.Background(), &executor.CallRequest{CallID: "b", Name: "think", ArgsJSON: `{"thought":"x"}`}, &recorder{})
