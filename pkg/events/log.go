@@ -31,6 +31,11 @@ type LogConfig struct {
 	MaxUnreadOutput int
 	// MaxChunk caps one output chunk (default 256 KiB).
 	MaxChunk int
+	// Coalesced, when set, is told of each write merged into an unread
+	// chunk; Dropped of output bytes nobody will read (appended after
+	// Discard). Both are called with the log's lock held: keep them cheap.
+	Coalesced func()
+	Dropped   func(bytes int)
 }
 
 func (c LogConfig) withDefaults() LogConfig {
@@ -339,6 +344,12 @@ func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p 
 			continue
 		}
 		n := min(room, len(p))
+		switch {
+		case l.discard && l.cfg.Dropped != nil:
+			l.cfg.Dropped(n)
+		case chunk != nil && l.cfg.Coalesced != nil:
+			l.cfg.Coalesced()
+		}
 		if chunk == nil {
 			chunk = &Chunk{Stream: stream, Offset: l.offsets[key], Data: make([]byte, 0, min(max(n, 512), l.cfg.MaxChunk))}
 			l.open[key] = l.next()

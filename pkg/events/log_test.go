@@ -192,3 +192,19 @@ func TestLogNotify(t *testing.T) {
 		t.Fatalf("the hook read %v", seen)
 	}
 }
+
+// The log tells its configured hooks of coalesced writes and of output
+// nobody will read.
+func TestLogCoalescedAndDropped(t *testing.T) {
+	var coalesced, dropped int
+	l := events.NewLog(events.LogConfig{Coalesced: func() { coalesced++ }, Dropped: func(n int) { dropped += n }})
+	ctx := context.Background()
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("ab")))
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("cd")))
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("ef")))
+	l.Discard()
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("ghi")))
+	if coalesced != 2 || dropped != 3 {
+		t.Fatalf("coalesced %d, dropped %d; want 2 and 3", coalesced, dropped)
+	}
+}

@@ -128,7 +128,7 @@ func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &session{
-		x: x, id: newID("s-"), conv: id, log: events.NewLog(x.cfg.Log),
+		x: x, id: newID("s-"), conv: id, log: events.NewLog(x.logConfig()),
 		ctx: ctx, cancel: cancel, leave: leave,
 		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
 	}
@@ -213,6 +213,17 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	s.x.cfg.Logger.Info("stream resumed", "conversation_id", s.conv, "stream_id", s.id, "after_seq", o.ResumeAfter,
 		"replay_from", from, "calls", len(s.calls), "asked_again", len(again))
 	return nil
+}
+
+// logConfig is the configured log bounds, counting coalesced and dropped
+// output in the metrics.
+func (x *Executor) logConfig() events.LogConfig {
+	c := x.cfg.Log
+	if m := x.cfg.Observe.Metrics; m != nil {
+		c.Coalesced = func() { m.OutputCoalesced(context.Background(), 1) }
+		c.Dropped = func(n int) { m.OutputDropped(context.Background(), n) }
+	}
+	return c
 }
 
 func streamName(id string) string {
@@ -474,7 +485,13 @@ func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle
 func (a *Attachment) SetNotify(fn func()) { a.s.log.SetNotify(fn) }
 
 // TryRead returns the events waiting for the stream, without waiting.
-func (a *Attachment) TryRead(buf []events.Event) []events.Event { return a.s.log.TryRead(buf, 0) }
+func (a *Attachment) TryRead(buf []events.Event) []events.Event {
+	buf = a.s.log.TryRead(buf, 0)
+	if len(buf) > 0 {
+		a.s.x.cfg.Observe.Metrics.QueueDepth(context.Background(), len(buf))
+	}
+	return buf
+}
 
 // Wake receives when output waits for the stream (see events.Log.Wake).
 func (a *Attachment) Wake() <-chan struct{} { return a.s.log.Wake() }
