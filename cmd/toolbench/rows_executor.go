@@ -25,12 +25,12 @@ var mixedCalls = []struct{ name, args string }{
 	{"read_file", `{"path":"small.txt","offset":10,"limit":5}`},
 }
 
-// rowMixed is row 10: 32 streams, each with 8 different calls in flight at
+// rowMixed is row 12: 32 streams, each with 8 different calls in flight at
 // once, against a bare gRPC server answering 8 pipelined messages per
 // stream with one reply each (the transport's own cost of the same
 // traffic).
 func (b *bench) rowMixed(ctx context.Context, ws string) []*Row {
-	row := &Row{ID: "mixed-32x8", Title: "10. 32 streams × 8 mixed calls in flight (think, read_file, list_dir, glob, grep_search, run_command true)",
+	row := &Row{ID: "mixed-32x8", Title: "12. 32 streams × 8 mixed calls in flight (think, read_file, list_dir, glob, grep_search, run_command true)",
 		Kind: Latency, Target: "— (reported)"}
 	fail := func(err error) []*Row { row.Error = err.Error(); return []*Row{row} }
 	dir := filepath.Join(ws, "mixed")
@@ -155,12 +155,12 @@ func (c *conv) batch() ([]*pb.ToolResult, error) {
 	return res, nil
 }
 
-// rowReplay is row 11: how fast a resuming stream receives the events it
+// rowReplay is row 13: how fast a resuming stream receives the events it
 // missed (read again from the log's tail) against the same events live.
 // A command prints the tail's worth of output; the client reads it live,
 // drops the stream, and resumes from the start.
 func (b *bench) rowReplay(ctx context.Context, ws string) []*Row {
-	row := &Row{ID: "replay", Title: "11. replay after resume vs live (3 MiB of command output, within the log's default 4 MiB tail)",
+	row := &Row{ID: "replay", Title: "13. replay after resume vs live (3 MiB of command output, within the log's default 4 MiB tail)",
 		Kind: Rate, Unit: "MB/s", Target: "— (reported)"}
 	fail := func(err error) []*Row { row.Error = err.Error(); return []*Row{row} }
 	d, err := b.startToold(ctx, ws, "--approval-mode", "yolo")

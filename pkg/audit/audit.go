@@ -17,7 +17,7 @@
 //
 // Append writes each record to the file with one write(2) before it
 // returns, and fsyncs in batches (group commit): at most Config.SyncEvery
-// records (default 64) are ever written but not yet fsynced — an Append that
+// records (default 4096) are ever written but not yet fsynced — an Append that
 // would exceed it waits for the sync — and none stays unsynced longer than
 // Config.SyncInterval (default 100ms). So:
 //
@@ -132,7 +132,7 @@ func (c Config) withDefaults() Config {
 		c.MaxFileBytes = 64 << 20
 	}
 	if c.SyncEvery <= 0 {
-		c.SyncEvery = 64
+		c.SyncEvery = 4096
 	}
 	if c.SyncInterval <= 0 {
 		c.SyncInterval = 100 * time.Millisecond

@@ -17,7 +17,7 @@ import (
 //	  enabled: true              # default true
 //	  dir: /var/lib/toold/audit  # default STATE_DIR/audit
 //	  max_file_bytes: 67108864   # rotate past 64 MiB
-//	  sync_every: 64             # a machine crash loses at most this many records
+//	  sync_every: 4096           # a machine crash loses at most this many records (and 100 ms)
 //	  sync_interval: 100ms       # ... and at most this much time's worth
 type Audit struct {
 	// Enabled turns the log on (default) or off ("false").
@@ -27,7 +27,7 @@ type Audit struct {
 	// MaxFileBytes starts a new file past this size (default 64 MiB).
 	MaxFileBytes int64 `yaml:"max_file_bytes"`
 	// SyncEvery bounds the records written but not yet fsynced (default
-	// 64): what a power cut can lose.
+	// 4096): what a power cut can lose, with SyncInterval.
 	SyncEvery int `yaml:"sync_every"`
 	// SyncInterval bounds how long a record stays unsynced (default 100ms).
 	SyncInterval Duration `yaml:"sync_interval"`
@@ -74,7 +74,7 @@ func (c *Config) validateObserve() error {
 	case a.MaxFileBytes < 0:
 		return fmt.Errorf("audit.max_file_bytes %d: want a positive size (0: the default, 64 MiB)", a.MaxFileBytes)
 	case a.SyncEvery < 0:
-		return fmt.Errorf("audit.sync_every %d: want a positive number (0: the default, 64)", a.SyncEvery)
+		return fmt.Errorf("audit.sync_every %d: want a positive number (0: the default, 4096)", a.SyncEvery)
 	case a.SyncInterval < 0:
 		return fmt.Errorf("audit.sync_interval %s: want a positive duration", time.Duration(a.SyncInterval))
 	}
