@@ -97,6 +97,31 @@ type Log struct {
 	// it once the event is in (see SetNotify).
 	notify func()
 	done   chan struct{} // closed by Close
+	// recycle holds the buffers of large chunks evicted from the tail; they
+	// go back to the pool at the reader's next read, when it has sent
+	// everything it took before (see bufPool).
+	recycle [][]byte
+}
+
+// Large output chunks take their buffers from a pool: a command streaming
+// hundreds of megabytes would otherwise leave a MaxChunk of garbage per
+// chunk. A buffer returns to the pool only once its chunk has left the tail
+// and the reader has sent it (it reads again only after sending what it
+// took), or nobody will read it (Discard).
+const pooledChunkMin = 64 << 10
+
+var bufPools sync.Map // capacity -> *sync.Pool of *[]byte
+
+func getBuf(size int) []byte {
+	p, _ := bufPools.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, 0, size); return &b }})
+	return (*p.(*sync.Pool).Get().(*[]byte))[:0]
+}
+
+func putBuf(b []byte) {
+	if p, ok := bufPools.Load(cap(b)); ok {
+		b = b[:0]
+		p.(*sync.Pool).Put(&b)
+	}
 }
 
 // NewLog returns an empty log; its first event gets seq 1.
@@ -151,6 +176,12 @@ func (l *Log) Done() <-chan struct{} { return l.done }
 // takeLocked moves the cursor past up to max unread events and appends them
 // to buf; l.mu is held.
 func (l *Log) takeLocked(buf []Event, max int) []Event {
+	// The reader has sent what it took before: evicted buffers are free.
+	for i, b := range l.recycle {
+		putBuf(b)
+		l.recycle[i] = nil
+	}
+	l.recycle = l.recycle[:0]
 	n := l.unread()
 	if n == 0 {
 		return buf
@@ -351,7 +382,12 @@ func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p 
 			l.cfg.Coalesced()
 		}
 		if chunk == nil {
-			chunk = &Chunk{Stream: stream, Offset: l.offsets[key], Data: make([]byte, 0, min(max(n, 512), l.cfg.MaxChunk))}
+			chunk = &Chunk{Stream: stream, Offset: l.offsets[key]}
+			if n >= pooledChunkMin && l.cfg.MaxChunk >= pooledChunkMin {
+				chunk.Data = getBuf(l.cfg.MaxChunk)
+			} else {
+				chunk.Data = make([]byte, 0, min(max(n, 512), l.cfg.MaxChunk))
+			}
 			l.open[key] = l.next()
 			l.evs = append(l.evs, Event{CallID: callID, Seq: l.next(), Time: time.Now(),
 				Progress: &Progress{Output: chunk, Fraction: -1}})
@@ -389,7 +425,15 @@ func (l *Log) trim() {
 	drop := 0
 	for drop < len(l.evs) && l.first+uint64(drop) <= l.read &&
 		(int(l.read-l.first)+1-drop > l.cfg.TailEvents || l.tailBytes > l.cfg.TailBytes) {
-		l.tailBytes -= size(&l.evs[drop])
+		ev := &l.evs[drop]
+		l.tailBytes -= size(ev)
+		if ev.Progress != nil && ev.Progress.Output != nil && cap(ev.Progress.Output.Data) >= pooledChunkMin {
+			if l.discard {
+				putBuf(ev.Progress.Output.Data)
+			} else {
+				l.recycle = append(l.recycle, ev.Progress.Output.Data)
+			}
+		}
 		l.evs[drop] = Event{}
 		drop++
 	}
