@@ -409,7 +409,8 @@ func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p 
 func size(ev *Event) int {
 	n := 64
 	if ev.Progress != nil && ev.Progress.Output != nil {
-		n += len(ev.Progress.Output.Data)
+		// The memory held: a pooled chunk's whole buffer.
+		n += cap(ev.Progress.Output.Data)
 	}
 	if ev.End != nil && ev.End.Result != nil {
 		n += len(ev.End.Result.Text) + len(ev.End.Result.JSON)
