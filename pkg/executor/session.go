@@ -523,11 +523,9 @@ func (a *Attachment) Close() {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !a.currentLocked() {
+	if !a.letGoLocked() {
 		return
 	}
-	s.att = nil
-	s.attached.Store(false)
 	s.closing = true
 	if len(s.calls) == 0 {
 		s.endLocked()
@@ -545,12 +543,20 @@ func (a *Attachment) Detach() {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !a.currentLocked() {
-		return
+	if a.letGoLocked() {
+		s.detachLocked()
 	}
-	s.att = nil
-	s.attached.Store(false)
-	s.detachLocked()
+}
+
+// letGoLocked detaches a from its session, reporting false when a no longer
+// held it; s.mu is held.
+func (a *Attachment) letGoLocked() bool {
+	if !a.currentLocked() {
+		return false
+	}
+	a.s.att = nil
+	a.s.attached.Store(false)
+	return true
 }
 
 func (s *session) detachLocked() {
