@@ -205,7 +205,9 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].seq < again[j].seq })
 	for _, w := range again {
-		w.seq = s.log.Force(w.ev)
+		// No notify hook runs here: the new stream installs its own
+		// and reads what waits when it starts.
+		w.seq, _ = s.log.ForceDeferred(w.ev)
 	}
 	a.welcome = events.Welcome{ConversationID: s.conv, ConversationSecret: secret, Mode: a.mode,
 		ServerVersion: s.x.cfg.Version, Workspace: s.x.cfg.Workspace, MaxTimeout: s.x.cfg.MaxTimeout,
@@ -720,9 +722,14 @@ func (h *callHost) wait(ctx context.Context, id string, w *waiter) {
 	if h.rc.timer != nil {
 		h.rc.timer.Stop()
 	}
-	w.seq = s.log.Force(evs...)
+	// The notify hook sends (it may wait on the client): after the locks.
+	seq, notify := s.log.ForceDeferred(evs...)
+	w.seq = seq
 	s.mu.Unlock()
 	h.rc.emitMu.Unlock()
+	if notify != nil {
+		notify()
+	}
 	context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		if s.waiting[id] == w {
