@@ -203,6 +203,30 @@ func TestRicherApprovals(t *testing.T) {
 	}
 }
 
+// "This call only" saved as a rule would allow the whole operation: it is
+// not saved.
+func TestOnceApprovalIsNotSavedAsRule(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(policy, []byte("rules: []\n"), 0o600)
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy }))
+	s := newSession(t, d)
+	once := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
+		return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, SaveAsRule: true}
+	}
+	if res, _ := s.call("1", "run_command", `{"command":"echo once"}`, once); !res.GetSuccess() {
+		t.Fatalf("approved once: %v", res)
+	}
+	p, err := authz.LoadPolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range p.RuleNames() {
+		if strings.HasPrefix(n, "approved-") {
+			t.Fatalf("a once-only approval was saved as rule %s", n)
+		}
+	}
+}
+
 // textOf joins a result's text contents.
 func textOf(r *pb.ToolResult) string {
 	var b strings.Builder

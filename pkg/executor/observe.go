@@ -427,6 +427,12 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule, but no policy file can take it", "call_id", req.CallID)
 		return nil
 	}
+	if !scope.Conversation {
+		// "This call only" has no rule form: saved, it would allow the
+		// whole operation, far more than the person was shown.
+		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule for a once-only approval; only an offered conversation scope can be saved", "call_id", req.CallID)
+		return nil
+	}
 	if scope.Tool == "" {
 		scope.Tool, scope.Operation = target.ToolName, target.Operation
 	}
