@@ -18,9 +18,16 @@ import (
 // saveMu serializes AppendRule within the process.
 var saveMu sync.Mutex
 
+// Savable reports whether scope has a rule form no wider than what the
+// person was shown: an offered conversation scope that is not bound to one
+// exact call. "This call only", or one exact call's arguments, saved as a
+// rule would allow the whole operation.
+func (s Scope) Savable() bool { return s.Conversation && s.Arguments == "" }
+
 // RuleFromScope returns the allow rule an approved scope becomes: the
 // scope's tool and operation, narrowed by its command prefix, path prefix
-// or host, with the approved call as the example it must match.
+// or host, with the approved call as the example it must match. Only a
+// Savable scope should become one.
 func RuleFromScope(scope Scope, example map[string]any, now time.Time) RuleSpec {
 	name := "approved-" + scope.Tool
 	if scope.Operation != "" && scope.Operation != scope.Tool {

@@ -427,10 +427,8 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule, but no policy file can take it", "call_id", req.CallID)
 		return nil
 	}
-	if !scope.Conversation {
-		// "This call only" has no rule form: saved, it would allow the
-		// whole operation, far more than the person was shown.
-		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule for a once-only approval; only an offered conversation scope can be saved", "call_id", req.CallID)
+	if !scope.Savable() {
+		x.cfg.Logger.WarnContext(ctx, "approval asked to save a rule for a scope that has no rule form (this call only, or one exact call); nothing saved", "call_id", req.CallID)
 		return nil
 	}
 	if scope.Tool == "" {
