@@ -189,29 +189,25 @@ otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry
 .PHONY: test-deps
 test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres otelcol ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector).
 
-# Fuzz targets, PACKAGE:FUNCTION. Their seed corpora and every crasher
-# found are committed in the package's testdata/fuzz/FUNCTION and run by
-# every `go test` as regression cases.
+# Fuzz targets, PACKAGE:FUNCTION. Their seed corpora (and every crasher
+# found, committed with its fix) are in the package's testdata/fuzz/FUNCTION
+# and run by every `go test` as regression cases: that is all `make test`
+# runs of them, so it is deterministic. The search for new inputs is `make
+# fuzz`: it runs in a throwaway copy of the tree (scripts/fuzz.sh), never
+# writes into the checkout, and prints a crasher's path outside the tree
+# with the commands that reproduce it here.
 FUZZ_TARGETS := ./pkg/tools:FuzzResolvePrepare ./pkg/workspace:FuzzResolve ./pkg/authz:FuzzRules \
 	./pkg/authz/internal/shellread:FuzzParseCommandLine ./pkg/service:FuzzDecodeClientMessage ./pkg/mcp:FuzzResult
-FUZZTIME ?= 3s
-
-.PHONY: fuzz-smoke
-fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 3s; make test does this).
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t##*:} ($${t%%:*}) for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
-	done
+FUZZTIME ?= 2m
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for 2 minutes (FUZZTIME=10m for longer); commit a crasher's testdata/fuzz file with its fix.
-	$(MAKE) fuzz-smoke FUZZTIME=$(if $(filter command line,$(origin FUZZTIME)),$(FUZZTIME),2m)
+fuzz: ## Search for new fuzz inputs, each target for FUZZTIME (default 2m), in a copy of the tree; a crasher is printed with how to reproduce it.
+	scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 .PHONY: test
-test: lint check-generate test-deps container-deps ## Lint, check gen/ is clean, run every test with -race (the container test and the Kubernetes manifests' module too), check the image is reproducible, and the harness in smoke mode.
+test: lint check-generate test-deps container-deps ## Lint, check gen/ is clean, run every test with -race (the container test and the Kubernetes manifests' module too), check the image is reproducible, the harness in smoke mode, and the clients.
 	PATH=$(BIN):$$PATH TOOLD_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) test-deploy image-check
-	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
 	$(MAKE) test-clients
 

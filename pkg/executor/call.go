@@ -249,7 +249,8 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 		spanError(span, err)
 		return nil, nil, nil, err
 	}
-	coercions, err := target.Prepare(args)
+	prepared, err := target.Prepare(args)
+	coercions := append(target.Repairs(), prepared...)
 	if span.IsRecording() {
 		span.SetAttributes(attrCoercions.Int(len(coercions)))
 	}

@@ -36,7 +36,8 @@ func Check(reg *tools.Registry, c Call) Checked {
 		return Checked{Err: err}
 	}
 	out := Checked{Tool: target.ToolName, Operation: target.Operation}
-	out.Coercions, out.Err = target.Prepare(args)
+	prepared, err := target.Prepare(args)
+	out.Coercions, out.Err = append(target.Repairs(), prepared...), err
 	if b, err := json.Marshal(args); err == nil {
 		out.Arguments = string(b)
 	}

@@ -222,7 +222,8 @@ func runCase(reg *tools.Registry, c corpusCase) (*resolved, []tools.Coercion, er
 	if err != nil {
 		return nil, nil, err, nil
 	}
-	coercions, err := target.Prepare(args)
+	prepared, err := target.Prepare(args)
+	coercions := append(target.Repairs(), prepared...)
 	r := &resolved{target.ToolName, target.Operation, args}
 	if err != nil {
 		return r, coercions, err, nil

@@ -65,7 +65,7 @@ func TestResolveVerbsAndVariants(t *testing.T) {
 			if tg.Operation != tt.wantOp {
 				t.Fatalf("resolved %s, want %s", tg.Operation, tt.wantOp)
 			}
-			cs, _ := tg.Prepare(args)
+			cs := tg.Repairs()
 			var rule string
 			for _, c := range cs {
 				if c.Field == tools.NameField {

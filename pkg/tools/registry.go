@@ -257,9 +257,15 @@ type Target struct {
 	ops          map[string]*compiledOp
 	consolidated bool
 	// fixes are the repairs resolution made (name, argument envelope,
-	// argument text), reported first by Prepare.
+	// argument text): see Repairs.
 	fixes []Coercion
 }
+
+// Repairs returns the repairs resolution made to the call as the model
+// wrote it — its name, an argument envelope, the argument text — as
+// Coercions (Field NameField for the name). They belong to the call, not
+// to its arguments: report them once, before Prepare's coercions.
+func (t *Target) Repairs() []Coercion { return slices.Clone(t.fixes) }
 
 // Resolve finds the tool and operation a model meant by name. args are the
 // decoded arguments; the "operation" selector, if present, is read and
@@ -274,7 +280,7 @@ type Target struct {
 // and other agents' verbs with one toold equivalent. Arguments wrapped in an
 // envelope ({"arguments": {...}}, {"input": {...}}, {"parameters": {...}})
 // are unwrapped when the tool takes no argument of that name. Each such
-// repair is reported by Target.Prepare as a Coercion (Field NameField for
+// repair is reported by Target.Repairs as a Coercion (Field NameField for
 // the name).
 func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
 	r.mu.RLock()
@@ -487,10 +493,11 @@ func (t *Target) takes(key string) bool {
 }
 
 // Prepare coerces args by the operation's schema, then validates them. It
-// changes args in place and returns the coercions made.
+// changes args in place and returns the coercions made to them (the
+// resolution's own repairs are Repairs). Prepare is idempotent: arguments
+// it accepted need no coercion when prepared again.
 func (t *Target) Prepare(args map[string]any) ([]Coercion, error) {
-	cs := slices.Clone(t.fixes)
-	cs = append(cs, dropForeignNulls(t.op, t.ops, args)...)
+	cs := dropForeignNulls(t.op, t.ops, args)
 	cs = append(cs, coerce(t.op.schema.raw, args)...)
 	if err := t.op.schema.validate(args); err != nil {
 		if e, ok := err.(*errdefs.Error); ok && t.Operation != t.ToolName {

@@ -218,6 +218,7 @@ func TestPrepareCoercion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cs = append(tg.Repairs(), cs...)
 			b, _ := json.Marshal(args)
 			if string(b) != tt.want {
 				t.Fatalf("args = %s, want %s", b, tt.want)

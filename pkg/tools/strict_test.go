@@ -50,6 +50,7 @@ func TestPrepareDropsForeignNulls(t *testing.T) {
 				t.Fatal(err)
 			}
 			cs, err := tg.Prepare(args)
+			cs = append(tg.Repairs(), cs...)
 			if tt.invalidField != "" {
 				if err == nil {
 					t.Fatalf("no error; args %v", args)
