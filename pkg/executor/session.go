@@ -63,6 +63,9 @@ type session struct {
 	closing bool        // no new calls: the stream closed its side, shutdown, or the grace ran out
 	grace   *time.Timer
 	ended   bool
+	// mute is closed when the client closed its side of the stream: a
+	// question asked then, or waiting then, can never be answered.
+	mute chan struct{}
 	// attached mirrors att != nil, for readers holding x.mu (the lock
 	// order is s.mu, then x.mu).
 	attached atomic.Bool
@@ -125,6 +128,7 @@ func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
 		x: x, id: newID("s-"), conv: id, log: events.NewLog(x.logConfig()),
 		ctx: ctx, cancel: cancel, leave: leave,
 		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
+		mute: make(chan struct{}),
 	}
 	s.att = a
 	s.attached.Store(true)
@@ -476,10 +480,28 @@ func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle
 // it closed its side (or toold drains) and every call ended.
 func (a *Attachment) Done() <-chan struct{} { return a.s.log.Done() }
 
-// CloseSend says the client sends no more calls (or toold drains): the
-// running calls finish, and Read returns events.ErrClosed after the last
-// event.
+// CloseSend says the client closed its side: it sends no more calls, and
+// no more answers. The running calls finish; a call waiting for an approval
+// or an answer, or asking later, ends DENIED (nobody can answer it); Read
+// returns events.ErrClosed after the last event.
 func (a *Attachment) CloseSend() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.currentLocked() {
+		return
+	}
+	if !isClosed(s.mute) {
+		close(s.mute)
+	}
+	s.closing = true
+	s.settleLocked()
+}
+
+// Drain says toold shuts down: the stream takes no more calls, the running
+// ones finish (the client may still answer their questions), and Read
+// returns events.ErrClosed after the last event.
+func (a *Attachment) Drain() {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -603,7 +625,7 @@ func (h *callHost) Approve(ctx context.Context, callID string, req *events.Appro
 	w := &waiter{callID: callID, approval: make(chan Approval, 1), scopes: req.Scopes,
 		ev: events.Event{CallID: callID, Approval: req}}
 	h.wait(ctx, req.ApprovalID, w)
-	return await(ctx, w.approval)
+	return await(ctx, h.s.mute, w.approval, "an approval", "; the call was not run")
 }
 
 // Ask implements Host: it logs InputRequired and waits for the Input with
@@ -611,17 +633,26 @@ func (h *callHost) Approve(ctx context.Context, callID string, req *events.Appro
 func (h *callHost) Ask(ctx context.Context, callID string, q *events.Question) (string, error) {
 	w := &waiter{callID: callID, answer: make(chan string, 1), ev: events.Event{CallID: callID, Question: q}}
 	h.wait(ctx, q.RequestID, w)
-	return await(ctx, w.answer)
+	return await(ctx, h.s.mute, w.answer, "an answer", "")
 }
 
-// await returns the answer on ch, or why ctx ended first.
-func await[T any](ctx context.Context, ch <-chan T) (T, error) {
+// await returns the answer on ch, or why ctx ended first, or, once the
+// client closed its side (mute), a DENIED error saying so: nobody can send
+// the answer any more.
+func await[T any](ctx context.Context, mute <-chan struct{}, ch <-chan T, what, tail string) (T, error) {
+	var zero T
 	select {
 	case v := <-ch:
 		return v, nil
 	case <-ctx.Done():
-		var zero T
 		return zero, context.Cause(ctx)
+	case <-mute:
+		select {
+		case v := <-ch: // answered before the client closed its side
+			return v, nil
+		default:
+		}
+		return zero, errdefs.New(errdefs.ErrDenied, "this call needed %s from the client, but the client had closed its side of the stream (it sends nothing more), so nobody could give it%s. Keep the stream open until the calls that may ask have ended", what, tail)
 	}
 }
 

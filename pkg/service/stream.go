@@ -84,7 +84,7 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 				att.CloseSend()
 			case <-draining:
 				draining = nil
-				att.CloseSend()
+				att.Drain()
 			case <-sent:
 				return nil
 			}
