@@ -130,7 +130,7 @@ type operation struct {
 	// describe says what a call would read; it does no I/O.
 	describe func(f *FileOperations, call *tools.Call) tools.Effect
 	// run executes a call; it returns an error of an errdefs class.
-	run func(f *FileOperations, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run func(f *FileOperations, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 	// preview, when set, says what a call would change, changing nothing.
 	preview func(f *FileOperations, ctx context.Context, call *tools.Call) (string, error)
 }
@@ -221,7 +221,7 @@ func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 // that changes the same path; other errors are ErrInvalidArgument,
 // ErrDenied (a path outside the workspace that call.Outside does not allow)
 // or ErrFailed, with a message for the model. sink may be nil.
-func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	op, err := f.operation(call)
 	if err != nil {
 		return nil, err

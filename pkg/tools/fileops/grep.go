@@ -265,7 +265,7 @@ func (v *grepVisitor) counts() (searched, binary int64) {
 	return searched, binary
 }
 
-func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var args grepArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err
@@ -377,7 +377,7 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 // reportProgress sends a progress line to sink every progressEvery while a
 // search runs. The returned function stops it, waits until no report is in
 // flight, and returns the sink's error if one made it abort the walk.
-func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
+func (f *FileOperations) reportProgress(sink *tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
 	if sink == nil {
 		return func() error { return nil }
 	}
