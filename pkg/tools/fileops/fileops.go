@@ -60,7 +60,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -76,7 +75,7 @@ type FileOperations struct {
 	ws        *workspace.Workspace
 	limits    tools.Limits
 	sensitive func(abs string) bool
-	guard     authz.UseChecker
+	guard     tools.UseChecker
 	// undecided marks the read_file that read_many_files runs for a file
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
@@ -117,7 +116,7 @@ type Options struct {
 	// hard link. A refusal fails the operation with its ErrDenied error
 	// before anything is read or changed. The daemon passes the policy
 	// engine.
-	Guard authz.UseChecker
+	Guard tools.UseChecker
 }
 
 // operation is one operation of FileOperations.

@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -311,7 +310,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink *tools
 	coll := &collector{max: maxResults}
 	v := &grepVisitor{include: include, coll: coll, searched: f.fileSearched}
 	if f.guard != nil {
-		u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
+		u := &tools.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
 		v.linked = func(st *unix.Stat_t) bool { return f.checkOpened(u, st) == nil }
 	}
 	complete := true
