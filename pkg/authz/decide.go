@@ -6,7 +6,10 @@ package authz
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -110,6 +113,11 @@ func (j *judgement) decidePath(f *facet) {
 			j.set(f, Deny, ruleInvalidPath, fmt.Sprintf("%q is not a valid path: %v", f.given, f.resolveErr), tools.RiskHigh)
 			return
 		}
+		if j.relaxed {
+			f.neutral = true
+			j.set(f, Allow, ruleCommandArg, fmt.Sprintf("%q cannot be resolved now (%v); the sandbox holds wherever it leads when the command runs", f.given, f.resolveErr), tools.RiskLow)
+			return
+		}
 		f.hard = true
 		j.set(f, Ask, ruleUnresolvable, fmt.Sprintf("%q cannot be resolved, so where it leads cannot be judged (%v)", f.given, f.resolveErr), tools.RiskHigh)
 		return
@@ -166,7 +174,7 @@ func (j *judgement) decidePath(f *facet) {
 		return
 	}
 	if !outside {
-		if (f.cmd >= 0 && f.acc != accWrite) || f.workdir {
+		if (f.cmd >= 0 && f.acc != accWrite) || f.workdir || j.relaxed {
 			f.neutral = true
 			j.set(f, Allow, ruleCommandArg, j.subject(f)+" is inside the workspace; its command decides", tools.RiskLow)
 			return
@@ -184,12 +192,30 @@ func (j *judgement) decidePath(f *facet) {
 		j.set(f, Allow, ruleCommandArg, j.subject(f)+" is only named, not opened", tools.RiskLow)
 	case accRead, accExec:
 		switch {
+		case j.relaxed:
+			f.neutral = true
+			j.set(f, Allow, ruleCommandArg, j.subject(f)+" is read outside the workspace, where the sandbox hides every secret", tools.RiskLow)
 		case j.mode == ModeAuto && e.readRoot(f.loc.Abs):
 			j.set(f, Allow, ruleReadRoot, j.subject(f)+" is under a read root, readable in AUTO mode", risk)
 		default:
 			j.byMode(f, risk, "it reads outside the workspace")
 		}
 	default:
+		if j.contained && (e.contain.writable(f.loc.Abs) || f.workdir || j.mode == ModeYOLO) {
+			// The kernel refuses the write, or allows it in a writable
+			// directory: no person needs to decide, and the decision opens
+			// nothing (Verdict.Outside leaves it out).
+			f.neutral, f.sandboxed = true, true
+			why := " is outside the workspace: the sandbox refuses writes there (YOLO runs the command in it)"
+			switch {
+			case e.contain.writable(f.loc.Abs):
+				why = " is in a directory the sandbox lets commands write"
+			case f.workdir:
+				why = " is where the command runs, outside the workspace: the sandbox refuses its writes there"
+			}
+			j.set(f, Allow, ruleCommandArg, j.subject(f)+why, tools.RiskLow)
+			return
+		}
 		what := "the call writes " + f.loc.Abs
 		switch {
 		case f.workdir:
@@ -199,10 +225,22 @@ func (j *judgement) decidePath(f *facet) {
 		case f.cmd >= 0:
 			what = "`" + tools.Clip(j.cmds[f.cmd].Src, 80) + "` writes " + f.loc.Abs
 		}
+		if j.contained {
+			j.set(f, Ask, ruleOutsideWrite, what+", outside the workspace, which the sandbox refuses; "+j.mode.String()+" mode asks a person", tools.RiskHigh)
+			return
+		}
 		j.set(f, Ask, ruleOutsideWrite, what+", outside the workspace; that needs a person's approval in every mode", tools.RiskHigh)
 	}
 }
 
+// decideCommand decides one command of a command line. In order: a deny
+// rule denies (in every mode); what the judge cannot follow asks, unless
+// the kernel sandbox contains it (hardProblem); a deny rule that may match
+// for values only known at run time asks, except in YOLO inside the
+// sandbox; an ask rule asks; an allow rule allows; then the mode: YOLO
+// runs it, ASK asks, and AUTO asks only for the dangerous classes
+// (classes.yaml, raised privileges) and — outside the sandbox — for a
+// command that does more than inspect the workspace.
 func (j *judgement) decideCommand(f *facet) {
 	c := j.cmds[f.cmd]
 	f.grantable = len(c.Problems) == 0 && len(c.Env) == 0 && len(c.Layers) == 1 && len(c.Wrappers) == 0 &&
@@ -212,18 +250,26 @@ func (j *judgement) decideCommand(f *facet) {
 		j.byRule(f, deny, tools.RiskHigh)
 		return
 	}
-	if r := j.runtimeRule(c); r != nil {
+	if r := j.runtimeRule(c); r != nil && !(r.decision == Deny && j.contained && j.mode == ModeYOLO) {
 		f.hard = true
 		j.set(f, Ask, ruleDynamicTarget, j.subject(f)+": "+runtimeReason(r), tools.RiskHigh)
 		return
 	}
-	if p, ok := c.HardProblem(); ok {
+	if p, ok := j.hardProblem(c); ok {
 		f.hard = true
 		j.set(f, Ask, p.Rule, fmt.Sprintf("%s cannot be judged: %s", j.subject(f), p.Reason), tools.RiskHigh)
 		return
 	}
 	if ask != nil {
 		j.byRule(f, ask, tools.RiskHigh)
+		return
+	}
+	if c.Privileged && j.contained && j.mode != ModeYOLO {
+		// Inside the sandbox sudo gains nothing (no_new_privs), but asking
+		// for it is a class of its own; an allow rule sees only the
+		// command sudo runs, so it must not lift this.
+		rule, why := j.dangerClass(c)
+		j.set(f, Ask, rule, fmt.Sprintf("%s needs approval: %s (%s mode asks before raised privileges)", j.subject(f), why, strings.ToUpper(j.mode.String())), tools.RiskHigh)
 		return
 	}
 	soft, hasSoft := c.SoftProblem()
@@ -242,9 +288,23 @@ func (j *judgement) decideCommand(f *facet) {
 		j.byRule(f, allow, tools.RiskLow)
 		return
 	}
-	if j.mode == ModeYOLO {
+	switch j.mode {
+	case ModeYOLO:
 		j.byMode(f, tools.RiskHigh, "")
 		return
+	case ModeAuto:
+		if r, why := j.dangerClass(c); r != "" {
+			j.set(f, Ask, r, fmt.Sprintf("%s needs approval: %s (AUTO mode asks before commands of this class)", j.subject(f), why), tools.RiskHigh)
+			return
+		}
+		if j.contained {
+			j.set(f, Allow, "mode:auto", j.subject(f)+" shows no danger the judge asks about; it runs in the sandbox (AUTO mode)", tools.RiskMedium)
+			return
+		}
+		if !hasSoft && inspectsOnly(c) {
+			j.set(f, Allow, "mode:auto", j.subject(f)+" only inspects files (AUTO mode)", tools.RiskLow)
+			return
+		}
 	}
 	rule := "mode:" + j.mode.String()
 	why := "no rule allows it"
@@ -254,11 +314,43 @@ func (j *judgement) decideCommand(f *facet) {
 			why += "; so rule " + allow.name + " does not allow it"
 		}
 	}
-	modeWhy := "AUTO mode asks before commands no rule allows"
+	modeWhy := "AUTO mode without a sandbox asks before commands that do more than inspect files, unless a rule allows them"
 	if j.mode == ModeAsk {
 		modeWhy = "ASK mode asks before anything a rule does not allow"
 	}
 	j.set(f, Ask, rule, fmt.Sprintf("%s needs approval: %s (%s)", j.subject(f), why, modeWhy), tools.RiskHigh)
+}
+
+// hardProblem returns the first problem of c that asks in every mode: any
+// hard problem when the command is not contained (or in ASK mode); inside
+// the sandbox only one whose effect outlives the sandbox (Problem.Lasting).
+func (j *judgement) hardProblem(c *shellread.Command) (shellread.Problem, bool) {
+	for _, p := range c.Problems {
+		if p.Hard && (!j.relaxed || p.Lasting) {
+			return p, true
+		}
+	}
+	return shellread.Problem{}, false
+}
+
+// dangerClass returns the dangerous class of c that AUTO asks about (a
+// rule name of classes.yaml, or raised privileges) and why; "" when none.
+// A class that matches for some value only known at run time counts.
+func (j *judgement) dangerClass(c *shellread.Command) (rule, why string) {
+	if c.Privileged {
+		return shellread.RulePrivileged, "it runs with raised privileges (" + strings.Join(c.Wrappers, ", ") + ")"
+	}
+	for _, r := range dangerClasses() {
+		if r.commandMatches(c, j.e.home) {
+			return r.name, r.reason
+		}
+	}
+	for _, r := range dangerClasses() {
+		if r.mayMatchCommand(c, j.e.home) {
+			return r.name, r.reason + " — for some value it takes only when it runs"
+		}
+	}
+	return "", ""
 }
 
 func (j *judgement) decideHost(f *facet) {
@@ -331,4 +423,57 @@ func (j *judgement) applyGrants(consume bool) {
 		}
 		f.reason = fmt.Sprintf("%s is allowed by grant %s (%s, granted by %s)", j.subject(f), g.ID, what, g.GrantedBy)
 	}
+}
+
+// inspectors are programs that only read what they are given, beyond those
+// whose path arguments shellread knows to be read-only; with the git
+// subcommands below they are what AUTO runs without a sandbox.
+var inspectors = []string{"sed", "awk", "nl", "tr", "uniq", "xxd", "env", "printenv", "id", "whoami", "uname", "date",
+	"hostname", "true", "false", "sleep", "seq", "expr", "tee", "cd", "pushd", "popd", "dirs", "type", "command"}
+
+// gitInspect are git subcommands that only read the repository.
+var gitInspect = []string{"status", "diff", "log", "show", "blame", "ls-files", "ls-tree", "rev-parse", "describe",
+	"grep", "shortlog", "cat-file", "rev-list", "branch", "tag", "remote", "config", "stash", "reflog", "version", "help"}
+
+// inspectsOnly reports whether c only inspects files: a program whose
+// path arguments are only read (cat, ls, grep, find without -exec...), an
+// inspector above, or git reading its repository. Its redirections and the
+// paths it names are judged on their own (a write asks without a sandbox).
+// shellread's checks have already added a problem for the options that make
+// these programs run others (sed's e command, awk's system(), git's -c).
+func inspectsOnly(c *shellread.Command) bool {
+	if c.WrapperOnly || len(c.Args()) == 0 || len(c.Layers) > 1 || c.DynArgs {
+		return false
+	}
+	if a := c.Args()[0]; !a.Literal || (strings.Contains(a.Text, "/") && !shellread.InSystemBin(a.Text)) {
+		return false
+	}
+	name := c.Name()
+	switch {
+	case shellread.ReadOnlyArgs(c):
+		return true
+	case name == "sed":
+		// sed -i writes the files it is given.
+		for _, w := range c.Args()[1:] {
+			if t := w.Text; t == "--in-place" || strings.HasPrefix(t, "--in-place=") || (strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--") && strings.Contains(t, "i")) {
+				return false
+			}
+		}
+		return true
+	case name == "tee":
+		return len(c.Args()) == 1
+	case name == "git":
+		sh := shellread.ShapeOf(c.Args())
+		if len(sh.Pos) == 0 || !sh.Pos[0].Literal || !slices.Contains(gitInspect, sh.Pos[0].Text) {
+			return false
+		}
+		switch sh.Pos[0].Text {
+		case "branch", "tag", "remote", "stash", "config":
+			// Listing only: no further words.
+			return len(sh.Pos) == 1 || (sh.Pos[0].Text == "stash" && sh.Pos[1].Text == "list") ||
+				(sh.Pos[0].Text == "config" && sh.HasFlag([]string{"--get", "--get-all", "--list", "-l", "--get-regexp"}, false))
+		}
+		return true
+	}
+	return slices.Contains(inspectors, name)
 }

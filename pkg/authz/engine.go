@@ -49,6 +49,11 @@ type EngineConfig struct {
 	// Sensitive are further sensitive path patterns, such as toold's token
 	// file and the policy file itself.
 	Sensitive []string
+	// Containment is what the kernel sandbox holds for the command lines
+	// toold runs; the zero value is no sandbox. With every layer in force,
+	// AUTO runs what the judge finds no danger in without asking (see
+	// Containment).
+	Containment Containment
 }
 
 // Engine is toold's policy engine. It implements Authorizer, Granter,
@@ -73,6 +78,7 @@ type Engine struct {
 	policy     *Policy
 	rules      []*rule
 	sensitive  *SensitiveMatcher
+	contain    Containment
 	readRoots  []string
 	scope      pathScope
 	home       string
@@ -126,12 +132,15 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if e.home != "" {
 		e.home = filepath.Clean(e.home)
 	}
+	var err error
+	if e.contain, err = cfg.Containment.cleanWritable(); err != nil {
+		return nil, errdefs.Invalid("", "containment", "authz: %v", err)
+	}
 	e.rules = e.policy.allRules()
 	patterns := append(append([]string(nil), e.policy.sensitive...), cfg.Sensitive...)
 	if len(e.policy.sensitive) == 0 {
 		patterns = append(DefaultSensitive(), cfg.Sensitive...)
 	}
-	var err error
 	if e.sensitive, err = NewSensitiveMatcher(e.wsDir, e.home, patterns); err != nil {
 		return nil, errdefs.Invalid("", "sensitive", "authz: %v", err)
 	}

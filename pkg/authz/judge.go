@@ -75,7 +75,11 @@ type facet struct {
 	// workdir: the directory a command runs in (Effect.Reads and
 	// Effect.Writes of a call with a command line).
 	workdir bool
-	grant   *Grant
+	// sandboxed: a path outside the workspace that is allowed because the
+	// kernel sandbox decides (it refuses the write, or the directory is
+	// writable): the verdict does not list it in Outside.
+	sandboxed bool
+	grant     *Grant
 }
 
 // judgement is a call taken apart and judged.
@@ -91,6 +95,12 @@ type judgement struct {
 	// workdir is the resolved directory the command line runs in, from
 	// the call's effect.
 	workdir string
+	// contained: the call runs a command line, which the kernel sandbox
+	// holds (every layer of Engine's Containment is in force). relaxed:
+	// contained and not in ASK mode, so the checks that existed only
+	// because the judge was the boundary are off (ASK keeps them, as it
+	// asks for everything).
+	contained, relaxed bool
 }
 
 func (e *Engine) decide(req *Request, consume bool) Verdict {
@@ -106,6 +116,19 @@ func (e *Engine) judge(req *Request) *judgement {
 	}
 	if j.base == tools.RiskUnknown {
 		j.base = tools.RiskHigh
+	}
+	j.contained = req.Effect.Command != "" && e.contain.Full()
+	j.relaxed = j.contained && j.mode != ModeAsk
+	if req.Effect.Interactive {
+		if keys, ok := shellread.SignalKeysOnly(req.Effect.Command); ok {
+			// ^C to a program that runs too long, ^D to end its input:
+			// nothing new runs, whatever program reads the terminal.
+			f := &facet{kind: facetCall, cmd: -1, preset: true}
+			j.byMode(f, tools.RiskLow, "it types "+keys)
+			f.reason = fmt.Sprintf("the input only sends %s to the terminal's foreground program (interrupt, end of input, suspend, or discarding the typed line); it runs nothing new — %s", keys, f.reason)
+			j.facets = append(j.facets, f)
+			return j
+		}
 	}
 	// A tool that runs a command line names the directory it runs in in
 	// Effect.Dir (or, for tools that predate it, in Reads and Writes): that
@@ -124,7 +147,7 @@ func (e *Engine) judge(req *Request) *judgement {
 	if req.Effect.Command != "" {
 		j.commandLine(req.Effect.Command)
 	}
-	if req.Effect.Unknown != "" {
+	if req.Effect.Unknown != "" && !j.relaxed {
 		j.add(&facet{kind: facetCommand, cmd: -1, given: req.Effect.Command, preset: true, hard: true, decision: Ask,
 			rule: shellread.RuleUnparseable, risk: tools.RiskHigh, reason: "what runs cannot be judged: " + req.Effect.Unknown})
 	}

@@ -146,7 +146,7 @@ func (j *judgement) parsedCommands() []ParsedCommand {
 func (j *judgement) outside() []string {
 	var out []string
 	for _, f := range j.facets {
-		if f.kind == facetPath && f.resolveErr == nil && !f.loc.Inside && f.loc.Abs != "" && f.acc != accValue && !slices.Contains(out, f.loc.Abs) {
+		if f.kind == facetPath && f.resolveErr == nil && !f.loc.Inside && f.loc.Abs != "" && f.acc != accValue && !f.sandboxed && !slices.Contains(out, f.loc.Abs) {
 			out = append(out, f.loc.Abs)
 		}
 	}
