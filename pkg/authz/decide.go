@@ -201,14 +201,14 @@ func (j *judgement) decidePath(f *facet) {
 			j.byMode(f, risk, "it reads outside the workspace")
 		}
 	default:
-		if j.contained && (e.contain.writable(f.loc.Abs) || f.workdir || j.mode == ModeYOLO) {
+		if j.contained && (j.contain.writable(f.loc.Abs) || f.workdir || j.mode == ModeYOLO) {
 			// The kernel refuses the write, or allows it in a writable
 			// directory: no person needs to decide, and the decision opens
 			// nothing (Verdict.Outside leaves it out).
 			f.neutral, f.sandboxed = true, true
 			why := " is outside the workspace: the sandbox refuses writes there (YOLO runs the command in it)"
 			switch {
-			case e.contain.writable(f.loc.Abs):
+			case j.contain.writable(f.loc.Abs):
 				why = " is in a directory the sandbox lets commands write"
 			case f.workdir:
 				why = " is where the command runs, outside the workspace: the sandbox refuses its writes there"

@@ -101,6 +101,8 @@ type judgement struct {
 	// because the judge was the boundary are off (ASK keeps them, as it
 	// asks for everything).
 	contained, relaxed bool
+	// contain is the engine's Containment when the call is judged.
+	contain Containment
 }
 
 func (e *Engine) decide(req *Request, consume bool) Verdict {
@@ -117,7 +119,8 @@ func (e *Engine) judge(req *Request) *judgement {
 	if j.base == tools.RiskUnknown {
 		j.base = tools.RiskHigh
 	}
-	j.contained = req.Effect.Command != "" && e.contain.Full()
+	j.contain = *e.contain.Load()
+	j.contained = req.Effect.Command != "" && j.contain.Full()
 	j.relaxed = j.contained && j.mode != ModeAsk
 	if req.Effect.Interactive {
 		if keys, ok := shellread.SignalKeysOnly(req.Effect.Command); ok {

@@ -77,6 +77,7 @@ type Main struct {
 	Capabilities authz.Capabilities
 
 	ws        *workspace.Workspace
+	mode      authz.Mode // the server's approval mode, parsed once
 	registry  *tools.Registry
 	exec      *executor.Executor
 	svc       *service.Server
@@ -128,7 +129,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if exporting {
 		tracer = m.TracerProvider.Tracer("github.com/toold/toold")
 	}
-	mode, _ := authz.ParseMode(cfg.ApprovalMode)
+	// The approval mode is parsed once, here (Validate checked it); the
+	// rest of the daemon uses m.mode.
+	m.mode, _ = authz.ParseMode(cfg.ApprovalMode)
+	mode := m.mode
 
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err

@@ -54,7 +54,7 @@ func (m *Main) startMCP(ctx context.Context) error {
 		Version:  Version,
 		Instructions: fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
 			"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
-			m.ws.Dir(), m.Config.ApprovalMode),
+			m.ws.Dir(), m.mode),
 	})
 	m.mcp.manager = mcp.NewManager(mcp.Options{
 		Registry: m.registry,

@@ -34,7 +34,7 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 		return opts
 	}
 	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
-	mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+	mode := m.mode
 	opts.JudgeHost = func(ctx context.Context, call *tools.Call, host string) error {
 		v, err := eng.Explain(ctx, &authz.Request{
 			ConversationID: call.ConversationID, CallID: call.ID, Mode: mode,
@@ -97,7 +97,7 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
 	if eng := m.Capabilities.Hosts; eng != nil {
 		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
-		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+		mode := m.mode
 		p.Judge = func(ctx context.Context, host string) error {
 			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",
 				Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskLow})
