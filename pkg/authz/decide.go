@@ -428,7 +428,7 @@ func (j *judgement) applyGrants(consume bool) {
 // inspectors are programs that only read what they are given, beyond those
 // whose path arguments shellread knows to be read-only; with the git
 // subcommands below they are what AUTO runs without a sandbox.
-var inspectors = []string{"sed", "awk", "nl", "tr", "uniq", "xxd", "env", "printenv", "id", "whoami", "uname", "date",
+var inspectors = []string{"sed", "awk", "nl", "tr", "uniq", "xxd", "id", "whoami", "uname", "date",
 	"hostname", "true", "false", "sleep", "seq", "expr", "tee", "cd", "pushd", "popd", "dirs", "type", "command"}
 
 // gitInspect are git subcommands that only read the repository.
