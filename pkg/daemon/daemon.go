@@ -93,6 +93,7 @@ type Main struct {
 	leftovers leftoverState   // see leftovers.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
+	peers      *peerGuard // see peers.go
 	healthSrv  *grpc.Server
 	healthAddr string
 	serveWG    sync.WaitGroup
@@ -207,6 +208,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
+	m.peers = m.newPeerGuard()
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
@@ -427,8 +429,9 @@ func (m *Main) release() error {
 }
 
 // newGRPCServer builds the server with the house-style chain: the otelgrpc
-// stats handler, then logging (with trace ids), auth (health exempt), and
-// recovery last, so a panic in a handler becomes INTERNAL for that RPC.
+// stats handler, then logging (with trace ids), the refusal of toold's own
+// commands (peers.go; health included), auth (health exempt), and recovery
+// last, so a panic in a handler becomes INTERNAL for that RPC.
 func (m *Main) newGRPCServer() *grpc.Server {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -452,14 +455,17 @@ func (m *Main) newGRPCServer() *grpc.Server {
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
 	opts := append(m.svc.GRPCServerOptions(),
+		m.peers.serverOption(),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
+			m.peers.unary,
 			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
 		grpc.ChainStreamInterceptor(
 			logging.StreamServerInterceptor(logger, logOpts...),
+			m.peers.stream,
 			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
