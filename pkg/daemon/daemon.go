@@ -93,12 +93,16 @@ type Main struct {
 	leftovers leftoverState   // see leftovers.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
-	peers      *peerGuard // see peers.go
-	healthSrv  *grpc.Server
-	healthAddr string
-	serveWG    sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	peers *peerGuard // see peers.go
+	// operatorKey is the operator credential (operator.go); access decides
+	// with it and the conversations' secrets who reads what.
+	operatorKey string
+	access      *service.Access
+	healthSrv   *grpc.Server
+	healthAddr  string
+	serveWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -137,6 +141,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	// Without a usable state directory toold still runs (as memory does):
+	// then nobody is the operator, and a conversation's records need its
+	// secret.
+	key, replaced, err := loadOperatorKey(m.memory.stateDir)
+	if err != nil {
+		m.Logger.Warn("no operator credential: reading other conversations' records is refused to everyone", "err", err)
+	}
+	if replaced != "" {
+		m.Logger.Warn("operator credential: " + replaced)
+	}
+	m.operatorKey = key
+	m.access = service.NewAccess(key, heldConversations{m})
 	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
@@ -215,7 +231,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	if err := m.registerObserve(); err != nil {
