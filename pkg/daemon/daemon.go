@@ -94,11 +94,16 @@ type Main struct {
 	leftovers leftoverState   // see leftovers.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
-	healthSrv  *grpc.Server
-	healthAddr string
-	serveWG    sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	peers *peerGuard // see peers.go
+	// operatorKey is the operator credential (operator.go); access decides
+	// with it and the conversations' secrets who reads what.
+	operatorKey string
+	access      *service.Access
+	healthSrv   *grpc.Server
+	healthAddr  string
+	serveWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -140,6 +145,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	// Without a usable state directory toold still runs (as memory does):
+	// then nobody is the operator, and a conversation's records need its
+	// secret.
+	key, replaced, err := loadOperatorKey(m.memory.stateDir)
+	if err != nil {
+		m.Logger.Warn("no operator credential: reading other conversations' records is refused to everyone", "err", err)
+	}
+	if replaced != "" {
+		m.Logger.Warn("operator credential: " + replaced)
+	}
+	m.operatorKey = key
+	m.access = service.NewAccess(key, heldConversations{m})
 	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
@@ -214,13 +231,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
+	m.peers = m.newPeerGuard()
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	if err := m.registerObserve(); err != nil {
@@ -434,8 +452,9 @@ func (m *Main) release() error {
 }
 
 // newGRPCServer builds the server with the house-style chain: the otelgrpc
-// stats handler, then logging (with trace ids), auth (health exempt), and
-// recovery last, so a panic in a handler becomes INTERNAL for that RPC.
+// stats handler, then logging (with trace ids), the refusal of toold's own
+// commands (peers.go; health included), auth (health exempt), and recovery
+// last, so a panic in a handler becomes INTERNAL for that RPC.
 func (m *Main) newGRPCServer() *grpc.Server {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -459,14 +478,17 @@ func (m *Main) newGRPCServer() *grpc.Server {
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
 	opts := append(m.svc.GRPCServerOptions(),
+		m.peers.serverOption(),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
+			m.peers.unary,
 			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
 		grpc.ChainStreamInterceptor(
 			logging.StreamServerInterceptor(logger, logOpts...),
+			m.peers.stream,
 			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),

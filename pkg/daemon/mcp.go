@@ -90,8 +90,8 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	grpcL := mux.Match(cmux.HTTP2())
 	httpL := mux.Match(cmux.Any())
 	hmux := http.NewServeMux()
-	hmux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
-	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second}
+	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.Config.Token)))
+	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second, ConnContext: m.peers.connContext}
 	m.serveWG.Add(2)
 	go func() {
 		defer m.serveWG.Done()
