@@ -192,7 +192,7 @@ func TestProgressAndResult(t *testing.T) {
 	if err != nil || res.IsError || text(res) != "done" {
 		t.Fatalf("%q %v", text(res), err)
 	}
-	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) {
+	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) || m[mcpserver.StructuredTextKey] != "done" {
 		t.Fatalf("structuredContent %v", res.StructuredContent)
 	}
 	deadline := time.Now().Add(5 * time.Second)
