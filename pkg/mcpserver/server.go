@@ -17,9 +17,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -240,34 +243,55 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 	}
 }
 
-// HTTPHandler returns the streamable HTTP endpoint. When token is not
-// empty, every request must carry "Authorization: Bearer TOKEN" (401
-// otherwise), as gRPC calls must. Requests from browsers of other origins
-// are refused (cross-origin protection), and so are requests reaching a
-// loopback address under a non-loopback Host (DNS rebinding). Sessions idle
-// for 30 minutes are closed.
+// HTTPHandler returns the streamable HTTP endpoint. Every request must
+// carry "Authorization: Bearer TOKEN" (401 otherwise), as gRPC calls must;
+// with an empty token every request is refused, so /mcp is never open to
+// whatever else runs on the machine (the daemon refuses to serve /mcp
+// without a token). A request with an Origin header (a browser's) is
+// refused unless that origin is /mcp's own, on a loopback address: not
+// from a page of another site, nor of another local port (cross-origin
+// protection), and requests reaching a loopback address under a
+// non-loopback Host are refused too, so a web page that rebinds its DNS
+// name to 127.0.0.1 cannot reach the tools. Sessions idle for 30 minutes
+// are closed.
 func (s *Server) HTTPHandler(token string) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		Logger:         mcp.SDKLogger(s.opts.Logger),
 		SessionTimeout: 30 * time.Minute,
 	})
 	protected := http.NewCrossOriginProtection().Handler(h)
-	if token == "" {
-		return protected
-	}
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+			http.Error(w, fmt.Sprintf("toold refuses requests from the web origin %q: /mcp serves local agents, and a page must not reach it (DNS rebinding)", o), http.StatusForbidden)
+			return
+		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			got, ok = strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
 		}
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if len(want) == 0 || !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toold"`)
 			http.Error(w, "toold requires \"Authorization: Bearer TOKEN\" (the token toold was started with)", http.StatusUnauthorized)
 			return
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// loopbackOrigin reports whether an Origin header names a page served from
+// this machine's loopback interface (localhost, 127.0.0.0/8, ::1).
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // Close ends every MCP session (calls still running are canceled by their

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -279,5 +281,39 @@ func TestAskByElicitation(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "asker"})
 	if err != nil || res.IsError || text(res) != "chose blue" {
 		t.Fatalf("%q %v", text(res), err)
+	}
+}
+
+// The Origin check holds on its own, whatever the listener's address: a
+// page whose name was rebound to the server's address sends its own Host
+// and Origin (same-origin to the browser) and is refused with the token.
+func TestHTTPHandlerRefusesForeignOrigins(t *testing.T) {
+	srv, _ := newServer(t)
+	h := srv.HTTPHandler("tok")
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for origin, want := range map[string]int{
+		"http://rebind.example:7777": http.StatusForbidden,
+		"http://10.0.0.5:7777":       http.StatusForbidden,
+		"":                           http.StatusOK,
+	} {
+		req := httptest.NewRequest("POST", "http://rebind.example:7777/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer tok")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("Origin %q: %d %s, want %d", origin, rec.Code, rec.Body, want)
+		}
+	}
+	// With no token configured, nothing is served.
+	req := httptest.NewRequest("POST", "http://127.0.0.1:7777/mcp", strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	srv.HTTPHandler("").ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("no token configured: %d", rec.Code)
 	}
 }
