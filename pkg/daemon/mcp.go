@@ -38,6 +38,9 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if cfg.HTTP && m.Config.Listen == "" {
 		return errors.New("mcp.http serves /mcp on the TCP listener: set listen (--listen 127.0.0.1:PORT) too")
 	}
+	if cfg.HTTP && m.Config.Token == "" {
+		return errors.New("mcp.http needs a token (--token or token_file): without one, any local process or a web page rebinding its name to 127.0.0.1 could run tools through /mcp")
+	}
 	servers, err := cfg.ResolveServers()
 	if err != nil {
 		return err
