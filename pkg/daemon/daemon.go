@@ -47,6 +47,7 @@ import (
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -140,6 +141,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.registry = tools.NewRegistry()
+	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
+		return err
+	}
 	if m.Authorizer == nil {
 		eng, err := m.newEngine()
 		if err != nil {
