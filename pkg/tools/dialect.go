@@ -318,3 +318,42 @@ func (r *Registry) dialectFor(name string, args map[string]any) (*Dialect, *Dial
 	}
 	return d, dt
 }
+
+// DialectListing returns a dialect's tools as listings show them: those
+// toold runs, as Infos with the agent's name, description and schema (the
+// Spec's Source says "dialect:NAME -> TARGET", the risk is the target's),
+// and those it does not — no counterpart, or a target this daemon does not
+// offer — as Unavailable with what toold offers instead. An unknown name
+// is ErrInvalidArgument; "" and "toold" return nil.
+func (r *Registry) DialectListing(name string) (*Dialect, []Info, []Unavailable, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, err := r.dialectLocked(name)
+	if d == nil || err != nil {
+		return nil, nil, nil, err
+	}
+	var infos []Info
+	var off []Unavailable
+	for _, dt := range d.Tools {
+		if !dt.Available() {
+			off = append(off, Unavailable{Name: dt.Name, Reason: dt.Missing})
+			continue
+		}
+		t, err := r.resolveLocked(dt.Target, map[string]any{}, false)
+		if err != nil {
+			reason := err.Error()
+			if u, ok := r.unavailableLocked(dt.Target); ok {
+				reason = u.Reason
+			}
+			off = append(off, Unavailable{Name: dt.Name, Reason: fmt.Sprintf("runs as toold's %s, which is not available here: %s", dt.Target, reason)})
+			continue
+		}
+		spec := Spec{
+			Name: dt.Name, Description: dt.Description,
+			Source:     fmt.Sprintf("dialect:%s -> %s", d.Name, t.callableName()),
+			Operations: []OperationSpec{{Name: dt.Name, Description: dt.Description, Risk: t.Risk, Schema: dt.Schema}},
+		}
+		infos = append(infos, Info{Spec: spec, Schema: dt.Schema, Risk: t.Risk})
+	}
+	return d, infos, off, nil
+}
