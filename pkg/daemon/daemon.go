@@ -76,6 +76,9 @@ type Main struct {
 	// Capabilities are the Authorizer's; set by Run when it builds the
 	// policy from Config.
 	Capabilities authz.Capabilities
+	// MCPDialect, when set, makes the MCP server (toold mcp, /mcp) present
+	// that agent's tool set ("claude-code", "codex", …) instead of toold's.
+	MCPDialect string
 
 	ws        *workspace.Workspace
 	registry  *tools.Registry
