@@ -47,6 +47,7 @@ import (
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -75,6 +76,9 @@ type Main struct {
 	// Capabilities are the Authorizer's; set by Run when it builds the
 	// policy from Config.
 	Capabilities authz.Capabilities
+	// MCPDialect, when set, makes the MCP server (toold mcp, /mcp) present
+	// that agent's tool set ("claude-code", "codex", …) instead of toold's.
+	MCPDialect string
 
 	ws        *workspace.Workspace
 	mode      authz.Mode // the server's approval mode, parsed once
@@ -161,6 +165,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.registry = tools.NewRegistry()
+	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
+		return err
+	}
 	if m.Authorizer == nil {
 		eng, err := m.newEngine()
 		if err != nil {

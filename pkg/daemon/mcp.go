@@ -50,7 +50,11 @@ func (m *Main) startMCP(ctx context.Context) error {
 			m.Logger.Info("MCP server entry: ignoring keys toold does not use", "mcp_server", name, "keys", s.Ignored)
 		}
 	}
+	if _, err := m.registry.Dialect(m.MCPDialect); err != nil {
+		return err
+	}
 	m.mcp.server = mcpserver.New(mcpserver.Options{
+		Dialect:  m.MCPDialect,
 		Executor: m.exec,
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-server"),
