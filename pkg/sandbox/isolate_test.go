@@ -321,4 +321,3 @@ func TestIsolatedStopTree(t *testing.T) {
 	}
 	checkClean(t, tok)
 }
-
