@@ -158,6 +158,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startEgress(&tcfg); err != nil {
 		return err
 	}
+	m.sandboxHide(&tcfg) // sandbox.go
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err

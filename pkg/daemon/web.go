@@ -90,7 +90,7 @@ func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, h
 // host that asks is refused: a proxy cannot ask) and the private-address
 // guard (a host a rule allows by name may reach private addresses).
 func (m *Main) startEgress(tcfg *terminal.Config) error {
-	if !m.Config.Terminal.Network.Proxy {
+	if !m.Config.Terminal.EgressProxy() {
 		return nil
 	}
 	g := &netguard.Guard{}
@@ -131,6 +131,9 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 		sb := *tcfg.Sandbox
 		sb.NoNetwork = true
 		sb.ConnectPorts = append(append([]uint16{}, sb.ConnectPorts...), uint16(pn))
+		if sb.Isolate {
+			sb.Proxy = p.Addr()
+		}
 		tcfg.Sandbox = &sb
 	}
 	m.Logger.Info("egress proxy for commands", "addr", p.Addr(), "sandboxed", tcfg.Sandbox != nil)

@@ -162,3 +162,24 @@ func confine(p Policy) error {
 	}
 	return nil
 }
+
+// Layer is one layer of the boundary around commands, as toold reports it
+// (log, Welcome, ListTools, health): whether it is in force here, and how
+// or why not.
+type Layer struct {
+	// Name is one of the Layer* names.
+	Name string
+	// InForce says the layer holds for every command.
+	InForce bool
+	// Detail says how it is enforced, or why it is missing.
+	Detail string
+}
+
+// The layers, in the order they are reported.
+const (
+	LayerWrites       = "writes"
+	LayerReads        = "reads"
+	LayerNetwork      = "network"
+	LayerControlPlane = "control_plane"
+	LayerResources    = "resources"
+)
