@@ -303,7 +303,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
-		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
+		vcs.New(vcsOptions(ws, termTool, term, limits, mo.GitHooks)),
 		mem,
 	}
 }

@@ -75,8 +75,11 @@ func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
 // vcsOptions configures build_and_version_control: git in the workspace,
 // run_task through terminal_operations (so a task runs exactly like
 // run_command of the command it expands to).
-func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, hooks bool) vcs.Options {
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, mgr *terminal.Manager, limits tools.Limits, hooks bool) vcs.Options {
 	o := vcs.Options{Terminal: term, Limits: limits, Hooks: hooks}
+	if mgr != nil {
+		o.Exec = mgr.Exec // git runs as commands do: sandboxed
+	}
 	if ws != nil {
 		o.Root = ws.Dir()
 	}

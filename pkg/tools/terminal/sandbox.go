@@ -1,8 +1,11 @@
 package terminal
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,4 +204,59 @@ func (h *hiddenCache) get(dir string, s Sensitivity) []string {
 	})
 	h.at, h.paths = time.Now(), out
 	return out
+}
+
+// Exec runs a program toold needs on a model's behalf (the git of the
+// version-control tools) as commands run: under a helper, in the sandbox
+// when one is configured, with exactly env (TMPDIR is the sandbox's temp
+// dir). Its output goes to stdout and stderr; it returns the exit status,
+// -1 when a signal ended it. When ctx ends the tree is stopped and Exec
+// returns ctx's error once it is gone.
+func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir string, stdout, stderr io.Writer) (int, error) {
+	m.mu.Lock()
+	if err := m.enterLocked(); err != nil {
+		m.mu.Unlock()
+		return -1, err
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	defer m.wg.Done()
+	if m.policy != nil {
+		env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }), "TMPDIR="+m.tmp)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return -1, err
+	}
+	h, err := m.cfg.Runner.Start(ctx, sandbox.Spec{
+		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return -1, m.startError(ctx, err)
+	}
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); _, _ = io.Copy(stdout, outR) }()
+	go func() { defer copies.Done(); _, _ = io.Copy(stderr, errR) }()
+	exit := h.Exit()
+	copies.Wait()
+	outR.Close()
+	errR.Close()
+	if ctx.Err() != nil {
+		return -1, ctx.Err()
+	}
+	if exit.Err != nil {
+		return -1, exit.Err
+	}
+	return exit.Code, nil
 }
