@@ -204,6 +204,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
 		Logger:            m.Logger,
+		Sandbox:           m.terminal.Layers(), // nil without a sandbox or a shell
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
@@ -223,6 +224,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	m.health.SetServingStatus(SandboxHealthService, m.sandboxHealth())
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		perm, _ := cfg.SocketPerm() // checked by Validate

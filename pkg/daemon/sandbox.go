@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/tools/terminal"
 )
@@ -130,4 +132,24 @@ func containsAny(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// SandboxHealthService is the health service name that reports the
+// sandbox: SERVING when every layer of the boundary around commands is in
+// force, NOT_SERVING when one is missing or the sandbox is off (Welcome,
+// ListTools and toolctl health say which and why). The server as a whole
+// ("") stays SERVING either way.
+const SandboxHealthService = "toold.v1.Sandbox"
+
+func (m *Main) sandboxHealth() healthpb.HealthCheckResponse_ServingStatus {
+	layers := m.terminal.Layers()
+	if layers == nil {
+		return healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	for _, l := range layers {
+		if !l.InForce {
+			return healthpb.HealthCheckResponse_NOT_SERVING
+		}
+	}
+	return healthpb.HealthCheckResponse_SERVING
 }

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/testenv"
@@ -224,5 +228,60 @@ func TestDevelopmentInSandbox(t *testing.T) {
 		if !strings.Contains(out, c.want) || !strings.Contains(out, "exit=0") {
 			t.Errorf("%s in the sandbox:\n%s", c.cmd, out)
 		}
+	}
+}
+
+// The layers in force are told to the client (Welcome, ListTools) and the
+// operator (the toold.v1.Sandbox health service); with the sandbox off,
+// all three say so.
+func TestSandboxReported(t *testing.T) {
+	sandboxed(t)
+	for _, mode := range []string{"", "off"} {
+		t.Run("sandbox="+mode, func(t *testing.T) {
+			d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Terminal.Sandbox = mode }))
+			x := newSession(t, d)
+			x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{}}})
+			var welcome *pb.Welcome
+			for welcome == nil {
+				ev, err := x.s.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				welcome = ev.GetWelcome()
+			}
+			lt, err := d.Client.ListTools(t.Context(), &pb.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc, err := healthpb.NewHealthClient(d.Conn).Check(t.Context(), &healthpb.HealthCheckRequest{Service: daemon.SandboxHealthService})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range []*pb.SandboxStatus{welcome.GetSandbox(), lt.GetSandbox()} {
+				if mode == "off" {
+					if st.GetEnabled() || len(st.GetLayers()) != 0 || hc.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+						t.Fatalf("sandbox off reported as %v, health %v", st, hc.GetStatus())
+					}
+					continue
+				}
+				var names []string
+				for _, l := range st.GetLayers() {
+					names = append(names, l.GetName())
+					if l.GetDetail() == "" {
+						t.Fatalf("layer %s without a detail", l.GetName())
+					}
+				}
+				if !st.GetEnabled() || strings.Join(names, ",") != "writes,reads,network,control_plane,resources" {
+					t.Fatalf("sandbox reported as %v", st)
+				}
+				want := healthpb.HealthCheckResponse_NOT_SERVING
+				if st.GetComplete() {
+					want = healthpb.HealthCheckResponse_SERVING
+				}
+				if hc.GetStatus() != want {
+					t.Fatalf("health %v for %v", hc.GetStatus(), st)
+				}
+			}
+		})
 	}
 }
