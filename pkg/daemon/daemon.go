@@ -180,7 +180,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
-	m.exec = executor.New(executor.Config{
+	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
 		Granter:           granter,
@@ -203,6 +203,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Tracer:    tracer,
 		Observe:   m.executorObserve(), // observe.go
 	})
+	if err != nil {
+		return err
+	}
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
