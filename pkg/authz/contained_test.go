@@ -131,6 +131,36 @@ func TestContainedJudge(t *testing.T) {
 	}
 }
 
+// TestOutsideSandbox: a command that toold will not run in its sandbox —
+// an agent's own Bash that toolctl hook asks about — is judged as without a
+// sandbox, whatever the engine's Containment says.
+func TestOutsideSandbox(t *testing.T) {
+	f := bypassFixture(t)
+	e := f.containedEngine(t, nil)
+	line := "python3 -c 'import os; os.system(\"rm -rf ~\")'"
+	if v := authorize(t, e, cmdReq(auto, line)); v.Decision != authz.Allow {
+		t.Fatalf("in the sandbox: %s %s", v.Decision, v.Rule)
+	}
+	for _, m := range []authz.Mode{yolo, auto} {
+		v, err := authz.OutsideSandbox(e).Explain(t.Context(), cmdReq(m, line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Decision != authz.Ask || v.Rule != "builtin:exec-option" {
+			t.Errorf("%s outside the sandbox: %s (%s: %s), want ask", m, v.Decision, v.Rule, v.Reason)
+		}
+	}
+	req := cmdReq(yolo, "echo x > {out}/f")
+	req.Effect.Command = f.expand(req.Effect.Command)
+	req.OutsideSandbox = true
+	if v := authorize(t, e, req); v.Decision != authz.Ask || v.Rule != "builtin:outside-write" {
+		t.Errorf("a write outside by a command outside the sandbox: %s %s", v.Decision, v.Rule)
+	}
+	if authz.OutsideSandbox(nil) != nil {
+		t.Error("OutsideSandbox(nil) is not nil")
+	}
+}
+
 // TestTerminalKeys: keys typed into a terminal session are judged by mode
 // (issue 24: in YOLO, ^C asked a person). ^C, ^D, ^Z and ^\ run nothing new
 // whatever program reads the terminal; ^C and ^U discard what was typed

@@ -218,7 +218,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
+	// Explain through the PolicyService judges commands as running outside
+	// the sandbox: toolctl hook asks about commands an agent runs itself.
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
