@@ -79,7 +79,7 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 	// A call's end is recorded (audit, history, metrics) once its End is
 	// on its way to the client: wait for the last one.
 	waitCallEnds(t, d.Main.Audit().Dir(), 5)
-	v, err := pb.NewAuditServiceClient(d.Conn).Verify(ctx, &pb.VerifyAuditRequest{})
+	v, err := pb.NewAuditServiceClient(d.Conn).Verify(d.AsOperator(ctx), &pb.VerifyAuditRequest{})
 	if err != nil || !v.Ok {
 		t.Fatalf("verify: %v %v", err, v)
 	}
@@ -103,7 +103,7 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 		t.Fatalf("call.end %+v", end3)
 	}
 
-	h, err := pb.NewHistoryServiceClient(d.Conn).Query(ctx, &pb.QueryHistoryRequest{ConversationId: "obs"})
+	h, err := pb.NewHistoryServiceClient(d.Conn).Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{ConversationId: "obs"})
 	if err != nil || len(h.Entries) != 5 {
 		t.Fatalf("history: %v %v", err, h)
 	}

@@ -26,7 +26,8 @@ import (
 // environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 func (m *Main) webOptions(limits tools.Limits) web.Options {
 	g := &netguard.Guard{}
-	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)"}
+	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)",
+		FetchMemory: m.Config.Web.FetchMemoryBytes}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
 	eng := m.Capabilities.Hosts

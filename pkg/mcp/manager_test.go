@@ -33,6 +33,9 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []events.Event
+	// answer, when set, answers the call's questions (a person).
+	answer func(*events.Question) (string, error)
+	asked  []string
 }
 
 var _ executor.Host = (*recorder)(nil)
@@ -50,8 +53,14 @@ func (r *recorder) Approve(context.Context, string, *events.ApprovalRequest) (ex
 	return executor.Approval{}, errdefs.New(errdefs.ErrDenied, "nobody to ask")
 }
 
-func (r *recorder) Ask(context.Context, string, *events.Question) (string, error) {
-	return "", errdefs.New(errdefs.ErrDenied, "nobody to ask")
+func (r *recorder) Ask(_ context.Context, _ string, q *events.Question) (string, error) {
+	if r.answer == nil {
+		return "", errdefs.New(errdefs.ErrDenied, "nobody to ask")
+	}
+	r.mu.Lock()
+	r.asked = append(r.asked, q.Prompt)
+	r.mu.Unlock()
+	return r.answer(q)
 }
 
 func (r *recorder) progress() []events.Progress {

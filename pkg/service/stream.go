@@ -21,9 +21,11 @@ import (
 // sends: a call, a timer or the receiver appends to the log, which does no
 // I/O, and the sender reads what is ready and sends it.
 type stream struct {
-	srv *Server
-	ss  pb.ToolService_ExecuteToolServer
-	att *executor.Attachment
+	// dialect is the Hello's: the agent tool set of the stream's calls.
+	dialect string
+	srv     *Server
+	ss      pb.ToolService_ExecuteToolServer
+	att     *executor.Attachment
 	// lastSeq is the seq of the last logged event sent; stream-level events
 	// carry it.
 	lastSeq uint64
@@ -129,6 +131,7 @@ func (st *stream) open(in *inbound) (*pb.ClientMessage, error) {
 			st.pendingBad = &b
 		case in.msg.GetHello() != nil:
 			hello = in.msg.GetHello()
+			st.dialect = hello.GetDialect()
 		default:
 			first = in.msg
 		}
@@ -238,7 +241,7 @@ func (st *stream) receive(in *inbound, first bool) {
 			continue
 		}
 		if c := in.msg.GetCall(); c != nil {
-			run, err := st.att.Start(callRequest(c))
+			run, err := st.att.Start(st.callRequest(c))
 			if err != nil {
 				st.rejectCall(c, err)
 			}
@@ -283,7 +286,7 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 	case *pb.ClientMessage_Hello:
 		a.Reject("", errdefs.New(errdefs.ErrInvalidArgument, "Hello must be the first message of the stream; this one was ignored"), "")
 	case *pb.ClientMessage_Call:
-		if err := a.Submit(callRequest(m.Call)); err != nil {
+		if err := a.Submit(st.callRequest(m.Call)); err != nil {
 			st.rejectCall(m.Call, err)
 		}
 	case *pb.ClientMessage_Cancel:
@@ -331,8 +334,13 @@ func (st *stream) input(in *pb.Input) {
 	}
 }
 
-func callRequest(c *pb.ToolCall) *executor.CallRequest {
-	req := &executor.CallRequest{CallID: c.GetCallId(), Name: c.GetName(), TraceContext: c.GetTraceContext()}
+// callRequest converts a call; its dialect is the call's, else the
+// stream's Hello's.
+func (st *stream) callRequest(c *pb.ToolCall) *executor.CallRequest {
+	req := &executor.CallRequest{CallID: c.GetCallId(), Name: c.GetName(), TraceContext: c.GetTraceContext(), Dialect: st.dialect}
+	if d := c.GetDialect(); d != "" {
+		req.Dialect = d
+	}
 	switch a := c.GetArguments().(type) {
 	case *pb.ToolCall_ArgumentsJson:
 		req.ArgsJSON = a.ArgumentsJson
