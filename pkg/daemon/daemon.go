@@ -88,7 +88,8 @@ type Main struct {
 	health    *health.Server
 	grpc      *grpc.Server
 	listeners []net.Listener
-	socket    string // the socket path we created, removed on Close
+	socket    string   // the socket path we created, removed on Close
+	stateLock *os.File // holds the state directory (statelock.go)
 	tpClose   func(context.Context) error
 	debug     *http.Server
 	mcp       mcpState    // see mcp.go
@@ -149,6 +150,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	if held, err := m.lockStateDir(m.memory.stateDir); held && err != nil {
+		return err
+	} else if err != nil {
+		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
+	}
 	// Without a usable state directory toold still runs (as memory does):
 	// then nobody is the operator, and a conversation's records need its
 	// secret.
@@ -186,6 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startEgress(&tcfg); err != nil {
 		return err
 	}
+	m.sandboxHide(&tcfg) // sandbox.go
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err
@@ -234,6 +241,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
 		Logger:            m.Logger,
+		Sandbox:           m.terminal.Layers(), // nil without a sandbox or a shell
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
@@ -256,6 +264,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	m.health.SetServingStatus(SandboxHealthService, m.sandboxHealth())
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		perm, _ := cfg.SocketPerm() // checked by Validate
@@ -287,7 +296,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveWG.Add(1)
 		go func() {
 			defer m.serveWG.Done()
-			if err := m.grpc.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := m.grpc.Serve(l); err != nil && !listenerClosed(err) {
 				m.Logger.Error("serve failed", "addr", l.Addr().String(), "err", err)
 			}
 		}()
@@ -336,7 +345,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
-		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
+		vcs.New(vcsOptions(ws, termTool, term, limits, mo.GitHooks)),
 		mem,
 	}
 }
@@ -452,6 +461,7 @@ func (m *Main) release() error {
 	if m.ws != nil {
 		errs = append(errs, m.ws.Close())
 	}
+	errs = append(errs, m.unlockStateDir())
 	if m.tpClose != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, m.tpClose(ctx))
@@ -531,7 +541,8 @@ func (m *Main) authFunc() auth.AuthFunc {
 }
 
 // listenUnix listens on a unix socket with mode perm (0600 or 0660). A stale socket file
-// (nobody listening) is replaced; a live one is an error.
+// (nobody listening) is replaced; a live one is an error; a missing parent
+// directory is an error (it is not created).
 func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -547,9 +558,16 @@ func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 			return nil, err
 		}
 	}
+	// A missing directory is a mistake (a typo, a volume not mounted), not
+	// something to create silently at / and leave behind.
 	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
+		if fi, err := os.Stat(dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("socket %s: directory %s does not exist (create it first, or choose another --socket)", path, dir)
+			}
+			return nil, fmt.Errorf("socket %s: %w", path, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("socket %s: %s is not a directory", path, dir)
 		}
 	}
 	l, err := net.Listen("unix", path)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/soheilhy/cmux"
+	"google.golang.org/grpc"
 
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcpserver"
@@ -102,19 +103,25 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	m.serveWG.Add(2)
 	go func() {
 		defer m.serveWG.Done()
-		if err := mux.Serve(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := mux.Serve(); err != nil && !listenerClosed(err) {
 			m.Logger.Error("splitting the TCP listener failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	go func() {
 		defer m.serveWG.Done()
-		err := m.mcp.http.Serve(httpL)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) &&
-			!errors.Is(err, cmux.ErrListenerClosed) && !errors.Is(err, cmux.ErrServerClosed) {
+		if err := m.mcp.http.Serve(httpL); err != nil && !listenerClosed(err) {
 			m.Logger.Error("serving /mcp failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	return grpcL
+}
+
+// listenerClosed reports whether err is how a server's Serve ends when its
+// listener was closed on purpose (shutdown): not an error to log. Behind
+// cmux that is cmux's "mux: server closed" or "listener closed".
+func listenerClosed(err error) bool {
+	return errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, cmux.ErrListenerClosed) || errors.Is(err, cmux.ErrServerClosed)
 }
 
 // sniffTimeout bounds how long a TCP connection may take to send the bytes

@@ -179,7 +179,11 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	return st.ss.Send(eventToPB(ev))
+	out := eventToPB(ev)
+	if w := out.GetWelcome(); w != nil {
+		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
+	}
+	return st.ss.Send(out)
 }
 
 // sendLoop is the stream's sender, the only goroutine that calls Send once
