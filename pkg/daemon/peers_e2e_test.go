@@ -239,3 +239,45 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// Even where a rule lets tools and commands reach localhost, toold's own
+// listeners stay out of reach through toold: web_fetch and the egress
+// proxy refuse them (a connection toold made would come from toold itself,
+// which the peer check accepts).
+func TestTooldNotReachableThroughTooldEndToEnd(t *testing.T) {
+	curl := requireTool(t, "curl")
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(`rules:
+  - name: local
+    decision: allow
+    hosts: [localhost, 127.0.0.1]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.PolicyFile = policy
+		c.Listen = "127.0.0.1:0"
+		c.MCP.HTTP = true
+		c.DebugAddr = "127.0.0.1:0"
+		c.Terminal.Network = config.NetworkMode{Proxy: true}
+	}))
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "loop"}}})
+	_, port, _ := strings.Cut(d.Main.TCPAddr(), ":")
+	_, debugPort, _ := strings.Cut(d.Main.DebugAddr(), ":")
+	for i, u := range []string{
+		"http://localhost:" + port + "/mcp",
+		"http://127.0.0.1:" + port + "/mcp",
+		"http://127.0.0.1:" + debugPort + "/debug/pprof/cmdline",
+	} {
+		res, _ := x.call(fmt.Sprint("f", i), "web_fetch", mustJSON(t, map[string]any{"url": u}), approveOnce)
+		if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || !strings.Contains(res.GetError().GetMessage(), "toold's own listener") {
+			t.Errorf("web_fetch %s: %v", u, res)
+		}
+		res, _ = x.call(fmt.Sprint("c", i), "run_command", commandArgs(curl+" -sS -i "+u, nil), approveOnce)
+		if out := text(res); !strings.Contains(out, "403") || strings.Contains(out, "toold.sock") || strings.Contains(out, "jsonrpc") {
+			t.Errorf("curl %s through the proxy: %s", u, out)
+		}
+	}
+}
