@@ -150,7 +150,8 @@ func TestRicherApprovals(t *testing.T) {
 	ws := t.TempDir()
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(policy, []byte("# team policy\nrules: []\n"), 0o600)
-	d := daemontest.Start(t, daemontest.WithWorkspace(ws), daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy }))
+	// ASK: AUTO runs echo, printf and date without asking.
+	d := daemontest.Start(t, daemontest.WithWorkspace(ws), daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy; c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	s.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "rich", ClientName: "alice"}}})
 
@@ -208,7 +209,7 @@ func TestRicherApprovals(t *testing.T) {
 func TestOnceApprovalIsNotSavedAsRule(t *testing.T) {
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(policy, []byte("rules: []\n"), 0o600)
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy }))
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy; c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	once := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
 		return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, SaveAsRule: true}
@@ -238,7 +239,8 @@ func textOf(r *pb.ToolResult) string {
 
 // Revoking a grant through the PolicyService is in the audit log.
 func TestRevocationAudited(t *testing.T) {
-	d := daemontest.Start(t)
+	// ASK: AUTO runs echo without asking.
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	s.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "rev", ClientName: "bob"}}})
 	conv := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
