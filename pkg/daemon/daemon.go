@@ -103,6 +103,7 @@ type Main struct {
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
+	self  selfAddrs  // toold's own TCP listeners (peers.go)
 	// operatorKey is the operator credential (operator.go); access decides
 	// with it and the conversations' secrets who reads what.
 	operatorKey string
@@ -297,6 +298,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Tools and the egress proxy never connect to these (peers.go).
+	var own []string
+	for _, a := range []string{m.TCPAddr(), m.observe.debugAddr, m.healthAddr} {
+		if a != "" {
+			own = append(own, a)
+		}
+	}
+	m.self.set(own)
 	for _, l := range m.listeners {
 		m.serveWG.Add(1)
 		go func() {
