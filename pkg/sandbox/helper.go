@@ -176,6 +176,10 @@ func HelperMain() int {
 		return 0
 	}
 	_ = enc.Encode(message{Exit: &exit})
+	status.Close()
+	for _, f := range afterReport {
+		f()
+	}
 	return 0
 }
 

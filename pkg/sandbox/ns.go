@@ -75,7 +75,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		statW.Close()
 		return Exit{}, err
 	}
-	defer cg.remove()
+	// The cgroups are removed after the exit is reported: emptying them
+	// waits for the namespaces' teardown, which the daemon need not.
+	afterReport = append(afterReport, cg.remove)
 
 	type forked struct {
 		pid int
@@ -203,8 +205,11 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		select {
 		case m, ok := <-reports:
 			if !ok {
+				// The init closed its end as it exited: what it reported is
+				// all there is; the kernel tears its namespaces down and the
+				// daemon's reaper (or init) reaps it, off the command's path.
 				reports = nil
-				if initGone {
+				if initGone || exit != nil || startErr != "" {
 					return finish()
 				}
 				continue
@@ -240,6 +245,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		}
 	}
 }
+
+// afterReport are run by HelperMain once the exit is reported.
+var afterReport []func()
 
 // describeWait says how a process ended.
 func describeWait(ws unix.WaitStatus) string {

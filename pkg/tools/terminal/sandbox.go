@@ -31,6 +31,9 @@ type Sensitivity interface {
 func (m *Manager) setupSandbox(p sandbox.Policy) error {
 	log := m.cfg.Logger
 	p.Writable = append([]string{m.ws.Dir(), m.tmp, m.cache}, p.Writable...)
+	// The kept outputs of every conversation are read through read_output,
+	// not by commands.
+	p.Hide = append(slices.Clip(p.Hide), m.store.dir)
 	p.Require = m.cfg.RequireSandbox
 	var isolateWhy, limitsWhy string
 	if p.Isolate {
@@ -140,10 +143,10 @@ func (m *Manager) Layers() []sandbox.Layer {
 // policyFor returns the policy of a command starting now: the sandbox's,
 // with the workspace's secrets as they are now added to its masks.
 func (m *Manager) policyFor() *sandbox.Policy {
-	if m.policy == nil || !m.policy.Isolate || m.cfg.Secrets == nil {
+	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
-	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets)
+	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir)
 	if len(secrets) == 0 {
 		return m.policy
 	}
@@ -173,14 +176,19 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // get returns the sensitive files and directories of the workspace dir.
 // Symbolic links are not followed (what one points to is masked where it
 // is, when it is sensitive there).
-func (h *hiddenCache) get(dir string, s Sensitivity) []string {
+func (h *hiddenCache) get(dir string, s Sensitivity, own string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.at) < hiddenTTL {
 		return h.paths
 	}
-	var out []string
+	// Other toolds' output directories beside this one's.
+	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
+	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
 	budget := hiddenBudget
+	if s == nil {
+		budget = 0
+	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if budget--; budget < 0 {
 			return filepath.SkipAll
