@@ -43,6 +43,10 @@ import (
 // the plain helper does. When it exits the kernel kills whatever is left in
 // its pid namespace.
 
+// netnsFD is the descriptor of the shared network namespace in a helper
+// started with Stdio.Netns.
+const netnsFD = 5
+
 // stageInit is Spec.Stage of the helper's second stage.
 const stageInit = "init"
 
@@ -93,7 +97,12 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	go func() {
 		runtime.LockOSThread()
 		var f forked
-		f.ln, f.err = enterNetns(pol.Proxy)
+		if spec.SharedNetns {
+			f.err = joinNetns(netnsFD)
+			unix.Close(netnsFD)
+		} else {
+			f.ln, f.err = enterNetns(pol.Proxy)
+		}
 		if f.err == nil {
 			exe := "/proc/self/exe"
 			args := append([]string{HelperName}, os.Args[1:]...)

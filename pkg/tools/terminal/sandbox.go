@@ -45,6 +45,17 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
 	}
 	if p.Isolate {
+		// One network namespace for every command: making one per command
+		// costs tens of milliseconds.
+		ns, err := sandbox.OpenNetns(p.Proxy)
+		if err != nil {
+			isolateWhy = err.Error()
+			p.Isolate = false
+		} else {
+			m.netns = ns
+		}
+	}
+	if p.Isolate {
 		lim, err := sandbox.OpenLimits(p.Pids, p.Memory)
 		if err != nil {
 			limitsWhy = err.Error()
@@ -244,7 +255,7 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 	}
 	h, err := m.cfg.Runner.Start(ctx, sandbox.Spec{
 		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
-	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW, Netns: m.netns.File()})
 	outW.Close()
 	errW.Close()
 	if err != nil {
