@@ -158,6 +158,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startEgress(&tcfg); err != nil {
 		return err
 	}
+	m.sandboxHide(&tcfg) // sandbox.go
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err
@@ -203,6 +204,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
 		Logger:            m.Logger,
+		Sandbox:           m.terminal.Layers(), // nil without a sandbox or a shell
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
@@ -222,6 +224,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	m.health.SetServingStatus(SandboxHealthService, m.sandboxHealth())
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		perm, _ := cfg.SocketPerm() // checked by Validate
@@ -302,7 +305,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
-		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
+		vcs.New(vcsOptions(ws, termTool, term, limits, mo.GitHooks)),
 		mem,
 	}
 }

@@ -75,8 +75,11 @@ func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
 // vcsOptions configures build_and_version_control: git in the workspace,
 // run_task through terminal_operations (so a task runs exactly like
 // run_command of the command it expands to).
-func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, hooks bool) vcs.Options {
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, mgr *terminal.Manager, limits tools.Limits, hooks bool) vcs.Options {
 	o := vcs.Options{Terminal: term, Limits: limits, Hooks: hooks}
+	if mgr != nil {
+		o.Exec = mgr.Exec // git runs as commands do: sandboxed
+	}
 	if ws != nil {
 		o.Root = ws.Dir()
 	}
@@ -90,7 +93,7 @@ func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, h
 // host that asks is refused: a proxy cannot ask) and the private-address
 // guard (a host a rule allows by name may reach private addresses).
 func (m *Main) startEgress(tcfg *terminal.Config) error {
-	if !m.Config.Terminal.Network.Proxy {
+	if !m.Config.Terminal.EgressProxy() {
 		return nil
 	}
 	g := &netguard.Guard{}
@@ -131,6 +134,9 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 		sb := *tcfg.Sandbox
 		sb.NoNetwork = true
 		sb.ConnectPorts = append(append([]uint16{}, sb.ConnectPorts...), uint16(pn))
+		if sb.Isolate {
+			sb.Proxy = p.Addr()
+		}
 		tcfg.Sandbox = &sb
 	}
 	m.Logger.Info("egress proxy for commands", "addr", p.Addr(), "sandboxed", tcfg.Sandbox != nil)

@@ -183,7 +183,11 @@ func (st *stream) send(ev *events.Event) error {
 		ev.Time = time.Now()
 	}
 	st.lastSend = time.Now()
-	return st.ss.Send(eventToPB(ev))
+	out := eventToPB(ev)
+	if w := out.GetWelcome(); w != nil {
+		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
+	}
+	return st.ss.Send(out)
 }
 
 // sendLoop sends the session's events until the session ended (nil) or
