@@ -196,7 +196,7 @@ func ClaudeCode() tools.Dialect {
 				Missing:     "toold has no plan mode: present the plan to the user in your reply (TodoWrite keeps the steps)",
 			},
 			{
-				Name: "ListMcpResourcesTool", Aliases: []string{"ReadMcpResourceTool", "ListMcpResources", "ReadMcpResource"},
+				Name: "ListMcpResourcesTool", Aliases: []string{"ReadMcpResourceTool"},
 				Description: "Lists (or reads) the resources of the configured MCP servers.",
 				Schema:      schema(`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}}}`),
 				Missing:     mcpResources,
