@@ -17,19 +17,19 @@ import (
 // server. Logs go to stderr only: stdout carries the protocol. It serves no
 // unix socket or TCP unless --socket or --listen is given, so it does not
 // collide with a toold daemon in the same directory. It returns the exit
-// status: 0 when the client closed the session, 1 when toold could not
-// start or serve, 2 on usage errors.
+// status: 0 when the client closed the session, 1 (exitFailed) when toold
+// could not start or serve, 2 (exitConfig) on configuration errors.
 func runMCP(args []string) int {
 	m, err := parseMCPFlags(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "toold mcp:", err)
-		return 2
+		return exitConfig
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "toold mcp:", err)
-		return 1
+		return exitFailed
 	}
 	serveErr := m.ServeMCP(ctx, os.Stdin, os.Stdout)
 	stop()

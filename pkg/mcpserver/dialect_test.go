@@ -46,7 +46,10 @@ func TestDialectOverMCP(t *testing.T) {
 	if err := reg.RegisterDialect(dialect.All()...); err != nil {
 		t.Fatal(err)
 	}
-	x := executor.New(executor.Config{Registry: reg, Authorizer: allowAll{}})
+	x, err := executor.New(executor.Config{Registry: reg, Authorizer: allowAll{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		dialect, tool, args string
 		listed, notListed   []string
