@@ -170,9 +170,15 @@ func TestDialectShapes(t *testing.T) {
 			t.Errorf("%s %s: %q %v, want %q", c.dialect, c.name, res.Text, err, c.want)
 		}
 	}
-	// gemini-cli reads files without line numbers.
+	// Claude Code's Read numbers lines with "→".
 	args, _ := tools.DecodeArguments(`{"file_path":"a"}`)
-	target, _ := reg.ResolveIn("gemini-cli", "read_file", args)
+	target, _ := reg.ResolveIn("claude-code", "Read", args)
+	if res, _ := target.Shape(&tools.Result{Text: "     1\tpackage a\n    10\tx\tq\n"}, nil); res.Text != "     1→package a\n    10→x\tq\n" {
+		t.Errorf("claude Read: %q", res.Text)
+	}
+	// gemini-cli reads files without line numbers.
+	args, _ = tools.DecodeArguments(`{"file_path":"a"}`)
+	target, _ = reg.ResolveIn("gemini-cli", "read_file", args)
 	if res, _ := target.Shape(&tools.Result{Text: "     1\tpackage a\n     2\t\n"}, nil); res.Text != "package a\n\n" {
 		t.Errorf("gemini read_file: %q", res.Text)
 	}
