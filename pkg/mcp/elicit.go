@@ -67,7 +67,7 @@ func (u *upstream) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.E
 // askForm asks the person for each field of the form, in the schema's
 // order of required fields first, then by name, and converts each answer
 // to the field's type.
-func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.ElicitParams) (map[string]any, error) {
+func askForm(ctx context.Context, ask func(context.Context, tools.Question) (string, error), server string, params *sdk.ElicitParams) (map[string]any, error) {
 	schema, _ := params.RequestedSchema.(map[string]any)
 	if schema == nil {
 		if b, ok := params.RequestedSchema.(*map[string]any); ok && b != nil {
@@ -103,7 +103,7 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 	intro := fmt.Sprintf("The MCP server %q asks: %s", server, params.Message)
 	content := map[string]any{}
 	if len(names) == 0 {
-		ans, err := a.Ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
+		ans, err := ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 		if typ == "boolean" && len(q.Choices) == 0 {
 			q.Choices = []string{"true", "false"}
 		}
-		ans, err := a.Ask(ctx, q)
+		ans, err := ask(ctx, q)
 		if err != nil {
 			return nil, err
 		}

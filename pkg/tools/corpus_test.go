@@ -283,7 +283,7 @@ func runCase(reg *tools.Registry, c corpusCase) (*resolved, []tools.Coercion, er
 	}
 	call := &tools.Call{ID: c.ID, Tool: target.ToolName, Operation: target.Operation, Args: args}
 	target.Tool.Describe(call)
-	res, err := target.Tool.Run(context.Background(), call, nopSink{})
+	res, err := target.Tool.Run(context.Background(), call, nopSink())
 	return r, coercions, err, res
 }
 
@@ -315,10 +315,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type nopSink struct{}
-
-func (nopSink) Progress(string, float64) error    { return nil }
-func (nopSink) Output(tools.Stream, []byte) error { return nil }
+func nopSink() *tools.Sink { return &tools.Sink{} }
 
 func assertArgs(t *testing.T, want json.RawMessage, got map[string]any) {
 	t.Helper()
