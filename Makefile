@@ -306,9 +306,24 @@ bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it can
 	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
 	$(BIN)/toolbench -toold $(BIN)/toold -smoke
 
+# `make run` builds bin/toold (saying so: the first build downloads the
+# modules and compiles for minutes) and runs it in the foreground. Ctrl-C
+# stops toold gracefully and it exits 0 (`go run` exited 1 on an interrupt:
+# "make: *** Error 1"); make itself still notes the interrupt.
 .PHONY: run
-run: ## Start toold on ./toold.sock with the current directory as workspace.
-	CGO_ENABLED=0 $(GO) run ./cmd/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+run: ## Build bin/toold and start it on ./toold.sock with the current directory as workspace (Ctrl-C stops it).
+	@echo "building bin/toold (the first build downloads modules and compiles: a few minutes)..."
+	@CGO_ENABLED=0 $(GO) build -o $(BIN)/toold ./cmd/toold
+	$(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+
+# `make install` puts the three binaries in $(PREFIX)/bin (default
+# /usr/local/bin; DESTDIR stages a package). toold re-executes itself (or
+# toold-helper beside it) to supervise commands, so they stay together.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build ## Install toold, toolctl and toold-helper into $(PREFIX)/bin (PREFIX=/usr/local; DESTDIR=... stages).
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/toold $(BIN)/toolctl $(BIN)/toold-helper $(DESTDIR)$(PREFIX)/bin/
 
 .PHONY: clean
 clean: ## Remove ./bin and ./.tools.

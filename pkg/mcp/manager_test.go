@@ -18,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
@@ -95,7 +96,11 @@ func newFixture(t *testing.T, opts mcp.Options) *fixture {
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}
-	f := &fixture{reg: reg, svc: executor.New(executor.Config{Registry: reg}), m: mcp.NewManager(opts)}
+	x, err := executor.New(executor.Config{Registry: reg, Authorizer: authz.AllowAll{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{reg: reg, svc: x, m: mcp.NewManager(opts)}
 	t.Cleanup(func() { f.m.Close() })
 	return f
 }

@@ -48,6 +48,10 @@ type Options struct {
 	Version string
 	// Instructions are sent to clients in the handshake.
 	Instructions string
+	// Dialect, when set, presents another agent's tool set instead of
+	// toold's ("claude-code", "codex", …; see tools.Dialect): its tools by
+	// the agent's names and schemas, each call run in that dialect.
+	Dialect string
 }
 
 // Server offers the registry's tools over MCP. Create it with New; it keeps
@@ -151,6 +155,16 @@ func (s *Server) toolsFromRegistry() []offered {
 			Annotations: annotations(risk),
 		}, target: name})
 	}
+	if s.opts.Dialect != "" {
+		_, infos, _, err := s.opts.Registry.DialectListing(s.opts.Dialect)
+		if err != nil {
+			s.opts.Logger.Warn("no tools offered over MCP", "dialect", s.opts.Dialect, "err", err)
+		}
+		for _, in := range infos {
+			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
+		}
+		return out
+	}
 	for _, in := range s.opts.Registry.List() {
 		if !in.Spec.Consolidated() {
 			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
@@ -230,6 +244,7 @@ func (s *Server) handler(target string) sdk.ToolHandler {
 			OmitExecuting:  true,
 			Client:         "mcp:" + h.client,
 			TraceContext:   traceContext(req.Params.Meta),
+			Dialect:        s.opts.Dialect,
 		}
 		if isNewEra(req) {
 			return s.round(ctx, s.newRoundsCall(creq, h))

@@ -87,7 +87,10 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := executor.New(executor.Config{Registry: reg, Authorizer: askRisky{}})
+	svc, err := executor.New(executor.Config{Registry: reg, Authorizer: askRisky{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := mcpserver.New(mcpserver.Options{Executor: svc, Registry: reg, Version: "test"})
 	t.Cleanup(srv.Close)
 	return srv, reg

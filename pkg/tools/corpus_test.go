@@ -19,6 +19,7 @@ import (
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/workspace"
 )
@@ -133,6 +134,9 @@ func TestCorpus(t *testing.T) {
 			}
 			reg := tools.NewRegistry()
 			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil)...); err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.RegisterDialect(dialect.All()...); err != nil {
 				t.Fatal(err)
 			}
 			c.Arguments = strings.ReplaceAll(c.Arguments, "$WORKSPACE", ws.Dir())
