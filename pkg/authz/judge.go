@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
@@ -884,6 +885,12 @@ func (j *judgement) decidePath(f *facet) {
 	if f.resolveErr != nil {
 		if errors.Is(f.resolveErr, errdefs.ErrInvalidArgument) {
 			j.set(f, Deny, ruleInvalidPath, fmt.Sprintf("%q is not a valid path: %v", f.given, f.resolveErr), tools.RiskHigh)
+			return
+		}
+		if errors.Is(f.resolveErr, syscall.ELOOP) {
+			// A loop of symbolic links leads nowhere: the call could only
+			// fail, so nobody is asked about it.
+			j.set(f, Deny, ruleInvalidPath, fmt.Sprintf("%q cannot be used: %v", f.given, f.resolveErr), tools.RiskHigh)
 			return
 		}
 		f.hard = true
