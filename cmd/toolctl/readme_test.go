@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,9 +73,10 @@ var failedLine = regexp.MustCompile(`^(\d+) (\d+)$`)
 // whose line says "asks you first": without a terminal, toolctl denies
 // those and exits 1, as the README says.
 //
-// Blocks that cannot run here are not marked: the sidecar recipe (podman;
-// cmd/imagebuild's container test runs the same image and flags) and the
-// client install lines (the client suites of make test-clients).
+// Blocks that cannot run here are not marked: the sidecar recipe (podman
+// and an image build; cmd/imagebuild's container test runs the same image)
+// and the TypeScript client's build and install (npm; the TypeScript
+// suite of make test-clients runs the snippet itself).
 func TestReadmeShellBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds toold and toolctl")
@@ -127,12 +129,36 @@ func TestReadmeShellBlocks(t *testing.T) {
 		"pkg/new.go":      "package pkg\n\nfunc New() int { return 1 }\n",
 		"pkg/new_test.go": "package pkg\n",
 	}
+	files["clients/.keep"] = ""
 	for name, content := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The Python client's install line installs ./clients/python (pip
+	// builds in the source tree: a copy, never the checkout) and runs the
+	// README's Python snippet saved as snippet.py, which reads README.md.
+	py := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf, venv, setuptools")
+	if out, err := py.CombinedOutput(); err != nil {
+		testenv.Need(t, fmt.Errorf("%v: %s", err, out), "Debian's python3 with grpcio, protobuf, venv and setuptools (make client-debs)")
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(repo, "clients", "python"), filepath.Join(dir, "clients", "python")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the Python client: %v\n%s", err, out)
+	}
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := regexp.MustCompile("(?s)\n```python\n(.*?)```").FindSubmatch(readme)
+	if snippet == nil {
+		t.Fatal("no Python snippet in the README")
+	}
+	for name, content := range map[string][]byte{"README.md": readme, "snippet.py": snippet[1]} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +175,9 @@ func TestReadmeShellBlocks(t *testing.T) {
 			cmd := exec.Command("bash", "-c", header+b.text)
 			cmd.Dir = dir
 			cmd.Env = append(env, "READMETEST_FAILS="+fails)
-			cmd.Stdin = nil // no terminal: approvals are denied
+			// Not a terminal: toolctl denies its approvals; the Python
+			// snippet's input() reads the "y" that approves its ls.
+			cmd.Stdin = strings.NewReader("y\n")
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if err != nil && !errors.As(err, &ee) {
