@@ -102,7 +102,8 @@ reached.`,
   echo '{"path":"README.md"}' | toolctl call read_file --args -
   toolctl call edit_file path=go.mod old_string=a new_string=b --conversation dev-1
   toolctl call write_file path=notes.txt content=hi --yes`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeCall, // complete.go: tool names and argument keys from toold
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name, o.pairs = args[0], args[1:]
 			o.argsSet = cmd.Flags().Changed("args")
