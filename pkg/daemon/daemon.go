@@ -175,7 +175,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
 	}
 	m.openMemory()
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
+	more := m.moreOptions(cfg.Output.ToolLimits())
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
+	if u, off := web.SearchUnavailable(more.Web); off {
+		m.registry.SetUnavailable(u) // listed as such, not offered
+	}
 	if m.terminal == nil {
 		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
 	}
