@@ -151,6 +151,21 @@ $(MCP_PEERS): testdata/mcp/package-lock.json
 .PHONY: mcp-peers
 mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in testdata/mcp).
 
+# The official MCP conformance suite and the Node.js (>= 22; Debian's is
+# older) it runs on, both from npm, pinned by
+# testdata/conformance/package-lock.json and installed into
+# .tools/conformance (pkg/mcpserver/mcpconformance runs it).
+MCP_CONFORMANCE := $(TOOLS)/conformance/node_modules/.package-lock.json
+
+$(MCP_CONFORMANCE): testdata/conformance/package-lock.json
+	@mkdir -p $(TOOLS)/conformance
+	cp testdata/conformance/package.json testdata/conformance/package-lock.json $(TOOLS)/conformance/
+	cd $(TOOLS)/conformance && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: mcp-conformance-deps
+mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite and its Node.js (npm ci into .tools/conformance).
+
 .PHONY: net-deps
 net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
 	@command -v git >/dev/null && command -v curl >/dev/null || \
@@ -190,7 +205,7 @@ $(BIN)/otelcol-toold: $(OTELCOL)
 otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry test uses (cached in .tools/otelcol).
 
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres otelcol ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector).
+test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps net-deps postgres otelcol ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector).
 
 # Fuzz targets, PACKAGE:FUNCTION. Their seed corpora (and every crasher
 # found, committed with its fix) are in the package's testdata/fuzz/FUNCTION

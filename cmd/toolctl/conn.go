@@ -57,6 +57,11 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	if a.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(a.token)))
 	}
+	// The operator sees every conversation's history, audit records,
+	// sessions and todos (operator.go).
+	if key := a.operatorCredential(); key != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(operatorToken(key)))
+	}
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("cannot reach toold at %s: %w", a.where(), err)}
@@ -150,8 +155,11 @@ func (a *app) rpcError(what string, err error) error {
 		msg = fmt.Sprintf("%s: canceled", what)
 	case codes.PermissionDenied:
 		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())
-		if strings.Contains(st.Message(), "conversation_secret") {
-			msg += " (toolctl: pass --secret, or set TOOLD_CONVERSATION_SECRET)"
+		switch {
+		case strings.Contains(st.Message(), "conversation_secret"):
+			msg += " (toolctl: pass --secret, or set TOOLD_CONVERSATION_SECRET; as toold's operator, toolctl reads " + a.operatorKeyPathOr() + ")"
+		case strings.Contains(st.Message(), "operator credential"):
+			msg += " (toolctl reads it from " + a.operatorKeyPathOr() + ": run toolctl as the user toold runs as, or set TOOLD_STATE_DIR or TOOLD_OPERATOR_KEY)"
 		}
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())

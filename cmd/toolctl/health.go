@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -19,6 +20,9 @@ func (a *app) newHealthCmd() *cobra.Command {
 		Long: `Check toold with the gRPC health protocol: the server as a whole and the
 toold.v1.ToolService service. Prints SERVING and exits 0 when both serve;
 otherwise prints the status and exits 1 (2 when toold cannot be reached).
+When serving, it then prints the sandbox around commands: one line per
+layer (writes, reads, network, control_plane, resources), in force or
+MISSING and why.
 
 Waits up to --connect-timeout for a toold that is still starting, so
 'make run & toolctl health' works.`,
@@ -54,6 +58,29 @@ func (a *app) runHealth(ctx context.Context) error {
 			return &exitError{code: exitFailure, err: fmt.Errorf("toold at %s is not serving: %s: %s", a.where(), name, st)}
 		}
 	}
-	_, err = fmt.Fprintln(a.stdout, healthpb.HealthCheckResponse_SERVING)
-	return err
+	if _, err := fmt.Fprintln(a.stdout, healthpb.HealthCheckResponse_SERVING); err != nil {
+		return err
+	}
+	// The boundary around commands; a toold that does not report it (an
+	// older one) is still healthy.
+	if resp, err := pb.NewToolServiceClient(conn).ListTools(ctx, &pb.ListToolsRequest{}); err == nil && resp.GetSandbox() != nil {
+		printSandbox(a.stdout, resp.GetSandbox())
+	}
+	return nil
+}
+
+// printSandbox writes one line per layer of the sandbox: "sandbox: reads
+// in force: how" or "sandbox: network MISSING: why".
+func printSandbox(w io.Writer, st *pb.SandboxStatus) {
+	if !st.GetEnabled() {
+		fmt.Fprintln(w, "sandbox: OFF (terminal.sandbox: off): commands run with toold's own rights")
+		return
+	}
+	for _, l := range st.GetLayers() {
+		state := "in force"
+		if !l.GetInForce() {
+			state = "MISSING"
+		}
+		fmt.Fprintf(w, "sandbox: %s %s: %s\n", l.GetName(), state, l.GetDetail())
+	}
 }

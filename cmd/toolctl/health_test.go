@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -67,8 +68,8 @@ func TestHealth(t *testing.T) {
 		stdout string
 		stderr []string
 	}{
-		{"socket", []string{"--socket", d.Socket}, exitOK, "SERVING\n", nil},
-		{"tcp", []string{"--addr", d.Main.TCPAddr()}, exitOK, "SERVING\n", nil},
+		{"socket", []string{"--socket", d.Socket}, exitOK, "SERVING\nsandbox: ", nil},
+		{"tcp", []string{"--addr", d.Main.TCPAddr()}, exitOK, "SERVING\nsandbox: ", nil},
 		{"service not serving", []string{"--socket", notServing}, exitFailure, "NOT_SERVING\n",
 			[]string{"not serving: toold.v1.ToolService: NOT_SERVING"}},
 		{"no ToolService", []string{"--socket", noToolService}, exitFailure, "SERVICE_UNKNOWN\n",
@@ -79,8 +80,15 @@ func TestHealth(t *testing.T) {
 			t.Parallel()
 			r := cli{}.run(t, append(tt.args, "health")...)
 			r.check(t, tt.code, nil, tt.stderr)
-			if r.stdout != tt.stdout {
+			if r.stdout != tt.stdout && (tt.code != exitOK || !strings.HasPrefix(r.stdout, tt.stdout)) {
 				t.Errorf("stdout %q, want %q", r.stdout, tt.stdout)
+			}
+			if tt.code == exitOK {
+				for _, layer := range []string{"writes", "reads", "network", "control_plane", "resources"} {
+					if !strings.Contains(r.stdout, "sandbox: "+layer+" ") {
+						t.Errorf("stdout %q does not report the sandbox's %s layer", r.stdout, layer)
+					}
+				}
 			}
 		})
 	}

@@ -10,6 +10,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toold/toold/pkg/tools"
@@ -38,14 +39,16 @@ func (m Mode) String() string {
 	return "unset"
 }
 
-// ParseMode parses "yolo", "auto" or "ask" (any case).
+// ParseMode parses "yolo", "auto" or "ask" (any case; empty is auto). The
+// daemon parses its configured mode once, where it starts; everything after
+// that compares Mode values, never strings.
 func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "yolo", "YOLO":
+	switch strings.ToLower(s) {
+	case "yolo":
 		return ModeYOLO, nil
-	case "auto", "AUTO", "":
+	case "auto", "":
 		return ModeAuto, nil
-	case "ask", "ASK":
+	case "ask":
 		return ModeAsk, nil
 	}
 	return ModeUnset, fmt.Errorf("unknown approval mode %q (want yolo, auto or ask)", s)

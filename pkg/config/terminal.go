@@ -17,9 +17,12 @@ import (
 //
 //	terminal:
 //	  shell: bash
-//	  sandbox: landlock        # off (default), landlock or require
-//	  network: false           # sandboxed commands get no TCP
-//	  writable: [/home/me/.cache/go-build]
+//	  sandbox: auto            # auto (default), require or off
+//	  network: proxy           # proxy (default with a sandbox), false or true
+//	  writable: [/home/me/go/pkg/mod]
+//	  hide: [/srv/secrets]     # masked besides the sensitive paths
+//	  pids_max: 1024           # processes of one command's tree
+//	  memory_max: 4294967296   # bytes of memory of one command's tree
 //	  kill_grace: 2s
 //	  keep_per_call: 67108864  # bytes of one command's output kept
 //	  keep_total: 1073741824   # bytes of all kept output
@@ -30,19 +33,32 @@ type Terminal struct {
 	// SessionArgs are Shell's arguments in sessions (default -il: an
 	// interactive login shell).
 	SessionArgs []string `yaml:"session_args"`
-	// Sandbox is off (default); landlock, which confines every command and
-	// session with Landlock (writes only in the workspace, toold's temp dir
-	// and Writable; where the kernel lacks Landlock, toold says so at start
-	// and runs them unconfined); or require, which refuses to start without
-	// Landlock.
+	// Sandbox says how every command, background process and session is
+	// confined (see docs/policy.md, "The boundary"): auto (the default)
+	// uses every layer this machine offers — namespaces (secrets masked,
+	// everything read-only but the workspace, the temp dir and Writable, a
+	// private /proc, no network but the egress proxy), cgroup limits and
+	// Landlock — and says at start which are missing and why; require
+	// refuses to start unless every layer is in force; off runs commands
+	// unconfined (an operator's explicit choice). landlock is the former
+	// name of auto.
 	Sandbox string `yaml:"sandbox"`
-	// Network, when false, also refuses sandboxed commands TCP connect and
-	// bind (default true).
-	// "proxy" sends commands' HTTP(S) through toold's egress proxy (host
-	// rules and the private-address guard; see network.go).
+	// Network: with a sandbox, proxy (the default) gives commands no
+	// network but toold's egress proxy (host rules and the private-address
+	// guard; see network.go), false none at all, true the host's network
+	// unconfined. Without a sandbox: true (the default) or proxy (only
+	// HTTP(S)_PROXY is set).
 	Network NetworkMode `yaml:"network"`
 	// Writable are more directories sandboxed commands may write in.
 	Writable []string `yaml:"writable"`
+	// Hide are more paths sandboxed commands cannot read, besides the
+	// sensitive paths of the policy (~/.ssh, cloud credentials, .env
+	// files, ...), shell histories and toold's own state.
+	Hide []string `yaml:"hide"`
+	// PidsMax and MemoryMax limit each sandboxed command's tree (default
+	// 1024 processes and 4 GiB; see sandbox.OpenLimits).
+	PidsMax   int   `yaml:"pids_max"`
+	MemoryMax int64 `yaml:"memory_max"`
 	// PassEnv names the variables of toold's environment that commands
 	// inherit (default terminal.DefaultPassEnv: PATH, HOME, LANG, ...).
 	// TOOLD_* variables are never passed.
@@ -110,16 +126,30 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 	}
 	noNet := t.Network.Off
 	switch t.Sandbox {
-	case "", "off":
-		if noNet || len(t.Writable) > 0 {
-			return c, fmt.Errorf("terminal: network and writable apply to the sandbox; set sandbox: landlock (or require)")
+	case "off":
+		if noNet || len(t.Writable) > 0 || len(t.Hide) > 0 {
+			return c, fmt.Errorf("terminal: network: false, writable and hide apply to the sandbox, which is off")
 		}
-	case "landlock":
-		c.Sandbox = &sandbox.Policy{Writable: t.Writable, NoNetwork: noNet}
-	case "require":
-		c.Sandbox = &sandbox.Policy{Writable: t.Writable, NoNetwork: noNet, Require: true}
+	case "", "auto", "landlock", "require":
+		// Without isolation (network: true), Landlock's TCP rule is what
+		// network: false means.
+		c.Sandbox = &sandbox.Policy{
+			Writable: t.Writable, Hide: t.Hide, NoNetwork: noNet,
+			Isolate: !t.Network.Direct, Pids: t.PidsMax, Memory: t.MemoryMax,
+		}
+		c.RequireSandbox = t.Sandbox == "require"
 	default:
-		return c, fmt.Errorf("terminal.sandbox %q: want off, landlock or require", t.Sandbox)
+		return c, fmt.Errorf("terminal.sandbox %q: want auto, require or off", t.Sandbox)
 	}
 	return c, nil
+}
+
+// Sandboxed reports whether commands run in a sandbox (terminal.sandbox
+// is not off).
+func (t Terminal) Sandboxed() bool { return t.Sandbox != "off" }
+
+// EgressProxy reports whether toold starts its egress proxy for commands:
+// network: proxy, or the sandbox's default network.
+func (t Terminal) EgressProxy() bool {
+	return t.Network.Proxy || (t.Sandboxed() && !t.Network.Off && !t.Network.Direct)
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -75,8 +76,12 @@ type Main struct {
 	// Capabilities are the Authorizer's; set by Run when it builds the
 	// policy from Config.
 	Capabilities authz.Capabilities
+	// MCPDialect, when set, makes the MCP server (toold mcp, /mcp) present
+	// that agent's tool set ("claude-code", "codex", …) instead of toold's.
+	MCPDialect string
 
 	ws        *workspace.Workspace
+	mode      authz.Mode // the server's approval mode, parsed once
 	registry  *tools.Registry
 	exec      *executor.Executor
 	svc       *service.Server
@@ -94,11 +99,16 @@ type Main struct {
 	leftovers leftoverState   // see leftovers.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
-	healthSrv  *grpc.Server
-	healthAddr string
-	serveWG    sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	peers *peerGuard // see peers.go
+	// operatorKey is the operator credential (operator.go); access decides
+	// with it and the conversations' secrets who reads what.
+	operatorKey string
+	access      *service.Access
+	healthSrv   *grpc.Server
+	healthAddr  string
+	serveWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -129,7 +139,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if exporting {
 		tracer = m.TracerProvider.Tracer("github.com/toold/toold")
 	}
-	mode, _ := authz.ParseMode(cfg.ApprovalMode)
+	// The approval mode is parsed once, here (Validate checked it); the
+	// rest of the daemon uses m.mode.
+	m.mode, _ = authz.ParseMode(cfg.ApprovalMode)
+	mode := m.mode
 
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err
@@ -142,10 +155,25 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	} else if err != nil {
 		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
 	}
+	// Without a usable state directory toold still runs (as memory does):
+	// then nobody is the operator, and a conversation's records need its
+	// secret.
+	key, replaced, err := loadOperatorKey(m.memory.stateDir)
+	if err != nil {
+		m.Logger.Warn("no operator credential: reading other conversations' records is refused to everyone", "err", err)
+	}
+	if replaced != "" {
+		m.Logger.Warn("operator credential: " + replaced)
+	}
+	m.operatorKey = key
+	m.access = service.NewAccess(key, heldConversations{m})
 	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
 	m.registry = tools.NewRegistry()
+	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
+		return err
+	}
 	if m.Authorizer == nil {
 		eng, err := m.newEngine()
 		if err != nil {
@@ -164,6 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startEgress(&tcfg); err != nil {
 		return err
 	}
+	m.sandboxHide(&tcfg) // sandbox.go
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err
@@ -186,7 +215,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
-	m.exec = executor.New(executor.Config{
+	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
 		Granter:           granter,
@@ -209,21 +238,26 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Tracer:    tracer,
 		Observe:   m.executorObserve(), // observe.go
 	})
+	if err != nil {
+		return err
+	}
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
 		Logger:            m.Logger,
+		Sandbox:           m.terminal.Layers(), // nil without a sandbox or a shell
 	})
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
+	m.peers = m.newPeerGuard()
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	if err := m.registerObserve(); err != nil {
@@ -232,6 +266,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reflection.Register(m.grpc)
 	m.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	m.health.SetServingStatus(SandboxHealthService, m.sandboxHealth())
 
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		perm, _ := cfg.SocketPerm() // checked by Validate
@@ -312,7 +347,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
-		vcs.New(vcsOptions(ws, termTool, limits, mo.GitHooks)),
+		vcs.New(vcsOptions(ws, termTool, term, limits, mo.GitHooks)),
 		mem,
 	}
 }
@@ -438,8 +473,9 @@ func (m *Main) release() error {
 }
 
 // newGRPCServer builds the server with the house-style chain: the otelgrpc
-// stats handler, then logging (with trace ids), auth (health exempt), and
-// recovery last, so a panic in a handler becomes INTERNAL for that RPC.
+// stats handler, then logging (with trace ids), the refusal of toold's own
+// commands (peers.go; health included), auth (health exempt), and recovery
+// last, so a panic in a handler becomes INTERNAL for that RPC.
 func (m *Main) newGRPCServer() *grpc.Server {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -463,14 +499,17 @@ func (m *Main) newGRPCServer() *grpc.Server {
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
 	opts := append(m.svc.GRPCServerOptions(),
+		m.peers.serverOption(),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
+			m.peers.unary,
 			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
 		grpc.ChainStreamInterceptor(
 			logging.StreamServerInterceptor(logger, logOpts...),
+			m.peers.stream,
 			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),

@@ -172,19 +172,20 @@ func TestKeptOutputBoundedByCount(t *testing.T) {
 	}
 }
 
-// pidOf reads a pid a command wrote into the workspace.
-func pidOf(t *testing.T, path string) int {
-	t.Helper()
-	var pid int
-	eventually(t, "the pid in "+path, func() bool {
-		b, err := os.ReadFile(path)
-		if err != nil || !strings.HasSuffix(string(b), "\n") {
-			return false
+// pidByArgs returns the pid of the process whose command line is
+// "sleep arg", or 0.
+func pidByArgs(arg string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
-	return pid
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == "sleep\x00"+arg+"\x00" {
+			return pid
+		}
+	}
+	return 0
 }
 
 func running(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
@@ -200,16 +201,23 @@ func TestAbandonedConversationsReaped(t *testing.T) {
 		c.Conversations.IdleTTL = config.Duration(500 * time.Millisecond)
 		c.Conversations.MaxIdle = 3
 	}))
-	if err := os.Mkdir(filepath.Join(d.Workspace, "pids"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A sandboxed command sees the pids of its own pid namespace, so each
+	// sleep is found in toold's by a unique argument.
+	n := 0
 	start := func(x *session, name string) int {
 		t.Helper()
-		res, _ := x.call("bg-"+name, "run_command", `{"command":"echo $$ > pids/`+name+`.tmp && mv pids/`+name+`.tmp pids/`+name+` && exec sleep 600","is_background":true}`)
+		n++
+		arg := fmt.Sprintf("600.%d%d", os.Getpid(), n)
+		res, _ := x.call("bg-"+name, "run_command", `{"command":"exec sleep `+arg+`","is_background":true}`)
 		if !res.GetSuccess() {
 			t.Fatalf("background %s: %v", name, res)
 		}
-		return pidOf(t, filepath.Join(d.Workspace, "pids", name))
+		var pid int
+		eventually(t, "the pid of "+name, func() bool {
+			pid = pidByArgs(arg)
+			return pid != 0
+		})
+		return pid
 	}
 	keeper := newSession(t, d)
 	keeper.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "keeper"}}})
@@ -253,7 +261,7 @@ func TestAbandonedConversationsReaped(t *testing.T) {
 		t.Fatal("the process of a conversation with a stream attached was reaped")
 	}
 	eventually(t, "the abandoned sessions to be closed", func() bool {
-		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(t.Context(), &pb.ListSessionsRequest{})
+		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(d.AsOperator(t.Context()), &pb.ListSessionsRequest{})
 		return err == nil && len(resp.GetSessions()) == 0
 	})
 	res, _ := keeper.call("list", "list_processes", `{}`)

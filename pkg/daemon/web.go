@@ -26,7 +26,8 @@ import (
 // environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 func (m *Main) webOptions(limits tools.Limits) web.Options {
 	g := &netguard.Guard{}
-	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)"}
+	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)",
+		FetchMemory: m.Config.Web.FetchMemoryBytes}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
 	eng := m.Capabilities.Hosts
@@ -34,7 +35,7 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 		return opts
 	}
 	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
-	mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+	mode := m.mode
 	opts.JudgeHost = func(ctx context.Context, call *tools.Call, host string) error {
 		v, err := eng.Explain(ctx, &authz.Request{
 			ConversationID: call.ConversationID, CallID: call.ID, Mode: mode,
@@ -75,8 +76,11 @@ func (m *Main) moreOptions(limits tools.Limits) MoreOptions {
 // vcsOptions configures build_and_version_control: git in the workspace,
 // run_task through terminal_operations (so a task runs exactly like
 // run_command of the command it expands to).
-func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, hooks bool) vcs.Options {
+func vcsOptions(ws *workspace.Workspace, term tools.Tool, mgr *terminal.Manager, limits tools.Limits, hooks bool) vcs.Options {
 	o := vcs.Options{Terminal: term, Limits: limits, Hooks: hooks}
+	if mgr != nil {
+		o.Exec = mgr.Exec // git runs as commands do: sandboxed
+	}
 	if ws != nil {
 		o.Root = ws.Dir()
 	}
@@ -90,14 +94,14 @@ func vcsOptions(ws *workspace.Workspace, term tools.Tool, limits tools.Limits, h
 // host that asks is refused: a proxy cannot ask) and the private-address
 // guard (a host a rule allows by name may reach private addresses).
 func (m *Main) startEgress(tcfg *terminal.Config) error {
-	if !m.Config.Terminal.Network.Proxy {
+	if !m.Config.Terminal.EgressProxy() {
 		return nil
 	}
 	g := &netguard.Guard{}
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
 	if eng := m.Capabilities.Hosts; eng != nil {
 		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
-		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+		mode := m.mode
 		p.Judge = func(ctx context.Context, host string) error {
 			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",
 				Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskLow})
@@ -131,6 +135,9 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 		sb := *tcfg.Sandbox
 		sb.NoNetwork = true
 		sb.ConnectPorts = append(append([]uint16{}, sb.ConnectPorts...), uint16(pn))
+		if sb.Isolate {
+			sb.Proxy = p.Addr()
+		}
 		tcfg.Sandbox = &sb
 	}
 	m.Logger.Info("egress proxy for commands", "addr", p.Addr(), "sandboxed", tcfg.Sandbox != nil)

@@ -52,6 +52,8 @@ type Spec struct {
 	// Guard, when set, makes the helper a guard of this cgroup directory
 	// instead of running a command (see Cgroups).
 	Guard string `json:"guard,omitempty"`
+	// Stage is set by an isolated helper for its second stage (ns.go).
+	Stage string `json:"stage,omitempty"`
 }
 
 // Exit is how a command's process tree ended.
@@ -142,6 +144,9 @@ func HelperMain() int {
 		fmt.Fprintln(os.Stderr, HelperName+": started without its spec and status descriptors; this mode is for toold only")
 		return 125
 	}
+	// The command must not inherit the status pipe (it could forge an
+	// exit report).
+	unix.CloseOnExec(4)
 	var spec Spec
 	err := json.NewDecoder(specFile).Decode(&spec)
 	enc := json.NewEncoder(status)
@@ -161,7 +166,11 @@ func HelperMain() int {
 		return 0
 	}
 	specFile.Close()
-	exit, err := supervise(spec, func(pid int) { _ = enc.Encode(message{Started: &started{PID: pid}}) })
+	run := supervise
+	if spec.Stage == stageInit {
+		run = initMain
+	}
+	exit, err := run(spec, func(pid int) { _ = enc.Encode(message{Started: &started{PID: pid}}) })
 	if err != nil {
 		_ = enc.Encode(message{Error: err.Error()})
 		return 0
@@ -173,6 +182,9 @@ func HelperMain() int {
 // supervise runs spec's command and returns once its whole tree is gone.
 // It calls onStart once the command runs; an error means it did not start.
 func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
+	if spec.Policy != nil && spec.Policy.Isolate {
+		return superviseIsolated(spec, onStart)
+	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return Exit{}, fmt.Errorf("becoming a subreaper: %w", err)
 	}

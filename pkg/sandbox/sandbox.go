@@ -75,6 +75,29 @@ type Policy struct {
 	// has no Landlock at all. Either way, the helper enforces as much of
 	// the policy as the kernel's ABI supports (see Describe).
 	Require bool `json:"require"`
+
+	// Isolate runs the command in namespaces of its own (see ns.go): a
+	// mount namespace where everything but Writable is read-only and Hide
+	// is masked, a pid namespace with a fresh /proc, a network namespace
+	// with only loopback (and Proxy forwarded into it), IPC and UTS
+	// namespaces; every capability is dropped. It needs root (or
+	// CAP_SYS_ADMIN) in the daemon's user namespace and Linux 5.12.
+	Isolate bool `json:"isolate,omitempty"`
+	// Hide are absolute paths (symbolic links resolved) the command must
+	// not read: directories are covered by an empty read-only tmpfs,
+	// files by /dev/null. Paths that do not exist are skipped. Isolate
+	// only.
+	Hide []string `json:"hide,omitempty"`
+	// Proxy is toold's egress proxy ("127.0.0.1:PORT"), the only way out
+	// of the isolated network namespace: the helper listens on the same
+	// address inside it and forwards each connection there. Empty: no
+	// network at all. Isolate only.
+	Proxy string `json:"proxy,omitempty"`
+	// Cgroups are the parents of the command's cgroups (Limits.Dirs);
+	// Pids and Memory its limits. Isolate only.
+	Cgroups []string `json:"cgroups,omitempty"`
+	Pids    int      `json:"pids,omitempty"`
+	Memory  int64    `json:"memory,omitempty"`
 }
 
 // LandlockABI returns the Landlock ABI version the kernel offers, 0 when it
@@ -139,3 +162,24 @@ func confine(p Policy) error {
 	}
 	return nil
 }
+
+// Layer is one layer of the boundary around commands, as toold reports it
+// (log, Welcome, ListTools, health): whether it is in force here, and how
+// or why not.
+type Layer struct {
+	// Name is one of the Layer* names.
+	Name string
+	// InForce says the layer holds for every command.
+	InForce bool
+	// Detail says how it is enforced, or why it is missing.
+	Detail string
+}
+
+// The layers, in the order they are reported.
+const (
+	LayerWrites       = "writes"
+	LayerReads        = "reads"
+	LayerNetwork      = "network"
+	LayerControlPlane = "control_plane"
+	LayerResources    = "resources"
+)

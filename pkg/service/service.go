@@ -9,8 +9,12 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/executor"
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 // Options configures a Server. Zero values take defaults.
@@ -23,6 +27,9 @@ type Options struct {
 	MaxMessageBytes int
 	// Logger receives stream-level lines (refused streams).
 	Logger *slog.Logger
+	// Sandbox is the boundary around commands, reported in Welcome and
+	// ListTools. Nil layers mean commands run without a sandbox.
+	Sandbox []sandbox.Layer
 }
 
 func (o Options) withDefaults() Options {
@@ -63,7 +70,18 @@ func (s *Server) Executor() *executor.Executor { return s.x }
 func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
 	reg := s.x.Registry()
 	infos := reg.List()
+	off := reg.Unavailable()
+	d, dinfos, doff, err := reg.DialectListing(req.GetDialect())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if d != nil {
+		infos, off = dinfos, doff
+	}
 	resp := &pb.ListToolsResponse{Tools: make([]*pb.ToolSpec, 0, len(infos))}
+	if d != nil {
+		resp.Dialect, resp.DialectVersion = d.Name, d.Version
+	}
 	for _, in := range infos {
 		ts := &pb.ToolSpec{
 			Name:        in.Spec.Name,
@@ -82,9 +100,10 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 		}
 		resp.Tools = append(resp.Tools, ts)
 	}
-	for _, u := range reg.Unavailable() {
+	for _, u := range off {
 		resp.Unavailable = append(resp.Unavailable, &pb.UnavailableTool{Name: u.Name, Operations: u.Operations, Reason: u.Reason})
 	}
+	resp.Sandbox = SandboxToPB(s.opts.Sandbox)
 	if req.GetFormat() != pb.ToolFormat_TOOL_FORMAT_UNSPECIFIED || req.GetStrict() {
 		r, err := render(infos, req.GetFormat(), req.GetFlatOperations(), req.GetStrict())
 		if err != nil {
@@ -93,4 +112,17 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 		resp.RenderedJson = r
 	}
 	return resp, nil
+}
+
+// SandboxToPB converts the layers of the boundary around commands (nil:
+// no sandbox) for Welcome, ListTools and toolctl.
+func SandboxToPB(layers []sandbox.Layer) *pb.SandboxStatus {
+	st := &pb.SandboxStatus{Enabled: layers != nil, Complete: layers != nil}
+	for _, l := range layers {
+		st.Layers = append(st.Layers, &pb.SandboxLayer{Name: l.Name, InForce: l.InForce, Detail: l.Detail})
+		if !l.InForce {
+			st.Complete = false
+		}
+	}
+	return st
 }

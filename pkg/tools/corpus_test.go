@@ -19,6 +19,7 @@ import (
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/terminal"
 	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
@@ -138,6 +139,9 @@ func TestCorpus(t *testing.T) {
 			// listens at the provider's address).
 			more := daemon.MoreOptions{Web: web.Options{Search: web.SearchConfig{Provider: "searxng", URL: "http://127.0.0.1:1/"}}}
 			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil, more)...); err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.RegisterDialect(dialect.All()...); err != nil {
 				t.Fatal(err)
 			}
 			c.Arguments = strings.ReplaceAll(c.Arguments, "$WORKSPACE", ws.Dir())

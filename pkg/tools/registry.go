@@ -28,6 +28,8 @@ type Registry struct {
 	byName  map[string]*entry // tool names and aliases
 	flat    map[string]opRef  // flat operation names of consolidated tools
 	off     []Unavailable     // tools this daemon does not offer, and why
+	// dialects are other agents' tool sets (see Dialect), in order.
+	dialects []*Dialect
 }
 
 // Unavailable is a tool a daemon knows but does not offer, because what it
@@ -256,6 +258,11 @@ type Target struct {
 	// ops are all operations of the tool (for a consolidated tool, more than op).
 	ops          map[string]*compiledOp
 	consolidated bool
+	// Dialect is the dialect whose tool the call named ("" for toold's
+	// own): with a chosen dialect, or matched without one.
+	Dialect string
+	// shape reshapes the result for a chosen dialect (see Shape).
+	shape func(*Result, error) (*Result, error)
 	// fixes are the repairs resolution made (name, argument envelope,
 	// argument text): see Repairs.
 	fixes []Coercion
@@ -282,7 +289,18 @@ func (t *Target) Repairs() []Coercion { return slices.Clone(t.fixes) }
 // are unwrapped when the tool takes no argument of that name. Each such
 // repair is reported by Target.Repairs as a Coercion (Field NameField for
 // the name).
+//
+// A name that is another agent's tool (a registered Dialect's: Claude
+// Code's Bash, gemini-cli's read_file with absolute_path) whose arguments
+// that tool takes is mapped as that agent meant it, its arguments too (a
+// Claude Bash timeout in milliseconds becomes seconds), each change
+// reported — unless the name is toold's own and the arguments are valid
+// for it as sent. The result keeps toold's shape (choose the dialect with
+// ResolveIn for the agent's).
 func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
+	if d, dt := r.dialectFor(name, args); dt != nil {
+		return r.resolveDialectTool(d, dt, name, args, false)
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	fixes := takeRepairs(args)

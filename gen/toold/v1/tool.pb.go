@@ -361,7 +361,7 @@ func (x ApprovalScope_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalScope_Kind.Descriptor instead.
 func (ApprovalScope_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{9, 0}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{11, 0}
 }
 
 // Which output.
@@ -418,7 +418,7 @@ func (x OutputChunk_Stream) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OutputChunk_Stream.Descriptor instead.
 func (OutputChunk_Stream) EnumDescriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{15, 0}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // ClientMessage is one message from the agent to toold.
@@ -600,8 +600,16 @@ type Hello struct {
 	// Which dropped stream to resume (its Welcome.stream_id), when the
 	// conversation had several; empty takes the only one.
 	ResumeStreamId string `protobuf:"bytes,7,opt,name=resume_stream_id,json=resumeStreamId,proto3" json:"resume_stream_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent tool set this stream's calls are made in: "claude-code",
+	// "gemini-cli", "codex", "openhands", "swe-agent", or "toold"/empty for
+	// toold's own (see ListToolsRequest.dialect). A call to one of the
+	// dialect's tools is mapped onto toold's tools (policy, approvals,
+	// sandbox, tracing and audit as any call) and its result comes back in
+	// the shape that agent's model expects; ToolCall.dialect overrides it for
+	// one call. An unknown dialect ends each call INVALID_ARGUMENTS.
+	Dialect       string `protobuf:"bytes,8,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -683,6 +691,13 @@ func (x *Hello) GetResumeStreamId() string {
 	return ""
 }
 
+func (x *Hello) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
 // ToolCall asks toold to run one tool call, as the model produced it.
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -709,7 +724,10 @@ type ToolCall struct {
 	// W3C trace context of the client's span for this call ("traceparent",
 	// optionally "tracestate"). When set, the call's span is its child;
 	// otherwise the call's span is a child of the stream's span.
-	TraceContext  map[string]string `protobuf:"bytes,6,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	TraceContext map[string]string `protobuf:"bytes,6,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The agent tool set this call is made in, overriding Hello.dialect (see
+	// there); empty keeps the stream's.
+	Dialect       string `protobuf:"bytes,7,opt,name=dialect,proto3" json:"dialect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -795,6 +813,13 @@ func (x *ToolCall) GetTraceContext() map[string]string {
 		return x.TraceContext
 	}
 	return nil
+}
+
+func (x *ToolCall) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
 }
 
 type isToolCall_Arguments interface {
@@ -1377,6 +1402,9 @@ type Welcome struct {
 	// resume_after_seq + 1 when the server no longer kept the events in
 	// between (its tail is bounded); those are lost to this client.
 	ReplayFromSeq uint64 `protobuf:"varint,9,opt,name=replay_from_seq,json=replayFromSeq,proto3" json:"replay_from_seq,omitempty"`
+	// The boundary around the commands this stream's calls run: which
+	// layers are in force and why any is missing.
+	Sandbox       *SandboxStatus `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1474,6 +1502,147 @@ func (x *Welcome) GetReplayFromSeq() uint64 {
 	return 0
 }
 
+func (x *Welcome) GetSandbox() *SandboxStatus {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// SandboxStatus says how the commands toold runs on a model's behalf
+// (run_command, background processes, terminal sessions, run_task, the git
+// of the version-control tools) are confined. The model cannot change it;
+// the operator configures it (terminal.sandbox).
+type SandboxStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the operator turned the sandbox off (terminal.sandbox: off):
+	// commands then run with toold's own rights, and layers is empty.
+	Enabled bool `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// Every layer, in a fixed order: writes, reads, network, control_plane,
+	// resources.
+	Layers []*SandboxLayer `protobuf:"bytes,2,rep,name=layers,proto3" json:"layers,omitempty"`
+	// True when every layer is in force.
+	Complete      bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxStatus) Reset() {
+	*x = SandboxStatus{}
+	mi := &file_toold_v1_tool_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxStatus) ProtoMessage() {}
+
+func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_tool_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
+func (*SandboxStatus) Descriptor() ([]byte, []int) {
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SandboxStatus) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *SandboxStatus) GetLayers() []*SandboxLayer {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+func (x *SandboxStatus) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+// SandboxLayer is one layer of the boundary around commands.
+type SandboxLayer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// writes, reads, network, control_plane or resources.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// True when the layer holds for every command.
+	InForce bool `protobuf:"varint,2,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
+	// How it is enforced, or why it is missing ("this machine does not let
+	// toold create the sandbox's namespaces: ...").
+	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxLayer) Reset() {
+	*x = SandboxLayer{}
+	mi := &file_toold_v1_tool_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxLayer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxLayer) ProtoMessage() {}
+
+func (x *SandboxLayer) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_tool_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxLayer.ProtoReflect.Descriptor instead.
+func (*SandboxLayer) Descriptor() ([]byte, []int) {
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SandboxLayer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SandboxLayer) GetInForce() bool {
+	if x != nil {
+		return x.InForce
+	}
+	return false
+}
+
+func (x *SandboxLayer) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // ToolCallStart is the first event of a call.
 type ToolCallStart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1496,7 +1665,7 @@ type ToolCallStart struct {
 
 func (x *ToolCallStart) Reset() {
 	*x = ToolCallStart{}
-	mi := &file_toold_v1_tool_proto_msgTypes[8]
+	mi := &file_toold_v1_tool_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1677,7 @@ func (x *ToolCallStart) String() string {
 func (*ToolCallStart) ProtoMessage() {}
 
 func (x *ToolCallStart) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[8]
+	mi := &file_toold_v1_tool_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1690,7 @@ func (x *ToolCallStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallStart.ProtoReflect.Descriptor instead.
 func (*ToolCallStart) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{8}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolCallStart) GetRequestedName() string {
@@ -1595,7 +1764,7 @@ type ApprovalScope struct {
 
 func (x *ApprovalScope) Reset() {
 	*x = ApprovalScope{}
-	mi := &file_toold_v1_tool_proto_msgTypes[9]
+	mi := &file_toold_v1_tool_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1776,7 @@ func (x *ApprovalScope) String() string {
 func (*ApprovalScope) ProtoMessage() {}
 
 func (x *ApprovalScope) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[9]
+	mi := &file_toold_v1_tool_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1789,7 @@ func (x *ApprovalScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalScope.ProtoReflect.Descriptor instead.
 func (*ApprovalScope) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{9}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApprovalScope) GetScopeId() string {
@@ -1710,7 +1879,7 @@ type ParsedCommand struct {
 
 func (x *ParsedCommand) Reset() {
 	*x = ParsedCommand{}
-	mi := &file_toold_v1_tool_proto_msgTypes[10]
+	mi := &file_toold_v1_tool_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1891,7 @@ func (x *ParsedCommand) String() string {
 func (*ParsedCommand) ProtoMessage() {}
 
 func (x *ParsedCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[10]
+	mi := &file_toold_v1_tool_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1904,7 @@ func (x *ParsedCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParsedCommand.ProtoReflect.Descriptor instead.
 func (*ParsedCommand) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{10}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ParsedCommand) GetArgs() []string {
@@ -1811,7 +1980,7 @@ type Effect struct {
 
 func (x *Effect) Reset() {
 	*x = Effect{}
-	mi := &file_toold_v1_tool_proto_msgTypes[11]
+	mi := &file_toold_v1_tool_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1992,7 @@ func (x *Effect) String() string {
 func (*Effect) ProtoMessage() {}
 
 func (x *Effect) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[11]
+	mi := &file_toold_v1_tool_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +2005,7 @@ func (x *Effect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Effect.ProtoReflect.Descriptor instead.
 func (*Effect) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{11}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Effect) GetReads() []string {
@@ -1928,7 +2097,7 @@ type RequiresApproval struct {
 
 func (x *RequiresApproval) Reset() {
 	*x = RequiresApproval{}
-	mi := &file_toold_v1_tool_proto_msgTypes[12]
+	mi := &file_toold_v1_tool_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2109,7 @@ func (x *RequiresApproval) String() string {
 func (*RequiresApproval) ProtoMessage() {}
 
 func (x *RequiresApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[12]
+	mi := &file_toold_v1_tool_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2122,7 @@ func (x *RequiresApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequiresApproval.ProtoReflect.Descriptor instead.
 func (*RequiresApproval) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{12}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RequiresApproval) GetApprovalId() string {
@@ -2030,7 +2199,7 @@ type InputRequired struct {
 
 func (x *InputRequired) Reset() {
 	*x = InputRequired{}
-	mi := &file_toold_v1_tool_proto_msgTypes[13]
+	mi := &file_toold_v1_tool_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2211,7 @@ func (x *InputRequired) String() string {
 func (*InputRequired) ProtoMessage() {}
 
 func (x *InputRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[13]
+	mi := &file_toold_v1_tool_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2224,7 @@ func (x *InputRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
 func (*InputRequired) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{13}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InputRequired) GetRequestId() string {
@@ -2113,7 +2282,7 @@ type Executing struct {
 
 func (x *Executing) Reset() {
 	*x = Executing{}
-	mi := &file_toold_v1_tool_proto_msgTypes[14]
+	mi := &file_toold_v1_tool_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2294,7 @@ func (x *Executing) String() string {
 func (*Executing) ProtoMessage() {}
 
 func (x *Executing) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[14]
+	mi := &file_toold_v1_tool_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2307,7 @@ func (x *Executing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Executing.ProtoReflect.Descriptor instead.
 func (*Executing) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{14}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Executing) GetPid() int32 {
@@ -2163,7 +2332,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_toold_v1_tool_proto_msgTypes[15]
+	mi := &file_toold_v1_tool_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2344,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[15]
+	mi := &file_toold_v1_tool_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2357,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{15}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OutputChunk) GetStream() OutputChunk_Stream {
@@ -2236,7 +2405,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toold_v1_tool_proto_msgTypes[16]
+	mi := &file_toold_v1_tool_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2417,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[16]
+	mi := &file_toold_v1_tool_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2430,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{16}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Progress) GetMessage() string {
@@ -2309,7 +2478,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_toold_v1_tool_proto_msgTypes[17]
+	mi := &file_toold_v1_tool_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2490,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[17]
+	mi := &file_toold_v1_tool_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2503,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{17}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Content) GetKind() isContent_Kind {
@@ -2409,7 +2578,7 @@ type Blob struct {
 
 func (x *Blob) Reset() {
 	*x = Blob{}
-	mi := &file_toold_v1_tool_proto_msgTypes[18]
+	mi := &file_toold_v1_tool_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2590,7 @@ func (x *Blob) String() string {
 func (*Blob) ProtoMessage() {}
 
 func (x *Blob) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[18]
+	mi := &file_toold_v1_tool_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2603,7 @@ func (x *Blob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Blob.ProtoReflect.Descriptor instead.
 func (*Blob) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{18}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Blob) GetMimeType() string {
@@ -2472,7 +2641,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toold_v1_tool_proto_msgTypes[19]
+	mi := &file_toold_v1_tool_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2653,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[19]
+	mi := &file_toold_v1_tool_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2666,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{19}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Truncation) GetTruncated() bool {
@@ -2559,7 +2728,7 @@ type Coercion struct {
 
 func (x *Coercion) Reset() {
 	*x = Coercion{}
-	mi := &file_toold_v1_tool_proto_msgTypes[20]
+	mi := &file_toold_v1_tool_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2740,7 @@ func (x *Coercion) String() string {
 func (*Coercion) ProtoMessage() {}
 
 func (x *Coercion) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[20]
+	mi := &file_toold_v1_tool_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2753,7 @@ func (x *Coercion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coercion.ProtoReflect.Descriptor instead.
 func (*Coercion) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{20}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Coercion) GetField() string {
@@ -2635,7 +2804,7 @@ type ToolError struct {
 
 func (x *ToolError) Reset() {
 	*x = ToolError{}
-	mi := &file_toold_v1_tool_proto_msgTypes[21]
+	mi := &file_toold_v1_tool_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2816,7 @@ func (x *ToolError) String() string {
 func (*ToolError) ProtoMessage() {}
 
 func (x *ToolError) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[21]
+	mi := &file_toold_v1_tool_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2829,7 @@ func (x *ToolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolError.ProtoReflect.Descriptor instead.
 func (*ToolError) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{21}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ToolError) GetCode() ErrorCode {
@@ -2724,7 +2893,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_toold_v1_tool_proto_msgTypes[22]
+	mi := &file_toold_v1_tool_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2736,7 +2905,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[22]
+	mi := &file_toold_v1_tool_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2749,7 +2918,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{22}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ToolResult) GetSuccess() bool {
@@ -2819,7 +2988,7 @@ type ToolCallEnd struct {
 
 func (x *ToolCallEnd) Reset() {
 	*x = ToolCallEnd{}
-	mi := &file_toold_v1_tool_proto_msgTypes[23]
+	mi := &file_toold_v1_tool_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +3000,7 @@ func (x *ToolCallEnd) String() string {
 func (*ToolCallEnd) ProtoMessage() {}
 
 func (x *ToolCallEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[23]
+	mi := &file_toold_v1_tool_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +3013,7 @@ func (x *ToolCallEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEnd.ProtoReflect.Descriptor instead.
 func (*ToolCallEnd) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{23}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ToolCallEnd) GetResult() *ToolResult {
@@ -2863,7 +3032,7 @@ type Keepalive struct {
 
 func (x *Keepalive) Reset() {
 	*x = Keepalive{}
-	mi := &file_toold_v1_tool_proto_msgTypes[24]
+	mi := &file_toold_v1_tool_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3044,7 @@ func (x *Keepalive) String() string {
 func (*Keepalive) ProtoMessage() {}
 
 func (x *Keepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[24]
+	mi := &file_toold_v1_tool_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3057,7 @@ func (x *Keepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keepalive.ProtoReflect.Descriptor instead.
 func (*Keepalive) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{24}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{26}
 }
 
 // MessageRejected reports a client message the server could not act on.
@@ -2914,7 +3083,7 @@ type MessageRejected struct {
 
 func (x *MessageRejected) Reset() {
 	*x = MessageRejected{}
-	mi := &file_toold_v1_tool_proto_msgTypes[25]
+	mi := &file_toold_v1_tool_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3095,7 @@ func (x *MessageRejected) String() string {
 func (*MessageRejected) ProtoMessage() {}
 
 func (x *MessageRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[25]
+	mi := &file_toold_v1_tool_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3108,7 @@ func (x *MessageRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageRejected.ProtoReflect.Descriptor instead.
 func (*MessageRejected) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{25}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MessageRejected) GetCode() ErrorCode {
@@ -2979,14 +3148,22 @@ type ListToolsRequest struct {
 	// keywords strict mode supports are kept; object-valued maps (run_command's
 	// env) are left out. toold still validates calls against the full schema.
 	// With another format it is INVALID_ARGUMENT.
-	Strict        bool `protobuf:"varint,3,opt,name=strict,proto3" json:"strict,omitempty"`
+	Strict bool `protobuf:"varint,3,opt,name=strict,proto3" json:"strict,omitempty"`
+	// List another agent's tool set instead of toold's own: "claude-code",
+	// "gemini-cli", "codex", "openhands" or "swe-agent" ("toold" or empty:
+	// toold's tools). tools (and rendered_json) are then that agent's tools
+	// with its names, parameters and descriptions, each run by toold's tool
+	// named in its source ("dialect:claude-code -> run_command"); the
+	// agent's tools toold has no counterpart for are in unavailable, with
+	// what toold offers instead. An unknown name is INVALID_ARGUMENT.
+	Dialect       string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toold_v1_tool_proto_msgTypes[26]
+	mi := &file_toold_v1_tool_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3175,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[26]
+	mi := &file_toold_v1_tool_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3188,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{26}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListToolsRequest) GetFormat() ToolFormat {
@@ -3035,6 +3212,13 @@ func (x *ListToolsRequest) GetStrict() bool {
 	return false
 }
 
+func (x *ListToolsRequest) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
 // Operation is one operation of a consolidated tool.
 type Operation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3052,7 +3236,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_toold_v1_tool_proto_msgTypes[27]
+	mi := &file_toold_v1_tool_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3248,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[27]
+	mi := &file_toold_v1_tool_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3261,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{27}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Operation) GetName() string {
@@ -3132,7 +3316,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_toold_v1_tool_proto_msgTypes[28]
+	mi := &file_toold_v1_tool_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3328,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[28]
+	mi := &file_toold_v1_tool_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3341,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{28}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -3221,14 +3405,20 @@ type ListToolsResponse struct {
 	// missing (terminal_operations where no shell is installed), and why.
 	// They are not in tools or rendered_json; calling one ends UNAVAILABLE
 	// with the reason.
-	Unavailable   []*UnavailableTool `protobuf:"bytes,3,rep,name=unavailable,proto3" json:"unavailable,omitempty"`
+	Unavailable []*UnavailableTool `protobuf:"bytes,3,rep,name=unavailable,proto3" json:"unavailable,omitempty"`
+	// With ListToolsRequest.dialect: the dialect listed and the published
+	// definition it follows ("@anthropic-ai/claude-code 2.1.197 ...").
+	Dialect        string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	DialectVersion string `protobuf:"bytes,5,opt,name=dialect_version,json=dialectVersion,proto3" json:"dialect_version,omitempty"`
+	// The boundary around the commands the tools run (see Welcome.sandbox).
+	Sandbox       *SandboxStatus `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toold_v1_tool_proto_msgTypes[29]
+	mi := &file_toold_v1_tool_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3430,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[29]
+	mi := &file_toold_v1_tool_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3443,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{29}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolSpec {
@@ -3277,6 +3467,27 @@ func (x *ListToolsResponse) GetUnavailable() []*UnavailableTool {
 	return nil
 }
 
+func (x *ListToolsResponse) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
+func (x *ListToolsResponse) GetDialectVersion() string {
+	if x != nil {
+		return x.DialectVersion
+	}
+	return ""
+}
+
+func (x *ListToolsResponse) GetSandbox() *SandboxStatus {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
 // UnavailableTool is a tool toold knows but does not offer, and why.
 type UnavailableTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3292,7 +3503,7 @@ type UnavailableTool struct {
 
 func (x *UnavailableTool) Reset() {
 	*x = UnavailableTool{}
-	mi := &file_toold_v1_tool_proto_msgTypes[30]
+	mi := &file_toold_v1_tool_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3515,7 @@ func (x *UnavailableTool) String() string {
 func (*UnavailableTool) ProtoMessage() {}
 
 func (x *UnavailableTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_tool_proto_msgTypes[30]
+	mi := &file_toold_v1_tool_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3528,7 @@ func (x *UnavailableTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnavailableTool.ProtoReflect.Descriptor instead.
 func (*UnavailableTool) Descriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{30}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UnavailableTool) GetName() string {
@@ -3352,7 +3563,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\bapproval\x18\x03 \x01(\v2\x1a.toold.v1.ApprovalDecisionH\x00R\bapproval\x12*\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x10.toold.v1.CancelH\x00R\x06cancel\x12'\n" +
 	"\x05input\x18\x05 \x01(\v2\x0f.toold.v1.InputH\x00R\x05inputB\x05\n" +
-	"\x03msg\"\xd4\x02\n" +
+	"\x03msg\"\xee\x02\n" +
 	"\x05Hello\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12;\n" +
 	"\rapproval_mode\x18\x02 \x01(\x0e2\x16.toold.v1.ApprovalModeR\fapprovalMode\x12\x1f\n" +
@@ -3361,15 +3572,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0eomit_executing\x18\x04 \x01(\bR\romitExecuting\x12/\n" +
 	"\x13conversation_secret\x18\x05 \x01(\tR\x12conversationSecret\x12-\n" +
 	"\x10resume_after_seq\x18\x06 \x01(\x04H\x00R\x0eresumeAfterSeq\x88\x01\x01\x12(\n" +
-	"\x10resume_stream_id\x18\a \x01(\tR\x0eresumeStreamIdB\x13\n" +
-	"\x11_resume_after_seq\"\xf4\x02\n" +
+	"\x10resume_stream_id\x18\a \x01(\tR\x0eresumeStreamId\x12\x18\n" +
+	"\adialect\x18\b \x01(\tR\adialectB\x13\n" +
+	"\x11_resume_after_seq\"\x8e\x03\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
 	"\x0earguments_json\x18\x03 \x01(\tH\x00R\rargumentsJson\x12D\n" +
 	"\x10arguments_struct\x18\x04 \x01(\v2\x17.google.protobuf.StructH\x00R\x0fargumentsStruct\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12I\n" +
-	"\rtrace_context\x18\x06 \x03(\v2$.toold.v1.ToolCall.TraceContextEntryR\ftraceContext\x1a?\n" +
+	"\rtrace_context\x18\x06 \x03(\v2$.toold.v1.ToolCall.TraceContextEntryR\ftraceContext\x12\x18\n" +
+	"\adialect\x18\a \x01(\tR\adialect\x1a?\n" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
@@ -3409,7 +3622,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x03end\x18\x10 \x01(\v2\x15.toold.v1.ToolCallEndH\x00R\x03end\x123\n" +
 	"\tkeepalive\x18\x11 \x01(\v2\x13.toold.v1.KeepaliveH\x00R\tkeepalive\x127\n" +
 	"\brejected\x18\x12 \x01(\v2\x19.toold.v1.MessageRejectedH\x00R\brejectedB\a\n" +
-	"\x05event\"\x80\x03\n" +
+	"\x05event\"\xb3\x03\n" +
 	"\aWelcome\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12/\n" +
 	"\x13conversation_secret\x18\x06 \x01(\tR\x12conversationSecret\x12;\n" +
@@ -3420,7 +3633,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"maxTimeout\x12\x1b\n" +
 	"\tstream_id\x18\a \x01(\tR\bstreamId\x12\x18\n" +
 	"\aresumed\x18\b \x01(\bR\aresumed\x12&\n" +
-	"\x0freplay_from_seq\x18\t \x01(\x04R\rreplayFromSeq\"\xc6\x01\n" +
+	"\x0freplay_from_seq\x18\t \x01(\x04R\rreplayFromSeq\x121\n" +
+	"\asandbox\x18\n" +
+	" \x01(\v2\x17.toold.v1.SandboxStatusR\asandbox\"u\n" +
+	"\rSandboxStatus\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12.\n" +
+	"\x06layers\x18\x02 \x03(\v2\x16.toold.v1.SandboxLayerR\x06layers\x12\x1a\n" +
+	"\bcomplete\x18\x03 \x01(\bR\bcomplete\"U\n" +
+	"\fSandboxLayer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\bin_force\x18\x02 \x01(\bR\ainForce\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xc6\x01\n" +
 	"\rToolCallStart\x12%\n" +
 	"\x0erequested_name\x18\x01 \x01(\tR\rrequestedName\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -3551,11 +3774,12 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0fMessageRejected\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.toold.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12!\n" +
-	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"\x81\x01\n" +
+	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"\x9b\x01\n" +
 	"\x10ListToolsRequest\x12,\n" +
 	"\x06format\x18\x01 \x01(\x0e2\x14.toold.v1.ToolFormatR\x06format\x12'\n" +
 	"\x0fflat_operations\x18\x02 \x01(\bR\x0eflatOperations\x12\x16\n" +
-	"\x06strict\x18\x03 \x01(\bR\x06strict\"\x8d\x01\n" +
+	"\x06strict\x18\x03 \x01(\bR\x06strict\x12\x18\n" +
+	"\adialect\x18\x04 \x01(\tR\adialect\"\x8d\x01\n" +
 	"\tOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3570,11 +3794,14 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"operations\x12'\n" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x18\n" +
-	"\aaliases\x18\a \x03(\tR\aaliases\"\x9f\x01\n" +
+	"\aaliases\x18\a \x03(\tR\aaliases\"\x95\x02\n" +
 	"\x11ListToolsResponse\x12(\n" +
 	"\x05tools\x18\x01 \x03(\v2\x12.toold.v1.ToolSpecR\x05tools\x12#\n" +
 	"\rrendered_json\x18\x02 \x01(\tR\frenderedJson\x12;\n" +
-	"\vunavailable\x18\x03 \x03(\v2\x19.toold.v1.UnavailableToolR\vunavailable\"]\n" +
+	"\vunavailable\x18\x03 \x03(\v2\x19.toold.v1.UnavailableToolR\vunavailable\x12\x18\n" +
+	"\adialect\x18\x04 \x01(\tR\adialect\x12'\n" +
+	"\x0fdialect_version\x18\x05 \x01(\tR\x0edialectVersion\x121\n" +
+	"\asandbox\x18\x06 \x01(\v2\x17.toold.v1.SandboxStatusR\asandbox\"]\n" +
 	"\x0fUnavailableTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -3631,7 +3858,7 @@ func file_toold_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_toold_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_toold_v1_tool_proto_goTypes = []any{
 	(ApprovalMode)(0),             // 0: toold.v1.ApprovalMode
 	(RiskLevel)(0),                // 1: toold.v1.RiskLevel
@@ -3647,34 +3874,36 @@ var file_toold_v1_tool_proto_goTypes = []any{
 	(*Input)(nil),                 // 11: toold.v1.Input
 	(*ServerEvent)(nil),           // 12: toold.v1.ServerEvent
 	(*Welcome)(nil),               // 13: toold.v1.Welcome
-	(*ToolCallStart)(nil),         // 14: toold.v1.ToolCallStart
-	(*ApprovalScope)(nil),         // 15: toold.v1.ApprovalScope
-	(*ParsedCommand)(nil),         // 16: toold.v1.ParsedCommand
-	(*Effect)(nil),                // 17: toold.v1.Effect
-	(*RequiresApproval)(nil),      // 18: toold.v1.RequiresApproval
-	(*InputRequired)(nil),         // 19: toold.v1.InputRequired
-	(*Executing)(nil),             // 20: toold.v1.Executing
-	(*OutputChunk)(nil),           // 21: toold.v1.OutputChunk
-	(*Progress)(nil),              // 22: toold.v1.Progress
-	(*Content)(nil),               // 23: toold.v1.Content
-	(*Blob)(nil),                  // 24: toold.v1.Blob
-	(*Truncation)(nil),            // 25: toold.v1.Truncation
-	(*Coercion)(nil),              // 26: toold.v1.Coercion
-	(*ToolError)(nil),             // 27: toold.v1.ToolError
-	(*ToolResult)(nil),            // 28: toold.v1.ToolResult
-	(*ToolCallEnd)(nil),           // 29: toold.v1.ToolCallEnd
-	(*Keepalive)(nil),             // 30: toold.v1.Keepalive
-	(*MessageRejected)(nil),       // 31: toold.v1.MessageRejected
-	(*ListToolsRequest)(nil),      // 32: toold.v1.ListToolsRequest
-	(*Operation)(nil),             // 33: toold.v1.Operation
-	(*ToolSpec)(nil),              // 34: toold.v1.ToolSpec
-	(*ListToolsResponse)(nil),     // 35: toold.v1.ListToolsResponse
-	(*UnavailableTool)(nil),       // 36: toold.v1.UnavailableTool
-	nil,                           // 37: toold.v1.ToolCall.TraceContextEntry
-	nil,                           // 38: toold.v1.Effect.EnvEntry
-	(*structpb.Struct)(nil),       // 39: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
+	(*SandboxStatus)(nil),         // 14: toold.v1.SandboxStatus
+	(*SandboxLayer)(nil),          // 15: toold.v1.SandboxLayer
+	(*ToolCallStart)(nil),         // 16: toold.v1.ToolCallStart
+	(*ApprovalScope)(nil),         // 17: toold.v1.ApprovalScope
+	(*ParsedCommand)(nil),         // 18: toold.v1.ParsedCommand
+	(*Effect)(nil),                // 19: toold.v1.Effect
+	(*RequiresApproval)(nil),      // 20: toold.v1.RequiresApproval
+	(*InputRequired)(nil),         // 21: toold.v1.InputRequired
+	(*Executing)(nil),             // 22: toold.v1.Executing
+	(*OutputChunk)(nil),           // 23: toold.v1.OutputChunk
+	(*Progress)(nil),              // 24: toold.v1.Progress
+	(*Content)(nil),               // 25: toold.v1.Content
+	(*Blob)(nil),                  // 26: toold.v1.Blob
+	(*Truncation)(nil),            // 27: toold.v1.Truncation
+	(*Coercion)(nil),              // 28: toold.v1.Coercion
+	(*ToolError)(nil),             // 29: toold.v1.ToolError
+	(*ToolResult)(nil),            // 30: toold.v1.ToolResult
+	(*ToolCallEnd)(nil),           // 31: toold.v1.ToolCallEnd
+	(*Keepalive)(nil),             // 32: toold.v1.Keepalive
+	(*MessageRejected)(nil),       // 33: toold.v1.MessageRejected
+	(*ListToolsRequest)(nil),      // 34: toold.v1.ListToolsRequest
+	(*Operation)(nil),             // 35: toold.v1.Operation
+	(*ToolSpec)(nil),              // 36: toold.v1.ToolSpec
+	(*ListToolsResponse)(nil),     // 37: toold.v1.ListToolsResponse
+	(*UnavailableTool)(nil),       // 38: toold.v1.UnavailableTool
+	nil,                           // 39: toold.v1.ToolCall.TraceContextEntry
+	nil,                           // 40: toold.v1.Effect.EnvEntry
+	(*structpb.Struct)(nil),       // 41: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 42: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
 }
 var file_toold_v1_tool_proto_depIdxs = []int32{
 	7,  // 0: toold.v1.ClientMessage.hello:type_name -> toold.v1.Hello
@@ -3683,60 +3912,63 @@ var file_toold_v1_tool_proto_depIdxs = []int32{
 	10, // 3: toold.v1.ClientMessage.cancel:type_name -> toold.v1.Cancel
 	11, // 4: toold.v1.ClientMessage.input:type_name -> toold.v1.Input
 	0,  // 5: toold.v1.Hello.approval_mode:type_name -> toold.v1.ApprovalMode
-	39, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
-	40, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
-	37, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
-	40, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
-	41, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
+	41, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
+	42, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
+	39, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
+	42, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
+	43, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
 	13, // 11: toold.v1.ServerEvent.welcome:type_name -> toold.v1.Welcome
-	14, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
-	18, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
-	19, // 14: toold.v1.ServerEvent.input_required:type_name -> toold.v1.InputRequired
-	20, // 15: toold.v1.ServerEvent.executing:type_name -> toold.v1.Executing
-	22, // 16: toold.v1.ServerEvent.progress:type_name -> toold.v1.Progress
-	29, // 17: toold.v1.ServerEvent.end:type_name -> toold.v1.ToolCallEnd
-	30, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
-	31, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
+	16, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
+	20, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
+	21, // 14: toold.v1.ServerEvent.input_required:type_name -> toold.v1.InputRequired
+	22, // 15: toold.v1.ServerEvent.executing:type_name -> toold.v1.Executing
+	24, // 16: toold.v1.ServerEvent.progress:type_name -> toold.v1.Progress
+	31, // 17: toold.v1.ServerEvent.end:type_name -> toold.v1.ToolCallEnd
+	32, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
+	33, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
 	0,  // 20: toold.v1.Welcome.approval_mode:type_name -> toold.v1.ApprovalMode
-	40, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
-	1,  // 22: toold.v1.ToolCallStart.risk:type_name -> toold.v1.RiskLevel
-	4,  // 23: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
-	40, // 24: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
-	16, // 25: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
-	38, // 26: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
-	17, // 27: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
-	1,  // 28: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
-	15, // 29: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
-	41, // 30: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 31: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
-	21, // 32: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
-	39, // 33: toold.v1.Progress.data:type_name -> google.protobuf.Struct
-	24, // 34: toold.v1.Content.blob:type_name -> toold.v1.Blob
-	2,  // 35: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
-	23, // 36: toold.v1.ToolResult.content:type_name -> toold.v1.Content
-	39, // 37: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
-	27, // 38: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
-	25, // 39: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
-	40, // 40: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
-	26, // 41: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
-	39, // 42: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
-	28, // 43: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
-	2,  // 44: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
-	3,  // 45: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
-	1,  // 46: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
-	33, // 47: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
-	1,  // 48: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
-	34, // 49: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
-	36, // 50: toold.v1.ListToolsResponse.unavailable:type_name -> toold.v1.UnavailableTool
-	32, // 51: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
-	6,  // 52: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
-	35, // 53: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
-	12, // 54: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
-	53, // [53:55] is the sub-list for method output_type
-	51, // [51:53] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	42, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
+	14, // 22: toold.v1.Welcome.sandbox:type_name -> toold.v1.SandboxStatus
+	15, // 23: toold.v1.SandboxStatus.layers:type_name -> toold.v1.SandboxLayer
+	1,  // 24: toold.v1.ToolCallStart.risk:type_name -> toold.v1.RiskLevel
+	4,  // 25: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
+	42, // 26: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
+	18, // 27: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
+	40, // 28: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
+	19, // 29: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
+	1,  // 30: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
+	17, // 31: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
+	43, // 32: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 33: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
+	23, // 34: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
+	41, // 35: toold.v1.Progress.data:type_name -> google.protobuf.Struct
+	26, // 36: toold.v1.Content.blob:type_name -> toold.v1.Blob
+	2,  // 37: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
+	25, // 38: toold.v1.ToolResult.content:type_name -> toold.v1.Content
+	41, // 39: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
+	29, // 40: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
+	27, // 41: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
+	42, // 42: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
+	28, // 43: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
+	41, // 44: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
+	30, // 45: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
+	2,  // 46: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
+	3,  // 47: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
+	1,  // 48: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
+	35, // 49: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
+	1,  // 50: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
+	36, // 51: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
+	38, // 52: toold.v1.ListToolsResponse.unavailable:type_name -> toold.v1.UnavailableTool
+	14, // 53: toold.v1.ListToolsResponse.sandbox:type_name -> toold.v1.SandboxStatus
+	34, // 54: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
+	6,  // 55: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
+	37, // 56: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
+	12, // 57: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
+	56, // [56:58] is the sub-list for method output_type
+	54, // [54:56] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_tool_proto_init() }
@@ -3771,8 +4003,8 @@ func file_toold_v1_tool_proto_init() {
 		(*ServerEvent_Keepalive)(nil),
 		(*ServerEvent_Rejected)(nil),
 	}
-	file_toold_v1_tool_proto_msgTypes[16].OneofWrappers = []any{}
-	file_toold_v1_tool_proto_msgTypes[17].OneofWrappers = []any{
+	file_toold_v1_tool_proto_msgTypes[18].OneofWrappers = []any{}
+	file_toold_v1_tool_proto_msgTypes[19].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Json)(nil),
 		(*Content_Blob)(nil),
@@ -3783,7 +4015,7 @@ func file_toold_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_tool_proto_rawDesc), len(file_toold_v1_tool_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

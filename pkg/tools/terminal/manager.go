@@ -41,9 +41,19 @@ type Config struct {
 	PassEnv []string
 	// Env is added to every command's environment.
 	Env map[string]string
-	// Sandbox, when set, confines every command and session with Landlock.
-	// The workspace and the Manager's temp dir are added to its Writable.
+	// Sandbox, when set, confines every command and session (see
+	// pkg/sandbox and sandbox.go here). The workspace, the Manager's temp
+	// dir and its cache dir are added to its Writable; where the machine
+	// cannot isolate or limit commands, NewManager turns those layers off
+	// and Layers says why.
 	Sandbox *sandbox.Policy
+	// RequireSandbox makes NewManager fail unless every layer of the
+	// sandbox is in force (terminal.sandbox: require).
+	RequireSandbox bool
+	// Secrets tells which files of the workspace sandboxed commands must
+	// not read (.env, keys): they are masked. Nil: none besides
+	// Sandbox.Hide.
+	Secrets Sensitivity
 	// Runner starts the helpers that supervise (and confine) sessions,
 	// sandboxed commands, and every command when cgroups are not used; and
 	// the guard of the cgroups. When Runner.Helper is empty, a toold-helper
@@ -169,8 +179,12 @@ type Manager struct {
 	ws     *workspace.Workspace
 	shell  string // absolute path of cfg.Shell
 	policy *sandbox.Policy
+	layers []sandbox.Layer
+	limits *sandbox.Limits // the commands' cgroup limits, when in force
+	hidden hiddenCache
 	dir    string // the Manager's own directory
 	tmp    string // TMPDIR of sandboxed commands
+	cache  string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
 	store  *store
 	env    map[string]string
 	// cgroups, when set, runs unconfined commands without a helper.
@@ -203,9 +217,6 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Logger.Info("terminal: bash is not installed; commands run with "+shell+" and must be POSIX sh syntax", "shell", shell)
 	}
 	cfg.Shell = shell
-	if cfg.Sandbox != nil && cfg.Sandbox.Require && sandbox.LandlockABI() == 0 {
-		return nil, errors.New("terminal: the sandbox is required (sandbox: require) but this kernel does not offer Landlock; use sandbox: landlock to run unconfined with a warning, or off")
-	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
@@ -216,35 +227,35 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
 	m := &Manager{
-		cfg: cfg, ws: cfg.Workspace, shell: shell, dir: dir, tmp: filepath.Join(dir, "tmp"),
+		cfg: cfg, ws: cfg.Workspace, shell: shell, dir: dir, tmp: filepath.Join(dir, "tmp"), cache: filepath.Join(dir, "cache"),
 		env: baseEnv(cfg.PassEnv, cfg.Env), procs: map[string]*process{}, sessions: map[string]*Session{},
 	}
-	if err := os.Mkdir(m.tmp, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("terminal: %w", err)
+	for _, d := range []string{m.tmp, m.cache} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("terminal: %w", err)
+		}
 	}
 	if m.store, err = newStore(filepath.Join(dir, "outputs"), cfg.KeepPerCall, cfg.KeepTotal, cfg.Limits.OutputBytes); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
 	m.store.maxRecords, m.store.maxAge = cfg.KeepCount, cfg.KeepAge
-	if cfg.Sandbox != nil {
-		p := *cfg.Sandbox
-		p.Writable = append([]string{m.ws.Dir(), m.tmp}, p.Writable...)
-		m.policy = &p
-		m.env["TMPDIR"] = m.tmp
-		if sandbox.LandlockABI() == 0 {
-			cfg.Logger.Warn("sandbox: this kernel does not offer Landlock; commands and sessions run UNCONFINED", "sandbox", "landlock")
-		} else {
-			cfg.Logger.Info("sandbox: "+p.Describe(), "sandbox", "landlock")
-		}
-	}
 	if m.cfg.Runner.Helper == "" {
 		m.cfg.Runner.Helper = m.findHelper()
 	}
+	if cfg.Sandbox != nil {
+		if err := m.setupSandbox(*cfg.Sandbox); err != nil {
+			m.store.close()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	switch cfg.Supervision {
 	case "", "auto":
-		m.openCgroups()
+		if m.policy == nil {
+			m.openCgroups()
+		}
 	case "helper":
 		cfg.Logger.Info("terminal: every command runs under a helper process (supervision: helper)")
 	default:
@@ -319,6 +330,16 @@ func (m *Manager) Supervision() string {
 		return "cgroup"
 	}
 	return "helper"
+}
+
+// CgroupDir returns the cgroup directory (a path in the cgroup file system)
+// below which unconfined commands run in cgroups of their own, or "" when
+// commands run under helper processes only.
+func (m *Manager) CgroupDir() string {
+	if m.cgroups == nil {
+		return ""
+	}
+	return m.cgroups.Dir()
 }
 
 // openCgroups sets m.cgroups when commands can run in cgroups here, and
@@ -397,6 +418,13 @@ func (m *Manager) Close(ctx context.Context) error {
 			_ = m.cgroups.Close()
 		} else {
 			go func() { <-done; _ = m.cgroups.Close() }()
+		}
+	}
+	if m.limits != nil {
+		if err == nil {
+			_ = m.limits.Close()
+		} else {
+			go func() { <-done; _ = m.limits.Close() }()
 		}
 	}
 	m.store.close()

@@ -162,7 +162,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		Env:    environ(m.env, env, cs.env),
 		Dir:    abs,
 		Grace:  m.cfg.KillGrace,
-		Policy: m.policy,
+		Policy: m.policyFor(),
 		// A background process lives as long as its tree: a server that
 		// daemonizes keeps running under it.
 		KeepTree: cs.background,

@@ -222,7 +222,7 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		Dir:      abs,
 		Terminal: true,
 		Grace:    m.cfg.KillGrace,
-		Policy:   m.policy,
+		Policy:   m.policyFor(),
 	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
 	tty.Close()
 	if err != nil {

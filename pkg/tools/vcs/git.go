@@ -84,6 +84,9 @@ func (v *VCS) exec(ctx context.Context, args ...string) (*gitResult, error) {
 		full = slicesDelete(full, "core.hooksPath=/dev/null")
 	}
 	full = append(full, args...)
+	if v.opts.Exec != nil {
+		return v.execSandboxed(ctx, full, args)
+	}
 	cmd := exec.CommandContext(ctx, v.gitPath, full...)
 	cmd.Dir = v.root
 	cmd.Env = v.env()
@@ -113,6 +116,31 @@ func (v *VCS) exec(ctx context.Context, args ...string) (*gitResult, error) {
 		return nil, errdefs.New(errdefs.ErrResourceExhausted, "git %s printed more than %d MiB; narrow it (paths, n)", firstWord(args), maxGitOutput>>20)
 	}
 	return res, nil
+}
+
+// execSandboxed runs git through Options.Exec (see exec).
+func (v *VCS) execSandboxed(ctx context.Context, full, args []string) (*gitResult, error) {
+	var out, errb limitedBuffer
+	out.max, errb.max = maxGitOutput, 1<<20
+	code, err := v.opts.Exec(ctx, v.gitPath, append([]string{"git"}, full...), v.env(), v.root, &out, &errb)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, errdefs.New(errdefs.ErrTimeout, "git %s did not finish in time", firstWord(args))
+		}
+		return nil, errdefs.Wrap(errdefs.ErrCanceled, ctx.Err(), "git %s was canceled", firstWord(args))
+	default:
+		var ee *errdefs.Error
+		if errors.As(err, &ee) {
+			return nil, err
+		}
+		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "cannot run git: %v", err)
+	}
+	if out.over {
+		return nil, errdefs.New(errdefs.ErrResourceExhausted, "git %s printed more than %d MiB; narrow it (paths, n)", firstWord(args), maxGitOutput>>20)
+	}
+	return &gitResult{stdout: out.Bytes(), stderr: errb.Bytes(), exit: code}, nil
 }
 
 func slicesDelete(s []string, v string) []string {

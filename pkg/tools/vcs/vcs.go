@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -35,6 +36,13 @@ type Options struct {
 	Hooks bool
 	// Git is the git binary (default: git from PATH).
 	Git string
+	// Exec runs git as the commands of terminal_operations run — in the
+	// sandbox, so that what a planted repository makes git run
+	// (core.fsmonitor, filters, hooks) is confined like any command. It
+	// returns git's exit status (-1 for a signal) and an error only when
+	// git could not run or ctx ended. Nil runs git as toold's own child,
+	// unconfined. (*terminal.Manager).Exec implements it.
+	Exec func(ctx context.Context, path string, args, env []string, dir string, stdout, stderr io.Writer) (int, error)
 }
 
 // VCS is the build_and_version_control tool.

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toold/v1/tool.proto.
  */
 export const file_toold_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("ChN0b29sZC92MS90b29sLnByb3RvEgh0b29sZC52MSLSAQoNQ2xpZW50TWVzc2FnZRIgCgVoZWxsbxgBIAEoCzIPLnRvb2xkLnYxLkhlbGxvSAASIgoEY2FsbBgCIAEoCzISLnRvb2xkLnYxLlRvb2xDYWxsSAASLgoIYXBwcm92YWwYAyABKAsyGi50b29sZC52MS5BcHByb3ZhbERlY2lzaW9uSAASIgoGY2FuY2VsGAQgASgLMhAudG9vbGQudjEuQ2FuY2VsSAASIAoFaW5wdXQYBSABKAsyDy50b29sZC52MS5JbnB1dEgAQgUKA21zZyLnAQoFSGVsbG8SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEi0KDWFwcHJvdmFsX21vZGUYAiABKA4yFi50b29sZC52MS5BcHByb3ZhbE1vZGUSEwoLY2xpZW50X25hbWUYAyABKAkSFgoOb21pdF9leGVjdXRpbmcYBCABKAgSGwoTY29udmVyc2F0aW9uX3NlY3JldBgFIAEoCRIdChByZXN1bWVfYWZ0ZXJfc2VxGAYgASgESACIAQESGAoQcmVzdW1lX3N0cmVhbV9pZBgHIAEoCUITChFfcmVzdW1lX2FmdGVyX3NlcSKjAgoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhgKDmFyZ3VtZW50c19qc29uGAMgASgJSAASMwoQYXJndW1lbnRzX3N0cnVjdBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKDXRyYWNlX2NvbnRleHQYBiADKAsyJC50b29sZC52MS5Ub29sQ2FsbC5UcmFjZUNvbnRleHRFbnRyeRozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCWFyZ3VtZW50cyK3AQoQQXBwcm92YWxEZWNpc2lvbhITCgthcHByb3ZhbF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCHNjb3BlX2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCRImCgN0dGwYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMc2F2ZV9hc19ydWxlGAYgASgIEh0KFWVkaXRlZF9hcmd1bWVudHNfanNvbhgHIAEoCSIpCgZDYW5jZWwSDwoHY2FsbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiZAoFSW5wdXQSDwoHY2FsbF9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEg4KBGRhdGEYAyABKAxIABIOCgR0ZXh0GAQgASgJSAASCwoDZW9mGAUgASgIQgkKB3BheWxvYWQi6wMKC1NlcnZlckV2ZW50Eg8KB2NhbGxfaWQYASABKAkSCwoDc2VxGAIgASgEEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKB3dlbGNvbWUYCiABKAsyES50b29sZC52MS5XZWxjb21lSAASKAoFc3RhcnQYCyABKAsyFy50b29sZC52MS5Ub29sQ2FsbFN0YXJ0SAASNwoRcmVxdWlyZXNfYXBwcm92YWwYDCABKAsyGi50b29sZC52MS5SZXF1aXJlc0FwcHJvdmFsSAASMQoOaW5wdXRfcmVxdWlyZWQYDSABKAsyFy50b29sZC52MS5JbnB1dFJlcXVpcmVkSAASKAoJZXhlY3V0aW5nGA4gASgLMhMudG9vbGQudjEuRXhlY3V0aW5nSAASJgoIcHJvZ3Jlc3MYDyABKAsyEi50b29sZC52MS5Qcm9ncmVzc0gAEiQKA2VuZBgQIAEoCzIVLnRvb2xkLnYxLlRvb2xDYWxsRW5kSAASKAoJa2VlcGFsaXZlGBEgASgLMhMudG9vbGQudjEuS2VlcGFsaXZlSAASLQoIcmVqZWN0ZWQYEiABKAsyGS50b29sZC52MS5NZXNzYWdlUmVqZWN0ZWRIAEIHCgVldmVudCKGAgoHV2VsY29tZRIXCg9jb252ZXJzYXRpb25faWQYASABKAkSGwoTY29udmVyc2F0aW9uX3NlY3JldBgGIAEoCRItCg1hcHByb3ZhbF9tb2RlGAIgASgOMhYudG9vbGQudjEuQXBwcm92YWxNb2RlEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJEhEKCXdvcmtzcGFjZRgEIAEoCRIuCgttYXhfdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglzdHJlYW1faWQYByABKAkSDwoHcmVzdW1lZBgIIAEoCBIXCg9yZXBsYXlfZnJvbV9zZXEYCSABKAQijgEKDVRvb2xDYWxsU3RhcnQSFgoOcmVxdWVzdGVkX25hbWUYASABKAkSDAoEdG9vbBgCIAEoCRIRCglvcGVyYXRpb24YAyABKAkSDwoHZGlzcGxheRgEIAEoCRIhCgRyaXNrGAUgASgOMhMudG9vbGQudjEuUmlza0xldmVsEhAKCHRyYWNlX2lkGAYgASgJIqoCCg1BcHByb3ZhbFNjb3BlEhAKCHNjb3BlX2lkGAEgASgJEioKBGtpbmQYAiABKA4yHC50b29sZC52MS5BcHByb3ZhbFNjb3BlLktpbmQSDAoEdG9vbBgDIAEoCRIRCglvcGVyYXRpb24YBCABKAkSEwoLcGF0aF9wcmVmaXgYBSABKAkSFgoOY29tbWFuZF9wcmVmaXgYBiABKAkSJgoDdHRsGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC2Rlc2NyaXB0aW9uGAggASgJEgwKBGhvc3QYCSABKAkiQgoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDQoJS0lORF9PTkNFEAESFQoRS0lORF9DT05WRVJTQVRJT04QAiJvCg1QYXJzZWRDb21tYW5kEgwKBGFyZ3MYASADKAkSEAoId3JhcHBlcnMYAiADKAkSEQoJcmVkaXJlY3RzGAMgAygJEhAKCGRlY2lzaW9uGAQgASgJEgwKBHJ1bGUYBSABKAkSCwoDZW52GAYgAygJIvoBCgZFZmZlY3QSDQoFcmVhZHMYASADKAkSDgoGd3JpdGVzGAIgAygJEg8KB2NvbW1hbmQYAyABKAkSKQoIY29tbWFuZHMYBCADKAsyFy50b29sZC52MS5QYXJzZWRDb21tYW5kEgwKBGRpZmYYBSABKAkSDQoFaG9zdHMYBiADKAkSDwoHc3VtbWFyeRgHIAEoCRImCgNlbnYYCCADKAsyGS50b29sZC52MS5FZmZlY3QuRW52RW50cnkSEwoLd29ya2luZ19kaXIYCSABKAkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLjAQoQUmVxdWlyZXNBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIgCgZlZmZlY3QYAiABKAsyEC50b29sZC52MS5FZmZlY3QSDgoGcmVhc29uGAMgASgJEgwKBHJ1bGUYBCABKAkSIQoEcmlzaxgFIAEoDjITLnRvb2xkLnYxLlJpc2tMZXZlbBInCgZzY29wZXMYBiADKAsyFy50b29sZC52MS5BcHByb3ZhbFNjb3BlEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpUBCg1JbnB1dFJlcXVpcmVkEhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcHJvbXB0GAIgASgJEg8KB2Nob2ljZXMYAyADKAkSEAoIYXBwcm92YWwYBCABKAgSGwoTYXV0aG9yaXplX29wZXJhdGlvbhgFIAEoCRIgChhhdXRob3JpemVfYXJndW1lbnRzX2pzb24YBiABKAkiGAoJRXhlY3V0aW5nEgsKA3BpZBgBIAEoBSKxAQoLT3V0cHV0Q2h1bmsSLAoGc3RyZWFtGAEgASgOMhwudG9vbGQudjEuT3V0cHV0Q2h1bmsuU3RyZWFtEgwKBGRhdGEYAiABKAwSDgoGb2Zmc2V0GAMgASgEIlYKBlN0cmVhbRIWChJTVFJFQU1fVU5TUEVDSUZJRUQQABIRCg1TVFJFQU1fU1RET1VUEAESEQoNU1RSRUFNX1NUREVSUhACEg4KClNUUkVBTV9QVFkQAyKNAQoIUHJvZ3Jlc3MSDwoHbWVzc2FnZRgBIAEoCRIVCghmcmFjdGlvbhgCIAEoAUgAiAEBEiUKBm91dHB1dBgDIAEoCzIVLnRvb2xkLnYxLk91dHB1dENodW5rEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgsKCV9mcmFjdGlvbiJRCgdDb250ZW50Eg4KBHRleHQYASABKAlIABIOCgRqc29uGAIgASgJSAASHgoEYmxvYhgDIAEoCzIOLnRvb2xkLnYxLkJsb2JIAEIGCgRraW5kIicKBEJsb2ISEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwiiQEKClRydW5jYXRpb24SEQoJdHJ1bmNhdGVkGAEgASgIEhMKC3Nob3duX2J5dGVzGAIgASgEEhMKC3RvdGFsX2J5dGVzGAMgASgEEhMKC3Nob3duX2l0ZW1zGAQgASgEEhMKC3RvdGFsX2l0ZW1zGAUgASgEEhQKDGNvbnRpbnVhdGlvbhgGIAEoCSJBCghDb2VyY2lvbhINCgVmaWVsZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEgwKBHJ1bGUYBCABKAkicQoJVG9vbEVycm9yEiEKBGNvZGUYASABKA4yEy50b29sZC52MS5FcnJvckNvZGUSDwoHbWVzc2FnZRgCIAEoCRITCgtzdWdnZXN0aW9ucxgDIAMoCRINCgVmaWVsZBgEIAEoCRIMCgRydWxlGAUgASgJIrsCCgpUb29sUmVzdWx0Eg8KB3N1Y2Nlc3MYASABKAgSIgoHY29udGVudBgCIAMoCzIRLnRvb2xkLnYxLkNvbnRlbnQSKwoKc3RydWN0dXJlZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIgoFZXJyb3IYBCABKAsyEy50b29sZC52MS5Ub29sRXJyb3ISKAoKdHJ1bmNhdGlvbhgFIAEoCzIULnRvb2xkLnYxLlRydW5jYXRpb24SKwoIZHVyYXRpb24YBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJQoJY29lcmNpb25zGAcgAygLMhIudG9vbGQudjEuQ29lcmNpb24SKQoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjMKC1Rvb2xDYWxsRW5kEiQKBnJlc3VsdBgBIAEoCzIULnRvb2xkLnYxLlRvb2xSZXN1bHQiCwoJS2VlcGFsaXZlIlsKD01lc3NhZ2VSZWplY3RlZBIhCgRjb2RlGAEgASgOMhMudG9vbGQudjEuRXJyb3JDb2RlEg8KB21lc3NhZ2UYAiABKAkSFAoMcmVmZXJlbmNlX2lkGAMgASgJImEKEExpc3RUb29sc1JlcXVlc3QSJAoGZm9ybWF0GAEgASgOMhQudG9vbGQudjEuVG9vbEZvcm1hdBIXCg9mbGF0X29wZXJhdGlvbnMYAiABKAgSDgoGc3RyaWN0GAMgASgIImcKCU9wZXJhdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEiEKBHJpc2sYAyABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSFAoMaW5wdXRfc2NoZW1hGAQgASgJIrABCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhQKDGlucHV0X3NjaGVtYRgDIAEoCRInCgpvcGVyYXRpb25zGAQgAygLMhMudG9vbGQudjEuT3BlcmF0aW9uEiEKBHJpc2sYBSABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSDgoGc291cmNlGAYgASgJEg8KB2FsaWFzZXMYByADKAkifQoRTGlzdFRvb2xzUmVzcG9uc2USIQoFdG9vbHMYASADKAsyEi50b29sZC52MS5Ub29sU3BlYxIVCg1yZW5kZXJlZF9qc29uGAIgASgJEi4KC3VuYXZhaWxhYmxlGAMgAygLMhkudG9vbGQudjEuVW5hdmFpbGFibGVUb29sIkMKD1VuYXZhaWxhYmxlVG9vbBIMCgRuYW1lGAEgASgJEhIKCm9wZXJhdGlvbnMYAiADKAkSDgoGcmVhc29uGAMgASgJKnQKDEFwcHJvdmFsTW9kZRIdChlBUFBST1ZBTF9NT0RFX1VOU1BFQ0lGSUVEEAASFgoSQVBQUk9WQUxfTU9ERV9ZT0xPEAESFgoSQVBQUk9WQUxfTU9ERV9BVVRPEAISFQoRQVBQUk9WQUxfTU9ERV9BU0sQAypnCglSaXNrTGV2ZWwSGgoWUklTS19MRVZFTF9VTlNQRUNJRklFRBAAEhIKDlJJU0tfTEVWRUxfTE9XEAESFQoRUklTS19MRVZFTF9NRURJVU0QAhITCg9SSVNLX0xFVkVMX0hJR0gQAyqqAwoJRXJyb3JDb2RlEhoKFkVSUk9SX0NPREVfVU5TUEVDSUZJRUQQABIdChlFUlJPUl9DT0RFX1RPT0xfTk9UX0ZPVU5EEAESIAocRVJST1JfQ09ERV9JTlZBTElEX0FSR1VNRU5UUxACEhUKEUVSUk9SX0NPREVfREVOSUVEEAMSHwobRVJST1JfQ09ERV9SRUpFQ1RFRF9CWV9VU0VSEAQSFgoSRVJST1JfQ09ERV9USU1FT1VUEAUSFwoTRVJST1JfQ09ERV9DQU5DRUxFRBAGEh8KG0VSUk9SX0NPREVfRVhFQ1VUSU9OX0ZBSUxFRBAHEhoKFkVSUk9SX0NPREVfVU5BVkFJTEFCTEUQCBIhCh1FUlJPUl9DT0RFX1JFU09VUkNFX0VYSEFVU1RFRBAJEhcKE0VSUk9SX0NPREVfSU5URVJOQUwQChIgChxFUlJPUl9DT0RFX0RVUExJQ0FURV9DQUxMX0lEEAsSHwobRVJST1JfQ09ERV9BUFBST1ZBTF9USU1FT1VUEAwSGwoXRVJST1JfQ09ERV9ESVNDT05ORUNURUQQDSqJAQoKVG9vbEZvcm1hdBIbChdUT09MX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhYKElRPT0xfRk9STUFUX09QRU5BSRABEhkKFVRPT0xfRk9STUFUX0FOVEhST1BJQxACEhYKElRPT0xfRk9STUFUX0dFTUlOSRADEhMKD1RPT0xfRk9STUFUX01DUBAEMpYBCgtUb29sU2VydmljZRJECglMaXN0VG9vbHMSGi50b29sZC52MS5MaXN0VG9vbHNSZXF1ZXN0GhsudG9vbGQudjEuTGlzdFRvb2xzUmVzcG9uc2USQQoLRXhlY3V0ZVRvb2wSFy50b29sZC52MS5DbGllbnRNZXNzYWdlGhUudG9vbGQudjEuU2VydmVyRXZlbnQoATABQi1aK2dpdGh1Yi5jb20vdG9vbGQvdG9vbGQvZ2VuL3Rvb2xkL3YxO3Rvb2xkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChN0b29sZC92MS90b29sLnByb3RvEgh0b29sZC52MSLSAQoNQ2xpZW50TWVzc2FnZRIgCgVoZWxsbxgBIAEoCzIPLnRvb2xkLnYxLkhlbGxvSAASIgoEY2FsbBgCIAEoCzISLnRvb2xkLnYxLlRvb2xDYWxsSAASLgoIYXBwcm92YWwYAyABKAsyGi50b29sZC52MS5BcHByb3ZhbERlY2lzaW9uSAASIgoGY2FuY2VsGAQgASgLMhAudG9vbGQudjEuQ2FuY2VsSAASIAoFaW5wdXQYBSABKAsyDy50b29sZC52MS5JbnB1dEgAQgUKA21zZyL4AQoFSGVsbG8SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEi0KDWFwcHJvdmFsX21vZGUYAiABKA4yFi50b29sZC52MS5BcHByb3ZhbE1vZGUSEwoLY2xpZW50X25hbWUYAyABKAkSFgoOb21pdF9leGVjdXRpbmcYBCABKAgSGwoTY29udmVyc2F0aW9uX3NlY3JldBgFIAEoCRIdChByZXN1bWVfYWZ0ZXJfc2VxGAYgASgESACIAQESGAoQcmVzdW1lX3N0cmVhbV9pZBgHIAEoCRIPCgdkaWFsZWN0GAggASgJQhMKEV9yZXN1bWVfYWZ0ZXJfc2VxIrQCCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSGAoOYXJndW1lbnRzX2pzb24YAyABKAlIABIzChBhcmd1bWVudHNfc3RydWN0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEioKB3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SOwoNdHJhY2VfY29udGV4dBgGIAMoCzIkLnRvb2xkLnYxLlRvb2xDYWxsLlRyYWNlQ29udGV4dEVudHJ5Eg8KB2RpYWxlY3QYByABKAkaMwoRVHJhY2VDb250ZXh0RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglhcmd1bWVudHMitwEKEEFwcHJvdmFsRGVjaXNpb24SEwoLYXBwcm92YWxfaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIQCghzY29wZV9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJgoDdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHNhdmVfYXNfcnVsZRgGIAEoCBIdChVlZGl0ZWRfYXJndW1lbnRzX2pzb24YByABKAkiKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJImQKBUlucHV0Eg8KB2NhbGxfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgRkYXRhGAMgASgMSAASDgoEdGV4dBgEIAEoCUgAEgsKA2VvZhgFIAEoCEIJCgdwYXlsb2FkIusDCgtTZXJ2ZXJFdmVudBIPCgdjYWxsX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkCgd3ZWxjb21lGAogASgLMhEudG9vbGQudjEuV2VsY29tZUgAEigKBXN0YXJ0GAsgASgLMhcudG9vbGQudjEuVG9vbENhbGxTdGFydEgAEjcKEXJlcXVpcmVzX2FwcHJvdmFsGAwgASgLMhoudG9vbGQudjEuUmVxdWlyZXNBcHByb3ZhbEgAEjEKDmlucHV0X3JlcXVpcmVkGA0gASgLMhcudG9vbGQudjEuSW5wdXRSZXF1aXJlZEgAEigKCWV4ZWN1dGluZxgOIAEoCzITLnRvb2xkLnYxLkV4ZWN1dGluZ0gAEiYKCHByb2dyZXNzGA8gASgLMhIudG9vbGQudjEuUHJvZ3Jlc3NIABIkCgNlbmQYECABKAsyFS50b29sZC52MS5Ub29sQ2FsbEVuZEgAEigKCWtlZXBhbGl2ZRgRIAEoCzITLnRvb2xkLnYxLktlZXBhbGl2ZUgAEi0KCHJlamVjdGVkGBIgASgLMhkudG9vbGQudjEuTWVzc2FnZVJlamVjdGVkSABCBwoFZXZlbnQisAIKB1dlbGNvbWUSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhsKE2NvbnZlcnNhdGlvbl9zZWNyZXQYBiABKAkSLQoNYXBwcm92YWxfbW9kZRgCIAEoDjIWLnRvb2xkLnYxLkFwcHJvdmFsTW9kZRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCRIRCgl3b3Jrc3BhY2UYBCABKAkSLgoLbWF4X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJc3RyZWFtX2lkGAcgASgJEg8KB3Jlc3VtZWQYCCABKAgSFwoPcmVwbGF5X2Zyb21fc2VxGAkgASgEEigKB3NhbmRib3gYCiABKAsyFy50b29sZC52MS5TYW5kYm94U3RhdHVzIloKDVNhbmRib3hTdGF0dXMSDwoHZW5hYmxlZBgBIAEoCBImCgZsYXllcnMYAiADKAsyFi50b29sZC52MS5TYW5kYm94TGF5ZXISEAoIY29tcGxldGUYAyABKAgiPgoMU2FuZGJveExheWVyEgwKBG5hbWUYASABKAkSEAoIaW5fZm9yY2UYAiABKAgSDgoGZGV0YWlsGAMgASgJIo4BCg1Ub29sQ2FsbFN0YXJ0EhYKDnJlcXVlc3RlZF9uYW1lGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJb3BlcmF0aW9uGAMgASgJEg8KB2Rpc3BsYXkYBCABKAkSIQoEcmlzaxgFIAEoDjITLnRvb2xkLnYxLlJpc2tMZXZlbBIQCgh0cmFjZV9pZBgGIAEoCSKqAgoNQXBwcm92YWxTY29wZRIQCghzY29wZV9pZBgBIAEoCRIqCgRraW5kGAIgASgOMhwudG9vbGQudjEuQXBwcm92YWxTY29wZS5LaW5kEgwKBHRvb2wYAyABKAkSEQoJb3BlcmF0aW9uGAQgASgJEhMKC3BhdGhfcHJlZml4GAUgASgJEhYKDmNvbW1hbmRfcHJlZml4GAYgASgJEiYKA3R0bBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgtkZXNjcmlwdGlvbhgIIAEoCRIMCgRob3N0GAkgASgJIkIKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEg0KCUtJTkRfT05DRRABEhUKEUtJTkRfQ09OVkVSU0FUSU9OEAIibwoNUGFyc2VkQ29tbWFuZBIMCgRhcmdzGAEgAygJEhAKCHdyYXBwZXJzGAIgAygJEhEKCXJlZGlyZWN0cxgDIAMoCRIQCghkZWNpc2lvbhgEIAEoCRIMCgRydWxlGAUgASgJEgsKA2VudhgGIAMoCSL6AQoGRWZmZWN0Eg0KBXJlYWRzGAEgAygJEg4KBndyaXRlcxgCIAMoCRIPCgdjb21tYW5kGAMgASgJEikKCGNvbW1hbmRzGAQgAygLMhcudG9vbGQudjEuUGFyc2VkQ29tbWFuZBIMCgRkaWZmGAUgASgJEg0KBWhvc3RzGAYgAygJEg8KB3N1bW1hcnkYByABKAkSJgoDZW52GAggAygLMhkudG9vbGQudjEuRWZmZWN0LkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAkgASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi4wEKEFJlcXVpcmVzQXBwcm92YWwSEwoLYXBwcm92YWxfaWQYASABKAkSIAoGZWZmZWN0GAIgASgLMhAudG9vbGQudjEuRWZmZWN0Eg4KBnJlYXNvbhgDIAEoCRIMCgRydWxlGAQgASgJEiEKBHJpc2sYBSABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSJwoGc2NvcGVzGAYgAygLMhcudG9vbGQudjEuQXBwcm92YWxTY29wZRIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKVAQoNSW5wdXRSZXF1aXJlZBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnByb21wdBgCIAEoCRIPCgdjaG9pY2VzGAMgAygJEhAKCGFwcHJvdmFsGAQgASgIEhsKE2F1dGhvcml6ZV9vcGVyYXRpb24YBSABKAkSIAoYYXV0aG9yaXplX2FyZ3VtZW50c19qc29uGAYgASgJIhgKCUV4ZWN1dGluZxILCgNwaWQYASABKAUisQEKC091dHB1dENodW5rEiwKBnN0cmVhbRgBIAEoDjIcLnRvb2xkLnYxLk91dHB1dENodW5rLlN0cmVhbRIMCgRkYXRhGAIgASgMEg4KBm9mZnNldBgDIAEoBCJWCgZTdHJlYW0SFgoSU1RSRUFNX1VOU1BFQ0lGSUVEEAASEQoNU1RSRUFNX1NURE9VVBABEhEKDVNUUkVBTV9TVERFUlIQAhIOCgpTVFJFQU1fUFRZEAMijQEKCFByb2dyZXNzEg8KB21lc3NhZ2UYASABKAkSFQoIZnJhY3Rpb24YAiABKAFIAIgBARIlCgZvdXRwdXQYAyABKAsyFS50b29sZC52MS5PdXRwdXRDaHVuaxIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEILCglfZnJhY3Rpb24iUQoHQ29udGVudBIOCgR0ZXh0GAEgASgJSAASDgoEanNvbhgCIAEoCUgAEh4KBGJsb2IYAyABKAsyDi50b29sZC52MS5CbG9iSABCBgoEa2luZCInCgRCbG9iEhEKCW1pbWVfdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgMIokBCgpUcnVuY2F0aW9uEhEKCXRydW5jYXRlZBgBIAEoCBITCgtzaG93bl9ieXRlcxgCIAEoBBITCgt0b3RhbF9ieXRlcxgDIAEoBBITCgtzaG93bl9pdGVtcxgEIAEoBBITCgt0b3RhbF9pdGVtcxgFIAEoBBIUCgxjb250aW51YXRpb24YBiABKAkiQQoIQ29lcmNpb24SDQoFZmllbGQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIMCgRydWxlGAQgASgJInEKCVRvb2xFcnJvchIhCgRjb2RlGAEgASgOMhMudG9vbGQudjEuRXJyb3JDb2RlEg8KB21lc3NhZ2UYAiABKAkSEwoLc3VnZ2VzdGlvbnMYAyADKAkSDQoFZmllbGQYBCABKAkSDAoEcnVsZRgFIAEoCSK7AgoKVG9vbFJlc3VsdBIPCgdzdWNjZXNzGAEgASgIEiIKB2NvbnRlbnQYAiADKAsyES50b29sZC52MS5Db250ZW50EisKCnN0cnVjdHVyZWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiIKBWVycm9yGAQgASgLMhMudG9vbGQudjEuVG9vbEVycm9yEigKCnRydW5jYXRpb24YBSABKAsyFC50b29sZC52MS5UcnVuY2F0aW9uEisKCGR1cmF0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiUKCWNvZXJjaW9ucxgHIAMoCzISLnRvb2xkLnYxLkNvZXJjaW9uEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIzCgtUb29sQ2FsbEVuZBIkCgZyZXN1bHQYASABKAsyFC50b29sZC52MS5Ub29sUmVzdWx0IgsKCUtlZXBhbGl2ZSJbCg9NZXNzYWdlUmVqZWN0ZWQSIQoEY29kZRgBIAEoDjITLnRvb2xkLnYxLkVycm9yQ29kZRIPCgdtZXNzYWdlGAIgASgJEhQKDHJlZmVyZW5jZV9pZBgDIAEoCSJyChBMaXN0VG9vbHNSZXF1ZXN0EiQKBmZvcm1hdBgBIAEoDjIULnRvb2xkLnYxLlRvb2xGb3JtYXQSFwoPZmxhdF9vcGVyYXRpb25zGAIgASgIEg4KBnN0cmljdBgDIAEoCBIPCgdkaWFsZWN0GAQgASgJImcKCU9wZXJhdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEiEKBHJpc2sYAyABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSFAoMaW5wdXRfc2NoZW1hGAQgASgJIrABCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhQKDGlucHV0X3NjaGVtYRgDIAEoCRInCgpvcGVyYXRpb25zGAQgAygLMhMudG9vbGQudjEuT3BlcmF0aW9uEiEKBHJpc2sYBSABKA4yEy50b29sZC52MS5SaXNrTGV2ZWwSDgoGc291cmNlGAYgASgJEg8KB2FsaWFzZXMYByADKAki0QEKEUxpc3RUb29sc1Jlc3BvbnNlEiEKBXRvb2xzGAEgAygLMhIudG9vbGQudjEuVG9vbFNwZWMSFQoNcmVuZGVyZWRfanNvbhgCIAEoCRIuCgt1bmF2YWlsYWJsZRgDIAMoCzIZLnRvb2xkLnYxLlVuYXZhaWxhYmxlVG9vbBIPCgdkaWFsZWN0GAQgASgJEhcKD2RpYWxlY3RfdmVyc2lvbhgFIAEoCRIoCgdzYW5kYm94GAYgASgLMhcudG9vbGQudjEuU2FuZGJveFN0YXR1cyJDCg9VbmF2YWlsYWJsZVRvb2wSDAoEbmFtZRgBIAEoCRISCgpvcGVyYXRpb25zGAIgAygJEg4KBnJlYXNvbhgDIAEoCSp0CgxBcHByb3ZhbE1vZGUSHQoZQVBQUk9WQUxfTU9ERV9VTlNQRUNJRklFRBAAEhYKEkFQUFJPVkFMX01PREVfWU9MTxABEhYKEkFQUFJPVkFMX01PREVfQVVUTxACEhUKEUFQUFJPVkFMX01PREVfQVNLEAMqZwoJUmlza0xldmVsEhoKFlJJU0tfTEVWRUxfVU5TUEVDSUZJRUQQABISCg5SSVNLX0xFVkVMX0xPVxABEhUKEVJJU0tfTEVWRUxfTUVESVVNEAISEwoPUklTS19MRVZFTF9ISUdIEAMqqgMKCUVycm9yQ29kZRIaChZFUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASHQoZRVJST1JfQ09ERV9UT09MX05PVF9GT1VORBABEiAKHEVSUk9SX0NPREVfSU5WQUxJRF9BUkdVTUVOVFMQAhIVChFFUlJPUl9DT0RFX0RFTklFRBADEh8KG0VSUk9SX0NPREVfUkVKRUNURURfQllfVVNFUhAEEhYKEkVSUk9SX0NPREVfVElNRU9VVBAFEhcKE0VSUk9SX0NPREVfQ0FOQ0VMRUQQBhIfChtFUlJPUl9DT0RFX0VYRUNVVElPTl9GQUlMRUQQBxIaChZFUlJPUl9DT0RFX1VOQVZBSUxBQkxFEAgSIQodRVJST1JfQ09ERV9SRVNPVVJDRV9FWEhBVVNURUQQCRIXChNFUlJPUl9DT0RFX0lOVEVSTkFMEAoSIAocRVJST1JfQ09ERV9EVVBMSUNBVEVfQ0FMTF9JRBALEh8KG0VSUk9SX0NPREVfQVBQUk9WQUxfVElNRU9VVBAMEhsKF0VSUk9SX0NPREVfRElTQ09OTkVDVEVEEA0qiQEKClRvb2xGb3JtYXQSGwoXVE9PTF9GT1JNQVRfVU5TUEVDSUZJRUQQABIWChJUT09MX0ZPUk1BVF9PUEVOQUkQARIZChVUT09MX0ZPUk1BVF9BTlRIUk9QSUMQAhIWChJUT09MX0ZPUk1BVF9HRU1JTkkQAxITCg9UT09MX0ZPUk1BVF9NQ1AQBDKWAQoLVG9vbFNlcnZpY2USRAoJTGlzdFRvb2xzEhoudG9vbGQudjEuTGlzdFRvb2xzUmVxdWVzdBobLnRvb2xkLnYxLkxpc3RUb29sc1Jlc3BvbnNlEkEKC0V4ZWN1dGVUb29sEhcudG9vbGQudjEuQ2xpZW50TWVzc2FnZRoVLnRvb2xkLnYxLlNlcnZlckV2ZW50KAEwAUItWitnaXRodWIuY29tL3Rvb2xkL3Rvb2xkL2dlbi90b29sZC92MTt0b29sZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * ClientMessage is one message from the agent to toold.
@@ -153,6 +153,19 @@ export type Hello = Message<"toold.v1.Hello"> & {
    * @generated from field: string resume_stream_id = 7;
    */
   resumeStreamId: string;
+
+  /**
+   * The agent tool set this stream's calls are made in: "claude-code",
+   * "gemini-cli", "codex", "openhands", "swe-agent", or "toold"/empty for
+   * toold's own (see ListToolsRequest.dialect). A call to one of the
+   * dialect's tools is mapped onto toold's tools (policy, approvals,
+   * sandbox, tracing and audit as any call) and its result comes back in
+   * the shape that agent's model expects; ToolCall.dialect overrides it for
+   * one call. An unknown dialect ends each call INVALID_ARGUMENTS.
+   *
+   * @generated from field: string dialect = 8;
+   */
+  dialect: string;
 };
 
 /**
@@ -227,6 +240,14 @@ export type ToolCall = Message<"toold.v1.ToolCall"> & {
    * @generated from field: map<string, string> trace_context = 6;
    */
   traceContext: { [key: string]: string };
+
+  /**
+   * The agent tool set this call is made in, overriding Hello.dialect (see
+   * there); empty keeps the stream's.
+   *
+   * @generated from field: string dialect = 7;
+   */
+  dialect: string;
 };
 
 /**
@@ -606,6 +627,14 @@ export type Welcome = Message<"toold.v1.Welcome"> & {
    * @generated from field: uint64 replay_from_seq = 9;
    */
   replayFromSeq: bigint;
+
+  /**
+   * The boundary around the commands this stream's calls run: which
+   * layers are in force and why any is missing.
+   *
+   * @generated from field: toold.v1.SandboxStatus sandbox = 10;
+   */
+  sandbox?: SandboxStatus | undefined;
 };
 
 /**
@@ -614,6 +643,82 @@ export type Welcome = Message<"toold.v1.Welcome"> & {
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
   messageDesc(file_toold_v1_tool, 7);
+
+/**
+ * SandboxStatus says how the commands toold runs on a model's behalf
+ * (run_command, background processes, terminal sessions, run_task, the git
+ * of the version-control tools) are confined. The model cannot change it;
+ * the operator configures it (terminal.sandbox).
+ *
+ * @generated from message toold.v1.SandboxStatus
+ */
+export type SandboxStatus = Message<"toold.v1.SandboxStatus"> & {
+  /**
+   * False when the operator turned the sandbox off (terminal.sandbox: off):
+   * commands then run with toold's own rights, and layers is empty.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * Every layer, in a fixed order: writes, reads, network, control_plane,
+   * resources.
+   *
+   * @generated from field: repeated toold.v1.SandboxLayer layers = 2;
+   */
+  layers: SandboxLayer[];
+
+  /**
+   * True when every layer is in force.
+   *
+   * @generated from field: bool complete = 3;
+   */
+  complete: boolean;
+};
+
+/**
+ * Describes the message toold.v1.SandboxStatus.
+ * Use `create(SandboxStatusSchema)` to create a new message.
+ */
+export const SandboxStatusSchema: GenMessage<SandboxStatus> = /*@__PURE__*/
+  messageDesc(file_toold_v1_tool, 8);
+
+/**
+ * SandboxLayer is one layer of the boundary around commands.
+ *
+ * @generated from message toold.v1.SandboxLayer
+ */
+export type SandboxLayer = Message<"toold.v1.SandboxLayer"> & {
+  /**
+   * writes, reads, network, control_plane or resources.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * True when the layer holds for every command.
+   *
+   * @generated from field: bool in_force = 2;
+   */
+  inForce: boolean;
+
+  /**
+   * How it is enforced, or why it is missing ("this machine does not let
+   * toold create the sandbox's namespaces: ...").
+   *
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message toold.v1.SandboxLayer.
+ * Use `create(SandboxLayerSchema)` to create a new message.
+ */
+export const SandboxLayerSchema: GenMessage<SandboxLayer> = /*@__PURE__*/
+  messageDesc(file_toold_v1_tool, 9);
 
 /**
  * ToolCallStart is the first event of a call.
@@ -670,7 +775,7 @@ export type ToolCallStart = Message<"toold.v1.ToolCallStart"> & {
  * Use `create(ToolCallStartSchema)` to create a new message.
  */
 export const ToolCallStartSchema: GenMessage<ToolCallStart> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 8);
+  messageDesc(file_toold_v1_tool, 10);
 
 /**
  * ApprovalScope is one way a person may approve a call. The fields say
@@ -749,7 +854,7 @@ export type ApprovalScope = Message<"toold.v1.ApprovalScope"> & {
  * Use `create(ApprovalScopeSchema)` to create a new message.
  */
 export const ApprovalScopeSchema: GenMessage<ApprovalScope> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 9);
+  messageDesc(file_toold_v1_tool, 11);
 
 /**
  * Kind of scope.
@@ -783,7 +888,7 @@ export enum ApprovalScope_Kind {
  * Describes the enum toold.v1.ApprovalScope.Kind.
  */
 export const ApprovalScope_KindSchema: GenEnum<ApprovalScope_Kind> = /*@__PURE__*/
-  enumDesc(file_toold_v1_tool, 9, 0);
+  enumDesc(file_toold_v1_tool, 11, 0);
 
 /**
  * ParsedCommand is one simple command found in a shell command line, after
@@ -842,7 +947,7 @@ export type ParsedCommand = Message<"toold.v1.ParsedCommand"> & {
  * Use `create(ParsedCommandSchema)` to create a new message.
  */
 export const ParsedCommandSchema: GenMessage<ParsedCommand> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 10);
+  messageDesc(file_toold_v1_tool, 12);
 
 /**
  * Effect describes what a call would do, for policy and for people.
@@ -923,7 +1028,7 @@ export type Effect = Message<"toold.v1.Effect"> & {
  * Use `create(EffectSchema)` to create a new message.
  */
 export const EffectSchema: GenMessage<Effect> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 11);
+  messageDesc(file_toold_v1_tool, 13);
 
 /**
  * RequiresApproval asks the client for a decision. The call waits until an
@@ -989,7 +1094,7 @@ export type RequiresApproval = Message<"toold.v1.RequiresApproval"> & {
  * Use `create(RequiresApprovalSchema)` to create a new message.
  */
 export const RequiresApprovalSchema: GenMessage<RequiresApproval> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 12);
+  messageDesc(file_toold_v1_tool, 14);
 
 /**
  * InputRequired asks the person a question on behalf of the tool. Answer with
@@ -1049,7 +1154,7 @@ export type InputRequired = Message<"toold.v1.InputRequired"> & {
  * Use `create(InputRequiredSchema)` to create a new message.
  */
 export const InputRequiredSchema: GenMessage<InputRequired> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 13);
+  messageDesc(file_toold_v1_tool, 15);
 
 /**
  * Executing says the call passed validation and policy and runs now.
@@ -1072,7 +1177,7 @@ export type Executing = Message<"toold.v1.Executing"> & {
  * Use `create(ExecutingSchema)` to create a new message.
  */
 export const ExecutingSchema: GenMessage<Executing> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 14);
+  messageDesc(file_toold_v1_tool, 16);
 
 /**
  * OutputChunk is a piece of a call's output stream.
@@ -1107,7 +1212,7 @@ export type OutputChunk = Message<"toold.v1.OutputChunk"> & {
  * Use `create(OutputChunkSchema)` to create a new message.
  */
 export const OutputChunkSchema: GenMessage<OutputChunk> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 15);
+  messageDesc(file_toold_v1_tool, 17);
 
 /**
  * Which output.
@@ -1148,7 +1253,7 @@ export enum OutputChunk_Stream {
  * Describes the enum toold.v1.OutputChunk.Stream.
  */
 export const OutputChunk_StreamSchema: GenEnum<OutputChunk_Stream> = /*@__PURE__*/
-  enumDesc(file_toold_v1_tool, 15, 0);
+  enumDesc(file_toold_v1_tool, 17, 0);
 
 /**
  * Progress reports a running call's progress or output.
@@ -1197,7 +1302,7 @@ export type Progress = Message<"toold.v1.Progress"> & {
  * Use `create(ProgressSchema)` to create a new message.
  */
 export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 16);
+  messageDesc(file_toold_v1_tool, 18);
 
 /**
  * Content is one part of a result for the model.
@@ -1242,7 +1347,7 @@ export type Content = Message<"toold.v1.Content"> & {
  * Use `create(ContentSchema)` to create a new message.
  */
 export const ContentSchema: GenMessage<Content> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 17);
+  messageDesc(file_toold_v1_tool, 19);
 
 /**
  * Blob is binary content with its media type.
@@ -1270,7 +1375,7 @@ export type Blob = Message<"toold.v1.Blob"> & {
  * Use `create(BlobSchema)` to create a new message.
  */
 export const BlobSchema: GenMessage<Blob> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 18);
+  messageDesc(file_toold_v1_tool, 20);
 
 /**
  * Truncation says how much of a result the model sees and where the rest is.
@@ -1326,7 +1431,7 @@ export type Truncation = Message<"toold.v1.Truncation"> & {
  * Use `create(TruncationSchema)` to create a new message.
  */
 export const TruncationSchema: GenMessage<Truncation> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 19);
+  messageDesc(file_toold_v1_tool, 21);
 
 /**
  * Coercion records one argument the server converted by the schema.
@@ -1368,7 +1473,7 @@ export type Coercion = Message<"toold.v1.Coercion"> & {
  * Use `create(CoercionSchema)` to create a new message.
  */
 export const CoercionSchema: GenMessage<Coercion> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 20);
+  messageDesc(file_toold_v1_tool, 22);
 
 /**
  * ToolError says why a call failed, for the model.
@@ -1418,7 +1523,7 @@ export type ToolError = Message<"toold.v1.ToolError"> & {
  * Use `create(ToolErrorSchema)` to create a new message.
  */
 export const ToolErrorSchema: GenMessage<ToolError> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 21);
+  messageDesc(file_toold_v1_tool, 23);
 
 /**
  * ToolResult is a call's outcome, shaped for the model.
@@ -1489,7 +1594,7 @@ export type ToolResult = Message<"toold.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 22);
+  messageDesc(file_toold_v1_tool, 24);
 
 /**
  * ToolCallEnd is the last event of every call.
@@ -1510,7 +1615,7 @@ export type ToolCallEnd = Message<"toold.v1.ToolCallEnd"> & {
  * Use `create(ToolCallEndSchema)` to create a new message.
  */
 export const ToolCallEndSchema: GenMessage<ToolCallEnd> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 23);
+  messageDesc(file_toold_v1_tool, 25);
 
 /**
  * Keepalive is sent on an idle stream so that proxies keep it open.
@@ -1525,7 +1630,7 @@ export type Keepalive = Message<"toold.v1.Keepalive"> & {
  * Use `create(KeepaliveSchema)` to create a new message.
  */
 export const KeepaliveSchema: GenMessage<Keepalive> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 24);
+  messageDesc(file_toold_v1_tool, 26);
 
 /**
  * MessageRejected reports a client message the server could not act on.
@@ -1568,7 +1673,7 @@ export type MessageRejected = Message<"toold.v1.MessageRejected"> & {
  * Use `create(MessageRejectedSchema)` to create a new message.
  */
 export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 25);
+  messageDesc(file_toold_v1_tool, 27);
 
 /**
  * ListToolsRequest selects the tools and a rendering.
@@ -1604,6 +1709,19 @@ export type ListToolsRequest = Message<"toold.v1.ListToolsRequest"> & {
    * @generated from field: bool strict = 3;
    */
   strict: boolean;
+
+  /**
+   * List another agent's tool set instead of toold's own: "claude-code",
+   * "gemini-cli", "codex", "openhands" or "swe-agent" ("toold" or empty:
+   * toold's tools). tools (and rendered_json) are then that agent's tools
+   * with its names, parameters and descriptions, each run by toold's tool
+   * named in its source ("dialect:claude-code -> run_command"); the
+   * agent's tools toold has no counterpart for are in unavailable, with
+   * what toold offers instead. An unknown name is INVALID_ARGUMENT.
+   *
+   * @generated from field: string dialect = 4;
+   */
+  dialect: string;
 };
 
 /**
@@ -1611,7 +1729,7 @@ export type ListToolsRequest = Message<"toold.v1.ListToolsRequest"> & {
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 26);
+  messageDesc(file_toold_v1_tool, 28);
 
 /**
  * Operation is one operation of a consolidated tool.
@@ -1653,7 +1771,7 @@ export type Operation = Message<"toold.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 27);
+  messageDesc(file_toold_v1_tool, 29);
 
 /**
  * ToolSpec describes one tool.
@@ -1717,7 +1835,7 @@ export type ToolSpec = Message<"toold.v1.ToolSpec"> & {
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 28);
+  messageDesc(file_toold_v1_tool, 30);
 
 /**
  * ListToolsResponse lists the tools in a stable order.
@@ -1749,6 +1867,26 @@ export type ListToolsResponse = Message<"toold.v1.ListToolsResponse"> & {
    * @generated from field: repeated toold.v1.UnavailableTool unavailable = 3;
    */
   unavailable: UnavailableTool[];
+
+  /**
+   * With ListToolsRequest.dialect: the dialect listed and the published
+   * definition it follows ("@anthropic-ai/claude-code 2.1.197 ...").
+   *
+   * @generated from field: string dialect = 4;
+   */
+  dialect: string;
+
+  /**
+   * @generated from field: string dialect_version = 5;
+   */
+  dialectVersion: string;
+
+  /**
+   * The boundary around the commands the tools run (see Welcome.sandbox).
+   *
+   * @generated from field: toold.v1.SandboxStatus sandbox = 6;
+   */
+  sandbox?: SandboxStatus | undefined;
 };
 
 /**
@@ -1756,7 +1894,7 @@ export type ListToolsResponse = Message<"toold.v1.ListToolsResponse"> & {
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 29);
+  messageDesc(file_toold_v1_tool, 31);
 
 /**
  * UnavailableTool is a tool toold knows but does not offer, and why.
@@ -1791,7 +1929,7 @@ export type UnavailableTool = Message<"toold.v1.UnavailableTool"> & {
  * Use `create(UnavailableToolSchema)` to create a new message.
  */
 export const UnavailableToolSchema: GenMessage<UnavailableTool> = /*@__PURE__*/
-  messageDesc(file_toold_v1_tool, 30);
+  messageDesc(file_toold_v1_tool, 32);
 
 /**
  * ApprovalMode says when a call needs a person's approval.

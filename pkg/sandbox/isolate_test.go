@@ -1,0 +1,323 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/testenv"
+)
+
+// isolation skips (or, with TOOLD_REQUIRE_PEERS, fails) where this machine
+// cannot make namespaces: the rest of the file needs them.
+func isolation(t *testing.T) {
+	t.Helper()
+	if err := sandbox.ProbeIsolation(sandbox.Runner{Args: sandbox.TestHelperArgs}); err != nil {
+		testenv.Need(t, err, "namespaces for the sandbox")
+	}
+}
+
+// canaries is a temp HOME with fake keys, a workspace with a .env, and a
+// directory outside the workspace.
+type canaries struct {
+	home, ws, outside, tmp string
+}
+
+const secret = "CANARY-SECRET-7f3a"
+
+func newCanaries(t *testing.T) canaries {
+	t.Helper()
+	root := t.TempDir()
+	c := canaries{home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside"), tmp: filepath.Join(root, "tmp")}
+	for _, d := range []string{c.home + "/.ssh", c.home + "/.aws", c.ws, c.outside, c.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{c.home + "/.ssh/id_ed25519", c.home + "/.aws/credentials", c.home + "/.netrc", c.ws + "/.env", c.outside + "/keep"} {
+		if err := os.WriteFile(f, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func (c canaries) policy() *sandbox.Policy {
+	return &sandbox.Policy{
+		Isolate:  true,
+		Writable: []string{c.ws, c.tmp},
+		Hide:     []string{c.home + "/.ssh", c.home + "/.aws", c.home + "/.netrc", c.ws + "/.env"},
+	}
+}
+
+func (c canaries) spec(p *sandbox.Policy) sandbox.Spec {
+	return sandbox.Spec{Dir: c.ws, Policy: p, Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.home, "TMPDIR=" + c.tmp}}
+}
+
+// TestIsolatedReads: the masked secrets read as nothing, in and outside the
+// workspace, by path and through a symbolic link; the rest of the file
+// system still reads.
+func TestIsolatedReads(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	if err := os.Symlink(c.home+"/.ssh/id_ed25519", c.ws+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	exit, out := run(t, ctx, c.spec(c.policy()), `
+cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc .env link 2>&1
+ls -a ~/.ssh
+head -c 20 /etc/passwd; echo
+echo done`)
+	if strings.Contains(out, secret) {
+		t.Fatalf("a secret was read inside the sandbox:\n%s", out)
+	}
+	if exit.Code != 0 || !strings.Contains(out, "root:") || !strings.Contains(out, "done") {
+		t.Fatalf("exit %v, output:\n%s", exit, out)
+	}
+}
+
+// TestIsolatedWrites: writes land in the workspace and the temp dir only;
+// deleting or writing anything outside fails, even as root, and the masks
+// cannot be unmounted.
+func TestIsolatedWrites(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	ctx := context.Background()
+	exit, out := run(t, ctx, c.spec(c.policy()), fmt.Sprintf(`
+echo ok > in-ws && echo ok > "$TMPDIR/in-tmp"
+rm -f %[1]s/keep; echo x >> %[1]s/keep; echo x > %[1]s/new; touch ~/.bashrc
+umount ~/.ssh; umount -l .env; mount -t tmpfs none %[1]s; mount -o remount,rw /
+mknod disk b 8 0
+cat ~/.ssh/id_ed25519 .env
+true`, c.outside))
+	if exit.Code != 0 {
+		t.Fatalf("exit %v:\n%s", exit, out)
+	}
+	if b, err := os.ReadFile(c.outside + "/keep"); err != nil || string(b) != secret+"\n" {
+		t.Fatalf("the canary outside the workspace changed: %q %v\n%s", b, err, out)
+	}
+	for _, p := range []string{c.outside + "/new", c.home + "/.bashrc", c.ws + "/disk"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Fatalf("%s was created from inside the sandbox:\n%s", p, out)
+		}
+	}
+	for _, p := range []string{c.ws + "/in-ws", c.tmp + "/in-tmp"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a write the sandbox allows failed: %v\n%s", err, out)
+		}
+	}
+	if strings.Contains(out, secret) {
+		t.Fatalf("a secret was read after an unmount attempt:\n%s", out)
+	}
+}
+
+// TestIsolatedProc: toold's processes are not in the sandbox's /proc, and
+// the command cannot signal them.
+func TestIsolatedProc(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	me := os.Getpid()
+	exit, out := run(t, context.Background(), c.spec(c.policy()), fmt.Sprintf(`
+ls /proc | grep -c '^[0-9]'
+cat /proc/%[1]d/environ /proc/%[1]d/cmdline 2>&1 | head -c 200; echo
+kill -0 %[1]d && echo SIGNALLED`, me))
+	if exit.Code != 0 && exit.Code != 1 {
+		t.Fatalf("exit %v:\n%s", exit, out)
+	}
+	if strings.Contains(out, "SIGNALLED") || strings.Contains(out, "-test.") {
+		t.Fatalf("the sandbox reached toold's process:\n%s", out)
+	}
+	n := strings.Fields(out)[0]
+	if n == "" || len(n) > 1 {
+		t.Fatalf("the sandbox sees %s processes, want a handful:\n%s", n, out)
+	}
+}
+
+// TestIsolatedNetwork: no TCP or UDP to a local listener, no unix socket
+// of toold's by path; with a proxy, HTTP reaches it and nothing else.
+func TestIsolatedNetwork(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	tcpHits := make(chan struct{}, 8)
+	go func() {
+		for {
+			conn, err := tcp.Accept()
+			if err != nil {
+				return
+			}
+			tcpHits <- struct{}{}
+			conn.Close()
+		}
+	}()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	udpHits := make(chan string, 8)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, _, err := udp.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			udpHits <- string(buf[:n])
+		}
+	}()
+	sock := filepath.Join(c.outside, "toold.sock")
+	unixLn, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixLn.Close()
+	unixHits := make(chan struct{}, 8)
+	go func() {
+		for {
+			conn, err := unixLn.Accept()
+			if err != nil {
+				return
+			}
+			unixHits <- struct{}{}
+			conn.Close()
+		}
+	}()
+	// A stand-in for the egress proxy: it answers every request.
+	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxied := make(chan string, 8)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied <- r.URL.String()
+		io.WriteString(w, "via-proxy\n")
+	})}
+	go srv.Serve(proxyLn)
+	defer srv.Close()
+
+	p := c.policy()
+	p.Hide = append(p.Hide, sock)
+	p.Proxy = proxyLn.Addr().String()
+	tcpAddr, udpAddr := tcp.Addr().(*net.TCPAddr), udp.LocalAddr().(*net.UDPAddr)
+	exit, out := run(t, context.Background(), c.spec(p), fmt.Sprintf(`
+echo leak > /dev/udp/127.0.0.1/%[1]d
+echo leak > /dev/tcp/127.0.0.1/%[2]d
+python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("%[3]s")' 2>/dev/null && echo UNIX-CONNECTED
+exec 3<>/dev/tcp/127.0.0.1/%[4]d && printf 'GET http://example.test/x HTTP/1.0\r\n\r\n' >&3 && cat <&3
+true`, udpAddr.Port, tcpAddr.Port, sock, proxyLn.Addr().(*net.TCPAddr).Port))
+	if exit.Code != 0 {
+		t.Fatalf("exit %v:\n%s", exit, out)
+	}
+	if !strings.Contains(out, "via-proxy") {
+		t.Fatalf("the proxy was not reachable from the sandbox:\n%s", out)
+	}
+	if got := <-proxied; got != "http://example.test/x" {
+		t.Fatalf("the proxy got %q", got)
+	}
+	select {
+	case <-tcpHits:
+		t.Fatalf("a TCP connection reached a local listener:\n%s", out)
+	case m := <-udpHits:
+		t.Fatalf("a UDP datagram reached a local listener: %q\n%s", m, out)
+	case <-unixHits:
+		t.Fatalf("toold's unix socket was reached:\n%s", out)
+	default:
+	}
+	if strings.Contains(out, "UNIX-CONNECTED") {
+		t.Fatalf("connected to the unix socket:\n%s", out)
+	}
+}
+
+// TestIsolatedForkBomb: a fork bomb ends contained by the command's pids
+// limit, and its tree is gone once the call is stopped.
+func TestIsolatedForkBomb(t *testing.T) {
+	isolation(t)
+	lim, err := sandbox.OpenLimits(64, 256<<20)
+	if err != nil {
+		testenv.Need(t, err, "cgroup pids and memory controllers")
+	}
+	defer lim.Close()
+	c := newCanaries(t)
+	p := c.policy()
+	p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tok := token(t)
+	proc, out := start(t, ctx, c.spec(p), `b() { b | b & }; b 2>/dev/null; sleep 100.`+tok+` 2>/dev/null; echo after`)
+	// Wait until the bomb hits the limit: fork starts failing.
+	waitFor(t, func() bool {
+		n := 0
+		for _, d := range lim.Dirs() {
+			b, _ := os.ReadFile(filepath.Join(d, fmt.Sprintf("c%d", proc.HelperPid()), "pids.current"))
+			fmt.Sscan(strings.TrimSpace(string(b)), &n)
+			if n >= 60 {
+				return true
+			}
+		}
+		return false
+	})
+	proc.Stop()
+	select {
+	case <-proc.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fork bomb's tree was not stopped")
+	}
+	_ = out()
+	checkClean(t, tok)
+}
+
+// TestIsolatedMemory: a command that allocates past its memory limit is
+// killed; toold is not.
+func TestIsolatedMemory(t *testing.T) {
+	isolation(t)
+	lim, err := sandbox.OpenLimits(64, 64<<20)
+	if err != nil {
+		testenv.Need(t, err, "cgroup pids and memory controllers")
+	}
+	defer lim.Close()
+	c := newCanaries(t)
+	p := c.policy()
+	p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+	exit, out := run(t, context.Background(), c.spec(p), `python3 -c 'x = bytearray(512 << 20); print("ALLOCATED")'`)
+	if strings.Contains(out, "ALLOCATED") || exit.Code == 0 {
+		t.Fatalf("512 MiB were allocated under a 64 MiB limit: %v\n%s", exit, out)
+	}
+}
+
+// TestIsolatedStopTree: stopping an isolated command stops its whole tree,
+// a process that left its session included.
+func TestIsolatedStopTree(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	tok := token(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	proc, out := start(t, ctx, c.spec(c.policy()), `(setsid sleep 100.`+tok+` &) ; sleep 200.`+tok+`; echo never`)
+	waitFor(t, func() bool { return len(survivors(tok)) == 3 }) // bash and two sleeps
+	cancel()
+	select {
+	case <-proc.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tree was not stopped")
+	}
+	if !proc.Exit().Stopped {
+		t.Fatalf("exit %+v\n%s", proc.Exit(), out())
+	}
+	if strings.Contains(out(), "never") {
+		t.Fatal("the command ran on")
+	}
+	checkClean(t, tok)
+}

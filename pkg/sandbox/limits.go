@@ -1,0 +1,319 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Default resource limits of one sandboxed command's process tree: enough
+// for parallel builds (go test ./..., make -j), small enough that a fork
+// bomb or a runaway allocation ends inside its own cgroup.
+const (
+	DefaultPids   = 1024
+	DefaultMemory = 4 << 30
+)
+
+// Limits are the cgroup directories below which each sandboxed command
+// gets a cgroup of its own with pids and memory limits. The daemon opens
+// them once (OpenLimits); the helper of each command creates, enters and
+// removes the command's cgroup below them.
+//
+// Where cgroup v2 delegates the pids and memory controllers to toold's
+// cgroup, v2 is used; otherwise the cgroup v1 pids and memory hierarchies,
+// when they are mounted and writable (root on a hybrid host). A controller
+// found in neither is reported missing by Describe.
+type Limits struct {
+	// Pids and Memory are the limits of each command's tree.
+	Pids   int
+	Memory int64
+	// dirs are toold's directories, one per hierarchy.
+	dirs []string
+	// missing says which controllers were not found, and why.
+	missing []string
+	// v2 is true when the unified hierarchy holds both controllers.
+	v2 bool
+}
+
+// OpenLimits creates toold's cgroup directories for the pids and memory
+// controllers. It returns Limits that may lack a controller (Describe and
+// Complete say so) and an error only when it found neither.
+func OpenLimits(pids int, memory int64) (*Limits, error) {
+	if pids <= 0 {
+		pids = DefaultPids
+	}
+	if memory <= 0 {
+		memory = DefaultMemory
+	}
+	l := &Limits{Pids: pids, Memory: memory}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("toold-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
+	if dir, err := ownCgroupDir(); err == nil && hasControllers(dir, "pids", "memory") {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o755); err == nil {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+pids +memory"), 0); err == nil {
+				l.dirs, l.v2 = []string{d}, true
+				removeStaleLimits(dir)
+				return l, nil
+			}
+			_ = os.Remove(d)
+		}
+	}
+	for _, ctrl := range []string{"pids", "memory"} {
+		base, err := v1Dir(ctrl)
+		if err != nil {
+			l.missing = append(l.missing, fmt.Sprintf("%s: %v", ctrl, err))
+			continue
+		}
+		removeStaleLimits(base)
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			l.missing = append(l.missing, fmt.Sprintf("%s: cgroup v1 %s is not writable: %v", ctrl, base, err))
+			continue
+		}
+		l.dirs = append(l.dirs, d)
+	}
+	if len(l.dirs) == 0 {
+		return nil, fmt.Errorf("no cgroup with the pids or memory controller is delegated to toold (%s)", strings.Join(l.missing, "; "))
+	}
+	return l, nil
+}
+
+// Dirs returns toold's cgroup directories, for Policy.Cgroups.
+func (l *Limits) Dirs() []string {
+	if l == nil {
+		return nil
+	}
+	return slices.Clone(l.dirs)
+}
+
+// Complete reports whether both controllers are in force.
+func (l *Limits) Complete() bool { return l != nil && len(l.missing) == 0 }
+
+// Describe says in one line what the limits are and where they are
+// enforced, or what is missing.
+func (l *Limits) Describe() string {
+	if l == nil {
+		return "no per-command cgroup limits"
+	}
+	how := "cgroup v1"
+	if l.v2 {
+		how = "cgroup v2"
+	}
+	s := fmt.Sprintf("%s: at most %d processes and %d MiB of memory per command", how, l.Pids, l.Memory>>20)
+	if len(l.missing) > 0 {
+		s += "; missing " + strings.Join(l.missing, "; ")
+	}
+	return s
+}
+
+// Close kills whatever is left in toold's cgroups and removes them.
+func (l *Limits) Close() error {
+	if l == nil {
+		return nil
+	}
+	for _, d := range l.dirs {
+		removeLimitDir(d)
+	}
+	return nil
+}
+
+// hasControllers reports whether the children of the cgroup v2 directory
+// dir get every one of ctrls.
+func hasControllers(dir string, ctrls ...string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return false
+	}
+	have := strings.Fields(string(b))
+	for _, c := range ctrls {
+		if !slices.Contains(have, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// v1Dir returns the directory of the calling process's cgroup in the
+// cgroup v1 hierarchy of controller ctrl.
+func v1Dir(ctrl string) (string, error) {
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	own := ""
+	for _, line := range strings.Split(string(cg), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), ctrl) {
+			own = f[2]
+		}
+	}
+	if own == "" {
+		return "", errors.New("no cgroup v1 hierarchy has it, and cgroup v2 does not delegate it")
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup ") {
+			continue
+		}
+		pf := strings.Fields(post)
+		if len(pf) < 3 || !slices.Contains(strings.Split(pf[2], ","), ctrl) {
+			continue
+		}
+		f := strings.Fields(pre)
+		if len(f) < 5 {
+			continue
+		}
+		root, mnt := unescapeMount(f[3]), unescapeMount(f[4])
+		rel, err := filepath.Rel(root, own)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		return filepath.Join(mnt, rel), nil
+	}
+	return "", errors.New("its cgroup v1 hierarchy is not mounted")
+}
+
+// removeStaleLimits removes toold-PID-* directories below base whose
+// daemon is gone.
+func removeStaleLimits(base string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "toold-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			continue
+		}
+		removeLimitDir(filepath.Join(base, e.Name()))
+	}
+}
+
+// removeLimitDir kills every process in dir and below and removes the
+// directories, children first.
+func removeLimitDir(dir string) {
+	killGroup(dir)
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	slices.Reverse(dirs)
+	for _, d := range dirs {
+		_ = os.Remove(d)
+	}
+}
+
+// killGroup kills every process in dir and below (cgroup.kill where the
+// kernel has it, SIGKILL to each member otherwise) and waits up to 5 s for
+// them to be gone.
+func killGroup(dir string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := cgroupProcs(dir)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+			signalAll(pids, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// limitGroup is one command's cgroups (one per hierarchy), made by the
+// helper.
+type limitGroup struct {
+	dirs   []string
+	failed error
+}
+
+// newLimitGroup creates a cgroup for the calling helper's command below
+// each of parents, with the limits set.
+func newLimitGroup(parents []string, pids int, memory int64) (*limitGroup, error) {
+	g := &limitGroup{}
+	name := "c" + strconv.Itoa(os.Getpid())
+	for _, p := range parents {
+		d := filepath.Join(p, name)
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			g.remove()
+			return nil, fmt.Errorf("sandbox: creating the command's cgroup: %w", err)
+		}
+		g.dirs = append(g.dirs, d)
+		set := func(file, v string) bool {
+			return os.WriteFile(filepath.Join(d, file), []byte(v), 0) == nil
+		}
+		if pids > 0 && exists(filepath.Join(d, "pids.max")) && !set("pids.max", strconv.Itoa(pids)) {
+			g.remove()
+			return nil, fmt.Errorf("sandbox: setting pids.max in %s", d)
+		}
+		if memory > 0 {
+			m := strconv.FormatInt(memory, 10)
+			switch {
+			case exists(filepath.Join(d, "memory.max")):
+				if !set("memory.max", m) {
+					g.remove()
+					return nil, fmt.Errorf("sandbox: setting memory.max in %s", d)
+				}
+				_ = set("memory.swap.max", "0")
+			case exists(filepath.Join(d, "memory.limit_in_bytes")):
+				if !set("memory.limit_in_bytes", m) {
+					g.remove()
+					return nil, fmt.Errorf("sandbox: setting memory.limit_in_bytes in %s", d)
+				}
+				_ = set("memory.memsw.limit_in_bytes", m)
+			}
+		}
+	}
+	return g, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// enter moves pid into the group's cgroups.
+func (g *limitGroup) enter(pid int) error {
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			g.failed = fmt.Errorf("sandbox: entering the command's cgroup %s: %w", d, err)
+			return g.failed
+		}
+	}
+	return nil
+}
+
+func (g *limitGroup) err() error { return g.failed }
+
+// remove kills what is left in the group and removes its cgroups.
+func (g *limitGroup) remove() {
+	for _, d := range g.dirs {
+		removeLimitDir(d)
+	}
+	g.dirs = nil
+}

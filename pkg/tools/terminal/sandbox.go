@@ -1,0 +1,262 @@
+package terminal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toold/toold/pkg/sandbox"
+)
+
+// Sensitivity tells sensitive paths (authz.Engine implements it): the
+// workspace's secrets are masked in the sandbox.
+type Sensitivity interface {
+	// Sensitive reports whether abs, an absolute path with symlinks
+	// resolved, is sensitive.
+	Sensitive(abs string) bool
+}
+
+// setupSandbox completes the sandbox's policy with the Manager's
+// directories, finds out which layers this machine offers (isolation needs
+// namespaces, limits a delegated cgroup, Landlock the kernel's LSM) and
+// says so in the log; with RequireSandbox it fails unless every layer is
+// in force.
+func (m *Manager) setupSandbox(p sandbox.Policy) error {
+	log := m.cfg.Logger
+	p.Writable = append([]string{m.ws.Dir(), m.tmp, m.cache}, p.Writable...)
+	p.Require = m.cfg.RequireSandbox
+	var isolateWhy, limitsWhy string
+	if p.Isolate {
+		if err := sandbox.ProbeIsolation(m.cfg.Runner); err != nil {
+			isolateWhy = "this machine does not let toold create the sandbox's namespaces: " + err.Error()
+			p.Isolate = false
+		}
+	} else {
+		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
+	}
+	if p.Isolate {
+		lim, err := sandbox.OpenLimits(p.Pids, p.Memory)
+		if err != nil {
+			limitsWhy = err.Error()
+		} else {
+			m.limits = lim
+			p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+			if !lim.Complete() {
+				limitsWhy = lim.Describe()
+			}
+		}
+	} else {
+		limitsWhy = "the per-command cgroup is made by the isolated helper, and isolation is off"
+	}
+	m.policy = &p
+	m.env["TMPDIR"] = m.tmp
+	if p.Isolate {
+		// Caches of build tools, writable in the sandbox; the operator's
+		// own settings (terminal.env, pass_env) win.
+		for k, v := range map[string]string{
+			"XDG_CACHE_HOME":   m.cache,
+			"npm_config_cache": filepath.Join(m.cache, "npm"),
+		} {
+			if _, set := m.env[k]; !set {
+				m.env[k] = v
+			}
+		}
+		if p.Proxy != "" {
+			// Loopback inside the sandbox is the sandbox's own.
+			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
+		}
+	}
+	m.layers = m.describeLayers(p, isolateWhy, limitsWhy)
+	var missing []string
+	for _, l := range m.layers {
+		if l.InForce {
+			log.Info("sandbox layer in force", "layer", l.Name, "how", l.Detail)
+		} else {
+			log.Warn("sandbox layer MISSING", "layer", l.Name, "why", l.Detail)
+			missing = append(missing, l.Name+" ("+l.Detail+")")
+		}
+	}
+	if m.cfg.RequireSandbox && len(missing) > 0 {
+		return fmt.Errorf("terminal: the sandbox is required (terminal.sandbox: require) but layers are missing: %s; use sandbox: auto to run with what this machine offers", strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// describeLayers says which layers p enforces here.
+func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy string) []sandbox.Layer {
+	abi := sandbox.LandlockABI()
+	landlock := "no Landlock"
+	if abi > 0 {
+		landlock = fmt.Sprintf("Landlock ABI %d", abi)
+	}
+	var ls []sandbox.Layer
+	if p.Isolate {
+		ls = append(ls,
+			sandbox.Layer{Name: sandbox.LayerWrites, InForce: true, Detail: "mount namespace: everything read-only but the workspace, the temp dir, the cache dir and terminal.writable; no capabilities; " + landlock},
+			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked; private /proc"},
+		)
+		if p.Proxy != "" {
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS"})
+		} else {
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only: no network (terminal.network: false)"})
+		}
+		ls = append(ls, sandbox.Layer{Name: sandbox.LayerControlPlane, InForce: true, Detail: "toold's socket masked and its processes invisible (pid namespace); abstract sockets are the namespace's own"})
+	} else {
+		w := sandbox.Layer{Name: sandbox.LayerWrites, InForce: abi > 0, Detail: landlock + ": writes only in the workspace, the temp dir and terminal.writable"}
+		if abi == 0 {
+			w.Detail = "no namespaces (" + isolateWhy + ") and no Landlock on this kernel"
+		}
+		ls = append(ls, w,
+			sandbox.Layer{Name: sandbox.LayerReads, Detail: isolateWhy},
+			sandbox.Layer{Name: sandbox.LayerNetwork, Detail: isolateWhy},
+			sandbox.Layer{Name: sandbox.LayerControlPlane, Detail: isolateWhy},
+		)
+	}
+	if m.limits != nil && limitsWhy == "" {
+		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, InForce: true, Detail: m.limits.Describe()})
+	} else {
+		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, Detail: limitsWhy})
+	}
+	return ls
+}
+
+// Layers returns the layers of the boundary around commands and whether
+// each is in force; nil when commands run without a sandbox
+// (terminal.sandbox: off).
+func (m *Manager) Layers() []sandbox.Layer {
+	if m == nil || m.policy == nil {
+		return nil
+	}
+	return slices.Clone(m.layers)
+}
+
+// policyFor returns the policy of a command starting now: the sandbox's,
+// with the workspace's secrets as they are now added to its masks.
+func (m *Manager) policyFor() *sandbox.Policy {
+	if m.policy == nil || !m.policy.Isolate || m.cfg.Secrets == nil {
+		return m.policy
+	}
+	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets)
+	if len(secrets) == 0 {
+		return m.policy
+	}
+	p := *m.policy
+	p.Hide = append(slices.Clip(p.Hide), secrets...)
+	return &p
+}
+
+// hiddenTTL is how long a walk of the workspace for secrets is reused;
+// hiddenBudget bounds the entries one walk looks at.
+const (
+	hiddenTTL    = 2 * time.Second
+	hiddenBudget = 50000
+)
+
+// hiddenCache keeps the last walk of the workspace for secrets.
+type hiddenCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	paths []string
+}
+
+// skipDirs are not walked for secrets: they hold what tools fetched, not
+// the operator's credentials, and can be huge.
+var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true, "target": true, "vendor": true, "__pycache__": true}
+
+// get returns the sensitive files and directories of the workspace dir.
+// Symbolic links are not followed (what one points to is masked where it
+// is, when it is sensitive there).
+func (h *hiddenCache) get(dir string, s Sensitivity) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if time.Since(h.at) < hiddenTTL {
+		return h.paths
+	}
+	var out []string
+	budget := hiddenBudget
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if budget--; budget < 0 {
+			return filepath.SkipAll
+		}
+		if err != nil || p == dir {
+			return nil
+		}
+		if d.IsDir() && skipDirs[d.Name()] {
+			return filepath.SkipDir
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		if s.Sensitive(p) {
+			out = append(out, p)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	h.at, h.paths = time.Now(), out
+	return out
+}
+
+// Exec runs a program toold needs on a model's behalf (the git of the
+// version-control tools) as commands run: under a helper, in the sandbox
+// when one is configured, with exactly env (TMPDIR is the sandbox's temp
+// dir). Its output goes to stdout and stderr; it returns the exit status,
+// -1 when a signal ended it. When ctx ends the tree is stopped and Exec
+// returns ctx's error once it is gone.
+func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir string, stdout, stderr io.Writer) (int, error) {
+	m.mu.Lock()
+	if err := m.enterLocked(); err != nil {
+		m.mu.Unlock()
+		return -1, err
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	defer m.wg.Done()
+	if m.policy != nil {
+		env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }), "TMPDIR="+m.tmp)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return -1, err
+	}
+	h, err := m.cfg.Runner.Start(ctx, sandbox.Spec{
+		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return -1, m.startError(ctx, err)
+	}
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); _, _ = io.Copy(stdout, outR) }()
+	go func() { defer copies.Done(); _, _ = io.Copy(stderr, errR) }()
+	exit := h.Exit()
+	copies.Wait()
+	outR.Close()
+	errR.Close()
+	if ctx.Err() != nil {
+		return -1, ctx.Err()
+	}
+	if exit.Err != nil {
+		return -1, exit.Err
+	}
+	return exit.Code, nil
+}
