@@ -21,6 +21,7 @@ import (
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/terminal"
+	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -146,7 +147,11 @@ func TestCorpus(t *testing.T) {
 				term = newTerminal(t, ws)
 			}
 			reg := tools.NewRegistry()
-			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil)...); err != nil {
+			// web_search is offered only with a provider; the corpus's
+			// calls to it are resolved and prepared, never sent (nothing
+			// listens at the provider's address).
+			more := daemon.MoreOptions{Web: web.Options{Search: web.SearchConfig{Provider: "searxng", URL: "http://127.0.0.1:1/"}}}
+			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil, more)...); err != nil {
 				t.Fatal(err)
 			}
 			if err := reg.RegisterDialect(dialect.All()...); err != nil {
