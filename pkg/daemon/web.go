@@ -25,7 +25,7 @@ import (
 // Proxies come from toold's environment (HTTP_PROXY, HTTPS_PROXY,
 // NO_PROXY), read once.
 func (m *Main) webOptions(limits tools.Limits) web.Options {
-	g := &netguard.Guard{}
+	g := &netguard.Guard{Refuse: m.self.refuse}
 	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)",
 		FetchMemory: m.Config.Web.FetchMemoryBytes}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
@@ -73,7 +73,7 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 	if !m.Config.Terminal.EgressProxy() {
 		return nil
 	}
-	g := &netguard.Guard{}
+	g := &netguard.Guard{Refuse: m.self.refuse}
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
 	if eng := m.Capabilities.Hosts; eng != nil {
 		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }

@@ -122,10 +122,25 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %v", u, res)
 		}
 	}
-	// web_search without a provider names the config key.
+	// web_search without a provider names the config key; ListTools does
+	// not offer it but lists it as unavailable, saying why.
 	res, _ = x.call("s1", "web_search", jsonArgs(map[string]any{"query": "x"}))
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE || !strings.Contains(res.GetError().GetMessage(), "web.search.provider") {
 		t.Fatalf("search without provider: %v", res)
+	}
+	list, err := d.Client.ListTools(context.Background(), &pb.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.GetTools() {
+		for _, op := range tl.GetOperations() {
+			if op.GetName() == "web_search" {
+				t.Errorf("ListTools offers web_search without a provider")
+			}
+		}
+	}
+	if u := list.GetUnavailable(); len(u) != 1 || u[0].GetName() != "web_search" || !strings.Contains(u[0].GetReason(), "web.search.provider") {
+		t.Errorf("unavailable: %v", u)
 	}
 	if hits.Load() != 2 {
 		t.Fatalf("server hits %d, want 2", hits.Load())

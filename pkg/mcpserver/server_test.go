@@ -386,3 +386,23 @@ func TestHTTPHandlerRefusesForeignOrigins(t *testing.T) {
 		t.Fatalf("no token configured: %d", rec.Code)
 	}
 }
+
+// A W3C trace context in the request's _meta makes toold's call part of the
+// caller's trace, in both eras; the result names the trace.
+func TestTraceContextInMeta(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			srv, _ := newServer(t)
+			cs := connectEra(t, srv, nil, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow",
+				Meta: sdk.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %v", text(res), err)
+			}
+			if got := res.Meta[mcpserver.MetaTraceID]; got != traceID {
+				t.Fatalf("trace id %v, want the caller's %s", got, traceID)
+			}
+		})
+	}
+}

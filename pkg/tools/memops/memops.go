@@ -200,10 +200,10 @@ var searchOp = &operation{
 		if len(hits) == 0 {
 			fmt.Fprintf(&b, "No memory matches %q.", a.Query)
 		} else {
-			fmt.Fprintf(&b, "%d memories match %q, best first:\n", len(hits), a.Query)
+			fmt.Fprintf(&b, "%s %q, best first:\n", plural(len(hits), "memory matches", "memories match"), a.Query)
 		}
 		for i, h := range hits {
-			fmt.Fprintf(&b, "%d. [%s] %s\n   (score %.3g%s)\n", i+1, h.ID, oneLine(h.Snippet), h.Score, facts(h.Memory))
+			fmt.Fprintf(&b, "%d. [%s] %s\n   (%s%s)\n", i+1, h.ID, oneLine(h.Snippet), relevance(h.Score, hits[0].Score), facts(h.Memory))
 			results = append(results, map[string]any{
 				"id": h.ID, "snippet": h.Snippet, "score": h.Score, "tags": nonNil(h.Tags), "scope": string(h.Scope),
 				"created": h.Created.Format(time.RFC3339),
@@ -218,6 +218,24 @@ var searchOp = &operation{
 			Metadata:   map[string]any{"ranking": info.Ranking},
 		}, nil
 	},
+}
+
+// plural is "1 memory matches", "2 memories match".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// relevance shows a hit's score for people and models: as a percentage of
+// the best hit's (the raw scores are rank-fusion or BM25 figures such as
+// 2.38e-06 that mean nothing alone; they stay in the structured result).
+func relevance(score, best float64) string {
+	if best <= 0 || score < 0 {
+		return fmt.Sprintf("score %.3g", score)
+	}
+	return fmt.Sprintf("relevance %.0f%%", 100*score/best)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

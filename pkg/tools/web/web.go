@@ -98,7 +98,23 @@ func New(opts Options) *Web {
 				Description: "Search the web with the configured provider; returns title, URL and snippet of each hit."},
 		},
 	}
+	if _, off := SearchUnavailable(opts); off {
+		// No provider: web_search is not offered (the model would only
+		// get UNAVAILABLE); the registry reports it as unavailable.
+		t.spec.Description = "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page)."
+		t.spec.Operations = t.spec.Operations[:2]
+	}
 	return t
+}
+
+// SearchUnavailable reports, with no search provider configured, the
+// web_search operation as a tool toold knows but does not offer, and why
+// (for tools.Registry.SetUnavailable); ok is false when a provider is set.
+func SearchUnavailable(opts Options) (u tools.Unavailable, ok bool) {
+	if opts.Search.Provider != "" {
+		return tools.Unavailable{}, false
+	}
+	return tools.Unavailable{Name: "web_search", Operations: []string{"web_search"}, Reason: errNoProvider}, true
 }
 
 // Close releases idle connections.
