@@ -68,7 +68,7 @@ func (u *upstream) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.E
 // order of required fields first, then by name, and converts each answer
 // to the field's type. An empty answer takes the field's default, if it
 // has one, and leaves an optional field out otherwise.
-func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.ElicitParams) (map[string]any, error) {
+func askForm(ctx context.Context, ask func(context.Context, tools.Question) (string, error), server string, params *sdk.ElicitParams) (map[string]any, error) {
 	schema, _ := params.RequestedSchema.(map[string]any)
 	if schema == nil {
 		if b, ok := params.RequestedSchema.(*map[string]any); ok && b != nil {
@@ -104,7 +104,7 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 	intro := fmt.Sprintf("The MCP server %q asks: %s", server, params.Message)
 	content := map[string]any{}
 	if len(names) == 0 {
-		ans, err := a.Ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
+		ans, err := ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 		if hasDefault {
 			q.Prompt += fmt.Sprintf(" [empty for the default: %v]", def)
 		}
-		ans, err := a.Ask(ctx, q)
+		ans, err := ask(ctx, q)
 		if err != nil {
 			return nil, err
 		}

@@ -166,7 +166,7 @@ const (
 // passes, or when ctx ends; ending early sends notifications/cancelled and
 // leaves the session usable. A result with isError and a JSON-RPC error
 // both end the call with a typed error; structuredContent is kept.
-func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Tool) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	u := t.up
 	cs, err := u.current()
 	if err != nil {
@@ -174,8 +174,8 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*too
 	}
 	token := fmt.Sprintf("toold-%d", u.m.token.Add(1))
 	p := &pending{notes: make(chan progressNote, progressInbox)}
-	if a, ok := sink.(tools.Asker); ok {
-		p.asker = a
+	if sink != nil {
+		p.asker = sink.Ask
 	}
 	u.mu.Lock()
 	u.calls[token] = p
