@@ -10,6 +10,7 @@ import (
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
+	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -21,7 +22,10 @@ func registry(t *testing.T) *tools.Registry {
 	}
 	t.Cleanup(func() { ws.Close() })
 	reg := tools.NewRegistry()
-	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, nil, nil)...); err != nil {
+	// A toold with every tool a dialect maps to: web_search needs a
+	// provider (never contacted here).
+	more := daemon.MoreOptions{Web: web.Options{Search: web.SearchConfig{Provider: "searxng", URL: "http://127.0.0.1:9"}}}
+	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, nil, nil, more)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterDialect(dialect.All()...); err != nil {
