@@ -178,7 +178,7 @@ func (br *budgetReader) reserve(n int64) error {
 func (br *budgetReader) waitFailed(err error) error {
 	if errors.Is(context.Cause(br.ctx), errFetchTimeout) {
 		return errdefs.Wrap(errdefs.ErrResourceExhausted, err,
-			"other web fetches in flight held toold's memory budget for fetches (%s) until this fetch's timeout; retry in a moment", sizeString(br.b.total))
+			"other web fetches in flight held toold's memory budget for web fetches (%s) until this fetch's timeout; retry in a moment", sizeString(br.b.total))
 	}
 	return err
 }
