@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon/daemontest"
 )
 
 func TestCall(t *testing.T) {
@@ -385,6 +387,35 @@ func TestWriteResult(t *testing.T) {
 			writeResult(&stdout, &stderr, tt.res)
 			if stdout.String() != tt.stdout || stderr.String() != tt.stderr {
 				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), tt.stdout, tt.stderr)
+			}
+		})
+	}
+}
+
+// TestCallExitStatus: a command's non-zero exit is a successful call (exit
+// 0) unless --exit-status asks for the command's own status, as ssh and
+// docker exec give it; a signal is 128+N; a failed call stays 1.
+func TestCallExitStatus(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"status lost without the flag", []string{"run_command", "command=exit 3"}, exitOK},
+		{"exit 3", []string{"run_command", "command=exit 3", "--exit-status"}, 3},
+		{"exit 0", []string{"run_command", "command=true", "--exit-status"}, exitOK},
+		{"killed by SIGKILL", []string{"run_command", "command=kill -KILL $$", "--exit-status", "--yes"}, 128 + 9},
+		{"not a command", []string{"think", "thought=x", "--exit-status"}, exitOK},
+		{"a failed call", []string{"read_file", "path=absent.txt", "--exit-status"}, exitFailure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runAt(t, d.Socket, append([]string{"call"}, tt.args...)...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.code, tt.code, r.stdout, r.stderr)
 			}
 		})
 	}

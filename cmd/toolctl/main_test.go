@@ -50,6 +50,14 @@ func (c cli) run(t *testing.T, args ...string) result {
 	return r
 }
 
+// runAsOperator runs toolctl against d as its operator: toolctl finds the
+// operator credential in d's state directory (TOOLD_STATE_DIR), as it
+// does in toold's default state directory for the user toold runs as.
+func runAsOperator(t *testing.T, d *daemontest.Daemon, args ...string) result {
+	t.Helper()
+	return cli{env: map[string]string{"TOOLD_STATE_DIR": d.Main.Config.StateDir}}.run(t, append([]string{"--socket", d.Socket}, args...)...)
+}
+
 // runAt runs toolctl against the daemon on socket.
 func runAt(t *testing.T, socket string, args ...string) result {
 	t.Helper()

@@ -65,7 +65,10 @@ const (
 	KindCallStart  = "call.start" // a call began running: ArgsDigest
 	KindCallEnd    = "call.end"   // a call ended: Outcome, Code, ResultDigest, ExitCode
 	KindHook       = "hook"       // a pre/post hook ran: Detail, Decision
-	KindRecovered  = "audit.recovered"
+	// KindPeerRefused: a client was refused because it is one of toold's
+	// own commands' processes (or cannot be told from one): Detail says why.
+	KindPeerRefused = "peer.refused"
+	KindRecovered   = "audit.recovered"
 )
 
 // GenesisHash is the prev hash of the first record of a log.

@@ -261,7 +261,7 @@ func TestAbandonedConversationsReaped(t *testing.T) {
 		t.Fatal("the process of a conversation with a stream attached was reaped")
 	}
 	eventually(t, "the abandoned sessions to be closed", func() bool {
-		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(t.Context(), &pb.ListSessionsRequest{})
+		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(d.AsOperator(t.Context()), &pb.ListSessionsRequest{})
 		return err == nil && len(resp.GetSessions()) == 0
 	})
 	res, _ := keeper.call("list", "list_processes", `{}`)

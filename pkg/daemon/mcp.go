@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/soheilhy/cmux"
+	"google.golang.org/grpc"
 
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcpserver"
@@ -38,6 +39,9 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if cfg.HTTP && m.Config.Listen == "" {
 		return errors.New("mcp.http serves /mcp on the TCP listener: set listen (--listen 127.0.0.1:PORT) too")
 	}
+	if cfg.HTTP && m.Config.Token == "" {
+		return errors.New("mcp.http needs a token (--token or token_file): without one, any local process or a web page rebinding its name to 127.0.0.1 could run tools through /mcp")
+	}
 	servers, err := cfg.ResolveServers()
 	if err != nil {
 		return err
@@ -47,14 +51,18 @@ func (m *Main) startMCP(ctx context.Context) error {
 			m.Logger.Info("MCP server entry: ignoring keys toold does not use", "mcp_server", name, "keys", s.Ignored)
 		}
 	}
+	if _, err := m.registry.Dialect(m.MCPDialect); err != nil {
+		return err
+	}
 	m.mcp.server = mcpserver.New(mcpserver.Options{
+		Dialect:  m.MCPDialect,
 		Executor: m.exec,
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-server"),
 		Version:  Version,
 		Instructions: fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
 			"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
-			m.ws.Dir(), m.Config.ApprovalMode),
+			m.ws.Dir(), m.mode),
 	})
 	m.mcp.manager = mcp.NewManager(mcp.Options{
 		Registry: m.registry,
@@ -90,24 +98,30 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	grpcL := mux.Match(cmux.HTTP2())
 	httpL := mux.Match(cmux.Any())
 	hmux := http.NewServeMux()
-	hmux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
-	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second}
+	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.Config.Token)))
+	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second, ConnContext: m.peers.connContext}
 	m.serveWG.Add(2)
 	go func() {
 		defer m.serveWG.Done()
-		if err := mux.Serve(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := mux.Serve(); err != nil && !listenerClosed(err) {
 			m.Logger.Error("splitting the TCP listener failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	go func() {
 		defer m.serveWG.Done()
-		err := m.mcp.http.Serve(httpL)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) &&
-			!errors.Is(err, cmux.ErrListenerClosed) && !errors.Is(err, cmux.ErrServerClosed) {
+		if err := m.mcp.http.Serve(httpL); err != nil && !listenerClosed(err) {
 			m.Logger.Error("serving /mcp failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	return grpcL
+}
+
+// listenerClosed reports whether err is how a server's Serve ends when its
+// listener was closed on purpose (shutdown): not an error to log. Behind
+// cmux that is cmux's "mux: server closed" or "listener closed".
+func listenerClosed(err error) bool {
+	return errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, cmux.ErrListenerClosed) || errors.Is(err, cmux.ErrServerClosed)
 }
 
 // sniffTimeout bounds how long a TCP connection may take to send the bytes

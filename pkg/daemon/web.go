@@ -25,8 +25,9 @@ import (
 // redirect to another host is judged again. Proxies come from toold's
 // environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 func (m *Main) webOptions(limits tools.Limits) web.Options {
-	g := &netguard.Guard{}
-	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)"}
+	g := &netguard.Guard{Refuse: m.self.refuse}
+	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)",
+		FetchMemory: m.Config.Web.FetchMemoryBytes}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
 	eng := m.Capabilities.Hosts
@@ -34,7 +35,7 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 		return opts
 	}
 	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
-	mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+	mode := m.mode
 	opts.JudgeHost = func(ctx context.Context, call *tools.Call, host string) error {
 		v, err := eng.Explain(ctx, &authz.Request{
 			ConversationID: call.ConversationID, CallID: call.ID, Mode: mode,
@@ -96,11 +97,11 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 	if !m.Config.Terminal.EgressProxy() {
 		return nil
 	}
-	g := &netguard.Guard{}
+	g := &netguard.Guard{Refuse: m.self.refuse}
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
 	if eng := m.Capabilities.Hosts; eng != nil {
 		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
-		mode, _ := authz.ParseMode(m.Config.ApprovalMode)
+		mode := m.mode
 		p.Judge = func(ctx context.Context, host string) error {
 			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",
 				Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskLow})

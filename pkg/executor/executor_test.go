@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
@@ -64,7 +65,14 @@ func newExecutor(t *testing.T, cfg executor.Config, ts ...tools.Tool) *executor.
 		t.Fatal(err)
 	}
 	cfg.Registry = reg
-	return executor.New(cfg)
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authz.AllowAll{}
+	}
+	x, err := executor.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
 
 // Admission has one path and one wording for every transport: the

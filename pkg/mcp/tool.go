@@ -173,6 +173,9 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*too
 	}
 	token := fmt.Sprintf("toold-%d", u.m.token.Add(1))
 	p := &pending{notes: make(chan progressNote, progressInbox)}
+	if a, ok := sink.(tools.Asker); ok {
+		p.asker = a
+	}
 	u.mu.Lock()
 	u.calls[token] = p
 	u.mu.Unlock()
@@ -186,7 +189,7 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*too
 	if idle <= 0 {
 		idle = u.m.opts.IdleTimeout
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(context.WithValue(ctx, callKey{}, p))
 	defer cancel(nil)
 	if mt := time.Duration(u.cfg.Toold.MaxTimeout); mt > 0 {
 		var stop context.CancelFunc

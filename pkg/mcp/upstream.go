@@ -254,9 +254,10 @@ func (u *upstream) connect(ctx context.Context) (*connection, error) {
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toold", Version: u.m.opts.Version}, &sdk.ClientOptions{
 		Logger: SDKLogger(u.m.opts.Logger.With("mcp_server", u.name)),
-		// No roots, sampling or elicitation: toold offers a server nothing
-		// but calls.
-		Capabilities:                &sdk.ClientCapabilities{},
+		// Form elicitation, forwarded to the person of the call that asks
+		// (elicit.go); no roots or sampling.
+		Capabilities:                &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+		ElicitationHandler:          u.onElicit,
 		ToolListChangedHandler:      u.onListChanged,
 		ProgressNotificationHandler: u.onProgress,
 		LoggingMessageHandler:       u.onLog,
@@ -374,6 +375,9 @@ func (u *upstream) buildTools(remote []*sdk.Tool) ([]*Tool, []RefusedTool) {
 // pending is a running call's inbox for progress notifications.
 type pending struct {
 	notes chan progressNote
+	// asker asks the call's person a question (nil when the call's client
+	// cannot answer).
+	asker tools.Asker
 }
 
 type progressNote struct {

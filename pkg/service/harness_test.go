@@ -170,7 +170,13 @@ func startTraced(t testing.TB, traced bool, c any, ts ...tools.Tool) *harness {
 	if traced {
 		cfg.Tracer = tp.Tracer("test")
 	}
-	x := executor.New(cfg)
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authz.AllowAll{}
+	}
+	x, err := executor.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := service.New(x, service.Options{MaxMessageBytes: tc.MaxMessageBytes, KeepaliveInterval: tc.KeepaliveInterval})
 	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	pb.RegisterToolServiceServer(gs, srv)

@@ -335,6 +335,16 @@ func (m *Manager) Supervision() string {
 	return "helper"
 }
 
+// CgroupDir returns the cgroup directory (a path in the cgroup file system)
+// below which unconfined commands run in cgroups of their own, or "" when
+// commands run under helper processes only.
+func (m *Manager) CgroupDir() string {
+	if m.cgroups == nil {
+		return ""
+	}
+	return m.cgroups.Dir()
+}
+
 // openCgroups sets m.cgroups when commands can run in cgroups here, and
 // says in the log which way commands are supervised.
 func (m *Manager) openCgroups() {

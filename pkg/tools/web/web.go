@@ -40,6 +40,13 @@ type Options struct {
 	UserAgent string
 	// KeepBytes bounds the fetched pages kept for read_page (default 64 MiB).
 	KeepBytes int
+	// FetchMemory bounds the memory held by every web_fetch in flight
+	// together (default DefaultFetchMemory): decoded body bytes are
+	// counted as they are read (three bytes of budget each: the buffer
+	// and the converted text), plus each decoder's window. A fetch waits
+	// for its first share; one that cannot get more fails
+	// RESOURCE_EXHAUSTED, saying why (see budget.go).
+	FetchMemory int64
 }
 
 // Web is the web_operations tool.
@@ -70,6 +77,7 @@ func New(opts Options) *Web {
 	opts.Limits = opts.Limits.WithDefaults()
 	t := &Web{opts: opts, pages: &pageStore{max: opts.KeepBytes}}
 	t.fetch_ = newFetcher(opts.Guard, opts.Proxy, opts.UserAgent)
+	t.fetch_.budget = newBudget(opts.FetchMemory)
 	// The search provider is the operator's choice: its host may be on a
 	// private network (a self-hosted SearXNG). Metadata stays refused.
 	sg := *opts.Guard
@@ -79,6 +87,7 @@ func New(opts Options) *Web {
 		sg.AllowPrivate = func(h string) bool { return h == provider || (prev != nil && prev(h)) }
 	}
 	t.search_ = newFetcher(&sg, opts.Proxy, opts.UserAgent)
+	t.search_.budget = t.fetch_.budget
 	t.spec = tools.Spec{
 		Name:        "web_operations",
 		Description: "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page), search the web (web_search).",
