@@ -805,8 +805,12 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 		// sandbox masks in the workspace; its host rules, which the egress
 		// proxy applies), with a judge that allows every call.
 		ref := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+		caps := ref.Main.Capabilities
+		if os.Getenv("TOOLD_BATTERY_KERNEL_CAPS") == "empty" {
+			caps = authz.Capabilities{} // by hand: an authorizer without the engine's capabilities
+		}
 		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }),
-			daemontest.WithAuthorizer(authz.AllowAll{}, ref.Main.Capabilities), daemontest.WithWorkspace(ref.Workspace))
+			daemontest.WithAuthorizer(authz.AllowAll{}, caps), daemontest.WithWorkspace(ref.Workspace))
 	case "calibrate":
 		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.Terminal.Sandbox = "off" }),
 			daemontest.WithAuthorizer(authz.AllowAll{}, authz.Capabilities{}))
