@@ -48,9 +48,12 @@ $(BIN)/grpcurl:
 # Debian packages for the Python stubs and client (bookworm's versions,
 # pinned): protoc and grpc_python_plugin generate clients/python/toold/v1;
 # python3-grpcio and python3-protobuf run the client and its tests with
-# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH).
+# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH);
+# python3-venv and python3-setuptools make the README's install line work
+# (a venv with the system's packages; cmd/toolctl's README test runs it).
 CLIENT_DEBS := protobuf-compiler=3.21.12-3+deb12u1 protobuf-compiler-grpc=1.51.1-3+b1 \
-	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1
+	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1 \
+	python3-venv=3.11.2-1+b1 python3-setuptools=66.1.1-1+deb12u2
 PYTHON := /usr/bin/python3
 
 .PHONY: client-debs
@@ -148,6 +151,21 @@ $(MCP_PEERS): testdata/mcp/package-lock.json
 .PHONY: mcp-peers
 mcp-peers: $(MCP_PEERS) ## Install the MCP peers the tests drive (npm ci in testdata/mcp).
 
+# The official MCP conformance suite and the Node.js (>= 22; Debian's is
+# older) it runs on, both from npm, pinned by
+# testdata/conformance/package-lock.json and installed into
+# .tools/conformance (pkg/mcpserver/mcpconformance runs it).
+MCP_CONFORMANCE := $(TOOLS)/conformance/node_modules/.package-lock.json
+
+$(MCP_CONFORMANCE): testdata/conformance/package-lock.json
+	@mkdir -p $(TOOLS)/conformance
+	cp testdata/conformance/package.json testdata/conformance/package-lock.json $(TOOLS)/conformance/
+	cd $(TOOLS)/conformance && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: mcp-conformance-deps
+mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite and its Node.js (npm ci into .tools/conformance).
+
 .PHONY: net-deps
 net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
 	@command -v git >/dev/null && command -v curl >/dev/null || \
@@ -204,7 +222,7 @@ $(BIN)/otelcol-toold: $(OTELCOL)
 otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry test uses (cached in .tools/otelcol).
 
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers net-deps postgres otelcol battery-deps ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector, the battery's programs).
+test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps net-deps postgres otelcol battery-deps ## Install what the tests drive (grpcurl, the MCP peers and conformance suite, git and curl, PostgreSQL, the OpenTelemetry Collector, the battery's programs).
 
 # Fuzz targets, PACKAGE:FUNCTION. Their seed corpora (and every crasher
 # found, committed with its fix) are in the package's testdata/fuzz/FUNCTION
@@ -308,9 +326,24 @@ bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it can
 	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
 	$(BIN)/toolbench -toold $(BIN)/toold -smoke
 
+# `make run` builds bin/toold (saying so: the first build downloads the
+# modules and compiles for minutes) and runs it in the foreground. Ctrl-C
+# stops toold gracefully and it exits 0 (`go run` exited 1 on an interrupt:
+# "make: *** Error 1"); make itself still notes the interrupt.
 .PHONY: run
-run: ## Start toold on ./toold.sock with the current directory as workspace.
-	CGO_ENABLED=0 $(GO) run ./cmd/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+run: ## Build bin/toold and start it on ./toold.sock with the current directory as workspace (Ctrl-C stops it).
+	@echo "building bin/toold (the first build downloads modules and compiles: a few minutes)..."
+	@CGO_ENABLED=0 $(GO) build -o $(BIN)/toold ./cmd/toold
+	$(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+
+# `make install` puts the three binaries in $(PREFIX)/bin (default
+# /usr/local/bin; DESTDIR stages a package). toold re-executes itself (or
+# toold-helper beside it) to supervise commands, so they stay together.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build ## Install toold, toolctl and toold-helper into $(PREFIX)/bin (PREFIX=/usr/local; DESTDIR=... stages).
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/toold $(BIN)/toolctl $(BIN)/toold-helper $(DESTDIR)$(PREFIX)/bin/
 
 .PHONY: clean
 clean: ## Remove ./bin and ./.tools.

@@ -41,6 +41,8 @@ type callOptions struct {
 	answerSet    bool
 	conversation string
 	secret       string // --secret: the conversation's secret
+	// exitStatus (--exit-status): exit with the command's own status.
+	exitStatus bool
 }
 
 func (a *app) newCallCmd() *cobra.Command {
@@ -68,8 +70,9 @@ Approvals: when policy asks before the call runs, toolctl shows what the
 call would do (risk, reason and rule, the command and its parsed
 sub-commands, paths, hosts, the diff) and the scopes toold offers, and asks
 on the terminal: y approves this call once, a approves for the conversation
-(the grant covers what the scope says, until its ttl passes), n denies, with
-an optional reason the model sees. Questions of a tool (user_collaboration)
+(the grant covers what the scope says, until its ttl passes; offered only
+with --conversation, since without it the conversation ends with the call),
+n denies, with an optional reason the model sees. Questions of a tool (user_collaboration)
 are asked there too. Prompts go to stderr, also with --json.
 
 Without a terminal (stdin or stderr redirected, unless stdin carries --args
@@ -99,7 +102,8 @@ reached.`,
   echo '{"path":"README.md"}' | toolctl call read_file --args -
   toolctl call edit_file path=go.mod old_string=a new_string=b --conversation dev-1
   toolctl call write_file path=notes.txt content=hi --yes`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeCall, // complete.go: tool names and argument keys from toold
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name, o.pairs = args[0], args[1:]
 			o.argsSet = cmd.Flags().Changed("args")
@@ -111,6 +115,7 @@ reached.`,
 	f.StringVar(&o.args, "args", "", "arguments as a JSON object; - reads it from stdin")
 	f.DurationVar(&o.timeout, "timeout", 0, "upper bound on the call's run time (default: toold's)")
 	f.BoolVar(&o.json, "json", false, "print every ServerEvent as protojson, one per line")
+	f.BoolVar(&o.exitStatus, "exit-status", false, "exit with the command's own exit status (128+N when signal N ended it), as ssh and docker exec do")
 	f.BoolVarP(&o.yes, "yes", "y", false, "approve every approval once, without asking (and ask nothing)")
 	f.StringVar(&o.answer, "answer", "", "answer every question of the call with TEXT, without asking")
 	f.StringVar(&o.conversation, "conversation", "", "conversation id (default: a new one); grants, background processes and sessions belong to it")
@@ -149,7 +154,42 @@ func (a *app) runCall(ctx context.Context, o callOptions) error {
 	defer closeAsk()
 	hello := &pb.Hello{ClientName: "toolctl/" + version, ConversationId: o.conversation,
 		ConversationSecret: a.conversationSecret(o.conversation, o.secret)}
-	return a.executeCall(ctx, conn, hello, call, view, ask)
+	res, err := a.executeCall(ctx, conn, hello, call, view, ask)
+	if err != nil {
+		return err
+	}
+	return callExit(res, o.exitStatus)
+}
+
+// callExit is the exit status of a call that ended with res: 1 when it
+// failed; with --exit-status, a command's own status when it succeeded
+// (what ssh, docker exec and kubectl exec give): its exit code, or 128 plus
+// the signal's number when a signal ended it, as shells report it.
+func callExit(res *pb.ToolResult, exitStatus bool) error {
+	if !res.GetSuccess() {
+		return &exitError{code: exitFailure}
+	}
+	if !exitStatus {
+		return nil
+	}
+	fields := res.GetStructured().GetFields()
+	code, ok := fields["exit_code"]
+	if !ok {
+		return nil // not a command
+	}
+	n := int(code.GetNumberValue())
+	if sig := fields["signal"].GetStringValue(); sig != "" {
+		if num, ok := signalNumbers[sig]; ok {
+			n = 128 + num
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case n < 0 || n > 255:
+		n = 255
+	}
+	return &exitError{code: n}
 }
 
 // newCallAsker returns the asker of a call: --yes and --answer first, then
@@ -197,8 +237,8 @@ type received struct {
 
 // executeCall runs call on a new ExecuteTool stream: it sends hello and the
 // call, shows every event on view, answers questions with ask, and returns
-// once the call has ended (nil when it succeeded, exit status 1 when it
-// failed) or the stream broke (exit status 2).
+// once the call has ended, with its result, or the stream broke (an error
+// with exit status 2).
 //
 // Canceling ctx (Ctrl-C) does not break the stream: it sends a Cancel for
 // the call and keeps waiting for its ToolCallEnd. After the end, toolctl
@@ -210,7 +250,7 @@ type received struct {
 //
 // While ask waits for a person, view holds its status line and events wait;
 // Ctrl-C then also cancels the call.
-func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.Hello, call *pb.ToolCall, view callView, ask asker) error {
+func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.Hello, call *pb.ToolCall, view callView, ask asker) (*pb.ToolResult, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// The stream resumes the conversation by itself when the connection
 	// breaks (toold keeps the call running for its resume grace).
@@ -221,7 +261,7 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 	})
 	if err != nil {
 		cancel()
-		return a.rpcError("call", err)
+		return nil, a.rpcError("call", err)
 	}
 	events := make(chan received)
 	recvDone := make(chan struct{})
@@ -253,11 +293,11 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 		return nil
 	}
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: call}}); err != nil {
-		return err
+		return nil, err
 	}
 
 	id := call.GetCallId()
-	info := askInfo{callID: id, conversationID: hello.GetConversationId()}
+	info := askInfo{callID: id, conversationID: hello.GetConversationId(), oneShot: hello.GetConversationId() == ""}
 	interrupt := ctx.Done()
 	var end *pb.ToolCallEnd
 	for end == nil {
@@ -267,14 +307,14 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 			view.note("canceling the call (press Ctrl-C again to quit)")
 			cancelMsg := &pb.Cancel{CallId: id, Reason: "interrupted in toolctl"}
 			if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Cancel{Cancel: cancelMsg}}); err != nil {
-				return err
+				return nil, err
 			}
 		case r := <-events:
 			if errors.Is(r.err, io.EOF) {
-				return &exitError{code: exitUsage, err: fmt.Errorf("call: toold at %s ended the stream before the call ended", a.where())}
+				return nil, &exitError{code: exitUsage, err: fmt.Errorf("call: toold at %s ended the stream before the call ended", a.where())}
 			}
 			if r.err != nil {
-				return a.rpcError("call", r.err)
+				return nil, a.rpcError("call", r.err)
 			}
 			view.event(r.ev)
 			if w := r.ev.GetWelcome(); w != nil {
@@ -316,7 +356,7 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 			}
 			if reply != nil {
 				if err := send(reply); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -337,10 +377,15 @@ drain:
 			break drain
 		}
 	}
-	if end.GetResult().GetSuccess() {
-		return nil
-	}
-	return &exitError{code: exitFailure}
+	return end.GetResult(), nil
+}
+
+// signalNumbers are the numbers of the signals that end commands, by the
+// name toold reports ("KILL"), the same on Linux and the BSDs; another
+// signal leaves the exit code toold reports (-1: 255).
+var signalNumbers = map[string]int{
+	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6,
+	"FPE": 8, "KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14, "TERM": 15,
 }
 
 // unanswered is what follows a question ask did not answer: nothing when

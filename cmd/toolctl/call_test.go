@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon/daemontest"
 )
 
 func TestCall(t *testing.T) {
@@ -387,5 +390,73 @@ func TestWriteResult(t *testing.T) {
 				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestCallExitStatus: a command's non-zero exit is a successful call (exit
+// 0) unless --exit-status asks for the command's own status, as ssh and
+// docker exec give it; a signal is 128+N; a failed call stays 1.
+func TestCallExitStatus(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"status lost without the flag", []string{"run_command", "command=exit 3"}, exitOK},
+		{"exit 3", []string{"run_command", "command=exit 3", "--exit-status"}, 3},
+		{"exit 0", []string{"run_command", "command=true", "--exit-status"}, exitOK},
+		{"killed by SIGKILL", []string{"run_command", "command=kill -KILL $$", "--exit-status", "--yes"}, 128 + 9},
+		{"not a command", []string{"think", "thought=x", "--exit-status"}, exitOK},
+		{"a failed call", []string{"read_file", "path=absent.txt", "--exit-status"}, exitFailure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runAt(t, d.Socket, append([]string{"call"}, tt.args...)...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestCallCompletion: shell completion of `toolctl call` asks toold, as
+// kubectl completes resource names: tool names first, then the argument
+// keys of that tool's schema not given yet; nothing when toold is not there.
+func TestCallCompletion(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := runAt(t, d.Socket, append([]string{"__complete", "call"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("__complete %q: exit %d\n%s", args, r.code, r.stderr)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				out = append(out, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return out
+	}
+	names := complete("read")
+	for _, want := range []string{"read_file", "file_operations.read_file", "think"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool names %q lack %q", names, want)
+		}
+	}
+	keys := complete("read_file", "path=x", "")
+	if !slices.Contains(keys, "limit=") || slices.Contains(keys, "path=") {
+		t.Errorf("argument keys of read_file after path=: %q", keys)
+	}
+	if keys := complete("file_operations.list_dir", ""); !slices.Contains(keys, "path=") {
+		t.Errorf("argument keys of file_operations.list_dir: %q", keys)
+	}
+	r := cli{}.run(t, "--socket", filepath.Join(t.TempDir(), "none.sock"), "__complete", "call", "")
+	if r.code != exitOK || strings.Contains(r.stdout, "read_file") {
+		t.Errorf("without toold: exit %d, %q", r.code, r.stdout)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +28,8 @@ const defaultSocket = "./toold.sock"
 // WaitForReady, over a connection whose reconnect backoff starts at 50ms.
 //
 // It fails with exit status 2 and a message saying where toold was expected
-// when nothing answers. The caller closes the connection.
+// when nothing answers — at once when the socket file does not exist. The
+// caller closes the connection.
 func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	target := "passthrough:///localhost"
 	opts := []grpc.DialOption{
@@ -39,6 +43,9 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	if a.addr != "" {
 		target = "passthrough:///" + a.addr
 	} else {
+		if err := a.socketExists(); err != nil {
+			return nil, err
+		}
 		// A dialer instead of a unix:// target: socket paths need no URL
 		// escaping and may be relative.
 		path := a.socket
@@ -49,6 +56,11 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	}
 	if a.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(a.token)))
+	}
+	// The operator sees every conversation's history, audit records,
+	// sessions and todos (operator.go).
+	if key := a.operatorCredential(); key != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(operatorToken(key)))
 	}
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
@@ -68,6 +80,25 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 		return nil, &exitError{code: exitUsage, err: context.Cause(ctx)}
 	}
 	return nil, &exitError{code: exitUsage, err: a.unreachable(err)}
+}
+
+// socketExists fails at once, as grpcurl does, when there is no socket
+// file at --socket: nothing will answer there within --connect-timeout
+// (waiting is for a toold that is starting or restarting, whose socket
+// file exists). The message gives the absolute path it looked at, since
+// a relative default (./toold.sock) depends on the directory toolctl runs
+// in — an agent's hook runs in the agent's.
+func (a *app) socketExists() error {
+	_, err := os.Stat(a.socket)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // a permission error and the like: the dial says more
+	}
+	abs, _ := filepath.Abs(a.socket)
+	msg := fmt.Sprintf("cannot reach toold at %s: no socket there (%s does not exist); is toold running? (make run)", a.socket, abs)
+	if !filepath.IsAbs(a.socket) {
+		msg += "\n  a relative --socket or TOOLD_SOCKET is relative to the current directory: set TOOLD_SOCKET to the absolute path of your project's toold.sock"
+	}
+	return &exitError{code: exitUsage, err: errors.New(msg)}
 }
 
 // where names the endpoint for messages, as the user gave it.
@@ -124,8 +155,11 @@ func (a *app) rpcError(what string, err error) error {
 		msg = fmt.Sprintf("%s: canceled", what)
 	case codes.PermissionDenied:
 		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())
-		if strings.Contains(st.Message(), "conversation_secret") {
-			msg += " (toolctl: pass --secret, or set TOOLD_CONVERSATION_SECRET)"
+		switch {
+		case strings.Contains(st.Message(), "conversation_secret"):
+			msg += " (toolctl: pass --secret, or set TOOLD_CONVERSATION_SECRET; as toold's operator, toolctl reads " + a.operatorKeyPathOr() + ")"
+		case strings.Contains(st.Message(), "operator credential"):
+			msg += " (toolctl reads it from " + a.operatorKeyPathOr() + ": run toolctl as the user toold runs as, or set TOOLD_STATE_DIR or TOOLD_OPERATOR_KEY)"
 		}
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", what, st.Code(), st.Message())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestUnreachable(t *testing.T) {
 		want  []string
 	}{
 		{"missing socket", []string{"--socket", missing},
-			[]string{"cannot reach toold at " + missing + ": is it running? (make run)", "no such file or directory"}},
+			[]string{"cannot reach toold at " + missing + ": no socket there", "is toold running? (make run)"}},
 		{"stale socket", []string{"--socket", stale},
 			[]string{"cannot reach toold at " + stale + ": is it running? (make run)", "connection refused"}},
 		{"tcp", []string{"--addr", closedAddr},
@@ -149,6 +150,24 @@ func TestToken(t *testing.T) {
 			if !strings.Contains(r.stdout, tt.stdout) {
 				t.Errorf("stdout %q lacks %q", r.stdout, tt.stdout)
 			}
+		})
+	}
+}
+
+// TestMissingSocketFailsAtOnce: with no socket file, every command — the
+// agents' hook among them — fails at once, whatever --connect-timeout says
+// (with a ten-minute timeout, waiting would time the test out); a relative
+// socket is shown as the absolute path it was looked for at, with the
+// TOOLD_SOCKET advice.
+func TestMissingSocketFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"health"}, {"tools"}, {"call", "think", "thought=x"}, {"hook", "--format", "claude-code"}} {
+		t.Run(cmd[0], func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--socket", "no-such-dir/toold.sock", "--connect-timeout", "10m"}, cmd...)
+			r := cli{stdin: `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`}.run(t, args...)
+			abs, _ := filepath.Abs("no-such-dir/toold.sock")
+			r.check(t, exitUsage, nil, []string{"no socket there (" + abs + " does not exist)", "set TOOLD_SOCKET to the absolute path"})
 		})
 	}
 }

@@ -90,7 +90,7 @@ func (a *app) runHistory(ctx context.Context, o historyOptions) error {
 		return err
 	}
 	defer conn.Close()
-	resp, err := pb.NewHistoryServiceClient(conn).Query(ctx, &pb.QueryHistoryRequest{
+	resp, err := pb.NewHistoryServiceClient(conn).Query(a.withSecret(ctx, o.conversation, ""), &pb.QueryHistoryRequest{
 		ConversationId: o.conversation, Tool: o.tool, Outcome: o.outcome, Since: since, Until: until,
 		Limit: int32(o.limit), BeforeId: o.beforeID,
 	})

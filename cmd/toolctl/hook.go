@@ -51,12 +51,16 @@ stderr): it fails closed.
 The conversation is the agent's session_id unless --conversation says
 otherwise (its grants apply).
 
-Install, Claude Code (~/.claude/settings.json):
-  {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-    {"type": "command", "command": "toolctl hook --format claude-code"}]}]}}
-Codex (~/.codex/hooks.json): the same shape, "toolctl hook --format codex".
+The hook runs in the agent's directory: give it the absolute path of the
+socket of your project's toold (--socket or TOOLD_SOCKET); with no socket
+file there it blocks at once.
+
+Install, Claude Code (the project's .claude/settings.json):
+  {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command",
+    "command": "toolctl --socket /home/me/project/toold.sock hook --format claude-code"}]}]}}
+Codex (~/.codex/hooks.json): the same shape, "toolctl --socket ... hook --format codex".
 gemini-cli (settings.json): {"hooks": {"BeforeTool": [{"matcher": ".*",
-  "hooks": [{"type": "command", "command": "toolctl hook --format gemini"}]}]}}`,
+  "hooks": [{"type": "command", "command": "toolctl --socket ... hook --format gemini"}]}]}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runHook(cmd.Context(), o) },
 	}

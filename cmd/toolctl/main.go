@@ -162,6 +162,12 @@ It reaches toold on a unix socket (--socket, default ./toold.sock, or
 $TOOLD_SOCKET) or on TCP (--addr), and sends a bearer token when one is given
 (--token or $TOOLD_TOKEN). Start toold with 'make run'.
 
+As toold's operator (the same user), toolctl sees every conversation's
+history, audit records, sessions and todos: it reads the operator credential
+operator.key from toold's state directory ($TOOLD_STATE_DIR, default
+$XDG_STATE_HOME/toold; or the file $TOOLD_OPERATOR_KEY). Otherwise it sees a
+conversation's records with that conversation's secret.
+
 Exit status: 0 on success, 1 when a call ends in error or toold is not
 serving, 2 on usage errors and when toold cannot be reached.`,
 		Version:       version,

@@ -50,6 +50,14 @@ func (c cli) run(t *testing.T, args ...string) result {
 	return r
 }
 
+// runAsOperator runs toolctl against d as its operator: toolctl finds the
+// operator credential in d's state directory (TOOLD_STATE_DIR), as it
+// does in toold's default state directory for the user toold runs as.
+func runAsOperator(t *testing.T, d *daemontest.Daemon, args ...string) result {
+	t.Helper()
+	return cli{env: map[string]string{"TOOLD_STATE_DIR": d.Main.Config.StateDir}}.run(t, append([]string{"--socket", d.Socket}, args...)...)
+}
+
 // runAt runs toolctl against the daemon on socket.
 func runAt(t *testing.T, socket string, args ...string) result {
 	t.Helper()
@@ -77,7 +85,7 @@ func (r result) check(t *testing.T, code int, stdoutHas, stderrHas []string) {
 type fakeTool struct {
 	name, schema string
 	display      func(*tools.Call) string
-	run          func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run          func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 var _ tools.Tool = (*fakeTool)(nil)
@@ -95,7 +103,7 @@ func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
 	return tools.Effect{Display: f.display(c)}
 }
 
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	return f.run(ctx, c, s)
 }
 
@@ -113,7 +121,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 			s, _ := c.Args["text"].(string)
 			return "Echoing: " + s
 		},
-		run: func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			b, err := json.Marshal(c.Args)
 			return &tools.Result{JSON: b}, err
 		},
@@ -121,7 +129,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 	spew := &fakeTool{
 		name:   "spew",
 		schema: `{"type":"object"}`,
-		run: func(_ context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+		run: func(_ context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			_ = s.Progress("warming up", 0.25)
 			_ = s.Output(tools.Stdout, []byte("out line\n"))
 			_ = s.Output(tools.Stderr, []byte("err line\n"))
@@ -133,7 +141,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 		name:    "sleep",
 		schema:  `{"type":"object","properties":{"ms":{"type":"integer"}},"required":["ms"]}`,
 		display: func(*tools.Call) string { return "Sleeping" },
-		run: func(ctx context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		run: func(ctx context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			var a struct{ MS int }
 			_ = c.Bind(&a)
 			if started != nil {

@@ -120,9 +120,9 @@ func TestHistoryAndAudit(t *testing.T) {
 		}
 		d.Main.History().Record(ctx, e)
 	}
-	r := runAt(t, d.Socket, "history", "--conversation", "dev")
+	r := runAsOperator(t, d, "history", "--conversation", "dev")
 	r.check(t, exitOK, []string{"STARTED", "t.write_file", "error DENIED", "success exit 1", "done with read_file"}, nil)
-	r = runAt(t, d.Socket, "history", "--tool", "run_command", "--json")
+	r = runAsOperator(t, d, "history", "--tool", "run_command", "--json")
 	r.check(t, exitOK, nil, nil)
 	var resp pb.QueryHistoryResponse
 	if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil {
@@ -131,15 +131,24 @@ func TestHistoryAndAudit(t *testing.T) {
 	if len(resp.GetEntries()) != 1 || resp.GetEntries()[0].GetName() != "run_command" || resp.GetEntries()[0].GetExitCode() != 1 {
 		t.Fatalf("filter: %s", r.stdout)
 	}
-	runAt(t, d.Socket, "history", "--limit", "5000").check(t, exitUsage, nil, []string{"limit"})
+	runAsOperator(t, d, "history", "--limit", "5000").check(t, exitUsage, nil, []string{"limit"})
 	runAt(t, d.Socket, "history", "--since", "yesterday").check(t, exitUsage, nil, []string{"--since"})
+	// Without the operator credential (another user's toolctl, or one that
+	// cannot find it), nothing is shown and toolctl says what is needed.
+	runAt(t, d.Socket, "history", "--conversation", "dev").check(t, exitUsage, nil, []string{"PermissionDenied", "conversation_secret", "--secret"})
+	runAt(t, d.Socket, "audit", "tail").check(t, exitUsage, nil, []string{"PermissionDenied", "operator credential", "TOOLD_STATE_DIR"})
+	other := cli{env: map[string]string{"TOOLD_STATE_DIR": t.TempDir()}}.run(t, "--socket", d.Socket, "history")
+	other.check(t, exitUsage, nil, []string{"operator credential"})
+	if strings.Contains(other.stdout, "dev") {
+		t.Fatalf("history shown without the operator credential: %s", other.stdout)
+	}
 
 	for _, k := range []string{audit.KindDecision, audit.KindApproval, audit.KindCallEnd} {
 		d.Main.Audit().Append(audit.Record{Kind: k, Conversation: "dev", CallID: "1", Who: "alice", Tool: "terminal_operations", Operation: "run_command"})
 	}
-	runAt(t, d.Socket, "audit", "tail", "-n", "2").check(t, exitOK, []string{"approval", "alice", "call.end"}, nil)
-	runAt(t, d.Socket, "audit", "verify").check(t, exitOK, []string{"ok: 3 records in 1 files"}, nil)
-	r = runAt(t, d.Socket, "audit", "export", "--from", "2")
+	runAsOperator(t, d, "audit", "tail", "-n", "2").check(t, exitOK, []string{"approval", "alice", "call.end"}, nil)
+	runAsOperator(t, d, "audit", "verify").check(t, exitOK, []string{"ok: 3 records in 1 files"}, nil)
+	r = runAsOperator(t, d, "audit", "export", "--from", "2")
 	r.check(t, exitOK, []string{`"seq":2`, `"seq":3`}, nil)
 	if strings.Count(r.stdout, "\n") != 2 {
 		t.Fatalf("export: %s", r.stdout)
@@ -149,5 +158,5 @@ func TestHistoryAndAudit(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "audit-*.jsonl"))
 	b, _ := os.ReadFile(files[0])
 	os.WriteFile(files[0], []byte(strings.Replace(string(b), "alice", "mallory", 1)), 0o600)
-	runAt(t, d.Socket, "audit", "verify").check(t, exitFailure, nil, []string{"audit log edited at record 1"})
+	runAsOperator(t, d, "audit", "verify").check(t, exitFailure, nil, []string{"audit log edited at record 1"})
 }

@@ -64,6 +64,14 @@ func (a *app) daemonKey() string {
 	return "unix:" + a.socket
 }
 
+// explicitSecret returns the secret given by flag or $TOOLD_CONVERSATION_SECRET.
+func (a *app) explicitSecret(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return a.getenv("TOOLD_CONVERSATION_SECRET")
+}
+
 // conversationSecret returns the secret to present for conversation conv:
 // explicit first (flag, then environment), then the stored one; "" when
 // none is known.

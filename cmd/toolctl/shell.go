@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -139,6 +141,9 @@ func (a *app) runShell(ctx context.Context, o shellOptions) error {
 			return err
 		}
 		open.ConversationSecret = a.conversationSecret(conv, o.secret)
+		if conv == "" { // toolctl may not list every session: the given secret
+			open.ConversationSecret = a.explicitSecret(o.secret)
+		}
 	} else {
 		open.ConversationSecret = a.conversationSecret(o.conversation, o.secret)
 		open.Target = &pb.AttachOpen_NewSession{NewSession: &pb.NewSession{
@@ -412,7 +417,7 @@ func input(p []byte) *pb.AttachRequest {
 func keyName(b byte) string { return "Ctrl-" + string(rune(b+'@')) }
 
 func (a *app) listSessions(ctx context.Context, client pb.TerminalServiceClient, o shellOptions) error {
-	resp, err := client.ListSessions(ctx, &pb.ListSessionsRequest{ConversationId: o.conversation})
+	resp, err := client.ListSessions(a.withSecret(ctx, o.conversation, o.secret), &pb.ListSessionsRequest{ConversationId: o.conversation})
 	if err != nil {
 		return a.rpcError("list sessions", err)
 	}
@@ -443,9 +448,15 @@ func (a *app) listSessions(ctx context.Context, client pb.TerminalServiceClient,
 }
 
 // sessionConversation returns the conversation of session id, or "" when
-// toold does not list it (Attach then says it is unknown).
+// toold does not list it (Attach then says it is unknown) or toolctl may
+// not list every session (it is not the operator).
 func (a *app) sessionConversation(ctx context.Context, client pb.TerminalServiceClient, id string) (string, error) {
 	resp, err := client.ListSessions(ctx, &pb.ListSessionsRequest{})
+	if status.Code(err) == codes.PermissionDenied {
+		// Listing every conversation's sessions is the operator's; without
+		// it, Attach checks the secret given.
+		return "", nil
+	}
 	if err != nil {
 		return "", a.rpcError("attach", err)
 	}

@@ -281,7 +281,7 @@ func TestShellAttachAgentSession(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "reattach with: toolctl shell --session "+id) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	list := runAt(t, d.Socket, "shell", "--list")
+	list := runAsOperator(t, d, "shell", "--list")
 	if !strings.Contains(list.stdout, id) || !strings.Contains(list.stdout, "running") || !strings.Contains(list.stdout, "agent-conv") {
 		t.Errorf("list:\n%s%s", list.stdout, list.stderr)
 	}

@@ -66,7 +66,7 @@ func (a *app) getTodos(ctx context.Context, o todosOptions) error {
 		return err
 	}
 	defer conn.Close()
-	resp, err := pb.NewMemoryServiceClient(conn).GetTodos(ctx, &pb.GetTodosRequest{ConversationId: o.conversation})
+	resp, err := pb.NewMemoryServiceClient(conn).GetTodos(a.withSecret(ctx, o.conversation, ""), &pb.GetTodosRequest{ConversationId: o.conversation})
 	if err != nil {
 		return a.todosError("get todos", err)
 	}
@@ -99,7 +99,7 @@ func (a *app) watchTodos(ctx context.Context, o todosOptions) error {
 		return err
 	}
 	defer conn.Close()
-	stream, err := pb.NewMemoryServiceClient(conn).WatchTodos(ctx, &pb.WatchTodosRequest{ConversationId: o.conversation})
+	stream, err := pb.NewMemoryServiceClient(conn).WatchTodos(a.withSecret(ctx, o.conversation, ""), &pb.WatchTodosRequest{ConversationId: o.conversation})
 	if err != nil {
 		return a.todosError("watch todos", err)
 	}

@@ -18,12 +18,8 @@ import (
 // waitFor polls until cond holds on the buffer's text, or fails.
 func waitFor(t *testing.T, buf *testenv.Buffer, what string, cond func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond(buf.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; output:\n%s", what, buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(20*time.Second, func() bool { return cond(buf.String()) }) {
+		t.Fatalf("timed out waiting for %s; output:\n%s", what, buf.String())
 	}
 }
 
@@ -31,7 +27,7 @@ func TestTodos(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t)
 
-	r := runAt(t, d.Socket, "todos")
+	r := runAsOperator(t, d, "todos")
 	r.check(t, exitOK, nil, []string{"no todo lists"})
 
 	// A watcher in another process's stead, while an agent plans.
@@ -40,7 +36,7 @@ func TestTodos(t *testing.T) {
 	var out, errOut testenv.Buffer
 	a := &app{
 		stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
-		getenv:        func(string) string { return "" },
+		getenv:        func(k string) string { return map[string]string{"TOOLD_STATE_DIR": d.Main.Config.StateDir}[k] },
 		isTerminal:    func(io.Writer) bool { return false },
 		terminalWidth: func(io.Writer) int { return 0 },
 	}
@@ -62,12 +58,12 @@ func TestTodos(t *testing.T) {
 	// Another conversation's change does not reach this watch.
 	runAt(t, d.Socket, "call", "--conversation", "other", "manage_todos", "action=write", `todos:=[{"title":"x"}]`).check(t, exitOK, nil, nil)
 
-	r = runAt(t, d.Socket, "todos")
+	r = runAsOperator(t, d, "todos")
 	r.check(t, exitOK, []string{"other · 0/1 done · v1", "dev-1 · 2/3 done · v2"}, nil)
 	if strings.Index(r.stdout, "other") > strings.Index(r.stdout, "dev-1") {
 		t.Errorf("not most recent first:\n%s", r.stdout)
 	}
-	r = runAt(t, d.Socket, "todos", "--conversation", "dev-1", "--json")
+	r = runAsOperator(t, d, "todos", "--conversation", "dev-1", "--json")
 	r.check(t, exitOK, nil, nil)
 	resp := &pb.GetTodosResponse{}
 	if err := protojson.Unmarshal([]byte(r.stdout), resp); err != nil || len(resp.GetLists()) != 1 || resp.GetLists()[0].GetTodos()[1].GetStatus() != pb.TodoStatus_TODO_STATUS_COMPLETED {
@@ -91,6 +87,6 @@ func TestTodos(t *testing.T) {
 func TestTodosWithoutMemory(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Memory.Backend = "off" }))
-	runAt(t, d.Socket, "todos").check(t, exitFailure, nil, []string{"memory is unavailable", "turned off"})
-	runAt(t, d.Socket, "todos", "--watch").check(t, exitFailure, nil, []string{"memory is unavailable"})
+	runAsOperator(t, d, "todos").check(t, exitFailure, nil, []string{"memory is unavailable", "turned off"})
+	runAsOperator(t, d, "todos", "--watch").check(t, exitFailure, nil, []string{"memory is unavailable"})
 }

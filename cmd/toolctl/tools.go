@@ -25,9 +25,10 @@ var toolFormats = map[string]pb.ToolFormat{
 }
 
 type toolsOptions struct {
-	json   bool
-	format string
-	flat   bool
+	json    bool
+	format  string
+	flat    bool
+	dialect string
 }
 
 func (a *app) newToolsCmd() *cobra.Command {
@@ -40,9 +41,15 @@ source and operations.
 
 --json prints the ListToolsResponse as protojson. --format prints the tools
 rendered for a model provider, as the JSON array its API takes; --flat adds
-each operation of a consolidated tool as its own tool to that rendering.`,
+each operation of a consolidated tool as its own tool to that rendering.
+
+--dialect lists another agent's tool set as its model knows it, run by
+toold's tools: claude-code, gemini-cli, codex, openhands or swe-agent
+(toold: toold's own). The source column says which toold tool runs each;
+the agent's tools toold has no counterpart for are named on stderr.`,
 		Example: `  toolctl tools
   toolctl tools --format openai --flat > tools.json
+  toolctl tools --dialect claude-code --format anthropic > claude-tools.json
   toolctl tools --json | jq '.tools[].name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,11 +60,12 @@ each operation of a consolidated tool as its own tool to that rendering.`,
 	f.BoolVar(&o.json, "json", false, "print the ListToolsResponse as protojson")
 	f.StringVar(&o.format, "format", "", "print the tools rendered for openai, anthropic, gemini or mcp")
 	f.BoolVar(&o.flat, "flat", false, "with --format: also render each operation as its own tool")
+	f.StringVar(&o.dialect, "dialect", "", "list another agent's tools: claude-code, gemini-cli, codex, openhands or swe-agent")
 	return cmd
 }
 
 func (a *app) runTools(ctx context.Context, o toolsOptions) error {
-	req := &pb.ListToolsRequest{FlatOperations: o.flat}
+	req := &pb.ListToolsRequest{FlatOperations: o.flat, Dialect: o.dialect}
 	if o.format != "" {
 		f, ok := toolFormats[strings.ToLower(o.format)]
 		if !ok {
@@ -107,6 +115,9 @@ func (a *app) runTools(ctx context.Context, o toolsOptions) error {
 	}
 	// Tools toold knows but cannot offer here (terminal_operations without
 	// a shell) go to stderr, so stdout stays the table of what works.
+	if v := resp.GetDialectVersion(); v != "" {
+		fmt.Fprintf(a.stderr, "dialect %s, following %s\n", resp.GetDialect(), v)
+	}
 	for _, u := range resp.GetUnavailable() {
 		fmt.Fprintf(a.stderr, "not available: %s: %s\n", u.GetName(), u.GetReason())
 	}

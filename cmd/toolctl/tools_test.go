@@ -115,7 +115,9 @@ func TestTools(t *testing.T) {
 			t.Parallel()
 			r := runAt(t, d.Socket, append([]string{"tools"}, tt.args...)...)
 			r.check(t, exitOK, nil, nil)
-			if r.stderr != "" {
+			// Only what toold does not offer (web_search: no provider
+			// configured in the test daemon) goes to stderr.
+			if r.stderr != "" && !strings.HasPrefix(r.stderr, "not available: web_search: has no provider configured; set web.search.provider") {
 				t.Errorf("stderr: %s", r.stderr)
 			}
 			tt.check(t, r.stdout)
@@ -145,5 +147,34 @@ func TestWriteToolTableWidth(t *testing.T) {
 	_ = writeToolTable(&b, tools, 0)
 	if !strings.Contains(b.String(), "e.g. like this. (aliases: tt)\n") {
 		t.Errorf("untruncated table:\n%s", b.String())
+	}
+}
+
+// toolctl tools --dialect lists an agent's tools by its names, each with
+// the toold tool that runs it; the ones toold lacks go to stderr.
+func TestToolsDialect(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t)
+	r := runAt(t, d.Socket, "tools", "--dialect", "claude-code")
+	r.check(t, exitOK, nil, nil)
+	for _, want := range []string{"Bash", "dialect:claude-code -> terminal_operations.run_command", "Read", "TodoWrite"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, want := range []string{"dialect claude-code, following @anthropic-ai/claude-code", "not available: Agent: toold runs no sub-agents"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	r = runAt(t, d.Socket, "tools", "--dialect", "codex", "--format", "openai")
+	r.check(t, exitOK, nil, nil)
+	var tools []struct{ Function struct{ Name string } }
+	if err := json.Unmarshal([]byte(r.stdout), &tools); err != nil || len(tools) == 0 || tools[0].Function.Name != "shell" {
+		t.Errorf("codex rendering: %v %s", err, r.stdout)
+	}
+	r = runAt(t, d.Socket, "tools", "--dialect", "cursor")
+	if r.code == exitOK || !strings.Contains(r.stderr, `unknown dialect "cursor"`) {
+		t.Errorf("unknown dialect: code %d, stderr %s", r.code, r.stderr)
 	}
 }

@@ -121,6 +121,12 @@ func parseFlags(args []string) (*daemon.Main, error) {
 	if *approvalT > 0 {
 		cfg.ApprovalTimeout = config.Duration(*approvalT)
 	}
+	// Every configuration error (a flag, a variable, the file, or the
+	// settings together) is found here, so that toold exits with one
+	// status (2) for all of them; Run validates again.
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	return &daemon.Main{Config: cfg}, nil
 }
 

@@ -15,6 +15,18 @@ import (
 	"github.com/toold/toold/pkg/sandbox"
 )
 
+// Exit statuses of toold and toold mcp.
+const (
+	// exitFailed: toold could not start (a socket in use, a state
+	// directory held by another toold, a policy file that does not parse)
+	// or failed while serving.
+	exitFailed = 1
+	// exitConfig: the configuration is wrong — a flag, a TOOLD_*
+	// variable, a key or value of the config file, or settings that do not
+	// go together.
+	exitConfig = 2
+)
+
 func main() {
 	// toold re-executes itself as the helper that supervises each command
 	// (pkg/sandbox); that mode returns here only by exiting.
@@ -27,8 +39,9 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
+		// Every configuration error: status 2 (exitConfig).
 		fmt.Fprintln(os.Stderr, "toold:", err)
-		os.Exit(2)
+		os.Exit(exitConfig)
 	}
 	stopProfiles, err := startProfiles()
 	if err != nil {
@@ -39,7 +52,7 @@ func main() {
 	defer stop()
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "toold:", err)
-		os.Exit(1)
+		os.Exit(exitFailed)
 	}
 	<-ctx.Done()
 	stop() // a second signal kills at once

@@ -10,6 +10,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toold/toold/pkg/tools"
@@ -38,14 +39,16 @@ func (m Mode) String() string {
 	return "unset"
 }
 
-// ParseMode parses "yolo", "auto" or "ask" (any case).
+// ParseMode parses "yolo", "auto" or "ask" (any case; empty is auto). The
+// daemon parses its configured mode once, where it starts; everything after
+// that compares Mode values, never strings.
 func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "yolo", "YOLO":
+	switch strings.ToLower(s) {
+	case "yolo":
 		return ModeYOLO, nil
-	case "auto", "AUTO", "":
+	case "auto", "":
 		return ModeAuto, nil
-	case "ask", "ASK":
+	case "ask":
 		return ModeAsk, nil
 	}
 	return ModeUnset, fmt.Errorf("unknown approval mode %q (want yolo, auto or ask)", s)
@@ -95,6 +98,11 @@ type Request struct {
 	// Effect.Command are resolved from it as well as from the workspace
 	// root. Empty means the workspace root.
 	Dir string
+	// OutsideSandbox says Effect.Command will not run in toold's sandbox —
+	// an agent's own tool that toolctl hook asks about, or a call a person
+	// approved to run unsandboxed — so the judge is the boundary for it,
+	// whatever the engine's Containment says.
+	OutsideSandbox bool
 }
 
 // Verdict is the decision on a call and why.
@@ -217,4 +225,26 @@ type Granter interface {
 // is consumed and nothing is logged as a decision.
 type Explainer interface {
 	Explain(ctx context.Context, req *Request) (Verdict, error)
+}
+
+// OutsideSandbox returns an Explainer that judges every call as running
+// outside toold's sandbox (Request.OutsideSandbox). The PolicyService
+// explains through it: its callers (toolctl hook, for agents that run
+// commands themselves) ask about commands toold will not contain.
+func OutsideSandbox(x Explainer) Explainer {
+	if x == nil {
+		return nil
+	}
+	return outsideSandbox{x}
+}
+
+type outsideSandbox struct{ x Explainer }
+
+func (o outsideSandbox) Explain(ctx context.Context, req *Request) (Verdict, error) {
+	if req == nil {
+		return o.x.Explain(ctx, req)
+	}
+	r := *req
+	r.OutsideSandbox = true
+	return o.x.Explain(ctx, &r)
 }

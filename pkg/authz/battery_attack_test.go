@@ -272,7 +272,7 @@ func runAttacks(t *testing.T, f *fixture, withExample, builtin *authz.Engine, ba
 // is offered.
 func commandScope(t *testing.T, e *authz.Engine, line string) *authz.Scope {
 	t.Helper()
-	v := authorize(t, e, cmdReq(auto, line))
+	v := authorize(t, e, cmdReq(ask, line))
 	for i := range v.Scopes {
 		if v.Scopes[i].CommandPrefix != "" {
 			if _, err := e.Grant("conv", v.Scopes[i], false, 0, "test"); err != nil {
@@ -285,9 +285,10 @@ func commandScope(t *testing.T, e *authz.Engine, line string) *authz.Scope {
 }
 
 // TestAttackGrants approves a command for the conversation as a person would
-// (the first command scope RequiresApproval offers, in AUTO with the
-// built-in rules), then makes a call the scope did not show. Each attempt
-// here was covered by the grant.
+// (the first command scope RequiresApproval offers, in ASK with the
+// built-in rules: AUTO no longer asks before ls or sed -n), then makes a
+// call the scope did not show, in ASK, where only a grant allows. Each
+// attempt here was covered by the grant.
 func TestAttackGrants(t *testing.T) {
 	f := bypassFixture(t)
 	now := time.Unix(1_700_000_000, 0)
@@ -324,7 +325,7 @@ func TestAttackGrants(t *testing.T) {
 				t.Fatalf("no command scope for %q", tt.approved)
 			}
 			for _, a := range tt.attempts {
-				got := authorize(t, e, cmdReq(auto, f.expand(a)))
+				got := authorize(t, e, cmdReq(ask, f.expand(a)))
 				if got.Decision == authz.Allow && got.Grant != nil {
 					t.Errorf("BYPASS: after approving %q (scope %q: %s), %q was allowed by grant %s\n  why: %s",
 						tt.approved, scope.CommandPrefix, scope.Description, a, got.Grant.ID, tt.why)

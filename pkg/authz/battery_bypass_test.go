@@ -365,7 +365,9 @@ func TestGrantBattery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.approved, func(t *testing.T) {
 			e := f.engine(t, nil, func() time.Time { return now })
-			v := authorize(t, e, cmdReq(auto, tt.approved))
+			// ASK: AUTO no longer asks before git status; in ASK only a
+			// grant allows, so every allow below is the grant's.
+			v := authorize(t, e, cmdReq(ask, tt.approved))
 			if v.Decision != authz.Ask {
 				t.Fatalf("%q: %s, want ask", tt.approved, v.Decision)
 			}
@@ -384,7 +386,7 @@ func TestGrantBattery(t *testing.T) {
 			}
 			for _, a := range tt.attempts {
 				attempts++
-				req := cmdReq(auto, f.expand(a.line))
+				req := cmdReq(ask, f.expand(a.line))
 				req.Effect.Env = a.env
 				got := authorize(t, e, req)
 				ok := got.Decision == a.held || (a.held == notAllow && got.Decision != authz.Allow)

@@ -11,3 +11,15 @@ func TestBuiltinExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDangerClassExamples(t *testing.T) {
+	checkBuiltinExamples = true
+	defer func() { checkBuiltinExamples = false }()
+	p, err := parsePolicy(classesYAML, "yaml", "builtin", "builtin:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.rules) == 0 {
+		t.Fatal("no dangerous classes")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -49,6 +50,11 @@ type EngineConfig struct {
 	// Sensitive are further sensitive path patterns, such as toold's token
 	// file and the policy file itself.
 	Sensitive []string
+	// Containment is what the kernel sandbox holds for the command lines
+	// toold runs; the zero value is no sandbox. With every layer in force,
+	// AUTO runs what the judge finds no danger in without asking (see
+	// Containment).
+	Containment Containment
 }
 
 // Engine is toold's policy engine. It implements Authorizer, Granter,
@@ -63,16 +69,19 @@ type EngineConfig struct {
 // of the rules that match a part, the strictest decides (deny, ask, then
 // allow); what cannot be judged asks in every mode (a command line that
 // does not parse, a command name only known at run time, eval of a computed
-// string, raised privileges); a write outside the workspace asks unless a
-// paths rule allows it; a live grant of the conversation turns an ask into
-// allow (never a deny); otherwise the approval mode decides by risk. See
-// docs/policy.md.
+// string, raised privileges) unless the kernel sandbox holds command lines
+// (SetContainment), where it runs; a write outside the workspace asks
+// unless a paths rule allows it; a live grant of the conversation turns an
+// ask into allow (never a deny); otherwise the approval mode decides: for
+// commands in the sandbox, AUTO asks only for the dangerous classes
+// (classes.yaml), for the rest by risk. See docs/policy.md.
 type Engine struct {
 	ws         *workspace.Workspace
 	wsDir      string
 	policy     *Policy
 	rules      []*rule
 	sensitive  *SensitiveMatcher
+	contain    atomic.Pointer[Containment]
 	readRoots  []string
 	scope      pathScope
 	home       string
@@ -126,12 +135,15 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if e.home != "" {
 		e.home = filepath.Clean(e.home)
 	}
+	if err := e.SetContainment(cfg.Containment); err != nil {
+		return nil, err
+	}
 	e.rules = e.policy.allRules()
+	var err error
 	patterns := append(append([]string(nil), e.policy.sensitive...), cfg.Sensitive...)
 	if len(e.policy.sensitive) == 0 {
 		patterns = append(DefaultSensitive(), cfg.Sensitive...)
 	}
-	var err error
 	if e.sensitive, err = NewSensitiveMatcher(e.wsDir, e.home, patterns); err != nil {
 		return nil, errdefs.Invalid("", "sensitive", "authz: %v", err)
 	}
@@ -157,6 +169,19 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// SetContainment says which layers of the kernel sandbox hold for command
+// lines from now on (the daemon learns them when its terminal manager
+// starts, after the engine is built). Safe for concurrent use; an error
+// (a relative writable directory) changes nothing.
+func (e *Engine) SetContainment(c Containment) error {
+	c, err := c.cleanWritable()
+	if err != nil {
+		return errdefs.Invalid("", "containment", "authz: %v", err)
+	}
+	e.contain.Store(&c)
+	return nil
 }
 
 // Policy returns the engine's policy.

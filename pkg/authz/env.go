@@ -37,6 +37,10 @@ func (j *judgement) envFacets(env map[string]string) {
 func (j *judgement) decideEnv(f *facet) {
 	name, _, _ := strings.Cut(f.given, "=")
 	switch {
+	case j.relaxed:
+		// The programs it changes run in the sandbox.
+		f.neutral = true
+		j.set(f, Allow, ruleEnv, fmt.Sprintf("the call sets %s for a command that runs in the sandbox", tools.Clip(f.given, 80)), tools.RiskLow)
 	case shellread.CodeEnv(name):
 		f.hard = true
 		j.set(f, Ask, shellread.RuleDangerousEnv, fmt.Sprintf("the call sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code; that needs a person's approval for each call, in every mode", tools.Clip(f.given, 80)), tools.RiskHigh)

@@ -196,7 +196,7 @@ func Load(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%s: %w", path, err)
+		return c, fmt.Errorf("%s: %w", path, explainDecode(err))
 	}
 	return c, nil
 }

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/toold/toold/pkg/tools/web"
+import (
+	"fmt"
+
+	"github.com/toold/toold/pkg/tools/web"
+)
 
 // Web configures web_operations (web_fetch, web_search).
 //
@@ -9,10 +13,16 @@ import "github.com/toold/toold/pkg/tools/web"
 //	    provider: searxng          # searxng, brave or tavily
 //	    url: https://searx.example.org/
 //	    api_key_env: SEARCH_API_KEY  # brave and tavily: the variable holding the key
+//	  fetch_memory_bytes: 134217728  # every fetch in flight together (default 128 MiB)
 type Web struct {
 	// Search configures web_search's provider; without one, web_search
 	// fails with an error naming web.search.provider.
 	Search web.SearchConfig `yaml:"search"`
+	// FetchMemoryBytes bounds the memory every web_fetch in flight holds
+	// together (decoded body bytes as they are read, their conversion and
+	// the decoders' windows); 0 is web.DefaultFetchMemory (128 MiB). A
+	// fetch waits for its share, or fails RESOURCE_EXHAUSTED saying why.
+	FetchMemoryBytes int64 `yaml:"fetch_memory_bytes"`
 }
 
 // VCS configures build_and_version_control.
@@ -26,4 +36,9 @@ type VCS struct {
 }
 
 // Validate checks the web settings.
-func (w Web) Validate() error { return w.Search.Validate() }
+func (w Web) Validate() error {
+	if w.FetchMemoryBytes < 0 || (w.FetchMemoryBytes > 0 && w.FetchMemoryBytes < 1<<20) {
+		return fmt.Errorf("web.fetch_memory_bytes %d: want 0 (the default, 128 MiB) or at least 1 MiB (1048576)", w.FetchMemoryBytes)
+	}
+	return w.Search.Validate()
+}

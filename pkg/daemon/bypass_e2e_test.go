@@ -42,9 +42,14 @@ rules:
 	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Without the sandbox: these tests hold the judge to what it promises
+	// where it is the boundary (inside the sandbox the same lines run,
+	// contained; sandbox_e2e_test.go and judge_e2e_test.go test that by
+	// effect).
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
 		c.ApprovalMode = mode
 		c.PolicyFile = policy
+		c.Terminal.Sandbox = "off"
 	}))
 	return d, canary
 }
@@ -233,19 +238,37 @@ func TestSplitTerminalInputEndToEnd(t *testing.T) {
 		t.Fatalf("the submitted line was not judged whole: %v", r)
 	}
 	// The refused input was not typed; the line still holds "rm -rf ".
-	// ^C discards it (a control key asks in every mode: approve it once);
+	// ^C discards it — in YOLO without asking (issue 24: it asked) —
 	// then the terminal runs the next line.
-	b, _ := json.Marshal(map[string]any{"session_id": sid, "data": "\u0003"})
-	if r, _ := x.call("t3", "send_input", string(b), approveOnce); !r.GetSuccess() {
-		t.Fatalf("^C: %v", r)
+	ctrlC := func(id string) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"session_id": sid, "data": "\u0003"})
+		if r, _ := x.call(id, "send_input", string(b)); !r.GetSuccess() {
+			t.Fatalf("^C: %v", r)
+		}
+		// The terminal flushes its input at ^C: type on only once it
+		// showed it.
+		waitOutput("^C")
 	}
-	// The terminal flushes its input at ^C: type on only once it showed it.
-	waitOutput("^C")
-	b, _ = json.Marshal(map[string]any{"session_id": sid, "data": "echo still-$((40+2))\n"})
+	ctrlC("t3")
+	b, _ := json.Marshal(map[string]any{"session_id": sid, "data": "echo still-$((40+2))\n"})
 	if r, _ := x.call("t4", "send_input", string(b)); !r.GetSuccess() {
 		t.Fatalf("next line: %v", r)
 	}
 	waitOutput("still-42")
+	// ^C to a program in the foreground (not the shell) interrupts it,
+	// unasked: the next line runs at once, not after a minute.
+	b, _ = json.Marshal(map[string]any{"session_id": sid, "data": "echo started-$((2+3)); sleep 60\n"})
+	if r, _ := x.call("t5", "send_input", string(b)); !r.GetSuccess() {
+		t.Fatalf("sleep: %v", r)
+	}
+	waitOutput("started-5")
+	ctrlC("t6")
+	b, _ = json.Marshal(map[string]any{"session_id": sid, "data": "echo after-$((1+2))\n"})
+	if r, _ := x.call("t7", "send_input", string(b)); !r.GetSuccess() {
+		t.Fatalf("line after ^C: %v", r)
+	}
+	waitOutput("after-3")
 	alive(t, canary)
 }
 

@@ -47,6 +47,7 @@ import (
 	"github.com/toold/toold/pkg/telemetry"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/collab"
+	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/fileops"
 	"github.com/toold/toold/pkg/tools/memops"
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -75,15 +76,23 @@ type Main struct {
 	// Capabilities are the Authorizer's; set by Run when it builds the
 	// policy from Config.
 	Capabilities authz.Capabilities
+	// MCPDialect, when set, makes the MCP server (toold mcp, /mcp) present
+	// that agent's tool set ("claude-code", "codex", …) instead of toold's.
+	MCPDialect string
 
-	ws        *workspace.Workspace
+	ws   *workspace.Workspace
+	mode authz.Mode // the server's approval mode, parsed once
+	// engine is the policy engine when the daemon built it (nil when
+	// Main.Authorizer was given).
+	engine    *authz.Engine
 	registry  *tools.Registry
 	exec      *executor.Executor
 	svc       *service.Server
 	health    *health.Server
 	grpc      *grpc.Server
 	listeners []net.Listener
-	socket    string // the socket path we created, removed on Close
+	socket    string   // the socket path we created, removed on Close
+	stateLock *os.File // holds the state directory (statelock.go)
 	tpClose   func(context.Context) error
 	debug     *http.Server
 	mcp       mcpState    // see mcp.go
@@ -93,11 +102,17 @@ type Main struct {
 	leftovers leftoverState   // see leftovers.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
-	healthSrv  *grpc.Server
-	healthAddr string
-	serveWG    sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	peers *peerGuard // see peers.go
+	self  selfAddrs  // toold's own TCP listeners (peers.go)
+	// operatorKey is the operator credential (operator.go); access decides
+	// with it and the conversations' secrets who reads what.
+	operatorKey string
+	access      *service.Access
+	healthSrv   *grpc.Server
+	healthAddr  string
+	serveWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Run builds the daemon and starts serving. It returns once the listeners
@@ -128,7 +143,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if exporting {
 		tracer = m.TracerProvider.Tracer("github.com/toold/toold")
 	}
-	mode, _ := authz.ParseMode(cfg.ApprovalMode)
+	// The approval mode is parsed once, here (Validate checked it); the
+	// rest of the daemon uses m.mode.
+	m.mode, _ = authz.ParseMode(cfg.ApprovalMode)
+	mode := m.mode
 
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err
@@ -136,16 +154,36 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	if held, err := m.lockStateDir(m.memory.stateDir); held && err != nil {
+		return err
+	} else if err != nil {
+		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
+	}
+	// Without a usable state directory toold still runs (as memory does):
+	// then nobody is the operator, and a conversation's records need its
+	// secret.
+	key, replaced, err := loadOperatorKey(m.memory.stateDir)
+	if err != nil {
+		m.Logger.Warn("no operator credential: reading other conversations' records is refused to everyone", "err", err)
+	}
+	if replaced != "" {
+		m.Logger.Warn("operator credential: " + replaced)
+	}
+	m.operatorKey = key
+	m.access = service.NewAccess(key, heldConversations{m})
 	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
 	m.registry = tools.NewRegistry()
+	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
+		return err
+	}
 	if m.Authorizer == nil {
 		eng, err := m.newEngine()
 		if err != nil {
 			return err
 		}
-		m.Authorizer, m.Capabilities = eng, eng.Capabilities()
+		m.Authorizer, m.Capabilities, m.engine = eng, eng.Capabilities(), eng
 	}
 	// What the policy can do besides deciding is passed on explicitly
 	// (Main.Capabilities; a test's replacement policy brings its own).
@@ -168,16 +206,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.terminal = nil
 		m.registry.SetUnavailable(terminalOff(err))
 		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
+	} else {
+		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
+	more := m.moreOptions(cfg.Output.ToolLimits())
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
+	if u, off := web.SearchUnavailable(more.Web); off {
+		m.registry.SetUnavailable(u) // listed as such, not offered
+	}
 	if m.terminal == nil {
 		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
 	}
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
-	m.exec = executor.New(executor.Config{
+	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
 		Granter:           granter,
@@ -200,6 +244,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Tracer:    tracer,
 		Observe:   m.executorObserve(), // observe.go
 	})
+	if err != nil {
+		return err
+	}
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
@@ -209,13 +256,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
+	m.peers = m.newPeerGuard()
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
+	// Explain through the PolicyService judges commands as running outside
+	// the sandbox: toolctl hook asks about commands an agent runs itself.
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
-	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations()))
+	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	if err := m.registerObserve(); err != nil {
@@ -252,11 +302,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Tools and the egress proxy never connect to these (peers.go).
+	var own []string
+	for _, a := range []string{m.TCPAddr(), m.observe.debugAddr, m.healthAddr} {
+		if a != "" {
+			own = append(own, a)
+		}
+	}
+	m.self.set(own)
 	for _, l := range m.listeners {
 		m.serveWG.Add(1)
 		go func() {
 			defer m.serveWG.Done()
-			if err := m.grpc.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := m.grpc.Serve(l); err != nil && !listenerClosed(err) {
 				m.Logger.Error("serve failed", "addr", l.Addr().String(), "err", err)
 			}
 		}()
@@ -421,6 +479,7 @@ func (m *Main) release() error {
 	if m.ws != nil {
 		errs = append(errs, m.ws.Close())
 	}
+	errs = append(errs, m.unlockStateDir())
 	if m.tpClose != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, m.tpClose(ctx))
@@ -430,8 +489,9 @@ func (m *Main) release() error {
 }
 
 // newGRPCServer builds the server with the house-style chain: the otelgrpc
-// stats handler, then logging (with trace ids), auth (health exempt), and
-// recovery last, so a panic in a handler becomes INTERNAL for that RPC.
+// stats handler, then logging (with trace ids), the refusal of toold's own
+// commands (peers.go; health included), auth (health exempt), and recovery
+// last, so a panic in a handler becomes INTERNAL for that RPC.
 func (m *Main) newGRPCServer() *grpc.Server {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -455,14 +515,17 @@ func (m *Main) newGRPCServer() *grpc.Server {
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
 	opts := append(m.svc.GRPCServerOptions(),
+		m.peers.serverOption(),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
+			m.peers.unary,
 			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
 		grpc.ChainStreamInterceptor(
 			logging.StreamServerInterceptor(logger, logOpts...),
+			m.peers.stream,
 			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
@@ -496,7 +559,8 @@ func (m *Main) authFunc() auth.AuthFunc {
 }
 
 // listenUnix listens on a unix socket with mode perm (0600 or 0660). A stale socket file
-// (nobody listening) is replaced; a live one is an error.
+// (nobody listening) is replaced; a live one is an error; a missing parent
+// directory is an error (it is not created).
 func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -512,9 +576,16 @@ func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
 			return nil, err
 		}
 	}
+	// A missing directory is a mistake (a typo, a volume not mounted), not
+	// something to create silently at / and leave behind.
 	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
+		if fi, err := os.Stat(dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("socket %s: directory %s does not exist (create it first, or choose another --socket)", path, dir)
+			}
+			return nil, fmt.Errorf("socket %s: %w", path, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("socket %s: %s is not a directory", path, dir)
 		}
 	}
 	l, err := net.Listen("unix", path)

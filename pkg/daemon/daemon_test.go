@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -292,6 +293,62 @@ func TestGrpcurl(t *testing.T) {
 	}
 }
 
+// README's grpcurl conversation, run as printed (the heredoc between
+// "ExecuteTool <<'EOF'" and "EOF") under AUTO: grpcurl closes its side at
+// EOF, so the call that needs an approval cannot get one. It must end
+// DENIED saying why, and the stream must end (grpcurl exits 0), not wait
+// forever with keepalives.
+func TestGrpcurlReadmeConversation(t *testing.T) {
+	grpcurl := requireTool(t, "grpcurl")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "toold.v1.ToolService/ExecuteTool <<'EOF'\n")
+	heredoc, _, ok2 := strings.Cut(rest, "\nEOF\n")
+	if !ok || !ok2 {
+		t.Fatal("README has no grpcurl ExecuteTool heredoc")
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "auto"
+		c.Keepalive = config.Duration(50 * time.Millisecond) // keepalives must not keep it open
+	}))
+	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("all:\n\techo one\n\techo two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, grpcurl, "-plaintext", "-d", "@", "unix:"+d.Socket, "toold.v1.ToolService/ExecuteTool")
+	cmd.Stdin = strings.NewReader(heredoc + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("the stream did not end after grpcurl closed its side:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("grpcurl: %v\n%s\n%s", err, stderr.String(), out)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	ends := map[string]map[string]any{}
+	for dec.More() {
+		var ev map[string]any
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("decode %q: %v", out, err)
+		}
+		if end, ok := ev["end"].(map[string]any); ok {
+			ends[ev["callId"].(string)] = end["result"].(map[string]any)
+		}
+	}
+	if len(ends) != 4 || ends["1"]["success"] != true || ends["2"]["success"] != true {
+		t.Fatalf("ends: %v\n%s", ends, out)
+	}
+	e4, _ := ends["4"]["error"].(map[string]any)
+	if e4["code"] != "ERROR_CODE_DENIED" || !strings.Contains(fmt.Sprint(e4["message"]), "closed its side of the stream") {
+		t.Fatalf("call 4 (needs an approval after the client closed its side): %v\n%s", ends["4"], out)
+	}
+}
+
 // requireTool finds a third-party program the Makefile installs. Under
 // `make test` (TOOLD_REQUIRE_PEERS=1) its absence fails the test; a plain
 // `go test` skips with the reason.
@@ -340,7 +397,7 @@ func (s *slowTool) Spec() tools.Spec {
 	return tools.Spec{Name: "slow", Operations: []tools.OperationSpec{{Name: "slow", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object"}`)}}}
 }
 func (s *slowTool) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: "Waiting"} }
-func (s *slowTool) Run(ctx context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (s *slowTool) Run(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	close(s.started)
 	<-ctx.Done()
 	return nil, ctx.Err()

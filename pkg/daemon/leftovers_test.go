@@ -26,18 +26,14 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/leftover"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Poll(t, 20*time.Second, what, cond)
 }
 
 // deadMark is the owner mark of a process that ran and is gone.
@@ -261,7 +257,7 @@ func TestAbandonedConversationsReaped(t *testing.T) {
 		t.Fatal("the process of a conversation with a stream attached was reaped")
 	}
 	eventually(t, "the abandoned sessions to be closed", func() bool {
-		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(t.Context(), &pb.ListSessionsRequest{})
+		resp, err := pb.NewTerminalServiceClient(d.Conn).ListSessions(d.AsOperator(t.Context()), &pb.ListSessionsRequest{})
 		return err == nil && len(resp.GetSessions()) == 0
 	})
 	res, _ := keeper.call("list", "list_processes", `{}`)

@@ -2,15 +2,22 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/soheilhy/cmux"
+	"google.golang.org/grpc"
 
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcpserver"
@@ -24,6 +31,7 @@ type mcpState struct {
 	manager  *mcp.Manager
 	server   *mcpserver.Server
 	http     *http.Server // nil unless /mcp is served
+	token    string       // what /mcp requires: the token, or mcp.token's
 	stopOnce sync.Once
 }
 
@@ -38,6 +46,18 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if cfg.HTTP && m.Config.Listen == "" {
 		return errors.New("mcp.http serves /mcp on the TCP listener: set listen (--listen 127.0.0.1:PORT) too")
 	}
+	m.mcp.token = m.Config.Token
+	if cfg.HTTP && m.mcp.token == "" {
+		// /mcp always needs a token: without one, any local process or a
+		// web page rebinding its name to 127.0.0.1 could run tools.
+		path := filepath.Join(m.memory.stateDir, MCPTokenFile)
+		tok, err := loadMCPToken(path)
+		if err != nil {
+			return fmt.Errorf("mcp.http without a token: the token for /mcp (%s): %w", path, err)
+		}
+		m.mcp.token = tok
+		m.Logger.Info("/mcp needs \"Authorization: Bearer TOKEN\" with the token in "+path+" (no --token given)", "token_file", path)
+	}
 	servers, err := cfg.ResolveServers()
 	if err != nil {
 		return err
@@ -47,14 +67,18 @@ func (m *Main) startMCP(ctx context.Context) error {
 			m.Logger.Info("MCP server entry: ignoring keys toold does not use", "mcp_server", name, "keys", s.Ignored)
 		}
 	}
+	if _, err := m.registry.Dialect(m.MCPDialect); err != nil {
+		return err
+	}
 	m.mcp.server = mcpserver.New(mcpserver.Options{
+		Dialect:  m.MCPDialect,
 		Executor: m.exec,
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-server"),
 		Version:  Version,
 		Instructions: fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
 			"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
-			m.ws.Dir(), m.Config.ApprovalMode),
+			m.ws.Dir(), m.mode),
 	})
 	m.mcp.manager = mcp.NewManager(mcp.Options{
 		Registry: m.registry,
@@ -90,24 +114,30 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	grpcL := mux.Match(cmux.HTTP2())
 	httpL := mux.Match(cmux.Any())
 	hmux := http.NewServeMux()
-	hmux.Handle("/mcp", m.mcp.server.HTTPHandler(m.Config.Token))
-	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second}
+	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.mcp.token)))
+	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second, ConnContext: m.peers.connContext}
 	m.serveWG.Add(2)
 	go func() {
 		defer m.serveWG.Done()
-		if err := mux.Serve(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := mux.Serve(); err != nil && !listenerClosed(err) {
 			m.Logger.Error("splitting the TCP listener failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	go func() {
 		defer m.serveWG.Done()
-		err := m.mcp.http.Serve(httpL)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) &&
-			!errors.Is(err, cmux.ErrListenerClosed) && !errors.Is(err, cmux.ErrServerClosed) {
+		if err := m.mcp.http.Serve(httpL); err != nil && !listenerClosed(err) {
 			m.Logger.Error("serving /mcp failed", "addr", l.Addr().String(), "err", err)
 		}
 	}()
 	return grpcL
+}
+
+// listenerClosed reports whether err is how a server's Serve ends when its
+// listener was closed on purpose (shutdown): not an error to log. Behind
+// cmux that is cmux's "mux: server closed" or "listener closed".
+func listenerClosed(err error) bool {
+	return errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, cmux.ErrListenerClosed) || errors.Is(err, cmux.ErrServerClosed)
 }
 
 // sniffTimeout bounds how long a TCP connection may take to send the bytes
@@ -146,4 +176,44 @@ func (m *Main) ServeMCP(ctx context.Context, in io.ReadCloser, out io.WriteClose
 		return errors.New("ServeMCP before Run")
 	}
 	return m.mcp.server.ServeStdio(ctx, in, out)
+}
+
+// MCPTokenFile is the file in toold's state directory holding the token
+// /mcp requires when toold has no token of its own (--token, token_file).
+// The person's MCP hosts read it (`Authorization: Bearer $(cat FILE)`); a
+// command toold runs cannot (the sandbox masks the state directory).
+const MCPTokenFile = "mcp.token"
+
+// loadMCPToken returns the token kept in path, creating it (32 random
+// bytes, hex, a 0600 file) when it is missing. A file that is not a
+// regular 0600 file of toold's user is replaced: its value may be known to
+// others.
+func loadMCPToken(path string) (string, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 == 0 && (st == nil || int(st.Uid) == os.Getuid()) {
+			if b, err := os.ReadFile(path); err == nil {
+				if tok := strings.TrimSpace(string(b)); len(tok) >= 32 {
+					return tok, nil
+				}
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return "", err
+		}
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return tok, f.Close()
 }

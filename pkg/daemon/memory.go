@@ -35,7 +35,7 @@ func (m *Main) openMemory() {
 	if cfg.Backend == "off" {
 		off := errors.New("memory is turned off in toold's configuration")
 		m.memory.tool = memops.New(nil, ws, off)
-		m.memory.server = service.NewMemoryServer(nil, ws, off)
+		m.memory.server = service.NewMemoryServer(nil, ws, off, m.access)
 		return
 	}
 	open := func(ctx context.Context) (memory.Backend, error) {
@@ -55,7 +55,7 @@ func (m *Main) openMemory() {
 		Logger:   m.Logger,
 	})
 	m.memory.tool = memops.New(m.memory.store, ws, nil)
-	m.memory.server = service.NewMemoryServer(m.memory.store, ws, nil)
+	m.memory.server = service.NewMemoryServer(m.memory.store, ws, nil, m.access)
 }
 
 // closeMemory ends todo watches and closes the backend; it is safe to call

@@ -80,7 +80,7 @@ func TestMemorySurvivesRestart(t *testing.T) {
 				t.Fatalf("search: %v %v", res, evs[0])
 			}
 			got := text(res)
-			if !strings.Contains(got, "1 memories match") || !strings.Contains(got, "**flaky**") || strings.Contains(got, "scratch") {
+			if !strings.Contains(got, "1 memory matches") || !strings.Contains(got, "**flaky**") || !strings.Contains(got, "(relevance 100%") || strings.Contains(got, "scratch") {
 				t.Fatalf("search after restart from another conversation:\n%s", got)
 			}
 			results := res.GetStructured().GetFields()["results"].GetListValue().GetValues()
@@ -105,7 +105,7 @@ func TestTodosStreamLive(t *testing.T) {
 	mem := pb.NewMemoryServiceClient(d.Conn)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	watch, err := mem.WatchTodos(ctx, &pb.WatchTodosRequest{ConversationId: "plan"})
+	watch, err := mem.WatchTodos(d.AsOperator(ctx), &pb.WatchTodosRequest{ConversationId: "plan"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestTodosStreamLive(t *testing.T) {
 		t.Fatalf("other conversation sees %s", text(res))
 	}
 	y.call("o2", "manage_todos", `{"action": "write", "todos": [{"title": "Something else"}]}`)
-	all, err := mem.GetTodos(ctx, &pb.GetTodosRequest{})
+	all, err := mem.GetTodos(d.AsOperator(ctx), &pb.GetTodosRequest{})
 	if err != nil || len(all.GetLists()) != 2 || all.GetLists()[0].GetConversationId() != "other" {
 		t.Fatalf("GetTodos: %v %v", all, err)
 	}

@@ -117,12 +117,12 @@ func (m *Main) registerObserve() error {
 	if o.history != nil {
 		q = o.historyW
 	}
-	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr))
+	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr, m.access))
 	dir := ""
 	if o.audit != nil {
 		dir = o.audit.Dir()
 	}
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr))
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {

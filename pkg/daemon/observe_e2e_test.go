@@ -79,7 +79,7 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 	// A call's end is recorded (audit, history, metrics) once its End is
 	// on its way to the client: wait for the last one.
 	waitCallEnds(t, d.Main.Audit().Dir(), 5)
-	v, err := pb.NewAuditServiceClient(d.Conn).Verify(ctx, &pb.VerifyAuditRequest{})
+	v, err := pb.NewAuditServiceClient(d.Conn).Verify(d.AsOperator(ctx), &pb.VerifyAuditRequest{})
 	if err != nil || !v.Ok {
 		t.Fatalf("verify: %v %v", err, v)
 	}
@@ -103,7 +103,7 @@ func TestHooksAuditHistoryEndToEnd(t *testing.T) {
 		t.Fatalf("call.end %+v", end3)
 	}
 
-	h, err := pb.NewHistoryServiceClient(d.Conn).Query(ctx, &pb.QueryHistoryRequest{ConversationId: "obs"})
+	h, err := pb.NewHistoryServiceClient(d.Conn).Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{ConversationId: "obs"})
 	if err != nil || len(h.Entries) != 5 {
 		t.Fatalf("history: %v %v", err, h)
 	}
@@ -150,7 +150,8 @@ func TestRicherApprovals(t *testing.T) {
 	ws := t.TempDir()
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(policy, []byte("# team policy\nrules: []\n"), 0o600)
-	d := daemontest.Start(t, daemontest.WithWorkspace(ws), daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy }))
+	// ASK: AUTO runs echo, printf and date without asking.
+	d := daemontest.Start(t, daemontest.WithWorkspace(ws), daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy; c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	s.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "rich", ClientName: "alice"}}})
 
@@ -208,7 +209,7 @@ func TestRicherApprovals(t *testing.T) {
 func TestOnceApprovalIsNotSavedAsRule(t *testing.T) {
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(policy, []byte("rules: []\n"), 0o600)
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy }))
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.PolicyFile = policy; c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	once := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
 		return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, SaveAsRule: true}
@@ -238,7 +239,8 @@ func textOf(r *pb.ToolResult) string {
 
 // Revoking a grant through the PolicyService is in the audit log.
 func TestRevocationAudited(t *testing.T) {
-	d := daemontest.Start(t)
+	// ASK: AUTO runs echo without asking.
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "ask" }))
 	s := newSession(t, d)
 	s.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "rev", ClientName: "bob"}}})
 	conv := func(a *pb.RequiresApproval) *pb.ApprovalDecision {

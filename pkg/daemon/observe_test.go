@@ -43,14 +43,14 @@ func TestObserveServices(t *testing.T) {
 		}
 	}
 	hc := pb.NewHistoryServiceClient(d.Conn)
-	resp, err := hc.Query(ctx, &pb.QueryHistoryRequest{ConversationId: "conv"})
+	resp, err := hc.Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{ConversationId: "conv"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.Entries) != 2 || resp.Entries[0].Name != "run_command" || resp.Entries[0].GetExitCode() != 3 || resp.Entries[0].Duration.AsDuration() != time.Millisecond {
 		t.Fatalf("history: %v", resp)
 	}
-	if _, err := hc.Query(ctx, &pb.QueryHistoryRequest{Limit: 100000}); status.Code(err) != codes.InvalidArgument {
+	if _, err := hc.Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{Limit: 100000}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("bad limit: %v", err)
 	}
 
@@ -61,15 +61,15 @@ func TestObserveServices(t *testing.T) {
 		}
 	}
 	ac := pb.NewAuditServiceClient(d.Conn)
-	tail, err := ac.Tail(ctx, &pb.TailAuditRequest{Count: 2})
+	tail, err := ac.Tail(d.AsOperator(ctx), &pb.TailAuditRequest{Count: 2})
 	if err != nil || len(tail.Records) != 2 || tail.Records[1].Kind != audit.KindCallEnd || tail.Records[1].Seq != 3 {
 		t.Fatalf("tail: %v %v", err, tail)
 	}
-	v, err := ac.Verify(ctx, &pb.VerifyAuditRequest{})
+	v, err := ac.Verify(d.AsOperator(ctx), &pb.VerifyAuditRequest{})
 	if err != nil || !v.Ok || v.Records != 3 {
 		t.Fatalf("verify: %v %v", err, v)
 	}
-	st, err := ac.Export(ctx, &pb.ExportAuditRequest{FromSeq: 2})
+	st, err := ac.Export(d.AsOperator(ctx), &pb.ExportAuditRequest{FromSeq: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +113,10 @@ func TestObserveOff(t *testing.T) {
 	if d.Main.Audit() != nil || d.Main.History() != nil {
 		t.Fatal("audit or history opened while off")
 	}
-	if _, err := pb.NewHistoryServiceClient(d.Conn).Query(ctx, &pb.QueryHistoryRequest{}); status.Code(err) != codes.Unavailable {
+	if _, err := pb.NewHistoryServiceClient(d.Conn).Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{}); status.Code(err) != codes.Unavailable {
 		t.Fatalf("history off: %v", err)
 	}
-	if _, err := pb.NewAuditServiceClient(d.Conn).Verify(ctx, &pb.VerifyAuditRequest{}); status.Code(err) != codes.Unavailable {
+	if _, err := pb.NewAuditServiceClient(d.Conn).Verify(d.AsOperator(ctx), &pb.VerifyAuditRequest{}); status.Code(err) != codes.Unavailable {
 		t.Fatalf("audit off: %v", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestAuditUnavailable(t *testing.T) {
 		t.Fatalf("Run = %v, want the audit log's error", err)
 	}
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.Audit.Dir = filepath.Join(blocker, "audit") }))
-	_, err := pb.NewAuditServiceClient(d.Conn).Tail(context.Background(), &pb.TailAuditRequest{})
+	_, err := pb.NewAuditServiceClient(d.Conn).Tail(d.AsOperator(context.Background()), &pb.TailAuditRequest{})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "could not be opened") {
 		t.Fatalf("tail: %v", err)
 	}

@@ -97,7 +97,7 @@ func TestStartsWithoutShell(t *testing.T) {
 				tc := pb.NewTerminalServiceClient(d.Conn)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				if ls, err := tc.ListSessions(ctx, &pb.ListSessionsRequest{}); err != nil || len(ls.GetSessions()) != 0 {
+				if ls, err := tc.ListSessions(d.AsOperator(ctx), &pb.ListSessionsRequest{}); err != nil || len(ls.GetSessions()) != 0 {
 					t.Fatalf("ListSessions: %v %v", ls, err)
 				}
 				at, err := tc.Attach(ctx)

@@ -93,10 +93,7 @@ type Log struct {
 	discard   bool // nobody will read: Append never blocks
 	lastRead  time.Time
 	timer     *time.Timer
-	// notify, when set, replaces waking a blocked Read: the appender calls
-	// it once the event is in (see SetNotify).
-	notify func()
-	done   chan struct{} // closed by Close
+	done      chan struct{} // closed by Close
 	// recycle holds the buffers of large chunks evicted from the tail; they
 	// go back to the pool at the reader's next read, when it has sent
 	// everything it took before (see bufPool).
@@ -138,19 +135,6 @@ func NewLog(cfg LogConfig) *Log {
 	}
 }
 
-// SetNotify makes every append call fn in the appending goroutine, after the
-// event is in, instead of waking a reader blocked in Read: a reader that
-// sends what it reads can then be the appender itself, with no goroutine
-// hand-off (see TryRead). nil restores waking Read.
-func (l *Log) SetNotify(fn func()) {
-	l.mu.Lock()
-	l.notify = fn
-	l.mu.Unlock()
-	if fn != nil {
-		fn() // events appended before
-	}
-}
-
 // TryRead is Read without waiting: it returns the unread events (at most
 // max, all when max is zero), possibly none.
 func (l *Log) TryRead(buf []Event, max int) []Event {
@@ -166,8 +150,8 @@ func (l *Log) HasUnread() bool {
 	return l.unread() > 0
 }
 
-// Wake receives a value when output was appended (and, without a notify
-// hook, any event): a reader that does not block in Read waits on it.
+// Wake receives a value when an event or output was appended: a reader that
+// does not block in Read waits on it.
 func (l *Log) Wake() <-chan struct{} { return l.wake }
 
 // Done is closed when the log is closed (unread events may remain).
@@ -240,53 +224,34 @@ func (l *Log) blocked() bool {
 
 // Append adds events in order, as one batch (the reader takes them back to
 // back), and returns the seq of the last one. It waits for room as the
-// log's bounds say, then appends the whole batch.
+// log's bounds say, then appends the whole batch. Appending does no I/O and
+// calls nothing: it wakes the reader (see Wake, Read).
 func (l *Log) Append(ctx context.Context, evs ...Event) (uint64, error) {
-	seq, fn, err := l.append(ctx, evs)
-	if fn != nil {
-		fn()
-	}
-	return seq, err
-}
-
-func (l *Log) append(ctx context.Context, evs []Event) (uint64, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for !l.closed && l.blocked() {
 		if err := l.waitSpace(ctx); err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 	}
 	if l.closed {
-		return 0, nil, ErrClosed
+		return 0, ErrClosed
 	}
 	l.put(evs)
-	return l.next() - 1, l.notifyFn(), nil
+	return l.next() - 1, nil
 }
 
 // Force appends like Append without waiting for room (for a few events that
-// must be logged under a caller's lock); it returns the seq of the last one,
-// zero when the log is closed.
+// must be logged under a caller's lock; it never blocks, so that is safe);
+// it returns the seq of the last one, zero when the log is closed.
 func (l *Log) Force(evs ...Event) uint64 {
-	seq, fn := l.force(evs)
-	if fn != nil {
-		fn()
-	}
-	return seq
-}
-
-// ForceDeferred is Force that leaves calling the notify hook to the
-// caller (after it released its own locks): it returns the hook, or nil.
-func (l *Log) ForceDeferred(evs ...Event) (uint64, func()) { return l.force(evs) }
-
-func (l *Log) force(evs []Event) (uint64, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, nil
+		return 0
 	}
 	l.put(evs)
-	return l.next() - 1, l.notifyFn()
+	return l.next() - 1
 }
 
 // put appends evs, stamping their seq (and time, when unset); an event of
@@ -308,48 +273,27 @@ func (l *Log) put(evs []Event) {
 	l.appended()
 }
 
-// appended wakes the reader, unless a notify hook is set (the caller runs
-// it once the lock is released, see notifyFn); with nobody to read
-// (Discard), what was appended counts as read at once, so the tail's bounds
-// apply to it.
+// appended wakes the reader; with nobody to read (Discard), what was
+// appended counts as read at once, so the tail's bounds apply to it.
 func (l *Log) appended() {
 	if l.discard {
 		l.markAllRead()
 		return
 	}
-	if l.notify == nil {
-		l.signal()
-	}
+	l.signal()
 	l.trim()
-}
-
-// notifyFn returns the hook to run after an append; l.mu is held.
-func (l *Log) notifyFn() func() {
-	if l.discard || l.closed {
-		return nil
-	}
-	return l.notify
 }
 
 // Output appends output bytes of a call's stream, merging them into the
 // stream's last chunk while the reader has not taken it. It blocks while
 // MaxUnreadOutput bytes wait. p is copied.
 func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p []byte) error {
-	fn, err := l.output(ctx, callID, stream, p)
-	if fn != nil {
-		fn()
-	}
-	return err
-}
-
-func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p []byte) (func(), error) {
 	key := outKey{callID, stream}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var fn func()
 	for len(p) > 0 {
 		if l.closed {
-			return fn, ErrClosed
+			return ErrClosed
 		}
 		var chunk *Chunk
 		if seq, ok := l.open[key]; ok && seq > l.read && seq >= l.first {
@@ -370,7 +314,7 @@ func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p 
 				continue
 			}
 			if err := l.waitSpace(ctx); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
@@ -397,12 +341,8 @@ func (l *Log) output(ctx context.Context, callID string, stream tools.Stream, p 
 		l.unreadOut += n
 		p = p[n:]
 		l.appended()
-		// Output is not handed to the notify hook: a fast producer's
-		// writes are better coalesced while the reader sends (it is
-		// woken), than sent one by one by the producer.
-		l.signal()
 	}
-	return fn, nil
+	return nil
 }
 
 // size approximates the memory an event holds.

@@ -176,20 +176,23 @@ func TestLogReadIdleClose(t *testing.T) {
 	}
 }
 
-// With a notify hook the appender is told instead of a blocked reader:
-// every append calls it once, after the event is in.
-func TestLogNotify(t *testing.T) {
+// The log is passive: an append only wakes the reader (Wake), and the
+// reader takes every event appended meanwhile in one read, in order.
+func TestLogAppendWakes(t *testing.T) {
 	l := events.NewLog(events.LogConfig{})
-	var seen []uint64
-	l.SetNotify(func() {
-		for _, ev := range l.TryRead(nil, 0) {
-			seen = append(seen, ev.Seq)
-		}
-	})
 	appendOne(t, l, events.Event{CallID: "a", Start: &events.Start{}})
 	l.Force(events.Event{CallID: "a", End: &events.End{}})
-	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
-		t.Fatalf("the hook read %v", seen)
+	select {
+	case <-l.Wake():
+	default:
+		t.Fatal("an append did not wake the reader")
+	}
+	evs := l.TryRead(nil, 0)
+	if len(evs) != 2 || evs[0].Seq != 1 || evs[1].Seq != 2 {
+		t.Fatalf("read %+v, want seqs 1 and 2 in one read", evs)
+	}
+	if l.HasUnread() {
+		t.Fatal("events left unread")
 	}
 }
 

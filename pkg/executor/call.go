@@ -104,6 +104,11 @@ type CallRequest struct {
 	OmitExecuting bool
 	// Client names the client, for logs and grants ("toolctl/0.1").
 	Client string
+	// Dialect is the agent tool set the call is made in ("claude-code",
+	// "codex", …; see tools.Dialect); "" or "toold" is toold's own. Its
+	// names and arguments are mapped at resolution, and the result is
+	// reshaped for that agent's model once the tool ran.
+	Dialect string
 
 	// stdin is the call's input when a stream runs it.
 	stdin *inputPipe
@@ -218,6 +223,9 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 		if err == nil {
 			x.callStarted(ctx, req, call) // observe.go
 			end.Result, err = x.run(ctx, req, target, call, sink)
+			// The dialect's result shape (a no-op without one).
+			res, runErr := end.Result, err
+			end.Result, err = guard(call, "Shape", func() (*tools.Result, error) { return target.Shape(res, runErr) })
 		}
 		if sink.stdin != nil {
 			end.Metadata = sink.stdin.finish(end.Metadata)
@@ -244,7 +252,7 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 			return nil, nil, nil, err
 		}
 	}
-	target, err := x.cfg.Registry.Resolve(req.Name, args)
+	target, err := x.cfg.Registry.ResolveIn(req.Dialect, req.Name, args)
 	if err != nil {
 		spanError(span, err)
 		return nil, nil, nil, err
@@ -521,7 +529,9 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 	}
 	sink.ctx = ctx
 
-	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, sink) })
+	sink.target, sink.call = target, call
+	ts := sink.sink()
+	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, ts) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)
 	}

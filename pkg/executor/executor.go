@@ -27,9 +27,11 @@ import (
 
 // Config configures an Executor. Zero durations and limits take defaults.
 type Config struct {
-	// Registry holds the tools. Required.
+	// Registry holds the tools. Required: New refuses a nil one.
 	Registry *tools.Registry
-	// Authorizer decides on calls; nil allows everything.
+	// Authorizer decides on calls. Required: New refuses a nil one (a
+	// security sidecar's zero value must not allow everything; pass
+	// authz.AllowAll{} to mean that).
 	Authorizer authz.Authorizer
 	// Granter records the grants people approve; nil records none (an
 	// approval then covers only its call).
@@ -72,9 +74,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Authorizer == nil {
-		c.Authorizer = authz.AllowAll{}
-	}
 	if c.Mode == authz.ModeUnset {
 		c.Mode = authz.ModeAuto
 	}
@@ -125,13 +124,20 @@ type Executor struct {
 	live map[string]map[*session]struct{}
 }
 
-// New returns an Executor.
-func New(cfg Config) *Executor {
+// New returns an Executor. It refuses a Config without a Registry or an
+// Authorizer (ErrInvalidArgument), changing nothing.
+func New(cfg Config) (*Executor, error) {
+	switch {
+	case cfg.Registry == nil:
+		return nil, errdefs.New(errdefs.ErrInvalidArgument, "executor: Config.Registry is required")
+	case cfg.Authorizer == nil:
+		return nil, errdefs.New(errdefs.ErrInvalidArgument, "executor: Config.Authorizer is required (a nil authorizer is not allow-all; pass authz.AllowAll{} to allow every call)")
+	}
 	kill, killFn := context.WithCancelCause(context.Background())
 	x := &Executor{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn,
 		detached: map[string][]*session{}, live: map[string]map[*session]struct{}{}}
 	x.convs = NewConversations(x.cfg.Conversations)
-	return x
+	return x, nil
 }
 
 // Conversations returns the conversation registry (the TerminalService

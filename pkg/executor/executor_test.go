@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
@@ -47,7 +48,7 @@ func (b *block) Spec() tools.Spec {
 	return tools.Spec{Name: "block", Source: "builtin", Operations: []tools.OperationSpec{{Name: "block", Risk: tools.RiskLow, Schema: []byte(`{"type":"object"}`)}}}
 }
 func (b *block) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: "blocking"} }
-func (b *block) Run(ctx context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (b *block) Run(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	b.started <- struct{}{}
 	select {
 	case <-b.release:
@@ -64,7 +65,14 @@ func newExecutor(t *testing.T, cfg executor.Config, ts ...tools.Tool) *executor.
 		t.Fatal(err)
 	}
 	cfg.Registry = reg
-	return executor.New(cfg)
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authz.AllowAll{}
+	}
+	x, err := executor.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
 
 // Admission has one path and one wording for every transport: the

@@ -63,6 +63,9 @@ type session struct {
 	closing bool        // no new calls: the stream closed its side, shutdown, or the grace ran out
 	grace   *time.Timer
 	ended   bool
+	// mute is closed when the client closed its side of the stream: a
+	// question asked then, or waiting then, can never be answered.
+	mute chan struct{}
 	// attached mirrors att != nil, for readers holding x.mu (the lock
 	// order is s.mu, then x.mu).
 	attached atomic.Bool
@@ -71,12 +74,6 @@ type session struct {
 type runningCall struct {
 	cancel context.CancelCauseFunc
 	stdin  *inputPipe
-	// held are the call's Start and Executing, held back to go out with
-	// the call's next event (see callHost.Emit); emitMu orders the call's
-	// appends to the log.
-	emitMu sync.Mutex
-	held   []events.Event
-	timer  *time.Timer
 }
 
 // waiter is a call waiting for a person: an approval or an answer to a
@@ -131,6 +128,7 @@ func (x *Executor) Open(o OpenOptions) (*Attachment, error) {
 		x: x, id: newID("s-"), conv: id, log: events.NewLog(x.logConfig()),
 		ctx: ctx, cancel: cancel, leave: leave,
 		calls: map[string]*runningCall{}, waiting: map[string]*waiter{},
+		mute: make(chan struct{}),
 	}
 	s.att = a
 	s.attached.Store(true)
@@ -205,9 +203,7 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].seq < again[j].seq })
 	for _, w := range again {
-		// No notify hook runs here: the new stream installs its own
-		// and reads what waits when it starts.
-		w.seq, _ = s.log.ForceDeferred(w.ev)
+		w.seq = s.log.Force(w.ev)
 	}
 	a.welcome = events.Welcome{ConversationID: s.conv, ConversationSecret: secret, Mode: a.mode,
 		ServerVersion: s.x.cfg.Version, Workspace: s.x.cfg.Workspace, MaxTimeout: s.x.cfg.MaxTimeout,
@@ -355,23 +351,14 @@ func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) {
 	end, record := s.x.execute(ctx, req, h)
 	// The End is logged and the call forgotten in one step, so that once
 	// a client has the End it may reuse the call_id at once, and a reuse
-	// can never be logged before this End.
-	rc.emitMu.Lock()
-	evs := append(rc.held, events.Event{CallID: req.CallID, End: end})
-	rc.held = nil
-	if rc.timer != nil {
-		rc.timer.Stop()
-	}
+	// can never be logged before this End. (Force never blocks and does
+	// no I/O: the stream's sender sends it.)
 	s.mu.Lock()
-	_, notify := s.log.ForceDeferred(evs...)
+	s.log.Force(events.Event{CallID: req.CallID, End: end})
 	delete(s.calls, req.CallID)
 	s.settleLocked()
 	s.mu.Unlock()
-	rc.emitMu.Unlock()
 	rc.cancel(nil)
-	if notify != nil {
-		notify()
-	}
 	record()
 	s.x.release()
 }
@@ -474,41 +461,47 @@ func (a *Attachment) Input(callID string, data []byte, eof bool) error {
 	return rc.stdin.write(data, eof)
 }
 
-// Read returns the session's next events (see events.Log.Read): it returns
-// events.ErrIdle after idle without events (send a Keepalive), and
+// Read returns the session's next events, every one ready up to max (all
+// when max is zero), blocking until there is one (see events.Log.Read): it
+// returns events.ErrIdle after idle without events (send a Keepalive), and
 // events.ErrClosed once the stream closed its side (CloseSend) or toold
-// shuts down, and every call ended and every event was read.
+// shuts down, and every call ended and every event was read. The stream's
+// one sender is its only caller.
 func (a *Attachment) Read(ctx context.Context, buf []events.Event, max int, idle time.Duration) ([]events.Event, error) {
-	return a.s.log.Read(ctx, buf, max, idle)
-}
-
-// SetNotify makes every event appended to the session's log call fn in the
-// appending goroutine (nil: wake Read instead); see events.Log.SetNotify.
-func (a *Attachment) SetNotify(fn func()) { a.s.log.SetNotify(fn) }
-
-// TryRead returns the events waiting for the stream, without waiting.
-func (a *Attachment) TryRead(buf []events.Event) []events.Event {
-	buf = a.s.log.TryRead(buf, 0)
-	if len(buf) > 0 {
-		a.s.x.cfg.Observe.Metrics.QueueDepth(context.Background(), len(buf))
+	n := len(buf)
+	buf, err := a.s.log.Read(ctx, buf, max, idle)
+	if len(buf) > n {
+		a.s.x.cfg.Observe.Metrics.QueueDepth(ctx, len(buf)-n)
 	}
-	return buf
+	return buf, err
 }
-
-// Wake receives when output waits for the stream (see events.Log.Wake).
-func (a *Attachment) Wake() <-chan struct{} { return a.s.log.Wake() }
-
-// HasUnread reports whether events wait for the stream.
-func (a *Attachment) HasUnread() bool { return a.s.log.HasUnread() }
 
 // Done is closed once the stream has nothing more to read but what waits:
 // it closed its side (or toold drains) and every call ended.
 func (a *Attachment) Done() <-chan struct{} { return a.s.log.Done() }
 
-// CloseSend says the client sends no more calls (or toold drains): the
-// running calls finish, and Read returns events.ErrClosed after the last
-// event.
+// CloseSend says the client closed its side: it sends no more calls, and
+// no more answers. The running calls finish; a call waiting for an approval
+// or an answer, or asking later, ends DENIED (nobody can answer it); Read
+// returns events.ErrClosed after the last event.
 func (a *Attachment) CloseSend() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.currentLocked() {
+		return
+	}
+	if !isClosed(s.mute) {
+		close(s.mute)
+	}
+	s.closing = true
+	s.settleLocked()
+}
+
+// Drain says toold shuts down: the stream takes no more calls, the running
+// ones finish (the client may still answer their questions), and Read
+// returns events.ErrClosed after the last event.
+func (a *Attachment) Drain() {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -612,70 +605,16 @@ type callHost struct {
 
 var _ Host = (*callHost)(nil)
 
-// holdStart is how long a call's Start and Executing may wait to go out
-// with its next event.
-const holdStart = 2 * time.Millisecond
-
-// Emit implements Host. The call's Start and Executing are held back for up
-// to holdStart, so that a fast call's events reach the reader as one batch
-// with its End (one write, one wake-up of the client); any other event of
-// the call, or the timer, releases them first. Every append of the call's
-// events happens under emitMu, so a release by the timer cannot be
-// overtaken by the call's next event. The session's context (not the
-// call's) bounds the wait, so the events of a canceled call still reach
-// the log.
+// Emit implements Host. The session's context (not the call's) bounds a
+// wait for room in the log, so the events of a canceled call still reach
+// it. Appending does no I/O: the stream's sender sends what it reads.
 func (h *callHost) Emit(_ context.Context, ev events.Event) error {
-	_, err := h.emit(ev)
-	return err
-}
-
-func (h *callHost) emit(ev events.Event) (uint64, error) {
-	rc := h.rc
-	rc.emitMu.Lock()
-	defer rc.emitMu.Unlock()
-	if ev.Start != nil || ev.Executing != nil {
-		if ev.Time.IsZero() {
-			ev.Time = time.Now()
-		}
-		rc.held = append(rc.held, ev)
-		if rc.timer == nil {
-			rc.timer = time.AfterFunc(holdStart, func() {
-				rc.emitMu.Lock()
-				defer rc.emitMu.Unlock()
-				_ = h.releaseLocked()
-			})
-		} else if len(rc.held) == 1 {
-			// The timer went off or was stopped for earlier held events.
-			rc.timer.Reset(holdStart)
-		}
-		return 0, nil
-	}
-	evs := append(rc.held, ev)
-	rc.held = nil
-	if rc.timer != nil {
-		rc.timer.Stop()
-	}
-	return h.s.log.Append(h.s.ctx, evs...)
-}
-
-// releaseLocked appends the held events; rc.emitMu is held.
-func (h *callHost) releaseLocked() error {
-	if len(h.rc.held) == 0 {
-		return nil
-	}
-	evs := h.rc.held
-	h.rc.held = nil
-	_, err := h.s.log.Append(h.s.ctx, evs...)
+	_, err := h.s.log.Append(h.s.ctx, ev)
 	return err
 }
 
 // Output implements Host.
 func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p []byte) error {
-	h.rc.emitMu.Lock()
-	defer h.rc.emitMu.Unlock()
-	if err := h.releaseLocked(); err != nil {
-		return err
-	}
 	return h.s.log.Output(ctx, callID, st, p)
 }
 
@@ -686,7 +625,7 @@ func (h *callHost) Approve(ctx context.Context, callID string, req *events.Appro
 	w := &waiter{callID: callID, approval: make(chan Approval, 1), scopes: req.Scopes,
 		ev: events.Event{CallID: callID, Approval: req}}
 	h.wait(ctx, req.ApprovalID, w)
-	return await(ctx, w.approval)
+	return await(ctx, h.s.mute, w.approval, "an approval", "; the call was not run")
 }
 
 // Ask implements Host: it logs InputRequired and waits for the Input with
@@ -694,17 +633,26 @@ func (h *callHost) Approve(ctx context.Context, callID string, req *events.Appro
 func (h *callHost) Ask(ctx context.Context, callID string, q *events.Question) (string, error) {
 	w := &waiter{callID: callID, answer: make(chan string, 1), ev: events.Event{CallID: callID, Question: q}}
 	h.wait(ctx, q.RequestID, w)
-	return await(ctx, w.answer)
+	return await(ctx, h.s.mute, w.answer, "an answer", "")
 }
 
-// await returns the answer on ch, or why ctx ended first.
-func await[T any](ctx context.Context, ch <-chan T) (T, error) {
+// await returns the answer on ch, or why ctx ended first, or, once the
+// client closed its side (mute), a DENIED error saying so: nobody can send
+// the answer any more.
+func await[T any](ctx context.Context, mute <-chan struct{}, ch <-chan T, what, tail string) (T, error) {
+	var zero T
 	select {
 	case v := <-ch:
 		return v, nil
 	case <-ctx.Done():
-		var zero T
 		return zero, context.Cause(ctx)
+	case <-mute:
+		select {
+		case v := <-ch: // answered before the client closed its side
+			return v, nil
+		default:
+		}
+		return zero, errdefs.New(errdefs.ErrDenied, "this call needed %s from the client, but the client had closed its side of the stream (it sends nothing more), so nobody could give it%s. Keep the stream open until the calls that may ask have ended", what, tail)
 	}
 }
 
@@ -714,22 +662,10 @@ func (h *callHost) wait(ctx context.Context, id string, w *waiter) {
 	s := h.s
 	// The event is logged under s.mu, so a stream resuming meanwhile
 	// either reads it or asks it again: never both, never neither.
-	h.rc.emitMu.Lock()
 	s.mu.Lock()
 	s.waiting[id] = w
-	evs := append(h.rc.held, w.ev)
-	h.rc.held = nil
-	if h.rc.timer != nil {
-		h.rc.timer.Stop()
-	}
-	// The notify hook sends (it may wait on the client): after the locks.
-	seq, notify := s.log.ForceDeferred(evs...)
-	w.seq = seq
+	w.seq = s.log.Force(w.ev)
 	s.mu.Unlock()
-	h.rc.emitMu.Unlock()
-	if notify != nil {
-		notify()
-	}
 	context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		if s.waiting[id] == w {

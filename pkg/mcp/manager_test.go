@@ -18,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
@@ -25,6 +26,8 @@ import (
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/mcp/mcptest"
 	"github.com/toold/toold/pkg/tools"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // recorder is a executor.Host that keeps a call's events; it cannot ask a
@@ -32,6 +35,9 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []events.Event
+	// answer, when set, answers the call's questions (a person).
+	answer func(*events.Question) (string, error)
+	asked  []string
 }
 
 var _ executor.Host = (*recorder)(nil)
@@ -49,8 +55,14 @@ func (r *recorder) Approve(context.Context, string, *events.ApprovalRequest) (ex
 	return executor.Approval{}, errdefs.New(errdefs.ErrDenied, "nobody to ask")
 }
 
-func (r *recorder) Ask(context.Context, string, *events.Question) (string, error) {
-	return "", errdefs.New(errdefs.ErrDenied, "nobody to ask")
+func (r *recorder) Ask(_ context.Context, _ string, q *events.Question) (string, error) {
+	if r.answer == nil {
+		return "", errdefs.New(errdefs.ErrDenied, "nobody to ask")
+	}
+	r.mu.Lock()
+	r.asked = append(r.asked, q.Prompt)
+	r.mu.Unlock()
+	return r.answer(q)
 }
 
 func (r *recorder) progress() []events.Progress {
@@ -86,7 +98,11 @@ func newFixture(t *testing.T, opts mcp.Options) *fixture {
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}
-	f := &fixture{reg: reg, svc: executor.New(executor.Config{Registry: reg}), m: mcp.NewManager(opts)}
+	x, err := executor.New(executor.Config{Registry: reg, Authorizer: authz.AllowAll{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{reg: reg, svc: x, m: mcp.NewManager(opts)}
 	t.Cleanup(func() { f.m.Close() })
 	return f
 }
@@ -114,13 +130,7 @@ func (f *fixture) call(ctx context.Context, name, args string) (*events.End, *re
 // waitFor polls cond until it holds or 20s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Poll(t, 20*time.Second, what, cond)
 }
 
 func status(m *mcp.Manager, name string) mcp.Status {

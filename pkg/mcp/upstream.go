@@ -11,13 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/procgroup"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -242,9 +242,7 @@ func (c *connection) close() {
 // killGroup kills the process group of a started stdio server, sweeping up
 // children it left behind (npx starts node, for one).
 func killGroup(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	_ = procgroup.Kill(cmd)
 }
 
 func (u *upstream) connect(ctx context.Context) (*connection, error) {
@@ -254,9 +252,10 @@ func (u *upstream) connect(ctx context.Context) (*connection, error) {
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toold", Version: u.m.opts.Version}, &sdk.ClientOptions{
 		Logger: SDKLogger(u.m.opts.Logger.With("mcp_server", u.name)),
-		// No roots, sampling or elicitation: toold offers a server nothing
-		// but calls.
-		Capabilities:                &sdk.ClientCapabilities{},
+		// Form elicitation, forwarded to the person of the call that asks
+		// (elicit.go); no roots or sampling.
+		Capabilities:                &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+		ElicitationHandler:          u.onElicit,
 		ToolListChangedHandler:      u.onListChanged,
 		ProgressNotificationHandler: u.onProgress,
 		LoggingMessageHandler:       u.onLog,
@@ -374,6 +373,9 @@ func (u *upstream) buildTools(remote []*sdk.Tool) ([]*Tool, []RefusedTool) {
 // pending is a running call's inbox for progress notifications.
 type pending struct {
 	notes chan progressNote
+	// asker asks the call's person a question (nil when the call's client
+	// cannot answer).
+	asker func(ctx context.Context, q tools.Question) (string, error)
 }
 
 type progressNote struct {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,32 +19,80 @@ import (
 
 // host is the executor.Host of one MCP tool call: events become progress
 // notifications (when the client asked for progress), and questions for
-// the person become elicitation requests (when the client can show them).
+// the person become elicitations (when the client declares that
+// capability): a request to the client in the 2025-11-25 era, an
+// input-required result the client answers by calling again in the
+// 2026-07-28 era (elicit says which).
 type host struct {
-	ss     *sdk.ServerSession
 	token  any // the call's progress token; nil when the client sent none
 	tool   string
 	client string
+	caps   *sdk.ClientCapabilities
+	elicit func(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error)
 
-	mu   sync.Mutex
-	last float64 // the last progress value sent; each must be larger
+	mu      sync.Mutex
+	ss      *sdk.ServerSession // where progress goes: the latest request's session
+	last    float64            // the last progress value sent; each must be larger
+	traceID string             // the call's trace, from its Start event
+}
+
+// MetaTraceID is the _meta key of a result's trace id: toold's trace of the
+// call (the caller's, when the request carried a traceparent).
+const MetaTraceID = "toold/trace_id"
+
+// withTrace adds the call's trace id to the result's _meta.
+func (h *host) withTrace(res *sdk.CallToolResult) *sdk.CallToolResult {
+	h.mu.Lock()
+	id := h.traceID
+	h.mu.Unlock()
+	if id != "" {
+		if res.Meta == nil {
+			res.Meta = sdk.Meta{}
+		}
+		res.Meta[MetaTraceID] = id
+	}
+	return res
 }
 
 var _ executor.Host = (*host)(nil)
 
-func newHost(ss *sdk.ServerSession, token any, tool string) *host {
+func newHost(req *sdk.CallToolRequest, tool string) *host {
 	client := "an MCP client"
-	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
-		client = ip.ClientInfo.Name
+	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
+		client = ci.Name
 	}
-	return &host{ss: ss, token: token, tool: tool, client: client}
+	ss := req.Session
+	return &host{ss: ss, token: req.Params.GetProgressToken(), tool: tool, client: client, caps: req.ClientCapabilities(), elicit: ss.Elicit}
+}
+
+// session returns the session progress goes to.
+func (h *host) session() *sdk.ServerSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ss
+}
+
+// setSession moves progress to a later request's session (a 2026-07-28
+// client's retry of a call that asked for input).
+func (h *host) setSession(ss *sdk.ServerSession, token any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ss = ss
+	if token != nil {
+		h.token = token
+	}
 }
 
 // Emit implements executor.Host: Progress events become
 // notifications/progress; the others have no MCP counterpart (the result
 // carries the end).
 func (h *host) Emit(ctx context.Context, ev events.Event) error {
-	if ev.Progress == nil || h.token == nil {
+	if ev.Start != nil && ev.Start.TraceID != "" {
+		h.mu.Lock()
+		h.traceID = ev.Start.TraceID
+		h.mu.Unlock()
+	}
+	if ev.Progress == nil {
 		return nil
 	}
 	return h.notify(ctx, ev.Progress.Message, ev.Progress.Fraction)
@@ -55,7 +104,7 @@ const outputPreview = 1024
 // Output implements executor.Host: output chunks are shown as progress
 // messages (at most 1 KiB each); the whole output is in the result.
 func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) error {
-	if h.token == nil || len(p) == 0 {
+	if len(p) == 0 {
 		return nil
 	}
 	text := string(p)
@@ -75,6 +124,11 @@ func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) e
 // otherwise the value grows by one and no total is given.
 func (h *host) notify(ctx context.Context, msg string, fraction float64) error {
 	h.mu.Lock()
+	if h.token == nil {
+		h.mu.Unlock()
+		return nil
+	}
+	ss := h.ss
 	p := &sdk.ProgressNotificationParams{ProgressToken: h.token, Message: msg}
 	if fraction >= 0 && fraction*100 > h.last {
 		p.Progress, p.Total = fraction*100, 100
@@ -83,16 +137,20 @@ func (h *host) notify(ctx context.Context, msg string, fraction float64) error {
 	}
 	h.last = p.Progress
 	h.mu.Unlock()
-	return h.ss.NotifyProgress(ctx, p)
+	if err := ss.NotifyProgress(ctx, p); err != nil && !errors.Is(err, sdk.ErrConnectionClosed) {
+		return err
+	}
+	// The request that carried the token may have ended (a 2026-07-28 call
+	// between the client's rounds): progress is advisory, the call goes on.
+	return nil
 }
 
 // canElicit reports whether the client declared form elicitation.
 func (h *host) canElicit() bool {
-	ip := h.ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+	if h.caps == nil || h.caps.Elicitation == nil {
 		return false
 	}
-	e := ip.Capabilities.Elicitation
+	e := h.caps.Elicitation
 	return e.Form != nil || e.URL == nil // both unset means form, for older clients
 }
 
@@ -135,7 +193,7 @@ func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalReques
 		},
 		"required": []string{"decision"},
 	}
-	res, err := h.ss.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: approvalMessage(h.tool, req), RequestedSchema: schema})
+	res, err := h.elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: approvalMessage(h.tool, req), RequestedSchema: schema})
 	if err != nil {
 		if ctx.Err() != nil {
 			return executor.Approval{}, context.Cause(ctx)
@@ -219,7 +277,7 @@ func (h *host) Ask(ctx context.Context, _ string, q *events.Question) (string, e
 	if len(q.Choices) > 0 {
 		field["enum"] = q.Choices
 	}
-	res, err := h.ss.Elicit(ctx, &sdk.ElicitParams{
+	res, err := h.elicit(ctx, &sdk.ElicitParams{
 		Mode:    "form",
 		Message: q.Prompt,
 		RequestedSchema: map[string]any{

@@ -1,8 +1,8 @@
 package mcpserver
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,46 +11,34 @@ import (
 	"github.com/toold/toold/pkg/events"
 )
 
-// codes names each error class as the ToolResult's error codes do, for the
-// MCP result's text and its _meta.
-var codes = []struct {
-	class error
-	name  string
-}{
-	{errdefs.ErrToolNotFound, "TOOL_NOT_FOUND"},
-	{errdefs.ErrInvalidArgument, "INVALID_ARGUMENTS"},
-	{errdefs.ErrDenied, "DENIED"},
-	{errdefs.ErrRejected, "REJECTED_BY_USER"},
-	{errdefs.ErrTimeout, "TIMEOUT"},
-	{errdefs.ErrCanceled, "CANCELED"},
-	{errdefs.ErrFailed, "EXECUTION_FAILED"},
-	{errdefs.ErrUnavailable, "UNAVAILABLE"},
-	{errdefs.ErrResourceExhausted, "RESOURCE_EXHAUSTED"},
-	{errdefs.ErrInternal, "INTERNAL"},
-	{errdefs.ErrDuplicateCallID, "DUPLICATE_CALL_ID"},
-	{errdefs.ErrApprovalTimeout, "APPROVAL_TIMEOUT"},
-	{errdefs.ErrDisconnected, "DISCONNECTED"},
-}
-
-// ErrorCode names err's class ("DENIED"); INTERNAL when it has none.
-func ErrorCode(err error) string {
-	for _, c := range codes {
-		if errors.Is(err, c.class) {
-			return c.name
-		}
-	}
-	return "INTERNAL"
-}
+// ErrorCode names err's class ("DENIED"); INTERNAL when it has none (see
+// errdefs.Table).
+func ErrorCode(err error) string { return errdefs.Name(err) }
 
 // MetaErrorCode is the _meta key of a failed result's error code.
 const MetaErrorCode = "toold/error_code"
 
+// StructuredTextKey is the key of structuredContent that carries what the
+// model reads: the same text as the result's text block (the file's lines,
+// the command's output, the error message), within the same truncation.
+const StructuredTextKey = "text"
+
 // toResult turns a call's End into the MCP result: its text (and JSON) as
-// one text block, structured data as structuredContent, and for a failed
-// call isError with "Error (CODE): message" first, so the model reads why.
+// one text block, and for a failed call isError with "Error (CODE):
+// message" first, so the model reads why.
+//
+// A result with structured data also gets structuredContent, and that
+// carries the text too, under StructuredTextKey: hosts such as codex and
+// Claude Code show the model only structuredContent when a result has one,
+// so metadata alone (line numbers, exit code, byte counts) would hide the
+// file's text or the command's output from the model. The spec asks for the
+// other direction (a text block for clients that ignore structuredContent),
+// which the text block is. Structured data that already uses the key is
+// kept whole under "structured".
 func toResult(end *events.End) *sdk.CallToolResult {
 	res := &sdk.CallToolResult{}
 	var parts []string
+	var structured map[string]any
 	if end.Err != nil {
 		e := errdefs.As(end.Err)
 		code := ErrorCode(e)
@@ -69,13 +57,22 @@ func toResult(end *events.End) *sdk.CallToolResult {
 		if len(r.JSON) > 0 {
 			parts = append(parts, string(r.JSON))
 		}
-		if len(r.Structured) > 0 {
-			res.StructuredContent = r.Structured
-		}
+		structured = r.Structured
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "(no output)")
 	}
-	res.Content = []sdk.Content{&sdk.TextContent{Text: strings.Join(parts, "\n\n")}}
+	body := strings.Join(parts, "\n\n")
+	res.Content = []sdk.Content{&sdk.TextContent{Text: body}}
+	if len(structured) > 0 {
+		sc := make(map[string]any, len(structured)+1)
+		if _, taken := structured[StructuredTextKey]; taken {
+			sc["structured"] = structured
+		} else {
+			maps.Copy(sc, structured)
+		}
+		sc[StructuredTextKey] = body
+		res.StructuredContent = sc
+	}
 	return res
 }

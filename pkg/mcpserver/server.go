@@ -17,9 +17,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +48,10 @@ type Options struct {
 	Version string
 	// Instructions are sent to clients in the handshake.
 	Instructions string
+	// Dialect, when set, presents another agent's tool set instead of
+	// toold's ("claude-code", "codex", …; see tools.Dialect): its tools by
+	// the agent's names and schemas, each call run in that dialect.
+	Dialect string
 }
 
 // Server offers the registry's tools over MCP. Create it with New; it keeps
@@ -53,7 +60,11 @@ type Options struct {
 // every session.
 type Server struct {
 	opts Options
-	sdk  *sdk.Server
+	// sdk serves every protocol version (stdio, and /mcp's stateless
+	// endpoint for 2026-07-28); legacy serves /mcp's sessions (2025-11-25
+	// and older), so an HTTP client of either era negotiates its own.
+	sdk, legacy *sdk.Server
+	rounds      rounds
 	// stdioConversation is the conversation of sessions that have no
 	// session id (stdio: one session per process).
 	stdioConversation string
@@ -62,21 +73,23 @@ type Server struct {
 	served map[string]string // MCP tool name -> fingerprint
 }
 
-// legacyVersions are the protocol versions the server negotiates: those
-// before 2026-07-28. That revision replaces server-to-client requests during
-// a call (elicitation while the call waits for an approval) with multi
-// round-trip requests, which would need a call parked across client
-// retries; toold's calls wait in place, so it speaks 2025-11-25 and older,
-// which every current client supports (the Go SDK falls back on its own).
+// legacyVersions are the protocol versions before 2026-07-28, which
+// /mcp's stateful endpoint negotiates (sessions, server-to-client
+// elicitation). Requests of the 2026-07-28 era go to the stateless
+// endpoint, which the Go SDK serves that era on.
 var legacyVersions = func() []string {
 	var out []string
 	for _, v := range sdk.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
+		if v < newEra {
 			out = append(out, v)
 		}
 	}
 	return out
 }()
+
+// newEra is the first protocol revision without sessions and
+// server-to-client requests.
+const newEra = "2026-07-28"
 
 // New returns a Server offering the registry's current tools.
 func New(opts Options) *Server {
@@ -89,8 +102,14 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, served: map[string]string{}, stdioConversation: newID("mcp-")}
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "toold", Title: "toold", Version: opts.Version}, &sdk.ServerOptions{
+	s := &Server{opts: opts, served: map[string]string{}, stdioConversation: newID("mcp-"), rounds: rounds{calls: map[string]*parkedCall{}}}
+	impl := &sdk.Implementation{Name: "toold", Title: "toold", Version: opts.Version}
+	s.sdk = sdk.NewServer(impl, &sdk.ServerOptions{
+		Instructions: opts.Instructions,
+		Logger:       mcp.SDKLogger(opts.Logger),
+		HasTools:     true,
+	})
+	s.legacy = sdk.NewServer(impl, &sdk.ServerOptions{
 		Instructions:              opts.Instructions,
 		Logger:                    mcp.SDKLogger(opts.Logger),
 		HasTools:                  true,
@@ -136,6 +155,16 @@ func (s *Server) toolsFromRegistry() []offered {
 			Annotations: annotations(risk),
 		}, target: name})
 	}
+	if s.opts.Dialect != "" {
+		_, infos, _, err := s.opts.Registry.DialectListing(s.opts.Dialect)
+		if err != nil {
+			s.opts.Logger.Warn("no tools offered over MCP", "dialect", s.opts.Dialect, "err", err)
+		}
+		for _, in := range infos {
+			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
+		}
+		return out
+	}
 	for _, in := range s.opts.Registry.List() {
 		if !in.Spec.Consolidated() {
 			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
@@ -179,6 +208,7 @@ func (s *Server) Sync() {
 			continue
 		}
 		s.sdk.AddTool(o.tool, s.handler(o.target))
+		s.legacy.AddTool(o.tool, s.handler(o.target))
 		s.served[o.tool.Name] = fp
 	}
 	var gone []string
@@ -191,31 +221,66 @@ func (s *Server) Sync() {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		s.sdk.RemoveTools(gone...)
+		s.legacy.RemoveTools(gone...)
 	}
 }
 
-// handler runs a call of the MCP tool that targets the registry name.
+// handler runs a call of the MCP tool that targets the registry name. In
+// the 2026-07-28 era a call that needs the person's input answers with an
+// input-required result and is resumed by the client's next round
+// (rounds.go); before it, the question goes to the client as an
+// elicitation request while the call waits.
 func (s *Server) handler(target string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		h := newHost(req.Session, req.Params.GetProgressToken(), target)
+		if isNewEra(req) && req.Params.RequestState != "" {
+			return s.resume(ctx, req)
+		}
+		h := newHost(req, target)
 		creq := &executor.CallRequest{
 			CallID:         newID("mcp-call-"),
-			ConversationID: s.conversation(req.Session),
+			ConversationID: s.conversation(req),
 			Name:           target,
 			ArgsJSON:       string(req.Params.Arguments),
 			OmitExecuting:  true,
 			Client:         "mcp:" + h.client,
+			TraceContext:   traceContext(req.Params.Meta),
+			Dialect:        s.opts.Dialect,
+		}
+		if isNewEra(req) {
+			return s.round(ctx, s.newRoundsCall(creq, h))
 		}
 		end := s.opts.Executor.Run(ctx, creq, h)
-		return toResult(end), nil
+		return h.withTrace(toResult(end)), nil
 	}
 }
 
-// conversation is the toold conversation of a session: grants from
-// approvals last for it.
-func (s *Server) conversation(ss *sdk.ServerSession) string {
-	if id := ss.ID(); id != "" {
+// traceContext is the W3C trace context a request carries in _meta
+// ("traceparent", "tracestate"), so that toold's span of the call joins the
+// caller's trace.
+func traceContext(meta sdk.Meta) map[string]string {
+	var tc map[string]string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v, ok := meta[k].(string); ok && v != "" {
+			if tc == nil {
+				tc = map[string]string{}
+			}
+			tc[k] = v
+		}
+	}
+	return tc
+}
+
+// conversation is the toold conversation of a call: grants from approvals
+// last for it. A session (HTTP before 2026-07-28, or stdio) is one
+// conversation; a 2026-07-28 request over HTTP has no session, so each of
+// its calls is a conversation of its own and an approval "for this
+// conversation" covers that call only.
+func (s *Server) conversation(req *sdk.CallToolRequest) string {
+	if id := req.Session.ID(); id != "" {
 		return "mcp-" + id
+	}
+	if req.Extra != nil && req.Extra.Header != nil { // HTTP without a session
+		return newID("mcp-stateless-")
 	}
 	return s.stdioConversation
 }
@@ -240,28 +305,48 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 	}
 }
 
-// HTTPHandler returns the streamable HTTP endpoint. When token is not
-// empty, every request must carry "Authorization: Bearer TOKEN" (401
-// otherwise), as gRPC calls must. Requests from browsers of other origins
-// are refused (cross-origin protection), and so are requests reaching a
-// loopback address under a non-loopback Host (DNS rebinding). Sessions idle
-// for 30 minutes are closed.
+// HTTPHandler returns the streamable HTTP endpoint. Every request must
+// carry "Authorization: Bearer TOKEN" (401 otherwise), as gRPC calls must;
+// with an empty token every request is refused, so /mcp is never open to
+// whatever else runs on the machine (the daemon refuses to serve /mcp
+// without a token). A request with an Origin header (a browser's) is
+// refused unless that origin is /mcp's own, on a loopback address: not
+// from a page of another site, nor of another local port (cross-origin
+// protection), and requests reaching a loopback address under a
+// non-loopback Host are refused too, so a web page that rebinds its DNS
+// name to 127.0.0.1 cannot reach the tools. Sessions idle for 30 minutes
+// are closed.
 func (s *Server) HTTPHandler(token string) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+	sessions := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.legacy }, &sdk.StreamableHTTPOptions{
 		Logger:         mcp.SDKLogger(s.opts.Logger),
 		SessionTimeout: 30 * time.Minute,
 	})
+	stateless := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+		Logger:    mcp.SDKLogger(s.opts.Logger),
+		Stateless: true,
+	})
+	// A 2026-07-28 client names its version in a header on every request
+	// and has no session; an older client starts with initialize (no
+	// header) and then names its session.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= newEra {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
 	protected := http.NewCrossOriginProtection().Handler(h)
-	if token == "" {
-		return protected
-	}
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+			http.Error(w, fmt.Sprintf("toold refuses requests from the web origin %q: /mcp serves local agents, and a page must not reach it (DNS rebinding)", o), http.StatusForbidden)
+			return
+		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			got, ok = strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
 		}
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if len(want) == 0 || !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toold"`)
 			http.Error(w, "toold requires \"Authorization: Bearer TOKEN\" (the token toold was started with)", http.StatusUnauthorized)
 			return
@@ -270,11 +355,29 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 	})
 }
 
+// loopbackOrigin reports whether an Origin header names a page served from
+// this machine's loopback interface (localhost, 127.0.0.0/8, ::1).
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
 // Close ends every MCP session (calls still running are canceled by their
 // sessions' ends).
 func (s *Server) Close() {
-	for ss := range s.sdk.Sessions() {
-		_ = ss.Close()
+	s.rounds.closeAll()
+	for _, srv := range []*sdk.Server{s.sdk, s.legacy} {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -21,18 +23,18 @@ import (
 // fakeTool is a func-field fake of a toold tool.
 type fakeTool struct {
 	spec tools.Spec
-	run  func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run  func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 func (f *fakeTool) Spec() tools.Spec { return f.spec }
 func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
 	return tools.Effect{Display: "doing " + c.Tool}
 }
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	return f.run(ctx, c, s)
 }
 
-func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)) *fakeTool {
+func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)) *fakeTool {
 	return &fakeTool{spec: tools.Spec{Name: name, Description: name + " tool", Source: "builtin", Operations: []tools.OperationSpec{{
 		Name: name, Risk: risk, Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 	}}}, run: run}
@@ -57,7 +59,7 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 	t.Helper()
 	reg := tools.NewRegistry()
 	err := reg.Register(
-		simple("slow", tools.RiskLow, func(_ context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+		simple("slow", tools.RiskLow, func(_ context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			for _, f := range []float64{0.25, 0.5, 1} {
 				if err := s.Progress("working", f); err != nil {
 					return nil, err
@@ -65,11 +67,11 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 			}
 			return &tools.Result{Text: "done", Structured: map[string]any{"steps": 3}}, nil
 		}),
-		simple("risky", tools.RiskHigh, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+		simple("risky", tools.RiskHigh, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 			return &tools.Result{Text: "ran"}, nil
 		}),
-		simple("asker", tools.RiskLow, func(ctx context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
-			a, err := s.(tools.Asker).Ask(ctx, tools.Question{Prompt: "Which color?", Choices: []string{"red", "blue"}})
+		simple("asker", tools.RiskLow, func(ctx context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
+			a, err := s.Ask(ctx, tools.Question{Prompt: "Which color?", Choices: []string{"red", "blue"}})
 			if err != nil {
 				return nil, err
 			}
@@ -78,14 +80,17 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 		&fakeTool{spec: tools.Spec{Name: "file_ops", Description: "files", Source: "builtin", Operations: []tools.OperationSpec{
 			{Name: "peek", Description: "Peek at a file.", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 			{Name: "slow", Description: "Same flat name as a tool.", Risk: tools.RiskMedium},
-		}}, run: func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		}}, run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			return &tools.Result{Text: c.Tool + "." + c.Operation}, nil
 		}},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := executor.New(executor.Config{Registry: reg, Authorizer: askRisky{}})
+	svc, err := executor.New(executor.Config{Registry: reg, Authorizer: askRisky{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := mcpserver.New(mcpserver.Options{Executor: svc, Registry: reg, Version: "test"})
 	t.Cleanup(srv.Close)
 	return srv, reg
@@ -95,16 +100,32 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 // client to it.
 func connect(t *testing.T, srv *mcpserver.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return connectEra(t, srv, opts, "")
+}
+
+// eras are the protocol revisions toold's server speaks, newest first:
+// 2026-07-28 (no server-to-client requests: input-required results) and
+// 2025-11-25 (elicitation requests during the call).
+var eras = []string{"2026-07-28", "2025-11-25"}
+
+// connectEra is connect at one protocol revision ("" for the client's
+// newest), checking that the server negotiated it.
+func connectEra(t *testing.T, srv *mcpserver.Server, opts *sdk.ClientOptions, era string) *sdk.ClientSession {
+	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeStdio(ctx, sr, sw) }()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, opts).
-		Connect(context.Background(), &sdk.IOTransport{Reader: cr, Writer: cw}, nil)
+		Connect(context.Background(), &sdk.IOTransport{Reader: cr, Writer: cw}, &sdk.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; era != "" && got != era {
+		cancel()
+		t.Fatalf("negotiated %s, want %s", got, era)
 	}
 	t.Cleanup(func() {
 		cs.Close()
@@ -165,7 +186,7 @@ func TestToolsList(t *testing.T) {
 	}
 
 	// A tool joining the registry reaches connected clients.
-	reg.Register(simple("late", tools.RiskLow, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	reg.Register(simple("late", tools.RiskLow, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		return &tools.Result{Text: "late"}, nil
 	}))
 	srv.Sync()
@@ -192,7 +213,7 @@ func TestProgressAndResult(t *testing.T) {
 	if err != nil || res.IsError || text(res) != "done" {
 		t.Fatalf("%q %v", text(res), err)
 	}
-	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) {
+	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) || m[mcpserver.StructuredTextKey] != "done" {
 		t.Fatalf("structuredContent %v", res.StructuredContent)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -236,48 +257,152 @@ func TestApprovalByElicitation(t *testing.T) {
 		{"decline", &sdk.ElicitResult{Action: "decline"}, true, "REJECTED_BY_USER"},
 		{"no elicitation capability", nil, true, "Error (DENIED)"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, era := range eras {
+		for _, tt := range tests {
+			t.Run(era+"/"+tt.name, func(t *testing.T) {
+				srv, _ := newServer(t)
+				var asked *sdk.ElicitParams
+				opts := &sdk.ClientOptions{}
+				if tt.answer != nil {
+					opts.ElicitationHandler = func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						asked = r.Params
+						return tt.answer, nil
+					}
+				}
+				cs := connectEra(t, srv, opts, era)
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "risky"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.IsError != tt.isError || !strings.Contains(text(res), tt.contains) {
+					t.Fatalf("isError %v, %q; want %v, %q", res.IsError, text(res), tt.isError, tt.contains)
+				}
+				if tt.answer == nil {
+					if !strings.Contains(text(res), "elicitation capability") || !strings.Contains(text(res), "--approval-mode yolo") {
+						t.Fatalf("the denial does not say how to allow the call: %q", text(res))
+					}
+					return
+				}
+				if asked == nil || !strings.Contains(asked.Message, "risky things need a person") || !strings.Contains(asked.Message, "Risk: high") {
+					t.Fatalf("elicitation message: %+v", asked)
+				}
+			})
+		}
+	}
+}
+
+func TestAskByElicitation(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
 			srv, _ := newServer(t)
-			var asked *sdk.ElicitParams
-			opts := &sdk.ClientOptions{}
-			if tt.answer != nil {
-				opts.ElicitationHandler = func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-					asked = r.Params
-					return tt.answer, nil
+			cs := connectEra(t, srv, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				if r.Params.Message != "Which color?" {
+					t.Errorf("question %q", r.Params.Message)
 				}
-			}
-			cs := connect(t, srv, opts)
-			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "risky"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError != tt.isError || !strings.Contains(text(res), tt.contains) {
-				t.Fatalf("isError %v, %q; want %v, %q", res.IsError, text(res), tt.isError, tt.contains)
-			}
-			if tt.answer == nil {
-				if !strings.Contains(text(res), "elicitation capability") || !strings.Contains(text(res), "--approval-mode yolo") {
-					t.Fatalf("the denial does not say how to allow the call: %q", text(res))
-				}
-				return
-			}
-			if asked == nil || !strings.Contains(asked.Message, "risky things need a person") || !strings.Contains(asked.Message, "Risk: high") {
-				t.Fatalf("elicitation message: %+v", asked)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "blue"}}, nil
+			}}, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "asker"})
+			if err != nil || res.IsError || text(res) != "chose blue" {
+				t.Fatalf("%q %v", text(res), err)
 			}
 		})
 	}
 }
 
-func TestAskByElicitation(t *testing.T) {
+// In the 2026-07-28 era, an approval is an input-required result the client
+// answers by calling again with the answer and the requestState: the call
+// runs between the rounds in toold, and only the requestState toold handed
+// out resumes it.
+func TestApprovalAsInputRequiredResult(t *testing.T) {
 	srv, _ := newServer(t)
-	cs := connect(t, srv, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		if r.Params.Message != "Which color?" {
-			t.Errorf("question %q", r.Params.Message)
+	cs := connectEra(t, srv, &sdk.ClientOptions{
+		Capabilities:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+	}, "2026-07-28")
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "risky"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("no input-required result: %+v", res)
+	}
+	q, ok := res.InputRequests["toold"].(*sdk.ElicitParams)
+	if !ok || !strings.Contains(q.Message, "risky things need a person") {
+		t.Fatalf("input request %+v", res.InputRequests)
+	}
+	// A forged requestState resumes nothing.
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "risky", RequestState: "toold-call-forged",
+		InputResponses: sdk.InputResponseMap{"toold": &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}}}); err == nil || !strings.Contains(err.Error(), "requestState") {
+		t.Fatalf("forged requestState: %v", err)
+	}
+	// A round without the answer shows the question again.
+	again, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "risky", RequestState: res.RequestState})
+	if err != nil || !again.NeedsInput() || again.RequestState != res.RequestState {
+		t.Fatalf("round without an answer: %+v %v", again, err)
+	}
+	done, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "risky", RequestState: res.RequestState,
+		InputResponses: sdk.InputResponseMap{"toold": &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}}})
+	if err != nil || done.NeedsInput() || done.IsError || text(done) != "ran" {
+		t.Fatalf("answered round: %+v %v", done, err)
+	}
+	// The call ended: its requestState is spent.
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "risky", RequestState: res.RequestState,
+		InputResponses: sdk.InputResponseMap{"toold": &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}}}); err == nil {
+		t.Fatal("a spent requestState ran the call again")
+	}
+}
+
+// The Origin check holds on its own, whatever the listener's address: a
+// page whose name was rebound to the server's address sends its own Host
+// and Origin (same-origin to the browser) and is refused with the token.
+func TestHTTPHandlerRefusesForeignOrigins(t *testing.T) {
+	srv, _ := newServer(t)
+	h := srv.HTTPHandler("tok")
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for origin, want := range map[string]int{
+		"http://rebind.example:7777": http.StatusForbidden,
+		"http://10.0.0.5:7777":       http.StatusForbidden,
+		"":                           http.StatusOK,
+	} {
+		req := httptest.NewRequest("POST", "http://rebind.example:7777/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer tok")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
 		}
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "blue"}}, nil
-	}})
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "asker"})
-	if err != nil || res.IsError || text(res) != "chose blue" {
-		t.Fatalf("%q %v", text(res), err)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("Origin %q: %d %s, want %d", origin, rec.Code, rec.Body, want)
+		}
+	}
+	// With no token configured, nothing is served.
+	req := httptest.NewRequest("POST", "http://127.0.0.1:7777/mcp", strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	srv.HTTPHandler("").ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("no token configured: %d", rec.Code)
+	}
+}
+
+// A W3C trace context in the request's _meta makes toold's call part of the
+// caller's trace, in both eras; the result names the trace.
+func TestTraceContextInMeta(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			srv, _ := newServer(t)
+			cs := connectEra(t, srv, nil, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow",
+				Meta: sdk.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %v", text(res), err)
+			}
+			if got := res.Meta[mcpserver.MetaTraceID]; got != traceID {
+				t.Fatalf("trace id %v, want the caller's %s", got, traceID)
+			}
+		})
 	}
 }

@@ -18,18 +18,25 @@ import (
 // AuditServer implements the AuditService over the audit log's directory.
 type AuditServer struct {
 	pb.UnimplementedAuditServiceServer
-	dir string
-	off error
+	dir    string
+	off    error
+	access *Access
 }
 
 var _ pb.AuditServiceServer = (*AuditServer)(nil)
 
 // NewAuditServer returns the AuditService reading the log in dir; with dir
 // empty (the audit log is off, or could not be opened: off says why) every
-// RPC fails UNAVAILABLE.
-func NewAuditServer(dir string, off error) *AuditServer { return &AuditServer{dir: dir, off: off} }
+// RPC fails UNAVAILABLE. The audit log holds every conversation's records:
+// every RPC needs the operator credential (access; nil: nobody).
+func NewAuditServer(dir string, off error, access *Access) *AuditServer {
+	return &AuditServer{dir: dir, off: off, access: access}
+}
 
-func (a *AuditServer) check() error {
+func (a *AuditServer) check(ctx context.Context) error {
+	if err := a.access.RequireOperator(ctx, "the audit log"); err != nil {
+		return err
+	}
 	if a.dir == "" {
 		msg := "the audit log is not available"
 		if a.off != nil {
@@ -42,7 +49,7 @@ func (a *AuditServer) check() error {
 
 // Tail implements pb.AuditServiceServer.
 func (a *AuditServer) Tail(ctx context.Context, req *pb.TailAuditRequest) (*pb.TailAuditResponse, error) {
-	if err := a.check(); err != nil {
+	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
 	n := int(req.GetCount())
@@ -79,7 +86,7 @@ func auditRecordToPB(r audit.Record) *pb.AuditRecord {
 
 // Verify implements pb.AuditServiceServer.
 func (a *AuditServer) Verify(ctx context.Context, _ *pb.VerifyAuditRequest) (*pb.VerifyAuditResponse, error) {
-	if err := a.check(); err != nil {
+	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
 	rep, err := audit.Verify(a.dir)
@@ -100,7 +107,7 @@ const exportChunk = 256 << 10
 
 // Export implements pb.AuditServiceServer.
 func (a *AuditServer) Export(req *pb.ExportAuditRequest, stream grpc.ServerStreamingServer[pb.ExportAuditResponse]) error {
-	if err := a.check(); err != nil {
+	if err := a.check(stream.Context()); err != nil {
 		return err
 	}
 	var since, until time.Time

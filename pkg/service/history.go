@@ -21,21 +21,27 @@ type HistoryQuerier interface {
 // HistoryServer implements the HistoryService.
 type HistoryServer struct {
 	pb.UnimplementedHistoryServiceServer
-	q   HistoryQuerier
-	off error
+	q      HistoryQuerier
+	off    error
+	access *Access
 }
 
 var _ pb.HistoryServiceServer = (*HistoryServer)(nil)
 
 // NewHistoryServer returns the HistoryService over q. With q nil, every
 // RPC fails UNAVAILABLE with off's text (history turned off, or its store
-// could not be opened).
-func NewHistoryServer(q HistoryQuerier, off error) *HistoryServer {
-	return &HistoryServer{q: q, off: off}
+// could not be opened). access decides who may read which conversation's
+// calls: a query of one conversation needs its secret or the operator, a
+// query of every conversation the operator (nil access: nobody).
+func NewHistoryServer(q HistoryQuerier, off error, access *Access) *HistoryServer {
+	return &HistoryServer{q: q, off: off, access: access}
 }
 
 // Query implements pb.HistoryServiceServer.
 func (h *HistoryServer) Query(ctx context.Context, req *pb.QueryHistoryRequest) (*pb.QueryHistoryResponse, error) {
+	if err := h.access.Conversation(ctx, req.GetConversationId(), "the history"); err != nil {
+		return nil, err
+	}
 	if h.q == nil {
 		msg := "history is not available"
 		if h.off != nil {

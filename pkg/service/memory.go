@@ -20,6 +20,7 @@ type MemoryServer struct {
 	store     *memory.Store
 	workspace string
 	unavail   error
+	access    *Access
 	stopOnce  sync.Once
 	stop      chan struct{}
 }
@@ -29,9 +30,11 @@ const maxTodoLists = 100
 
 // NewMemoryServer returns the MemoryService over store for the workspace
 // identified by workspace. With a nil store every RPC fails UNAVAILABLE,
-// saying why (unavailable).
-func NewMemoryServer(store *memory.Store, workspace string, unavailable error) *MemoryServer {
-	return &MemoryServer{store: store, workspace: workspace, unavail: unavailable, stop: make(chan struct{})}
+// saying why (unavailable). access decides who may read which todo lists:
+// one conversation's needs its secret or the operator, every
+// conversation's the operator (nil access: nobody).
+func NewMemoryServer(store *memory.Store, workspace string, unavailable error, access *Access) *MemoryServer {
+	return &MemoryServer{store: store, workspace: workspace, unavail: unavailable, access: access, stop: make(chan struct{})}
 }
 
 // Shutdown ends every WatchTodos stream (with OK); later watches end at
@@ -58,6 +61,9 @@ func (s *MemoryServer) lists(ctx context.Context, conv string) ([]*memory.TodoLi
 
 // GetTodos implements pb.MemoryServiceServer.
 func (s *MemoryServer) GetTodos(ctx context.Context, req *pb.GetTodosRequest) (*pb.GetTodosResponse, error) {
+	if err := s.access.Conversation(ctx, req.GetConversationId(), "the todo lists"); err != nil {
+		return nil, err
+	}
 	ls, err := s.lists(ctx, req.GetConversationId())
 	if err != nil {
 		return nil, err
@@ -74,6 +80,9 @@ func (s *MemoryServer) GetTodos(ctx context.Context, req *pb.GetTodosRequest) (*
 // seen in both is sent once (versions only grow).
 func (s *MemoryServer) WatchTodos(req *pb.WatchTodosRequest, stream pb.MemoryService_WatchTodosServer) error {
 	ctx := stream.Context()
+	if err := s.access.Conversation(ctx, req.GetConversationId(), "the todo lists"); err != nil {
+		return err
+	}
 	if s.store == nil {
 		return status.Errorf(codes.Unavailable, "memory is unavailable on this toold: %v", s.unavail)
 	}

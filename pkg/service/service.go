@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/sandbox"
@@ -67,7 +70,18 @@ func (s *Server) Executor() *executor.Executor { return s.x }
 func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
 	reg := s.x.Registry()
 	infos := reg.List()
+	off := reg.Unavailable()
+	d, dinfos, doff, err := reg.DialectListing(req.GetDialect())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if d != nil {
+		infos, off = dinfos, doff
+	}
 	resp := &pb.ListToolsResponse{Tools: make([]*pb.ToolSpec, 0, len(infos))}
+	if d != nil {
+		resp.Dialect, resp.DialectVersion = d.Name, d.Version
+	}
 	for _, in := range infos {
 		ts := &pb.ToolSpec{
 			Name:        in.Spec.Name,
@@ -86,7 +100,7 @@ func (s *Server) ListTools(_ context.Context, req *pb.ListToolsRequest) (*pb.Lis
 		}
 		resp.Tools = append(resp.Tools, ts)
 	}
-	for _, u := range reg.Unavailable() {
+	for _, u := range off {
 		resp.Unavailable = append(resp.Unavailable, &pb.UnavailableTool{Name: u.Name, Operations: u.Operations, Reason: u.Reason})
 	}
 	resp.Sandbox = SandboxToPB(s.opts.Sandbox)

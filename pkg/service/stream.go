@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,11 +17,15 @@ import (
 
 // stream is one ExecuteTool stream: a reader of its session's event log
 // (the sender, the only goroutine that calls Send once Welcome went out)
-// and a receiver handing client messages to the session.
+// and a receiver handing client messages to the session. Nothing else
+// sends: a call, a timer or the receiver appends to the log, which does no
+// I/O, and the sender reads what is ready and sends it.
 type stream struct {
-	srv *Server
-	ss  pb.ToolService_ExecuteToolServer
-	att *executor.Attachment
+	// dialect is the Hello's: the agent tool set of the stream's calls.
+	dialect string
+	srv     *Server
+	ss      pb.ToolService_ExecuteToolServer
+	att     *executor.Attachment
 	// lastSeq is the seq of the last logged event sent; stream-level events
 	// carry it.
 	lastSeq uint64
@@ -32,15 +35,8 @@ type stream struct {
 	// recvDone receives the end of receiving: nil when the client closed
 	// its side, else why the stream broke.
 	recvDone chan error
-
-	// sendMu is held by whoever sends; the fields below are its.
-	sendMu    sync.Mutex
-	stopped   bool // the stream is over: send nothing more
-	failed    bool // a send failed
-	buf       []events.Event
-	lastSend  time.Time
-	keepalive *time.Timer
-	sendErr   chan error // the first failed send, for sendLoop
+	// buf is the sender's batch, reused.
+	buf []events.Event
 }
 
 // ExecuteTool implements pb.ToolServiceServer. See the proto for the
@@ -54,7 +50,7 @@ type stream struct {
 // the receiver itself is not waited for, because RecvMsg returns only once
 // the handler has returned.
 func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
-	st := &stream{srv: s, ss: ss, sendErr: make(chan error, 1)}
+	st := &stream{srv: s, ss: ss}
 	var in inbound // reused: the codec resets it
 	first, err := st.open(&in)
 	if err != nil || st.att == nil {
@@ -90,7 +86,7 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 				att.CloseSend()
 			case <-draining:
 				draining = nil
-				att.CloseSend()
+				att.Drain()
 			case <-sent:
 				return nil
 			}
@@ -135,6 +131,7 @@ func (st *stream) open(in *inbound) (*pb.ClientMessage, error) {
 			st.pendingBad = &b
 		case in.msg.GetHello() != nil:
 			hello = in.msg.GetHello()
+			st.dialect = hello.GetDialect()
 		default:
 			first = in.msg
 		}
@@ -182,7 +179,6 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	st.lastSend = time.Now()
 	out := eventToPB(ev)
 	if w := out.GetWelcome(); w != nil {
 		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
@@ -190,115 +186,34 @@ func (st *stream) send(ev *events.Event) error {
 	return st.ss.Send(out)
 }
 
-// sendLoop sends the session's events until the session ended (nil) or
-// ctx ends. Whoever appends an event to the session's log sends it (see
-// kick): the call that produced it, usually, so that an event reaches the
-// transport without waking another goroutine. This goroutine sends output
-// (coalesced while it sends), the keepalives, and the rest once the log is
-// closed.
+// sendLoop is the stream's sender, the only goroutine that calls Send once
+// Welcome went out (buildkit's control.Status shape). It reads every event
+// ready in the session's log and sends them, until the session ended and
+// its log was read to the end (nil), ctx ends, or a send fails; after
+// KeepaliveInterval without an event it sends a Keepalive.
 func (st *stream) sendLoop(ctx context.Context) error {
-	st.att.SetNotify(st.kick)
-	defer func() {
-		st.att.SetNotify(nil)
-		// Wait for a send in progress; none starts after this.
-		st.sendMu.Lock()
-		st.stopped = true
-		st.sendMu.Unlock()
-	}()
 	idle := st.srv.opts.KeepaliveInterval
-	var tick <-chan time.Time
-	if idle > 0 {
-		t := time.NewTimer(idle)
-		defer t.Stop()
-		tick = t.C
-		defer func() { t.Stop() }()
-		st.keepalive = t
-	}
 	for {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case err := <-st.sendErr:
-			return err
-		case <-st.att.Wake():
-			// Output (coalesced while this goroutine sends).
-			st.sendMu.Lock()
-			err := st.drainLocked()
-			st.sendMu.Unlock()
-			if err != nil {
-				return err
-			}
-		case <-st.att.Done():
-			st.sendMu.Lock()
-			defer st.sendMu.Unlock()
-			if err := st.drainLocked(); err != nil {
-				return err
-			}
-			select {
-			case err := <-st.sendErr:
-				return err
-			default:
-				return nil
-			}
-		case <-tick:
-			if !st.sendMu.TryLock() {
-				st.keepalive.Reset(idle) // sending right now: not idle
-				continue
-			}
-			wait := idle - time.Since(st.lastSend)
-			var err error
-			if wait <= 0 {
-				err = st.send(&events.Event{Keepalive: &events.Keepalive{}})
-				wait = idle
-			}
-			st.sendMu.Unlock()
-			if err != nil {
-				return err
-			}
-			st.keepalive.Reset(wait)
-		}
-	}
-}
-
-// kick sends what waits in the log, unless another goroutine is sending
-// (it then sends this too). Called by every append (events.Log.SetNotify).
-func (st *stream) kick() {
-	for st.sendMu.TryLock() {
-		err := st.drainLocked()
-		st.sendMu.Unlock()
-		if err != nil {
-			select {
-			case st.sendErr <- err:
-			default:
-			}
-			return
-		}
-		// An append between the last read and the unlock found the lock
-		// taken: look again.
-		if !st.att.HasUnread() {
-			return
-		}
-	}
-}
-
-// drainLocked sends every event waiting in the log; sendMu is held.
-func (st *stream) drainLocked() error {
-	if st.stopped || st.failed {
-		return nil
-	}
-	for {
-		st.buf = st.att.TryRead(st.buf[:0])
-		if len(st.buf) == 0 {
-			return nil
-		}
+		var err error
+		st.buf, err = st.att.Read(ctx, st.buf[:0], 0, idle)
 		for i := range st.buf {
-			if err := st.send(&st.buf[i]); err != nil {
-				st.failed = true
+			if serr := st.send(&st.buf[i]); serr != nil {
 				clear(st.buf)
-				return err
+				return serr
 			}
 		}
 		clear(st.buf)
+		switch {
+		case err == nil:
+		case errors.Is(err, events.ErrIdle):
+			if err := st.send(&events.Event{Keepalive: &events.Keepalive{}}); err != nil {
+				return err
+			}
+		case errors.Is(err, events.ErrClosed):
+			return nil
+		default:
+			return err
+		}
 	}
 }
 
@@ -330,7 +245,7 @@ func (st *stream) receive(in *inbound, first bool) {
 			continue
 		}
 		if c := in.msg.GetCall(); c != nil {
-			run, err := st.att.Start(callRequest(c))
+			run, err := st.att.Start(st.callRequest(c))
 			if err != nil {
 				st.rejectCall(c, err)
 			}
@@ -375,7 +290,7 @@ func (st *stream) handle(msg *pb.ClientMessage) {
 	case *pb.ClientMessage_Hello:
 		a.Reject("", errdefs.New(errdefs.ErrInvalidArgument, "Hello must be the first message of the stream; this one was ignored"), "")
 	case *pb.ClientMessage_Call:
-		if err := a.Submit(callRequest(m.Call)); err != nil {
+		if err := a.Submit(st.callRequest(m.Call)); err != nil {
 			st.rejectCall(m.Call, err)
 		}
 	case *pb.ClientMessage_Cancel:
@@ -423,8 +338,13 @@ func (st *stream) input(in *pb.Input) {
 	}
 }
 
-func callRequest(c *pb.ToolCall) *executor.CallRequest {
-	req := &executor.CallRequest{CallID: c.GetCallId(), Name: c.GetName(), TraceContext: c.GetTraceContext()}
+// callRequest converts a call; its dialect is the call's, else the
+// stream's Hello's.
+func (st *stream) callRequest(c *pb.ToolCall) *executor.CallRequest {
+	req := &executor.CallRequest{CallID: c.GetCallId(), Name: c.GetName(), TraceContext: c.GetTraceContext(), Dialect: st.dialect}
+	if d := c.GetDialect(); d != "" {
+		req.Dialect = d
+	}
 	switch a := c.GetArguments().(type) {
 	case *pb.ToolCall_ArgumentsJson:
 		req.ArgsJSON = a.ArgumentsJson

@@ -110,6 +110,7 @@ type TerminalServer struct {
 	// tokenRequired says toold checks a bearer token on every RPC; without
 	// one, Attach is allowed over the unix socket only.
 	tokenRequired bool
+	access        *Access
 }
 
 var _ pb.TerminalServiceServer = (*TerminalServer)(nil)
@@ -119,13 +120,19 @@ var _ pb.TerminalServiceServer = (*TerminalServer)(nil)
 // one, Attach (a shell outside the tool policy) is refused over TCP, as
 // AdminService refuses changes. convs is the ToolService's conversation
 // registry (executor.Executor.Conversations): an attach joins the session's
-// conversation with its secret, as a stream does. Required.
-func NewTerminalServer(ts Terminals, tokenRequired bool, convs *executor.Conversations) *TerminalServer {
-	return &TerminalServer{ts: ts, tokenRequired: tokenRequired, convs: convs}
+// conversation with its secret, as a stream does. Required. access decides
+// who may list sessions (one conversation's: its secret or the operator;
+// every conversation's: the operator) and lets the operator attach to any
+// session without its conversation's secret (nil access: nobody).
+func NewTerminalServer(ts Terminals, tokenRequired bool, convs *executor.Conversations, access *Access) *TerminalServer {
+	return &TerminalServer{ts: ts, tokenRequired: tokenRequired, convs: convs, access: access}
 }
 
 // ListSessions implements pb.TerminalServiceServer.
-func (s *TerminalServer) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
+func (s *TerminalServer) ListSessions(ctx context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
+	if err := s.access.Conversation(ctx, req.GetConversationId(), "the terminal sessions"); err != nil {
+		return nil, err
+	}
 	resp := &pb.ListSessionsResponse{}
 	for _, in := range s.ts.List(req.GetConversationId()) {
 		resp.Sessions = append(resp.Sessions, sessionToPB(in))
@@ -168,13 +175,17 @@ func (s *TerminalServer) Attach(stream pb.TerminalService_AttachServer) error {
 			return status.Error(codes.NotFound, errdefs.As(err).Msg)
 		}
 		// The session's conversation, with its secret: nothing of the
-		// session is sent or typed into before this.
-		leave, err := s.convs.JoinExisting(sess.Info().ConversationID, open.GetConversationSecret())
-		if err != nil {
-			e := errdefs.As(err)
-			return status.Error(GRPCCode(e), e.Msg)
+		// session is sent or typed into before this. The operator attaches
+		// without it (and does not hold the conversation: it may still be
+		// reaped when idle, which ends its sessions).
+		if !s.access.Operator(ctx) {
+			leave, err := s.convs.JoinExisting(sess.Info().ConversationID, open.GetConversationSecret())
+			if err != nil {
+				e := errdefs.As(err)
+				return status.Error(GRPCCode(e), e.Msg)
+			}
+			defer leave()
 		}
-		defer leave()
 	case *pb.AttachOpen_NewSession:
 		ns := t.NewSession
 		if len(ns.GetConversationId()) > executor.MaxConversationID {

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -22,6 +24,8 @@ import (
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools/terminal"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // fakeTerminals is a func-field fake of service.Terminals.
@@ -158,7 +162,7 @@ func serveTerminals(t *testing.T, ts service.Terminals, tokenRequired bool) (uni
 func serveTerminalsWith(t *testing.T, ts service.Terminals, tokenRequired bool, convs *executor.Conversations) (unixClient, tcpClient pb.TerminalServiceClient) {
 	t.Helper()
 	gs := grpc.NewServer()
-	pb.RegisterTerminalServiceServer(gs, service.NewTerminalServer(ts, tokenRequired, convs))
+	pb.RegisterTerminalServiceServer(gs, service.NewTerminalServer(ts, tokenRequired, convs, service.NewAccess(testOperator, convs)))
 	dir, err := os.MkdirTemp("", "toold-term")
 	if err != nil {
 		t.Fatal(err)
@@ -368,6 +372,79 @@ func TestTerminalAttachErrors(t *testing.T) {
 	}
 }
 
+// testOperator is the operator credential of the services these tests
+// serve.
+const testOperator = "operator-credential-for-tests"
+
+// asOperator presents the operator credential; withSecret a conversation's
+// secret.
+func asOperator(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, service.OperatorMetadata, testOperator)
+}
+
+func withSecret(ctx context.Context, secret string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, service.SecretMetadata, secret)
+}
+
+// Listing sessions: one conversation's with its secret or as the operator,
+// every conversation's as the operator only; otherwise PERMISSION_DENIED,
+// and the lister is not asked.
+func TestTerminalListSessionsAccess(t *testing.T) {
+	t.Parallel()
+	convs := executor.NewConversations(executor.ConversationConfig{})
+	_, secret, leave, err := convs.Join("c1", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	_, other, leaveOther, err := convs.Join("c2", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaveOther()
+	var listed atomic.Int32
+	ts := &fakeTerminals{list: func(conv string) []terminal.SessionInfo {
+		listed.Add(1)
+		return []terminal.SessionInfo{{ID: "sess-1", ConversationID: conv}}
+	}}
+	client, _ := serveTerminalsWith(t, ts, false, convs)
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		conv string
+		ok   bool
+	}{
+		{"its secret", withSecret(ctx, secret), "c1", true},
+		{"the operator", asOperator(ctx), "c1", true},
+		{"the operator, every conversation", asOperator(ctx), "", true},
+		{"nothing", ctx, "c1", false},
+		{"another conversation's secret", withSecret(ctx, other), "c1", false},
+		{"a wrong secret", withSecret(ctx, wrong(secret)), "c1", false},
+		{"a secret, every conversation", withSecret(ctx, secret), "", false},
+		{"a wrong operator credential", metadata.AppendToOutgoingContext(ctx, service.OperatorMetadata, wrong(testOperator)), "c1", false},
+		{"an unknown conversation", withSecret(ctx, secret), "c3", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := listed.Load()
+			resp, err := client.ListSessions(tt.ctx, &pb.ListSessionsRequest{ConversationId: tt.conv})
+			if tt.ok {
+				if err != nil || len(resp.GetSessions()) != 1 {
+					t.Fatalf("ListSessions: %v, %v", resp, err)
+				}
+				return
+			}
+			if status.Code(err) != codes.PermissionDenied || listed.Load() != before {
+				t.Fatalf("ListSessions: %v, %v; want PERMISSION_DENIED without listing", resp, err)
+			}
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, service.OperatorMetadata) {
+				t.Errorf("the refusal does not say what is needed: %q", msg)
+			}
+		})
+	}
+}
+
 func TestTerminalListSessions(t *testing.T) {
 	t.Parallel()
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -376,7 +453,7 @@ func TestTerminalListSessions(t *testing.T) {
 			PID: 42, Rows: 24, Cols: 80, Created: created, State: "exited", Outcome: "exit code 3", ExitCode: 3, FirstIndex: 10, NextIndex: 99, Attached: 1}}
 	}}
 	_, tcpClient := serveTerminals(t, ts, false) // listing is allowed over TCP
-	resp, err := tcpClient.ListSessions(t.Context(), &pb.ListSessionsRequest{ConversationId: "c1"})
+	resp, err := tcpClient.ListSessions(asOperator(t.Context()), &pb.ListSessionsRequest{ConversationId: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,13 +466,7 @@ func TestTerminalListSessions(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Poll(t, 5*time.Second, "the condition", cond)
 }
 
 // Attaching to a session needs its conversation's secret: without it, or
@@ -458,6 +529,22 @@ func TestTerminalAttachNeedsSecret(t *testing.T) {
 	in, sizes, attached, closed := sess.snapshot()
 	if in != "" || len(sizes) != 0 || attached != 0 || closed {
 		t.Errorf("the session was reached: input %q, sizes %v, attached %d, closed %v", in, sizes, attached, closed)
+	}
+
+	// The operator attaches without the conversation's secret.
+	s, err := client.Attach(asOperator(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Open{Open: byID("")}})
+	if m, err := s.Recv(); err != nil || m.GetAttached() == nil {
+		t.Fatalf("the operator's attach: %v, %v", m, err)
+	}
+	s.CloseSend()
+	for {
+		if _, err := s.Recv(); err != nil {
+			break
+		}
 	}
 }
 

@@ -43,7 +43,10 @@ class Toold:
         os.mkdir(self.workspace)
         self.socket = os.path.join(self.dir, "toold.sock")
         self.log_path = os.path.join(self.dir, "toold.log")
-        args = [toold_binary(), "--socket", self.socket, "--workspace", self.workspace, "--approval-mode", mode]
+        # Its own state directory: never the user's, and one toold per
+        # state directory (toold refuses a second).
+        args = [toold_binary(), "--socket", self.socket, "--workspace", self.workspace, "--approval-mode", mode,
+                "--state-dir", os.path.join(self.dir, "state")]
         if tcp:
             args += ["--listen", "127.0.0.1:0"]
         if policy is not None:

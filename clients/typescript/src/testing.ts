@@ -42,7 +42,10 @@ export class Toold {
 
   private async run(opts: TooldOptions) {
     fs.mkdirSync(this.workspace);
-    const args = ["--socket", this.socket, "--workspace", this.workspace, "--approval-mode", opts.mode ?? "auto"];
+    // Its own state directory: never the user's, and one toold per state
+    // directory (toold refuses a second).
+    const args = ["--socket", this.socket, "--workspace", this.workspace, "--approval-mode", opts.mode ?? "auto",
+      "--state-dir", path.join(this.dir, "state")];
     if (opts.tcp) args.push("--listen", "127.0.0.1:0");
     if (opts.policy !== undefined) {
       const p = path.join(this.dir, "policy.yaml");

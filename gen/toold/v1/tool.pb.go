@@ -600,8 +600,16 @@ type Hello struct {
 	// Which dropped stream to resume (its Welcome.stream_id), when the
 	// conversation had several; empty takes the only one.
 	ResumeStreamId string `protobuf:"bytes,7,opt,name=resume_stream_id,json=resumeStreamId,proto3" json:"resume_stream_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent tool set this stream's calls are made in: "claude-code",
+	// "gemini-cli", "codex", "openhands", "swe-agent", or "toold"/empty for
+	// toold's own (see ListToolsRequest.dialect). A call to one of the
+	// dialect's tools is mapped onto toold's tools (policy, approvals,
+	// sandbox, tracing and audit as any call) and its result comes back in
+	// the shape that agent's model expects; ToolCall.dialect overrides it for
+	// one call. An unknown dialect ends each call INVALID_ARGUMENTS.
+	Dialect       string `protobuf:"bytes,8,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -683,6 +691,13 @@ func (x *Hello) GetResumeStreamId() string {
 	return ""
 }
 
+func (x *Hello) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
 // ToolCall asks toold to run one tool call, as the model produced it.
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -709,7 +724,10 @@ type ToolCall struct {
 	// W3C trace context of the client's span for this call ("traceparent",
 	// optionally "tracestate"). When set, the call's span is its child;
 	// otherwise the call's span is a child of the stream's span.
-	TraceContext  map[string]string `protobuf:"bytes,6,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	TraceContext map[string]string `protobuf:"bytes,6,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The agent tool set this call is made in, overriding Hello.dialect (see
+	// there); empty keeps the stream's.
+	Dialect       string `protobuf:"bytes,7,opt,name=dialect,proto3" json:"dialect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -795,6 +813,13 @@ func (x *ToolCall) GetTraceContext() map[string]string {
 		return x.TraceContext
 	}
 	return nil
+}
+
+func (x *ToolCall) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
 }
 
 type isToolCall_Arguments interface {
@@ -3123,7 +3148,15 @@ type ListToolsRequest struct {
 	// keywords strict mode supports are kept; object-valued maps (run_command's
 	// env) are left out. toold still validates calls against the full schema.
 	// With another format it is INVALID_ARGUMENT.
-	Strict        bool `protobuf:"varint,3,opt,name=strict,proto3" json:"strict,omitempty"`
+	Strict bool `protobuf:"varint,3,opt,name=strict,proto3" json:"strict,omitempty"`
+	// List another agent's tool set instead of toold's own: "claude-code",
+	// "gemini-cli", "codex", "openhands" or "swe-agent" ("toold" or empty:
+	// toold's tools). tools (and rendered_json) are then that agent's tools
+	// with its names, parameters and descriptions, each run by toold's tool
+	// named in its source ("dialect:claude-code -> run_command"); the
+	// agent's tools toold has no counterpart for are in unavailable, with
+	// what toold offers instead. An unknown name is INVALID_ARGUMENT.
+	Dialect       string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3177,6 +3210,13 @@ func (x *ListToolsRequest) GetStrict() bool {
 		return x.Strict
 	}
 	return false
+}
+
+func (x *ListToolsRequest) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
 }
 
 // Operation is one operation of a consolidated tool.
@@ -3366,8 +3406,12 @@ type ListToolsResponse struct {
 	// They are not in tools or rendered_json; calling one ends UNAVAILABLE
 	// with the reason.
 	Unavailable []*UnavailableTool `protobuf:"bytes,3,rep,name=unavailable,proto3" json:"unavailable,omitempty"`
+	// With ListToolsRequest.dialect: the dialect listed and the published
+	// definition it follows ("@anthropic-ai/claude-code 2.1.197 ...").
+	Dialect        string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	DialectVersion string `protobuf:"bytes,5,opt,name=dialect_version,json=dialectVersion,proto3" json:"dialect_version,omitempty"`
 	// The boundary around the commands the tools run (see Welcome.sandbox).
-	Sandbox       *SandboxStatus `protobuf:"bytes,4,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox       *SandboxStatus `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3421,6 +3465,20 @@ func (x *ListToolsResponse) GetUnavailable() []*UnavailableTool {
 		return x.Unavailable
 	}
 	return nil
+}
+
+func (x *ListToolsResponse) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
+func (x *ListToolsResponse) GetDialectVersion() string {
+	if x != nil {
+		return x.DialectVersion
+	}
+	return ""
 }
 
 func (x *ListToolsResponse) GetSandbox() *SandboxStatus {
@@ -3505,7 +3563,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\bapproval\x18\x03 \x01(\v2\x1a.toold.v1.ApprovalDecisionH\x00R\bapproval\x12*\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x10.toold.v1.CancelH\x00R\x06cancel\x12'\n" +
 	"\x05input\x18\x05 \x01(\v2\x0f.toold.v1.InputH\x00R\x05inputB\x05\n" +
-	"\x03msg\"\xd4\x02\n" +
+	"\x03msg\"\xee\x02\n" +
 	"\x05Hello\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12;\n" +
 	"\rapproval_mode\x18\x02 \x01(\x0e2\x16.toold.v1.ApprovalModeR\fapprovalMode\x12\x1f\n" +
@@ -3514,15 +3572,17 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0eomit_executing\x18\x04 \x01(\bR\romitExecuting\x12/\n" +
 	"\x13conversation_secret\x18\x05 \x01(\tR\x12conversationSecret\x12-\n" +
 	"\x10resume_after_seq\x18\x06 \x01(\x04H\x00R\x0eresumeAfterSeq\x88\x01\x01\x12(\n" +
-	"\x10resume_stream_id\x18\a \x01(\tR\x0eresumeStreamIdB\x13\n" +
-	"\x11_resume_after_seq\"\xf4\x02\n" +
+	"\x10resume_stream_id\x18\a \x01(\tR\x0eresumeStreamId\x12\x18\n" +
+	"\adialect\x18\b \x01(\tR\adialectB\x13\n" +
+	"\x11_resume_after_seq\"\x8e\x03\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
 	"\x0earguments_json\x18\x03 \x01(\tH\x00R\rargumentsJson\x12D\n" +
 	"\x10arguments_struct\x18\x04 \x01(\v2\x17.google.protobuf.StructH\x00R\x0fargumentsStruct\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12I\n" +
-	"\rtrace_context\x18\x06 \x03(\v2$.toold.v1.ToolCall.TraceContextEntryR\ftraceContext\x1a?\n" +
+	"\rtrace_context\x18\x06 \x03(\v2$.toold.v1.ToolCall.TraceContextEntryR\ftraceContext\x12\x18\n" +
+	"\adialect\x18\a \x01(\tR\adialect\x1a?\n" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
@@ -3714,11 +3774,12 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x0fMessageRejected\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.toold.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12!\n" +
-	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"\x81\x01\n" +
+	"\freference_id\x18\x03 \x01(\tR\vreferenceId\"\x9b\x01\n" +
 	"\x10ListToolsRequest\x12,\n" +
 	"\x06format\x18\x01 \x01(\x0e2\x14.toold.v1.ToolFormatR\x06format\x12'\n" +
 	"\x0fflat_operations\x18\x02 \x01(\bR\x0eflatOperations\x12\x16\n" +
-	"\x06strict\x18\x03 \x01(\bR\x06strict\"\x8d\x01\n" +
+	"\x06strict\x18\x03 \x01(\bR\x06strict\x12\x18\n" +
+	"\adialect\x18\x04 \x01(\tR\adialect\"\x8d\x01\n" +
 	"\tOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -3733,12 +3794,14 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"operations\x12'\n" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x18\n" +
-	"\aaliases\x18\a \x03(\tR\aaliases\"\xd2\x01\n" +
+	"\aaliases\x18\a \x03(\tR\aaliases\"\x95\x02\n" +
 	"\x11ListToolsResponse\x12(\n" +
 	"\x05tools\x18\x01 \x03(\v2\x12.toold.v1.ToolSpecR\x05tools\x12#\n" +
 	"\rrendered_json\x18\x02 \x01(\tR\frenderedJson\x12;\n" +
-	"\vunavailable\x18\x03 \x03(\v2\x19.toold.v1.UnavailableToolR\vunavailable\x121\n" +
-	"\asandbox\x18\x04 \x01(\v2\x17.toold.v1.SandboxStatusR\asandbox\"]\n" +
+	"\vunavailable\x18\x03 \x03(\v2\x19.toold.v1.UnavailableToolR\vunavailable\x12\x18\n" +
+	"\adialect\x18\x04 \x01(\tR\adialect\x12'\n" +
+	"\x0fdialect_version\x18\x05 \x01(\tR\x0edialectVersion\x121\n" +
+	"\asandbox\x18\x06 \x01(\v2\x17.toold.v1.SandboxStatusR\asandbox\"]\n" +
 	"\x0fUnavailableTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +

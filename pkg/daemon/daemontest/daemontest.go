@@ -13,12 +13,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/service"
 )
 
 // Daemon is a running toold and a client connected to it.
@@ -89,6 +91,14 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 		}
 	})
 	return &Daemon{Main: m, Socket: cfg.Socket, Workspace: m.Workspace(), Conn: conn, Client: pb.NewToolServiceClient(conn)}
+}
+
+// AsOperator returns ctx presenting the daemon's operator credential (the
+// contents of operator.key in its state directory), as toolctl does when
+// it can read that file: the read-side services (history, audit, every
+// conversation's sessions and todos) need it or a conversation's secret.
+func (d *Daemon) AsOperator(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, service.OperatorMetadata, d.Main.OperatorCredential())
 }
 
 type testWriter struct{ t testing.TB }

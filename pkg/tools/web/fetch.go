@@ -100,6 +100,7 @@ type fetcher struct {
 	client    *http.Client
 	transport *http.Transport
 	userAgent string
+	budget    *budget // shared by the fetchers of one Web
 }
 
 // newFetcher builds the HTTP client: every connection goes through the
@@ -175,7 +176,7 @@ func checkProxied(ctx context.Context, g *netguard.Guard, u *url.URL) error {
 	return g.CheckName(ctx, host, port)
 }
 
-// hostJudge re-judges a redirect's target host; nil allows it.
+// hostJudge judges a redirect's target host; nil allows it.
 type hostJudge func(ctx context.Context, host string) error
 
 // fetch gets req.URL, following at most MaxRedirects redirects, each
@@ -221,12 +222,13 @@ func (f *fetcher) fetch(ctx context.Context, req fetchRequest, judge hostJudge) 
 		defer resp.Body.Close()
 		p.URL, p.Status = u.String(), resp.StatusCode
 		p.ContentType = resp.Header.Get("Content-Type")
-		body, truncated, err := readBody(ctx, resp, req.MaxBytes)
+		body, truncated, release, err := f.readBody(ctx, resp, req.MaxBytes)
 		if err != nil {
 			return nil, f.classify(ctx, u, err, req.Timeout)
 		}
 		p.RawBytes, p.Truncated = len(body), truncated
 		convert(p, body, req.Format)
+		release() // the body's budget is held until it is converted
 		return p, nil
 	}
 }
@@ -289,39 +291,68 @@ func unwrapURLError(err error) error {
 
 // readBody reads at most max decoded bytes of the body (gzip, deflate and
 // br are decoded here, so a compression bomb stops at max). truncated
-// reports that the body had more.
-func readBody(ctx context.Context, resp *http.Response, max int) (body []byte, truncated bool, err error) {
+// reports that the body had more. Every decoded byte, and each decoder's
+// window, is counted against the daemon-wide budget of fetches in flight
+// (budget.go) as it is read; release gives it back (call it once the
+// body is no longer needed; it is nil when err is not).
+func (f *fetcher) readBody(ctx context.Context, resp *http.Response, max int) (body []byte, truncated bool, release func(), err error) {
 	var r io.Reader = resp.Body
+	br := f.budget.reader(ctx, nil)
+	fail := func(err error) ([]byte, bool, func(), error) {
+		br.Release()
+		return nil, false, nil, err
+	}
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
+		if err := br.reserve(gzipWindow); err != nil {
+			return fail(err)
+		}
 		zr, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return nil, false, errdefs.Failed("the server sent a broken gzip body: %v", err)
+			return fail(errdefs.Failed("the server sent a broken gzip body: %v", err))
 		}
 		defer zr.Close()
 		r = zr
 	case "deflate":
+		if err := br.reserve(gzipWindow); err != nil {
+			return fail(err)
+		}
 		r = deflateReader(resp.Body)
 	case "br":
+		// A brotli stream may ask for a window of up to 16 MiB.
+		if err := br.reserve(brotliWindow); err != nil {
+			return fail(err)
+		}
 		r = brotli.NewReader(resp.Body)
 	default:
-		return nil, false, errdefs.Failed("the server sent an unsupported content encoding %q", enc)
+		return fail(errdefs.Failed("the server sent an unsupported content encoding %q", enc))
 	}
+	br.r = r
 	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(r, int64(max)+1))
+	n, err := io.Copy(&buf, io.LimitReader(br, int64(max)+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, false, err
+			return fail(err)
 		}
-		return nil, false, errdefs.Wrap(errdefs.ErrFailed, err, "reading the body failed after %d bytes: %v", n, err)
+		if errors.Is(err, errdefs.ErrResourceExhausted) {
+			return fail(err)
+		}
+		return fail(errdefs.Wrap(errdefs.ErrFailed, err, "reading the body failed after %d bytes: %v", n, err))
 	}
 	b := buf.Bytes()
 	if len(b) > max {
-		return b[:max], true, nil
+		return b[:max], true, br.Release, nil
 	}
-	return b, false, nil
+	return b, false, br.Release, nil
 }
+
+// Budget taken for a decoder's state before its first byte: gzip and
+// deflate keep a 32 KiB window (and tables); brotli up to 16 MiB.
+const (
+	gzipWindow   = 64 << 10
+	brotliWindow = 16 << 20
+)
 
 // deflateReader reads "deflate", which servers send as zlib or raw.
 func deflateReader(r io.Reader) io.Reader {

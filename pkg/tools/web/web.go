@@ -27,9 +27,6 @@ type Options struct {
 	// Proxy returns the proxy for a URL (nil: none). The daemon passes the
 	// environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 	Proxy func(*url.URL) (*url.URL, error)
-	// JudgeHost re-judges the host of a redirect that leaves the host the
-	// call was authorized for; an error stops the fetch. nil allows.
-	JudgeHost func(ctx context.Context, call *tools.Call, host string) error
 	// Search configures web_search.
 	Search SearchConfig
 	// SearchTimeout bounds a search; zero means 20 s.
@@ -40,6 +37,13 @@ type Options struct {
 	UserAgent string
 	// KeepBytes bounds the fetched pages kept for read_page (default 64 MiB).
 	KeepBytes int
+	// FetchMemory bounds the memory held by every web_fetch in flight
+	// together (default DefaultFetchMemory): decoded body bytes are
+	// counted as they are read (three bytes of budget each: the buffer
+	// and the converted text), plus each decoder's window. A fetch waits
+	// for its first share; one that cannot get more fails
+	// RESOURCE_EXHAUSTED, saying why (see budget.go).
+	FetchMemory int64
 }
 
 // Web is the web_operations tool.
@@ -70,6 +74,7 @@ func New(opts Options) *Web {
 	opts.Limits = opts.Limits.WithDefaults()
 	t := &Web{opts: opts, pages: &pageStore{max: opts.KeepBytes}}
 	t.fetch_ = newFetcher(opts.Guard, opts.Proxy, opts.UserAgent)
+	t.fetch_.budget = newBudget(opts.FetchMemory)
 	// The search provider is the operator's choice: its host may be on a
 	// private network (a self-hosted SearXNG). Metadata stays refused.
 	sg := *opts.Guard
@@ -79,6 +84,7 @@ func New(opts Options) *Web {
 		sg.AllowPrivate = func(h string) bool { return h == provider || (prev != nil && prev(h)) }
 	}
 	t.search_ = newFetcher(&sg, opts.Proxy, opts.UserAgent)
+	t.search_.budget = t.fetch_.budget
 	t.spec = tools.Spec{
 		Name:        "web_operations",
 		Description: "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page), search the web (web_search).",
@@ -92,7 +98,23 @@ func New(opts Options) *Web {
 				Description: "Search the web with the configured provider; returns title, URL and snippet of each hit."},
 		},
 	}
+	if _, off := SearchUnavailable(opts); off {
+		// No provider: web_search is not offered (the model would only
+		// get UNAVAILABLE); the registry reports it as unavailable.
+		t.spec.Description = "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page)."
+		t.spec.Operations = t.spec.Operations[:2]
+	}
 	return t
+}
+
+// SearchUnavailable reports, with no search provider configured, the
+// web_search operation as a tool toold knows but does not offer, and why
+// (for tools.Registry.SetUnavailable); ok is false when a provider is set.
+func SearchUnavailable(opts Options) (u tools.Unavailable, ok bool) {
+	if opts.Search.Provider != "" {
+		return tools.Unavailable{}, false
+	}
+	return tools.Unavailable{Name: "web_search", Operations: []string{"web_search"}, Reason: errNoProvider}, true
 }
 
 // Close releases idle connections.
@@ -165,7 +187,7 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	switch call.Operation {
 	case "web_fetch":
 		return t.runFetch(ctx, call, sink)
@@ -177,7 +199,7 @@ func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tool
 	return nil, errdefs.New(errdefs.ErrToolNotFound, "web_operations has no operation %q", call.Operation)
 }
 
-func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var a struct {
 		URL      string   `json:"url"`
 		Format   string   `json:"format"`
@@ -202,9 +224,16 @@ func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (
 	if a.Timeout != nil {
 		req.Timeout = min(time.Duration(*a.Timeout*float64(time.Second)), MaxTimeout)
 	}
-	var judge hostJudge
-	if t.opts.JudgeHost != nil {
-		judge = func(ctx context.Context, host string) error { return t.opts.JudgeHost(ctx, call, host) }
+	// A redirect that leaves the host the call was authorized for is a
+	// further effect of the call: the executor judges it (Sink.Authorize)
+	// like the call itself, with the stream's mode, traced and audited,
+	// asking the person when policy says ask. Without a policy to ask, such
+	// a redirect is not followed.
+	judge := func(ctx context.Context, host string) error {
+		if sink == nil || sink.Authorize == nil {
+			return errdefs.New(errdefs.ErrDenied, "the page redirects to another host, %s, and nothing here can authorize reaching it; call web_fetch with the new URL", host)
+		}
+		return sink.Authorize(ctx, tools.Effect{Display: "Following a redirect to " + host, Hosts: []string{host}, Risk: tools.RiskMedium})
 	}
 	_ = sink.Progress("fetching "+u.Redacted(), -1)
 	start := time.Now()

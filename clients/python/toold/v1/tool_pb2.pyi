@@ -168,11 +168,12 @@ class Executing(_message.Message):
     def __init__(self, pid: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["approval_mode", "client_name", "conversation_id", "conversation_secret", "omit_executing", "resume_after_seq", "resume_stream_id"]
+    __slots__ = ["approval_mode", "client_name", "conversation_id", "conversation_secret", "dialect", "omit_executing", "resume_after_seq", "resume_stream_id"]
     APPROVAL_MODE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_SECRET_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
     OMIT_EXECUTING_FIELD_NUMBER: _ClassVar[int]
     RESUME_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     RESUME_STREAM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -180,10 +181,11 @@ class Hello(_message.Message):
     client_name: str
     conversation_id: str
     conversation_secret: str
+    dialect: str
     omit_executing: bool
     resume_after_seq: int
     resume_stream_id: str
-    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ..., conversation_secret: _Optional[str] = ..., resume_after_seq: _Optional[int] = ..., resume_stream_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, conversation_id: _Optional[str] = ..., approval_mode: _Optional[_Union[ApprovalMode, str]] = ..., client_name: _Optional[str] = ..., omit_executing: bool = ..., conversation_secret: _Optional[str] = ..., resume_after_seq: _Optional[int] = ..., resume_stream_id: _Optional[str] = ..., dialect: _Optional[str] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ["call_id", "data", "eof", "request_id", "text"]
@@ -220,26 +222,32 @@ class Keepalive(_message.Message):
     def __init__(self) -> None: ...
 
 class ListToolsRequest(_message.Message):
-    __slots__ = ["flat_operations", "format", "strict"]
+    __slots__ = ["dialect", "flat_operations", "format", "strict"]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
     FLAT_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     STRICT_FIELD_NUMBER: _ClassVar[int]
+    dialect: str
     flat_operations: bool
     format: ToolFormat
     strict: bool
-    def __init__(self, format: _Optional[_Union[ToolFormat, str]] = ..., flat_operations: bool = ..., strict: bool = ...) -> None: ...
+    def __init__(self, format: _Optional[_Union[ToolFormat, str]] = ..., flat_operations: bool = ..., strict: bool = ..., dialect: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
-    __slots__ = ["rendered_json", "sandbox", "tools", "unavailable"]
+    __slots__ = ["dialect", "dialect_version", "rendered_json", "sandbox", "tools", "unavailable"]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_VERSION_FIELD_NUMBER: _ClassVar[int]
     RENDERED_JSON_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    dialect: str
+    dialect_version: str
     rendered_json: str
     sandbox: SandboxStatus
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     unavailable: _containers.RepeatedCompositeFieldContainer[UnavailableTool]
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., rendered_json: _Optional[str] = ..., unavailable: _Optional[_Iterable[_Union[UnavailableTool, _Mapping]]] = ..., sandbox: _Optional[_Union[SandboxStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., rendered_json: _Optional[str] = ..., unavailable: _Optional[_Iterable[_Union[UnavailableTool, _Mapping]]] = ..., dialect: _Optional[str] = ..., dialect_version: _Optional[str] = ..., sandbox: _Optional[_Union[SandboxStatus, _Mapping]] = ...) -> None: ...
 
 class MessageRejected(_message.Message):
     __slots__ = ["code", "message", "reference_id"]
@@ -374,7 +382,7 @@ class ServerEvent(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., seq: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., welcome: _Optional[_Union[Welcome, _Mapping]] = ..., start: _Optional[_Union[ToolCallStart, _Mapping]] = ..., requires_approval: _Optional[_Union[RequiresApproval, _Mapping]] = ..., input_required: _Optional[_Union[InputRequired, _Mapping]] = ..., executing: _Optional[_Union[Executing, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., end: _Optional[_Union[ToolCallEnd, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., rejected: _Optional[_Union[MessageRejected, _Mapping]] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ["arguments_json", "arguments_struct", "call_id", "name", "timeout", "trace_context"]
+    __slots__ = ["arguments_json", "arguments_struct", "call_id", "dialect", "name", "timeout", "trace_context"]
     class TraceContextEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -385,16 +393,18 @@ class ToolCall(_message.Message):
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_STRUCT_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     arguments_json: str
     arguments_struct: _struct_pb2.Struct
     call_id: str
+    dialect: str
     name: str
     timeout: _duration_pb2.Duration
     trace_context: _containers.ScalarMap[str, str]
-    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_struct: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_struct: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., dialect: _Optional[str] = ...) -> None: ...
 
 class ToolCallEnd(_message.Message):
     __slots__ = ["result"]

@@ -42,7 +42,6 @@ var execOptions = []*CmdPattern{
 	mustCmdPattern("curl -K|--config"),
 	mustCmdPattern("wget|wget2|aria2c -i|--input-file"),
 	mustCmdPattern("git --stdin|--pathspec-from-file"),
-	mustCmdPattern("git init|clone --template|--separate-git-dir"),
 	mustCmdPattern("grep|egrep|fgrep|rg -f|--file"),
 	mustCmdPattern("cargo --config"),
 	mustCmdPattern("make --eval|-E"),
@@ -112,7 +111,7 @@ func ReadOnlyArgs(c *Command) bool {
 // checkCommand records the problems of c's innermost command.
 func checkCommand(c *Command) {
 	if c.Privileged {
-		c.AddProblem(Problem{rulePrivileged, "it runs with raised privileges (" + strings.Join(c.Wrappers, ", ") + "), where no path check holds", true})
+		c.AddProblem(Problem{Rule: RulePrivileged, Reason: "it runs with raised privileges (" + strings.Join(c.Wrappers, ", ") + "), where no path check holds", Hard: true})
 	}
 	if c.WrapperOnly {
 		return
@@ -124,19 +123,19 @@ func checkCommand(c *Command) {
 	name := c.Name()
 	switch name {
 	case "source", ".":
-		c.AddProblem(Problem{RuleUnparseable, "it runs the commands of a file (" + name + "), which cannot be judged", true})
+		c.AddProblem(Problem{Rule: RuleUnparseable, Reason: "it runs the commands of a file (" + name + "), which cannot be judged", Hard: true})
 	case "cd", "pushd":
 		judgeCd(c, args)
 	case "alias", "bind", "enable":
 		if len(args) > 1 {
-			c.AddProblem(Problem{ruleExecOption, name + " changes what later commands run, where the judge cannot follow", true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: name + " changes what later commands run, where the judge cannot follow", Hard: true})
 		}
 	case "complete":
-		c.AddProblem(Problem{ruleExecOption, name + " changes what later commands run", false})
+		c.AddProblem(Problem{Rule: ruleExecOption, Reason: name + " changes what later commands run", Hard: false})
 	case "hash":
 		for _, w := range args[1:] {
 			if !w.Literal || strings.HasPrefix(w.Text, "-p") || (strings.HasPrefix(w.Text, "-") && strings.Contains(w.Text, "p")) {
-				c.AddProblem(Problem{ruleExecOption, "hash -p makes a command name run another program", true})
+				c.AddProblem(Problem{Rule: ruleExecOption, Reason: "hash -p makes a command name run another program", Hard: true})
 				break
 			}
 		}
@@ -151,30 +150,33 @@ func checkCommand(c *Command) {
 			t := w.Text
 			if t == "-f-" || t == "--file=-" || t == "--makefile=-" || t == "-f/dev/stdin" ||
 				((t == "-f" || t == "--file" || t == "--makefile") && i+2 < len(args) && (args[i+2].Text == "-" || args[i+2].Text == "/dev/stdin")) {
-				c.AddProblem(Problem{RuleUnparseable, "make runs a makefile it reads from stdin, which cannot be judged", true})
+				c.AddProblem(Problem{Rule: RuleUnparseable, Reason: "make runs a makefile it reads from stdin, which cannot be judged", Hard: true})
 			}
 		}
 	case "sed", "gsed":
 		judgeSed(c, args)
 	}
+	if name == "git" && gitTemplate.Match(args, false, "") {
+		c.AddProblem(Problem{Rule: RuleGitConfig, Reason: "git init or clone with --template or --separate-git-dir installs hooks or moves the repository's internals, which git runs later", Hard: true, Lasting: true})
+	}
 	for _, p := range execOptions {
 		if p.Match(args, false, "") {
 			// What the option runs is not on the line for the judge to see:
 			// a person decides, in every mode.
-			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.Src, name), true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: fmt.Sprintf("%q can make %s run other programs or write files, which the judge cannot see", p.Src, name), Hard: true})
 			break
 		}
 	}
 	if IsInterpreter(name) && !slices.Contains(ShellNames, name) && readsProgram(c) {
 		for _, r := range c.Redirects {
 			if r.hasBody || r.Read {
-				c.AddProblem(Problem{ruleExecOption, name + " runs a program it reads from stdin (" + r.Src + "), which toold cannot judge", true})
+				c.AddProblem(Problem{Rule: ruleExecOption, Reason: name + " runs a program it reads from stdin (" + r.Src + "), which toold cannot judge", Hard: true})
 				break
 			}
 		}
 	}
 	if IsInterpreter(name) && inlineCode(args) {
-		c.AddProblem(Problem{ruleExecOption, name + " runs code given on the command line, which toold cannot judge (it judges shell)", true})
+		c.AddProblem(Problem{Rule: ruleExecOption, Reason: name + " runs code given on the command line, which toold cannot judge (it judges shell)", Hard: true})
 	}
 	for _, w := range args[1:] {
 		if !w.Literal {
@@ -186,16 +188,20 @@ func checkCommand(c *Command) {
 			if hard {
 				why += "; it may name a sensitive path or one outside the workspace"
 			}
-			c.AddProblem(Problem{ruleDynamicArgs, why, hard})
+			c.AddProblem(Problem{Rule: ruleDynamicArgs, Reason: why, Hard: hard})
 			break
 		}
 	}
 	if c.DynArgs {
 		// Arguments a wrapper adds when it runs (xargs, find -exec {}) may
 		// name any file, a sensitive one too.
-		c.AddProblem(Problem{ruleDynamicArgs, "its arguments are only known when it runs (" + strings.Join(c.Wrappers, ", ") + ")", !slices.Contains(noPathArgs, name)})
+		c.AddProblem(Problem{Rule: ruleDynamicArgs, Reason: "its arguments are only known when it runs (" + strings.Join(c.Wrappers, ", ") + ")", Hard: !slices.Contains(noPathArgs, name)})
 	}
 }
+
+// gitTemplate is git init or clone with a template (hooks copied into the
+// new repository) or with the internals elsewhere.
+var gitTemplate = mustCmdPattern("git init|clone --template|--separate-git-dir")
 
 // judgeGitConfig asks for git config writing a key that makes git run
 // programs later (core.fsmonitor, alias.*, core.pager, ...), in every mode.
@@ -207,7 +213,7 @@ func judgeGitConfig(c *Command, args []Word) {
 	for _, w := range args[2:] {
 		t := w.Text
 		if !w.Literal {
-			c.AddProblem(Problem{ruleExecOption, "git config with a value only known when it runs", true})
+			c.AddProblem(Problem{Rule: RuleGitConfig, Reason: "git config with a value only known when it runs", Hard: true, Lasting: true})
 			return
 		}
 		switch {
@@ -220,7 +226,7 @@ func judgeGitConfig(c *Command, args []Word) {
 		}
 	}
 	if key != "" && !safeGitConfig(key) {
-		c.AddProblem(Problem{ruleExecOption, "git config sets " + key + ", which can make git run other programs later", true})
+		c.AddProblem(Problem{Rule: RuleGitConfig, Reason: "git config sets " + key + ", which can make git run other programs later (also a person's own git, outside any sandbox)", Hard: true, Lasting: true})
 	}
 }
 
@@ -241,7 +247,7 @@ const safeSetFlags = "euxvCETbm"
 // -k (arguments become environment), set -a, set +B.
 func judgeShellState(c *Command, name string, args []Word) {
 	hard := func(why string) {
-		c.AddProblem(Problem{ruleExecOption, why, true})
+		c.AddProblem(Problem{Rule: ruleExecOption, Reason: why, Hard: true})
 	}
 	for _, w := range args[1:] {
 		if !w.Literal {
@@ -312,11 +318,11 @@ func judgeCd(c *Command, args []Word) {
 	}
 	switch {
 	case len(target) == 0:
-		c.AddProblem(Problem{RuleCd, "cd without a directory goes to the home directory, outside the workspace", true})
+		c.AddProblem(Problem{Rule: RuleCd, Reason: "cd without a directory goes to the home directory, outside the workspace", Hard: true})
 	case !target[0].Literal:
-		c.AddProblem(Problem{RuleCd, "it changes to a directory only known when it runs (" + target[0].Src + "), so later paths cannot be judged", true})
+		c.AddProblem(Problem{Rule: RuleCd, Reason: "it changes to a directory only known when it runs (" + target[0].Src + "), so later paths cannot be judged", Hard: true})
 	case target[0].Text == "-":
-		c.AddProblem(Problem{RuleCd, "cd - changes to the previous directory, which cannot be judged", true})
+		c.AddProblem(Problem{Rule: RuleCd, Reason: "cd - changes to the previous directory, which cannot be judged", Hard: true})
 	}
 }
 
@@ -331,10 +337,10 @@ func judgeAwk(c *Command, args []Word) {
 		long := strings.HasPrefix(t, "--")
 		switch {
 		case long && (prefixOfAny(t, "--file", "--exec", "--load", "--include", "--source") || strings.HasPrefix(t, "--file=") || strings.HasPrefix(t, "--exec=")):
-			c.AddProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: "awk " + t + " runs a program or extension from a file, which cannot be judged", Hard: true})
 			return
 		case !long && len(t) > 1 && t[0] == '-' && strings.ContainsAny(t[1:2], "fEliv") && t[1] != 'v':
-			c.AddProblem(Problem{ruleExecOption, "awk " + t + " runs a program or extension from a file, which cannot be judged", true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: "awk " + t + " runs a program or extension from a file, which cannot be judged", Hard: true})
 			return
 		case t == "-v" || t == "-F" || t == "--assign" || t == "--field-separator":
 			i++
@@ -350,7 +356,7 @@ func judgeAwk(c *Command, args []Word) {
 	}
 	for _, s := range []string{"system", "|", ">", "getline", "close(", "fflush", "ENVIRON", "@load", "@include", "@namespace", "PROCINFO"} {
 		if strings.Contains(prog, s) {
-			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: fmt.Sprintf("the awk program uses %q, so it may run commands, read or write files", s), Hard: true})
 			return
 		}
 	}
@@ -401,7 +407,7 @@ func judgeSed(c *Command, args []Word) {
 	explicit := false
 	var rest []string
 	fromFile := func(t string) {
-		c.AddProblem(Problem{ruleExecOption, "sed " + t + " runs a script from a file, which cannot be judged", true})
+		c.AddProblem(Problem{Rule: ruleExecOption, Reason: "sed " + t + " runs a script from a file, which cannot be judged", Hard: true})
 	}
 	for i := 1; i < len(args); i++ {
 		t := args[i].Text
@@ -425,7 +431,7 @@ func judgeSed(c *Command, args []Word) {
 				"--quiet", "--silent", "--regexp-extended", "--unbuffered", "--posix", "--sandbox", "--debug",
 				"--follow-symlinks", "--binary", "--help", "--version"):
 			default:
-				c.AddProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+				c.AddProblem(Problem{Rule: ruleExecOption, Reason: "sed has an option toold does not know (" + t + ")", Hard: true})
 				return
 			}
 		case len(t) > 1 && t[0] == '-':
@@ -451,7 +457,7 @@ func judgeSed(c *Command, args []Word) {
 					j = len(t) // -i[SUFFIX]
 				case 'n', 'r', 'E', 's', 'u', 'z':
 				default:
-					c.AddProblem(Problem{ruleExecOption, "sed has an option toold does not know (" + t + ")", true})
+					c.AddProblem(Problem{Rule: ruleExecOption, Reason: "sed has an option toold does not know (" + t + ")", Hard: true})
 					return
 				}
 			}
@@ -464,7 +470,7 @@ func judgeSed(c *Command, args []Word) {
 	}
 	for _, s := range scripts {
 		if cmd, bad := sedUnsafe(s); bad {
-			c.AddProblem(Problem{ruleExecOption, fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), true})
+			c.AddProblem(Problem{Rule: ruleExecOption, Reason: fmt.Sprintf("the sed script uses %q, which runs commands or reads and writes files", cmd), Hard: true})
 			return
 		}
 	}

@@ -193,9 +193,9 @@ func (b *blockParser) fedPrograms(f *syntax.File) {
 					c.script = name + " < pipe"
 					b.order = append(b.order, b.p.parse(text, b.depth+1, c)...)
 				case !known:
-					c.AddProblem(Problem{RuleUnparseable, name + " runs a program it reads from a pipe, which cannot be judged", true})
+					c.AddProblem(Problem{Rule: RuleUnparseable, Reason: name + " runs a program it reads from a pipe, which cannot be judged", Hard: true})
 				default:
-					c.AddProblem(Problem{RuleUnparseable, name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", true})
+					c.AddProblem(Problem{Rule: RuleUnparseable, Reason: name + " runs the program piped into it, which toold cannot judge (it judges shell, not " + name + ")", Hard: true})
 				}
 			}
 			return true

@@ -84,6 +84,12 @@ type Problem struct {
 	// Hard problems ask in every mode and no rule lifts them; soft ones
 	// only keep an allow rule from allowing.
 	Hard bool
+	// Lasting problems leave something behind that runs later outside
+	// any sandbox the command runs in: git configuration or hooks that a
+	// person's own git (an editor's, a shell prompt's) runs in the
+	// repository. The policy engine asks for them even where a kernel
+	// sandbox holds the command's own effects.
+	Lasting bool
 }
 
 // Redirect is one redirection of a command.
@@ -194,9 +200,12 @@ const (
 	RuleDynamicPath  = "builtin:dynamic-redirect"
 	ruleExecOption   = "builtin:exec-option"
 	RuleDangerousEnv = "builtin:dangerous-env"
-	rulePrivileged   = "builtin:privileged"
-	ruleWrapperOpt   = "builtin:unknown-wrapper-option"
-	RuleCd           = "builtin:change-directory"
+	RulePrivileged   = "builtin:privileged"
+	// RuleGitConfig names git configuration (or templated hooks) that
+	// make git run programs later.
+	RuleGitConfig  = "builtin:git-config"
+	ruleWrapperOpt = "builtin:unknown-wrapper-option"
+	RuleCd         = "builtin:change-directory"
 )
 
 // lineParser parses one command line and the strings inside it.
@@ -234,9 +243,64 @@ func ParseLine(line, home string, interactive bool) *ParsedLine {
 	}
 	cmds := p.parse(line, 0, nil)
 	if len(cmds) > maxCommands {
-		p.Problems = append(p.Problems, Problem{RuleUnparseable, fmt.Sprintf("the command line has more than %d commands", maxCommands), true})
+		p.Problems = append(p.Problems, Problem{Rule: RuleUnparseable, Reason: fmt.Sprintf("the command line has more than %d commands", maxCommands), Hard: true})
 	}
 	return &ParsedLine{Commands: cmds, Problems: p.Problems}
+}
+
+// Keys typed into a terminal that the judge follows: ^C (interrupt) and ^U
+// (discard the line) throw away what was typed before them on the line —
+// the terminal session's record of the typed line does the same — and ^D
+// (end of input, or delete), ^Z (suspend) and ^\ (quit) send a signal or
+// end input without adding to the line. None of them runs anything.
+const (
+	keyInterrupt = 0x03
+	keyEOF       = 0x04
+	keyDiscard   = 0x15
+	keySuspend   = 0x1a
+	keyQuit      = 0x1c
+)
+
+// withoutLineKeys returns typed input as the shell's line editor leaves it
+// after the keys above.
+func withoutLineKeys(s string) string {
+	var b strings.Builder
+	lineStart := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case keyInterrupt, keyDiscard:
+			out := b.String()[:lineStart]
+			b.Reset()
+			b.WriteString(out)
+		case keyEOF, keySuspend, keyQuit:
+		case '\n':
+			b.WriteByte(c)
+			lineStart = b.Len()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// SignalKeysOnly reports whether typed input, after the line keys above,
+// adds nothing to the terminal's line: it only interrupts, suspends or
+// ends input of the program in the foreground, or discards the line (a
+// lone ^C). keys names the keys it sends ("^C").
+func SignalKeysOnly(s string) (keys string, ok bool) {
+	if strings.TrimSpace(withoutLineKeys(strings.ReplaceAll(s, "\r", "\n"))) != "" || strings.ContainsAny(s, "\r\n") {
+		return "", false
+	}
+	var names []string
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case keyInterrupt, keyEOF, keyDiscard, keySuspend, keyQuit:
+			if n := "^" + string(rune(c+'@')); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return strings.Join(names, " "), len(names) > 0
 }
 
 // controlChars reports characters a terminal acts on (escape sequences,
@@ -256,7 +320,7 @@ func controlChars(s string) bool {
 // is, and gets the problems of a string that cannot be judged.
 func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
 	fail := func(reason string) []*Command {
-		pr := Problem{RuleUnparseable, reason, true}
+		pr := Problem{Rule: RuleUnparseable, Reason: reason, Hard: true}
 		if parent != nil {
 			parent.AddProblem(pr)
 			return nil
@@ -276,6 +340,9 @@ func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
 	src = strings.ReplaceAll(src, "\r", "\n")
 	if strings.IndexByte(src, 0) >= 0 {
 		return fail("it contains a NUL byte")
+	}
+	if p.interactive && depth == 0 {
+		src = withoutLineKeys(src)
 	}
 	if controlChars(src) {
 		return fail("it contains control characters (terminal keys such as escape sequences or ^C) whose effect cannot be judged")
@@ -325,7 +392,7 @@ func (p *lineParser) parse(src string, depth int, parent *Command) []*Command {
 // 'a[$(cmd)]'): a literal name with a substitution in it asks.
 func (b *blockParser) homeChanges(f *syntax.File) {
 	hard := func(how string) {
-		b.p.addHard(Problem{RuleDangerousEnv, how + ", which the judge cannot follow", true})
+		b.p.addHard(Problem{Rule: RuleDangerousEnv, Reason: how + ", which the judge cannot follow", Hard: true})
 	}
 	name := func(lit, how string) {
 		n := lit
@@ -440,7 +507,7 @@ func (b *blockParser) subscripts(f *syntax.File) {
 		return true
 	})
 	if subst && arith {
-		b.p.addHard(Problem{RuleUnparseable, "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", true})
+		b.p.addHard(Problem{Rule: RuleUnparseable, Reason: "a string of the line holds a command substitution and the line evaluates text as arithmetic or a variable name, where bash would run it", Hard: true})
 	}
 }
 
@@ -452,7 +519,7 @@ func (b *blockParser) subscripts(f *syntax.File) {
 // declare/export/local/readonly/typeset of a name computed at run time.
 func (b *blockParser) evaluations(f *syntax.File) {
 	hard := func(why string) {
-		b.p.addHard(Problem{RuleUnparseable, why, true})
+		b.p.addHard(Problem{Rule: RuleUnparseable, Reason: why, Hard: true})
 	}
 	numeric := func(w *syntax.Word) bool {
 		if w == nil {
@@ -614,11 +681,11 @@ func paramName(pe *syntax.ParamExp) string {
 // typed earlier, and a tab completes words the judge never sees.
 func (p *lineParser) interactiveChecks(line string) {
 	if strings.IndexByte(line, '\t') >= 0 {
-		p.addHard(Problem{RuleUnparseable, "it contains a tab, which an interactive shell completes into text that cannot be judged", true})
+		p.addHard(Problem{Rule: RuleUnparseable, Reason: "it contains a tab, which an interactive shell completes into text that cannot be judged", Hard: true})
 	}
 	for _, l := range strings.Split(line, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "^") {
-			p.addHard(Problem{RuleUnparseable, "^old^new reruns the previous command changed, which cannot be judged", true})
+			p.addHard(Problem{Rule: RuleUnparseable, Reason: "^old^new reruns the previous command changed, which cannot be judged", Hard: true})
 		}
 	}
 	inSingle := false
@@ -629,7 +696,7 @@ func (p *lineParser) interactiveChecks(line string) {
 		case c == '\'':
 			inSingle = !inSingle
 		case c == '!' && !inSingle && i+1 < len(line) && !strings.ContainsRune(" \t\n=(", rune(line[i+1])):
-			p.addHard(Problem{RuleUnparseable, "history expansion (" + line[i:min(len(line), i+4)] + "…) reruns commands typed earlier, which cannot be judged", true})
+			p.addHard(Problem{Rule: RuleUnparseable, Reason: "history expansion (" + line[i:min(len(line), i+4)] + "…) reruns commands typed earlier, which cannot be judged", Hard: true})
 			return
 		}
 	}
@@ -787,7 +854,7 @@ func (b *blockParser) functions(f *syntax.File) {
 			}
 			for _, c := range b.byStmt[st] {
 				if c.Name() == fd.Name.Value {
-					c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), true})
+					c.AddProblem(Problem{Rule: RuleUnparseable, Reason: fmt.Sprintf("function %q calls itself (a fork bomb?)", fd.Name.Value), Hard: true})
 				}
 			}
 			return true
@@ -817,7 +884,7 @@ func (b *blockParser) call(st *syntax.Stmt, ce *syntax.CallExpr) []*Command {
 	for _, w := range ce.Args {
 		ws, ok := b.words(w)
 		if !ok {
-			c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("brace expansion of %s yields more than %d words", b.Text(w), maxWords), true})
+			c.AddProblem(Problem{Rule: RuleUnparseable, Reason: fmt.Sprintf("brace expansion of %s yields more than %d words", b.Text(w), maxWords), Hard: true})
 		}
 		words = append(words, ws...)
 	}
@@ -1095,7 +1162,7 @@ func (b *blockParser) tilde(s string, whole bool) string {
 	case name == "+" || name == "-":
 		// ~+ is $PWD and ~- is $OLDPWD: bash expands them when the
 		// command runs, so the word is judged as only known then.
-		b.p.addHard(Problem{RuleDynamicPath, fmt.Sprintf("%s names the current or previous directory, which bash expands when it runs", prefix), true})
+		b.p.addHard(Problem{Rule: RuleDynamicPath, Reason: fmt.Sprintf("%s names the current or previous directory, which bash expands when it runs", prefix), Hard: true})
 		return s
 	}
 	u, err := user.Lookup(name)
@@ -1168,6 +1235,6 @@ func layerDisplay(ws []Word) string {
 // makes programs run code (codeEnv) asks in every mode.
 func checkEnv(c *Command, a Assignment) {
 	if CodeEnv(a.Name) {
-		c.AddProblem(Problem{RuleDangerousEnv, fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.Name), true})
+		c.AddProblem(Problem{Rule: RuleDangerousEnv, Reason: fmt.Sprintf("it sets %s, which can make the shell, the dynamic loader, git or an interpreter run other code, so it needs a person's approval for each call", a.Name), Hard: true})
 	}
 }

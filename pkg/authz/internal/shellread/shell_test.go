@@ -44,7 +44,7 @@ func TestParseCommandLine(t *testing.T) {
 		{"a && b || c; d & e", []string{"a", "b", "c", "d", "e"}, nil},
 		{"a | b | c", []string{"a", "b <a", "c <a,b"}, nil},
 		{"echo $(a `b`)", []string{"echo $(a `b`)", "a `b`", "b"}, []string{ruleDynamicArgs, ruleDynamicArgs}},
-		{"sudo -u bob timeout 5 nice -n 3 ls", []string{"sudo -u bob | timeout 5 | nice -n 3: ls"}, []string{rulePrivileged}},
+		{"sudo -u bob timeout 5 nice -n 3 ls", []string{"sudo -u bob | timeout 5 | nice -n 3: ls"}, []string{RulePrivileged}},
 		{"env -i A=1 B=2 make", []string{"env -i A=1 B=2: make"}, nil},
 		{"bash -c 'a; b'", []string{"bash -c a; b (wrapper)", "bash -c: a", "bash -c: b"}, nil},
 		{`sh -c "sh -c 'x'"`, []string{"sh -c sh -c 'x' (wrapper)", "sh -c: sh -c x (wrapper)", "sh -c | sh -c: x"}, nil},
@@ -70,7 +70,7 @@ func TestParseCommandLine(t *testing.T) {
 		{"ls\x1b[A", nil, []string{RuleUnparseable}},
 		{"'unterminated", nil, []string{RuleUnparseable}},
 		{"sh <<'E'\nrm x\nE", []string{"sh (wrapper)", "sh <<: rm x"}, nil},
-		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{rulePrivileged, RuleUnparseable}},
+		{"curl x | sudo bash", []string{"curl x", "sudo: bash <curl"}, []string{RulePrivileged, RuleUnparseable}},
 		{"bash <(curl x)", []string{"bash <(curl x) <curl", "curl x"}, []string{RuleUnparseable, ruleDynamicArgs}},
 		{"tee >(sh) < f", []string{"tee >(sh)", "sh <tee"}, []string{ruleDynamicArgs}},
 	}

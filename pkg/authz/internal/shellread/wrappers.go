@@ -191,7 +191,7 @@ func wrap(args []Word, next int, unknown string) unwrapped {
 		u.self = true
 	}
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].Text, unknown), false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: fmt.Sprintf("%s has an option toold does not know (%s), so what it runs cannot be told for sure", args[0].Text, unknown), Hard: false}
 	}
 	return u
 }
@@ -247,7 +247,7 @@ func unwrapSudo(_ *Command, args []Word) unwrapped {
 			}
 		}
 		if len(u.inner) == 1 && u.inner[0].Text == "sudo" {
-			return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs sudo", true}}
+			return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs sudo", Hard: true}}
 		}
 	}
 	return u
@@ -258,7 +258,7 @@ func unwrapDoas(_ *Command, args []Word) unwrapped {
 	u := wrap(args, next, unknown)
 	u.Privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs doas", true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs doas", Hard: true}}
 	}
 	return u
 }
@@ -269,7 +269,7 @@ func unwrapSu(_ *Command, args []Word) unwrapped {
 	_, opts, _ := spec.parse(args, 1)
 	cmds := optValues(opts, "-c", "--command", "--session-command")
 	if len(cmds) == 0 {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs su", true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs su", Hard: true}}
 	}
 	for i := 1; i < len(args); i++ {
 		if args[i].Text == cmds[0] && (args[i-1].Text == "-c" || args[i-1].Text == "--command" || args[i-1].Text == "--session-command") {
@@ -286,7 +286,7 @@ func unwrapPkexec(_ *Command, args []Word) unwrapped {
 	u := wrap(args, next, unknown)
 	u.Privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs pkexec", true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs pkexec", Hard: true}}
 	}
 	return u
 }
@@ -307,7 +307,7 @@ func unwrapRun0(_ *Command, args []Word) unwrapped {
 func unwrapChroot(_ *Command, args []Word) unwrapped {
 	next, _, unknown := optSpec{long: []string{"userspec", "groups"}, longFlags: []string{"skip-chdir", "help", "version"}}.parse(args, 1)
 	if next >= len(args) {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs chroot", true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs chroot", Hard: true}}
 	}
 	// NEWROOT then the command (default: a shell).
 	u := unwrapped{Own: args[1 : next+1], display: layerDisplay(args[:next+1]), Privileged: true}
@@ -317,7 +317,7 @@ func unwrapChroot(_ *Command, args []Word) unwrapped {
 		u.inner = []Word{textWord("sh")}
 	}
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, "chroot has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: "chroot has an option toold does not know (" + unknown + ")", Hard: false}
 	}
 	return u
 }
@@ -350,7 +350,7 @@ func unwrapEnv(c *Command, args []Word) unwrapped {
 	}
 	u.display = layerDisplay(args[:next])
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, "env has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: "env has an option toold does not know (" + unknown + ")", Hard: false}
 	}
 	if split := optValues(opts, "-S", "--split-string"); len(split) > 0 {
 		// env -S "cmd args": the string is split into words (a shell
@@ -491,7 +491,7 @@ func privilegedWrapper(_ *Command, args []Word) unwrapped {
 	u := wrap(args, i, "")
 	u.Privileged = true
 	if u.self {
-		return unwrapped{self: true, problem: &Problem{rulePrivileged, "it runs " + args[0].Text, true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RulePrivileged, Reason: "it runs " + args[0].Text, Hard: true}}
 	}
 	return u
 }
@@ -505,10 +505,10 @@ func unwrapParallel(_ *Command, args []Word) unwrapped {
 		i++
 	}
 	if i >= len(args) || (args[i].Literal && (args[i].Text == ":::" || args[i].Text == "::::")) {
-		return unwrapped{self: true, problem: &Problem{RuleUnparseable, "parallel runs the commands it reads, which cannot be judged", true}}
+		return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: "parallel runs the commands it reads, which cannot be judged", Hard: true}}
 	}
 	u := wrap(args, i, "ignored")
-	u.problem = &Problem{ruleDynamicArgs, "parallel gives the command arguments when it runs", true}
+	u.problem = &Problem{Rule: ruleDynamicArgs, Reason: "parallel gives the command arguments when it runs", Hard: true}
 	u.DynArgs = true
 	return u
 }
@@ -532,7 +532,7 @@ func unwrapSSH(_ *Command, args []Word) unwrapped {
 	s.Text = strings.Join(parts, " ")
 	u := unwrapped{Own: args[1 : next+1 : next+1], script: &s, display: layerDisplay(args[:next+1])}
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, "ssh has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: "ssh has an option toold does not know (" + unknown + ")", Hard: false}
 	}
 	return u
 }
@@ -586,7 +586,7 @@ func unwrapWatch(_ *Command, args []Word) unwrapped {
 	s.Text = strings.Join(parts, " ")
 	u := unwrapped{Own: args[1:next:next], script: &s, display: "watch"}
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, "watch has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: "watch has an option toold does not know (" + unknown + ")", Hard: false}
 	}
 	return u
 }
@@ -625,7 +625,7 @@ func unwrapFlock(_ *Command, args []Word) unwrapped {
 	}
 	u.inner = args[rest:]
 	if unknown != "" {
-		u.problem = &Problem{ruleWrapperOpt, "flock has an option toold does not know (" + unknown + ")", false}
+		u.problem = &Problem{Rule: ruleWrapperOpt, Reason: "flock has an option toold does not know (" + unknown + ")", Hard: false}
 	}
 	return u
 }
@@ -694,7 +694,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 		if strings.HasPrefix(t, "--") {
 			i++
 			if t == "--rcfile" || t == "--init-file" || strings.HasPrefix(t, "--rcfile=") || strings.HasPrefix(t, "--init-file=") {
-				return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].Text + " " + t + " runs the commands of a file, which cannot be judged", true}}
+				return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: args[0].Text + " " + t + " runs the commands of a file, which cannot be judged", Hard: true}}
 			}
 			continue
 		}
@@ -708,7 +708,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 				// -O shopt / -o option change how the shell reads what it
 				// runs (dotglob, nocaseglob, expand_aliases...).
 				if opt := args[i].Text; !args[i].Literal || !slices.Contains(safeShopt, opt) {
-					return unwrapped{self: true, problem: &Problem{RuleUnparseable, args[0].Text + " " + t + " " + args[i].Src + " changes how the shell reads the commands it runs, which the judge cannot follow", true}}
+					return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: args[0].Text + " " + t + " " + args[i].Src + " changes how the shell reads the commands it runs, which the judge cannot follow", Hard: true}}
 				}
 				i++
 			}
@@ -716,7 +716,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 				// The shell's own set options, as with set.
 				for _, ch := range letters {
 					if !strings.ContainsRune(safeSetFlags+"cilrsv", ch) {
-						return unwrapped{self: true, problem: &Problem{RuleUnparseable, fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].Text, ch), true}}
+						return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: fmt.Sprintf("%s -%c changes how the shell reads the commands it runs, which the judge cannot follow", args[0].Text, ch), Hard: true}}
 					}
 				}
 			}
@@ -728,14 +728,14 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 	if cflag {
 		if i >= len(args) {
 			if c.DynArgs {
-				return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs a string given when it runs", true}}
+				return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: name + " -c runs a string given when it runs", Hard: true}}
 			}
 			return unwrapped{self: true}
 		}
 		if c.DynArgs {
 			// xargs sh -c '...{}...': the string or its arguments come
 			// when it runs.
-			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " -c runs with arguments given when it runs (" + strings.Join(c.Wrappers, ", ") + ")", true}}
+			return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: name + " -c runs with arguments given when it runs (" + strings.Join(c.Wrappers, ", ") + ")", Hard: true}}
 		}
 		s := args[i]
 		return unwrapped{Own: args[1:i], script: &s, display: name + " -c"}
@@ -748,7 +748,7 @@ func unwrapShell(c *Command, args []Word) unwrapped {
 		// A script file: judged as the shell running it; one named only
 		// when it runs (bash <(...), bash $F) cannot be judged.
 		if !args[i].Literal {
-			return unwrapped{self: true, problem: &Problem{RuleUnparseable, name + " runs a script named by " + args[i].Src + ", which is only known when it runs", true}}
+			return unwrapped{self: true, problem: &Problem{Rule: RuleUnparseable, Reason: name + " runs a script named by " + args[i].Src + ", which is only known when it runs", Hard: true}}
 		}
 		return unwrapped{self: true}
 	}
@@ -845,11 +845,11 @@ func unwrapGit(_ *Command, args []Word) unwrapped {
 			switch {
 			case name == "-c" && safeGitConfig(gitConfigKey(args[i].Text, hasVal)):
 			case name == "-c" || name == "--config-env" || name == "--exec-path":
-				prob = &Problem{ruleExecOption, "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", true}
+				prob = &Problem{Rule: ruleExecOption, Reason: "git " + name + " changes git's configuration, which can make it run other programs (core.pager, alias.*, core.sshCommand, core.fsmonitor)", Hard: true}
 			}
 		default:
 			if strings.HasPrefix(t, "-c") && len(t) > 2 && !safeGitConfig(gitConfigKey(t[2:], true)) {
-				prob = &Problem{ruleExecOption, "git -c changes git's configuration, which can make it run other programs", true}
+				prob = &Problem{Rule: ruleExecOption, Reason: "git -c changes git's configuration, which can make it run other programs", Hard: true}
 			}
 			own = append(own, args[i])
 		}
@@ -947,7 +947,7 @@ func unwrapSubcommand(subs ...string) wrapperFunc {
 		if i > 2 {
 			// Options of these runners may take values (uv run --with
 			// x cmd): the command found may be a value.
-			u.problem = &Problem{ruleWrapperOpt, args[0].Text + " " + args[1].Text + " has options, so the command it runs is not certain", false}
+			u.problem = &Problem{Rule: ruleWrapperOpt, Reason: args[0].Text + " " + args[1].Text + " has options, so the command it runs is not certain", Hard: false}
 		}
 		return u
 	}
@@ -981,7 +981,7 @@ func (p *lineParser) unwrap(c *Command, depth int) []*Command {
 		}
 		w0 := args[0]
 		if !w0.Literal || w0.Glob || w0.Text == "" {
-			c.AddProblem(Problem{ruleDynamicName, fmt.Sprintf("the command name %s is only known when it runs", w0.Src), true})
+			c.AddProblem(Problem{Rule: ruleDynamicName, Reason: fmt.Sprintf("the command name %s is only known when it runs", w0.Src), Hard: true})
 			break
 		}
 		fn := wrappers[path.Base(w0.Text)]
@@ -1007,7 +1007,7 @@ func (p *lineParser) unwrap(c *Command, depth int) []*Command {
 			c.WrapperOnly = true
 			c.script = u.display
 			if !u.script.Literal {
-				c.AddProblem(Problem{RuleUnparseable, fmt.Sprintf("the string that %s runs is only known when it runs", u.display), true})
+				c.AddProblem(Problem{Rule: RuleUnparseable, Reason: fmt.Sprintf("the string that %s runs is only known when it runs", u.display), Hard: true})
 				break
 			}
 			out = append(out, p.parse(u.script.Text, depth+1, c)...)
@@ -1071,7 +1071,7 @@ func (p *lineParser) optionScripts(c *Command, depth int) []*Command {
 				val.Text = "echo " + val.Text
 			}
 			if !val.Literal {
-				c.AddProblem(Problem{RuleUnparseable, "the code that " + display + " runs is only known when it runs", true})
+				c.AddProblem(Problem{Rule: RuleUnparseable, Reason: "the code that " + display + " runs is only known when it runs", Hard: true})
 				continue
 			}
 			holder := &Command{Wrappers: c.Wrappers, script: display, Privileged: c.Privileged, Env: c.Env, Cwds: c.Cwds}

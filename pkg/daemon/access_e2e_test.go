@@ -1,0 +1,212 @@
+package daemon_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon"
+	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/service"
+)
+
+// joined starts a conversation with a call of each kind whose records the
+// read-side services show, and returns its secret and its terminal
+// session's id. The stream stays open (the conversation is held).
+func joined(t *testing.T, d *daemontest.Daemon, conv string) (secret, session string) {
+	t.Helper()
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: conv}}})
+	w, err := x.s.Recv()
+	if err != nil || w.GetWelcome().GetConversationSecret() == "" {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	x.call("t", "think", `{"thought":"private thought of `+conv+`"}`)
+	x.call("todo", "manage_todos", `{"action": "write", "todos": [{"title": "secret plan of `+conv+`"}]}`)
+	res, _ := x.call("open", "create_session", `{}`)
+	session, _ = res.GetStructured().AsMap()["session_id"].(string)
+	if session == "" {
+		t.Fatalf("create_session: %v", res)
+	}
+	return w.GetWelcome().GetConversationSecret(), session
+}
+
+// Issue 25 item 8: who may see what. Every read-side RPC is tried with
+// nothing, with another conversation's secret, with the conversation's
+// own secret and with the operator credential; each either answers (with
+// that conversation's records only) or is PERMISSION_DENIED and shows
+// nothing.
+func TestWhoMaySeeWhatEndToEnd(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	aliceSecret, aliceSession := joined(t, d, "alice")
+	bobSecret, _ := joined(t, d, "bob")
+	bg := context.Background()
+	with := func(secret string) context.Context {
+		return metadata.AppendToOutgoingContext(bg, service.SecretMetadata, secret)
+	}
+	callers := []struct {
+		name string
+		ctx  context.Context
+		// one: may read alice's records; all: may read every conversation's
+		one, all bool
+	}{
+		{"nothing", bg, false, false},
+		{"bob's secret", with(bobSecret), false, false},
+		{"a guessed operator credential", metadata.AppendToOutgoingContext(bg, service.OperatorMetadata, strings.Repeat("0", 64)), false, false},
+		{"alice's secret", with(aliceSecret), true, false},
+		{"the operator", d.AsOperator(bg), true, true},
+	}
+	hist := pb.NewHistoryServiceClient(d.Conn)
+	audit := pb.NewAuditServiceClient(d.Conn)
+	term := pb.NewTerminalServiceClient(d.Conn)
+	mem := pb.NewMemoryServiceClient(d.Conn)
+	// Each RPC returns what it showed (to check that no other
+	// conversation leaks into an allowed answer) and its error.
+	rpcs := []struct {
+		name  string
+		every bool // reads every conversation's records
+		call  func(ctx context.Context) (string, error)
+	}{
+		{"HistoryService.Query one", false, func(ctx context.Context) (string, error) {
+			r, err := hist.Query(ctx, &pb.QueryHistoryRequest{ConversationId: "alice"})
+			return r.String(), err
+		}},
+		{"HistoryService.Query all", true, func(ctx context.Context) (string, error) {
+			r, err := hist.Query(ctx, &pb.QueryHistoryRequest{})
+			return r.String(), err
+		}},
+		{"AuditService.Tail", true, func(ctx context.Context) (string, error) {
+			r, err := audit.Tail(ctx, &pb.TailAuditRequest{})
+			return r.String(), err
+		}},
+		{"AuditService.Verify", true, func(ctx context.Context) (string, error) {
+			r, err := audit.Verify(ctx, &pb.VerifyAuditRequest{})
+			return r.String(), err
+		}},
+		{"AuditService.Export", true, func(ctx context.Context) (string, error) {
+			s, err := audit.Export(ctx, &pb.ExportAuditRequest{})
+			if err != nil {
+				return "", err
+			}
+			var b strings.Builder
+			for {
+				m, err := s.Recv()
+				if err == io.EOF {
+					return b.String(), nil
+				}
+				if err != nil {
+					return b.String(), err
+				}
+				b.Write(m.GetJsonl())
+			}
+		}},
+		{"TerminalService.ListSessions one", false, func(ctx context.Context) (string, error) {
+			r, err := term.ListSessions(ctx, &pb.ListSessionsRequest{ConversationId: "alice"})
+			return r.String(), err
+		}},
+		{"TerminalService.ListSessions all", true, func(ctx context.Context) (string, error) {
+			r, err := term.ListSessions(ctx, &pb.ListSessionsRequest{})
+			return r.String(), err
+		}},
+		{"TerminalService.Attach", false, func(ctx context.Context) (string, error) {
+			s, err := term.Attach(ctx)
+			if err != nil {
+				return "", err
+			}
+			defer s.CloseSend()
+			// The secret travels in AttachOpen, as toolctl sends it.
+			sec, _ := metadata.FromOutgoingContext(ctx)
+			open := &pb.AttachOpen{Target: &pb.AttachOpen_SessionId{SessionId: aliceSession}}
+			if v := sec.Get(service.SecretMetadata); len(v) > 0 {
+				open.ConversationSecret = v[0]
+			}
+			if err := s.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Open{Open: open}}); err != nil {
+				return "", err
+			}
+			m, err := s.Recv()
+			return m.String(), err
+		}},
+		{"MemoryService.GetTodos one", false, func(ctx context.Context) (string, error) {
+			r, err := mem.GetTodos(ctx, &pb.GetTodosRequest{ConversationId: "alice"})
+			return r.String(), err
+		}},
+		{"MemoryService.GetTodos all", true, func(ctx context.Context) (string, error) {
+			r, err := mem.GetTodos(ctx, &pb.GetTodosRequest{})
+			return r.String(), err
+		}},
+		{"MemoryService.WatchTodos one", false, func(ctx context.Context) (string, error) {
+			s, err := mem.WatchTodos(ctx, &pb.WatchTodosRequest{ConversationId: "alice"})
+			if err != nil {
+				return "", err
+			}
+			m, err := s.Recv()
+			return m.String(), err
+		}},
+	}
+	for _, r := range rpcs {
+		for _, c := range callers {
+			t.Run(r.name+"/"+c.name, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(c.ctx)
+				defer cancel()
+				shown, err := r.call(ctx)
+				allowed := c.one && !r.every || c.all
+				if !allowed {
+					if status.Code(err) != codes.PermissionDenied {
+						t.Fatalf("answered (%v): %s", err, shown)
+					}
+					if strings.Contains(shown, "alice") {
+						t.Fatalf("refused, yet showed alice's records: %s", shown)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if !r.every && strings.Contains(shown, "bob") {
+					t.Fatalf("alice's records showed bob's: %s", shown)
+				}
+			})
+		}
+	}
+}
+
+// The operator credential is a 0600 file in the state directory, kept
+// across restarts; one that others could read is replaced.
+func TestOperatorCredentialFile(t *testing.T) {
+	state := t.TempDir()
+	start := func() string {
+		d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.StateDir = state }))
+		defer d.Main.Close()
+		return d.Main.OperatorCredential()
+	}
+	first := start()
+	path := filepath.Join(state, daemon.OperatorKeyFile)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 || len(first) != 64 {
+		t.Fatalf("operator.key: %v %v, credential %q", fi, err, first)
+	}
+	if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != first {
+		t.Fatalf("the file holds %q, the daemon uses %q", b, first)
+	}
+	if again := start(); again != first {
+		t.Fatalf("a restart changed the credential")
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if third := start(); third == first || len(third) != 64 {
+		t.Fatalf("a credential others could read was kept")
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the new file's mode is %v", fi.Mode())
+	}
+}

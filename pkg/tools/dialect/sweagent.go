@@ -1,0 +1,196 @@
+package dialect
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/toold/toold/pkg/tools"
+)
+
+// SWEAgentVersion is what the swe-agent dialect follows: the tool bundles
+// of SWE-agent/SWE-agent (tools/registry bash, tools/edit_anthropic
+// str_replace_editor, tools/search find_file/search_dir/search_file at
+// commit 18d5c11f159a81750942197003bff5452e228230, tools/windowed
+// open/goto/scroll/create, tools/windowed_edit_replace edit/insert,
+// tools/submit; SWE-agent 1.x).
+const SWEAgentVersion = "SWE-agent/SWE-agent 1.x (tools/ bundles; tools/search@18d5c11f159a81750942197003bff5452e228230)"
+
+// SWEAgent is SWE-agent's tool set.
+func SWEAgent() tools.Dialect {
+	window := "toold keeps no open file window: read lines with str_replace_editor view (path, view_range [start, end]) or open with a line_number"
+	return tools.Dialect{
+		Name: "swe-agent", Agent: "SWE-agent", Version: SWEAgentVersion,
+		Tools: []tools.DialectTool{
+			{
+				Name:        "bash",
+				Description: "runs the given command directly in bash",
+				Schema:      schema(`{"type":"object","properties":{"command":{"type":"string","description":"The bash command to execute."}},"required":["command"]}`),
+				Target:      "run_command",
+				Shape:       sweBashShape,
+			},
+			{
+				Name:        "str_replace_editor",
+				Description: "Custom editing tool for viewing, creating and editing files: view, create, str_replace, insert, undo_edit.",
+				Schema:      schema(fmt.Sprintf(editorSchema, "")),
+				Target:      "str_replace_based_edit_tool",
+			},
+			{
+				Name:        "find_file",
+				Description: "finds all files with the given name or pattern in dir (shell-style wildcards, e.g. *.py), searching recursively",
+				Schema: schema(`{"type":"object","properties":{
+"file_name":{"type":"string","description":"the name of the file or pattern to search for. supports shell-style wildcards (e.g. *.py)"},
+"dir":{"type":"string","description":"the directory to search in (if not provided, searches in the current directory)"}},"required":["file_name"]}`),
+				Target: "glob",
+				Map:    findFileMap,
+				Shape:  findFileShape,
+			},
+			{
+				Name:        "search_dir",
+				Description: "searches for search_term in all files in dir. If dir is not provided, searches in the current directory",
+				Schema: schema(`{"type":"object","properties":{
+"search_term":{"type":"string","description":"the term to search for"},
+"dir":{"type":"string","description":"the directory to search in (if not provided, searches in the current directory)"}},"required":["search_term"]}`),
+				Target: "grep_search",
+				Map:    steps(literalTerm, rename("dir", "path")),
+			},
+			{
+				Name:        "search_file",
+				Description: "searches for search_term in file",
+				Schema: schema(`{"type":"object","properties":{
+"search_term":{"type":"string","description":"the term to search for"},
+"file":{"type":"string","description":"the file to search in"}},"required":["search_term","file"]}`),
+				Target: "grep_search",
+				Map: func(args map[string]any) ([]tools.Coercion, error) {
+					if _, ok := args["file"]; !ok {
+						return nil, invalid("file", "toold keeps no open file: give \"file\", the file to search")
+					}
+					return steps(literalTerm, rename("file", "path"))(args)
+				},
+			},
+			{
+				Name:        "open",
+				Description: "opens the file at the given path and shows 100 lines around line_number",
+				Schema: schema(`{"type":"object","properties":{
+"path":{"type":"string","description":"the path to the file to open"},
+"line_number":{"type":"integer","description":"the line number to move the window to (if not provided, the window will start at the top of the file)"}},"required":["path"]}`),
+				Target: "read_file",
+				Map:    openMap,
+			},
+			{
+				Name:        "create",
+				Description: "creates a new empty file with the given name",
+				Schema:      schema(`{"type":"object","properties":{"filename":{"type":"string","description":"the name of the file to create"}},"required":["filename"]}`),
+				Target:      "create_file",
+				Map:         steps(rename("filename", "path"), set("content", "", "an empty file, as SWE-agent's create makes")),
+			},
+			{
+				Name:        "edit",
+				Aliases:     []string{"insert"},
+				Description: "replaces search with replace in the open file (insert adds text to it)",
+				Schema: schema(`{"type":"object","properties":{
+"search":{"type":"string","description":"the text to search for"},
+"replace":{"type":"string","description":"the text to replace the search with"},
+"replace-all":{"type":"boolean","description":"replace all occurrences rather than the first occurrence within the displayed lines"}},"required":["search","replace"]}`),
+				// The windowed_edit_linting (start_line, end_line,
+				// replacement_text) and insert (text, line) forms.
+				Legacy:  []string{"start_line", "end_line", "replacement_text", "text", "line"},
+				Missing: "SWE-agent's edit changes the file open in its window and toold keeps no open file: call str_replace_editor with command \"str_replace\", path (the file), old_str (your search) and new_str (your replace)",
+			},
+			{
+				Name: "goto", Aliases: []string{"scroll_up", "scroll_down"},
+				Description: "moves the window of the open file",
+				Schema:      schema(`{"type":"object","properties":{"line_number":{"type":"integer"}}}`),
+				Missing:     window,
+			},
+			{
+				Name:        "submit",
+				Description: "submits the current changes",
+				Schema:      schema(`{"type":"object","properties":{}}`),
+				Missing:     "there is no submit tool: the changes are in the workspace already; answer the user when the task is done",
+			},
+		},
+	}
+}
+
+// findFileMap turns find_file's name or wildcard into a glob at any depth.
+func findFileMap(args map[string]any) ([]tools.Coercion, error) {
+	name, _ := args["file_name"].(string)
+	if name == "" {
+		return nil, invalid("file_name", "\"file_name\" is the file name or pattern, e.g. *.py")
+	}
+	delete(args, "file_name")
+	p := "**/" + strings.TrimPrefix(name, "./")
+	args["pattern"] = p
+	cs := []tools.Coercion{{Field: "/file_name", From: js(name), To: js(p), Rule: "find_file searches every directory: toold's glob pattern **/NAME"}}
+	more, err := rename("dir", "path")(args)
+	return append(cs, more...), err
+}
+
+// literalTerm: search_dir and search_file search for the term literally.
+func literalTerm(args map[string]any) ([]tools.Coercion, error) {
+	t, _ := args["search_term"].(string)
+	if t == "" {
+		return nil, invalid("search_term", "\"search_term\" is the text to search for")
+	}
+	delete(args, "search_term")
+	q := regexp.QuoteMeta(t)
+	args["pattern"] = q
+	return []tools.Coercion{{Field: "/search_term", From: js(t), To: js(q), Rule: "the term, literally, as toold's regular expression pattern"}}, nil
+}
+
+// openMap shows 100 lines around line_number, as SWE-agent's window does.
+func openMap(args map[string]any) ([]tools.Coercion, error) {
+	v, ok := args["line_number"]
+	if !ok {
+		args["limit"] = 100
+		return []tools.Coercion{{Field: "/limit", To: "100", Rule: "SWE-agent's window shows 100 lines"}}, nil
+	}
+	delete(args, "line_number")
+	n, isNum := number(v)
+	if !isNum || n < 1 {
+		return nil, invalid("line_number", "\"line_number\" is a line number from 1, got %s", js(v))
+	}
+	start := max(1, int(n)-50)
+	args["offset"] = start
+	args["limit"] = 100
+	return []tools.Coercion{{Field: "/line_number", From: js(v), To: js(start), Rule: "the 100-line window around line_number: toold's offset and limit 100"}}, nil
+}
+
+// sweBashShape gives bash's result as SWE-agent shows it: the output, or a
+// note when there is none.
+func sweBashShape(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	out, _, _, _, ok := commandOutput(res)
+	if err != nil || !ok {
+		return res, err
+	}
+	if strings.TrimSpace(out) == "" {
+		out = "Your command ran successfully and did not produce any output."
+	}
+	return withText(res, strings.TrimRight(out, "\n")), nil
+}
+
+// findFileShape gives find_file's result: Found N matches for "NAME" in
+// DIR, then the paths.
+func findFileShape(orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	if err != nil || res == nil {
+		return res, err
+	}
+	name, _ := orig["file_name"].(string)
+	dir, _ := orig["dir"].(string)
+	if dir == "" {
+		dir = "."
+	}
+	var paths []string
+	for _, l := range strings.Split(res.Text, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.Contains(l, " ") && !strings.HasPrefix(l, "/") {
+			continue
+		}
+		paths = append(paths, l)
+	}
+	if len(paths) == 0 {
+		return withText(res, fmt.Sprintf("No matches found for %q in %s", name, dir)), nil
+	}
+	return withText(res, fmt.Sprintf("Found %d matches for %q in %s:\n%s", len(paths), name, dir, strings.Join(paths, "\n"))), nil
+}
