@@ -267,16 +267,24 @@ func TestIsolatedForkBomb(t *testing.T) {
 	defer lim.Close()
 	c := newCanaries(t)
 	p := c.policy()
-	p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+	// The helper is born in a slot (the daemon's way), with the limits.
+	slot, err := lim.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tok := token(t)
-	proc, out := start(t, ctx, c.spec(p), `b() { b | b & }; b 2>/dev/null; sleep 100.`+tok+` 2>/dev/null; echo after`)
+	proc, out := startWith(t, func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
+		stdio.Slot = slot
+		return sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, stdio)
+	}, ctx, c.spec(p), `b() { b | b & }; b 2>/dev/null; sleep 100.`+tok+` 2>/dev/null; echo after`)
 	// Wait until the bomb hits the limit: fork starts failing.
 	waitFor(t, func() bool {
 		n := 0
-		for _, d := range lim.Dirs() {
-			b, _ := os.ReadFile(filepath.Join(d, fmt.Sprintf("c%d", proc.HelperPid()), "pids.current"))
+		for _, d := range slot.Dirs() {
+			b, _ := os.ReadFile(filepath.Join(d, "pids.current"))
 			fmt.Sscan(strings.TrimSpace(string(b)), &n)
 			if n >= 60 {
 				return true

@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +47,12 @@ type Limits struct {
 	missing []string
 	// v2 is true when the unified hierarchy holds both controllers.
 	v2 bool
+
+	pool     chan *Slot
+	poolOnce sync.Once
+	filling  atomic.Bool
+	closed   atomic.Bool
+	seq      atomic.Int64
 }
 
 // OpenLimits creates toold's cgroup directories for the pids and memory
@@ -123,6 +132,17 @@ func (l *Limits) Describe() string {
 func (l *Limits) Close() error {
 	if l == nil {
 		return nil
+	}
+	l.closed.Store(true)
+	l.poolOnce.Do(func() { l.pool = make(chan *Slot, slotPoolSize) })
+	for {
+		select {
+		case s := <-l.pool:
+			s.Release()
+			continue
+		default:
+		}
+		break
 	}
 	for _, d := range l.dirs {
 		removeLimitDir(d)
@@ -224,7 +244,10 @@ func removeLimitDir(dir string) {
 	})
 	slices.Reverse(dirs)
 	for _, d := range dirs {
-		_ = os.Remove(d)
+		// A slot's placed thread may still be leaving (EBUSY).
+		for i := 0; i < 100 && errors.Is(os.Remove(d), unix.EBUSY); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 
@@ -233,8 +256,10 @@ func removeLimitDir(dir string) {
 // them to be gone.
 func killGroup(dir string) {
 	deadline := time.Now().Add(5 * time.Second)
+	self := os.Getpid()
 	for {
-		pids := cgroupProcs(dir)
+		// A slot's placed thread is toold's own (Slot): never signal toold.
+		pids := slices.DeleteFunc(cgroupProcs(dir), func(p int) bool { return p == self })
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return
 		}
@@ -255,8 +280,13 @@ type limitGroup struct {
 // newLimitGroup creates a cgroup for the calling helper's command below
 // each of parents, with the limits set.
 func newLimitGroup(parents []string, pids int, memory int64) (*limitGroup, error) {
+	return newLimitGroupNamed(parents, "c"+strconv.Itoa(os.Getpid()), pids, memory)
+}
+
+// newLimitGroupNamed creates the cgroup name below each of parents, with
+// the limits set.
+func newLimitGroupNamed(parents []string, name string, pids int, memory int64) (*limitGroup, error) {
 	g := &limitGroup{}
-	name := "c" + strconv.Itoa(os.Getpid())
 	for _, p := range parents {
 		d := filepath.Join(p, name)
 		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -316,4 +346,174 @@ func (g *limitGroup) remove() {
 		removeLimitDir(d)
 	}
 	g.dirs = nil
+}
+
+// Slot is a cgroup (one per hierarchy) with the limits set, ready for one
+// helper: the helper is born in it, so no migration — which costs an RCU
+// grace period or two, tens of milliseconds on a busy machine — is on the
+// command's path. On cgroup v2 the helper is cloned into it
+// (CLONE_INTO_CGROUP); on v1, where that does not exist, it is forked from
+// a thread of the daemon that was moved into the slot's cgroups ahead of
+// time (v1 places threads, and a child starts in its forking thread's
+// cgroups). Take one with Limits.Take, pass it as Stdio.Slot, Release it
+// when the helper is done.
+type Slot struct {
+	dirs []string
+	fd   int           // v2: the cgroup directory, for CLONE_INTO_CGROUP
+	run  chan func()   // v1: runs a function on the placed thread, once
+	done chan struct{} // v1: closed when that function returned
+	// hold keeps the placed thread alive until Release: the helper's
+	// parent-death signal follows the thread that forked it.
+	hold     chan struct{}
+	holdOnce sync.Once
+}
+
+// slotPoolSize is how many warm slots Limits keeps.
+const slotPoolSize = 4
+
+// Take returns a warm slot, or makes one now when none is ready; nil when
+// one cannot be made (the command then runs without limits, and the error
+// is logged by the caller). It refills the pool in the background.
+func (l *Limits) Take() (*Slot, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.poolOnce.Do(func() { l.pool = make(chan *Slot, slotPoolSize) })
+	defer l.refill()
+	select {
+	case s := <-l.pool:
+		return s, nil
+	default:
+		return l.newSlot()
+	}
+}
+
+// refill tops the pool up in the background, one goroutine at a time.
+func (l *Limits) refill() {
+	if !l.filling.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer l.filling.Store(false)
+		for len(l.pool) < cap(l.pool) && !l.closed.Load() {
+			s, err := l.newSlot()
+			if err != nil {
+				return
+			}
+			select {
+			case l.pool <- s:
+			default:
+				s.Release()
+				return
+			}
+		}
+	}()
+}
+
+// newSlot makes a slot's cgroups and, on v1, places a thread in them.
+func (l *Limits) newSlot() (*Slot, error) {
+	name := fmt.Sprintf("s%d", l.seq.Add(1))
+	var parents []string
+	for _, d := range l.dirs {
+		parents = append(parents, d)
+	}
+	g, err := newLimitGroupNamed(parents, name, l.Pids, l.Memory)
+	if err != nil {
+		return nil, err
+	}
+	s := &Slot{dirs: g.dirs, fd: -1}
+	if l.v2 {
+		fd, err := unix.Open(g.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			g.remove()
+			return nil, err
+		}
+		s.fd = fd
+		return s, nil
+	}
+	// The placed thread is toold's: the memory cgroup's OOM killer, which
+	// picks the largest process among its members, would kill toold. So
+	// it kills nobody; a command at its limit waits (until its timeout or
+	// a kill) instead of being killed.
+	for _, d := range s.dirs {
+		if exists(filepath.Join(d, "memory.oom_control")) {
+			if err := os.WriteFile(filepath.Join(d, "memory.oom_control"), []byte("1"), 0); err != nil {
+				g.remove()
+				return nil, fmt.Errorf("sandbox: memory.oom_control in %s: %w", d, err)
+			}
+		}
+	}
+	s.run, s.done, s.hold = make(chan func(), 1), make(chan struct{}), make(chan struct{})
+	placed := make(chan error, 1)
+	go func() {
+		// The thread is placed in the slot's cgroups and never used for
+		// anything else: the goroutine ends locked, and the runtime ends
+		// the thread.
+		runtime.LockOSThread()
+		tid := strconv.Itoa(unix.Gettid())
+		for _, d := range s.dirs {
+			if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+				placed <- fmt.Errorf("sandbox: placing a thread in %s: %w", d, err)
+				close(s.done)
+				return
+			}
+		}
+		placed <- nil
+		if f, ok := <-s.run; ok {
+			f()
+		}
+		close(s.done)
+		<-s.hold
+	}()
+	if err := <-placed; err != nil {
+		g.remove()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs start (which forks the helper) so that the helper is born in
+// the slot: on its placed thread (v1), or with cmd cloned into the cgroup
+// (v2, set up by the caller through CgroupFD).
+func (s *Slot) start(start func() error) error {
+	if s.run == nil {
+		return start()
+	}
+	var err error
+	s.run <- func() { err = start() }
+	close(s.run)
+	<-s.done
+	return err
+}
+
+// Dirs returns the slot's cgroup directories.
+func (s *Slot) Dirs() []string { return slices.Clone(s.dirs) }
+
+// cgroupFD returns the v2 directory descriptor, or -1.
+func (s *Slot) cgroupFD() int { return s.fd }
+
+// Release kills what is left in the slot's cgroups and removes them (in
+// the background: emptying them waits for the namespaces' teardown).
+func (s *Slot) Release() {
+	if s == nil {
+		return
+	}
+	if s.run != nil {
+		select {
+		case <-s.done:
+		default:
+			close(s.run) // never used: let the thread end
+		}
+		s.holdOnce.Do(func() { close(s.hold) })
+	}
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+	dirs := s.dirs
+	go func() {
+		for _, d := range dirs {
+			removeLimitDir(d)
+		}
+	}()
 }

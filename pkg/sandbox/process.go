@@ -53,6 +53,9 @@ type Stdio struct {
 	// Netns, for an isolated command (Policy.Isolate), is the network
 	// namespace it joins (Netns.File) instead of creating one of its own.
 	Netns *os.File
+	// Slot, when set, is the cgroup the helper is born in (Limits.Take);
+	// the caller releases it once the Process is done.
+	Slot *Slot
 }
 
 // attach sets cmd's standard streams to the files that are set (a nil
@@ -156,7 +159,14 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = spec.Grace + helperMargin
-	err = cmd.Start()
+	if s := stdio.Slot; s != nil {
+		if fd := s.cgroupFD(); fd >= 0 {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		}
+		err = s.start(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
 	specR.Close()
 	statW.Close()
 	if err != nil {

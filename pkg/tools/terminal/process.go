@@ -167,7 +167,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		// daemonizes keeps running under it.
 		KeepTree: cs.background,
 	}
-	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW, Netns: m.netns.File()}
+	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW}
 	var inW *os.File
 	if cs.stdin != nil {
 		var inR *os.File
@@ -195,7 +195,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		}
 	}
 	if errors.Is(err, sandbox.ErrNoCgroups) {
-		h, err = m.cfg.Runner.Start(pctx, spec, stdio)
+		h, err = m.startHelper(pctx, spec, stdio)
 	}
 	outW.Close()
 	errW.Close()

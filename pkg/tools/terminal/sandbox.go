@@ -60,8 +60,9 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 		if err != nil {
 			limitsWhy = err.Error()
 		} else {
+			// Each helper is born in a cgroup of its own (startHelper).
 			m.limits = lim
-			p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+			p.Pids, p.Memory = lim.Pids, lim.Memory
 			if !lim.Complete() {
 				limitsWhy = lim.Describe()
 			}
@@ -253,9 +254,9 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 		outW.Close()
 		return -1, err
 	}
-	h, err := m.cfg.Runner.Start(ctx, sandbox.Spec{
+	h, err := m.startHelper(ctx, sandbox.Spec{
 		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
-	}, sandbox.Stdio{Stdout: outW, Stderr: errW, Netns: m.netns.File()})
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -278,4 +279,35 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 		return -1, exit.Err
 	}
 	return exit.Code, nil
+}
+
+// startHelper starts spec under a helper, in the sandbox's network
+// namespace and in a cgroup of its own with the limits (when they are in
+// force), which it releases once the tree is gone.
+func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
+	if spec.Policy == nil || !spec.Policy.Isolate {
+		return m.cfg.Runner.Start(ctx, spec, stdio)
+	}
+	stdio.Netns = m.netns.File()
+	slot, err := m.limits.Take()
+	if err != nil {
+		// Fail closed: a command the limits were promised for does not
+		// run without them.
+		return nil, &sandbox.StartError{Msg: "the command's cgroup could not be made: " + err.Error()}
+	}
+	stdio.Slot = slot
+	h, err := m.cfg.Runner.Start(ctx, spec, stdio)
+	if err != nil {
+		slot.Release()
+		return nil, err
+	}
+	if slot != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			<-h.Done()
+			slot.Release()
+		}()
+	}
+	return h, nil
 }

@@ -215,7 +215,7 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
 	}
 	pctx, cancel := context.WithCancel(m.ctx)
-	h, err := m.cfg.Runner.Start(pctx, sandbox.Spec{
+	h, err := m.startHelper(pctx, sandbox.Spec{
 		Path:     path,
 		Args:     argv,
 		Env:      environ(m.env, map[string]string{"TERM": "xterm-256color"}),
@@ -223,7 +223,7 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		Terminal: true,
 		Grace:    m.cfg.KillGrace,
 		Policy:   m.policyFor(),
-	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true, Netns: m.netns.File()})
+	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
 	tty.Close()
 	if err != nil {
 		cancel()
