@@ -302,21 +302,58 @@ func TestIsolatedForkBomb(t *testing.T) {
 	checkClean(t, tok)
 }
 
-// TestIsolatedMemory: a command that allocates past its memory limit is
-// killed; toold is not.
+// TestIsolatedMemory: a command that allocates past its memory limit does
+// not get the memory — it is killed (cgroup v2) or held at the limit until
+// it is stopped (a v1 slot, whose OOM killer is off) — and toold is not
+// touched.
 func TestIsolatedMemory(t *testing.T) {
 	isolation(t)
-	lim, err := sandbox.OpenLimits(64, 64<<20)
+	lim, err := sandbox.OpenLimits(64, 128<<20)
 	if err != nil {
 		testenv.Need(t, err, "cgroup pids and memory controllers")
 	}
 	defer lim.Close()
+	slot, err := lim.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot.Release()
 	c := newCanaries(t)
-	p := c.policy()
-	p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
-	exit, out := run(t, context.Background(), c.spec(p), `python3 -c 'x = bytearray(512 << 20); print("ALLOCATED")'`)
-	if strings.Contains(out, "ALLOCATED") || exit.Code == 0 {
-		t.Fatalf("512 MiB were allocated under a 64 MiB limit: %v\n%s", exit, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proc, out := startWith(t, func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
+		stdio.Slot = slot
+		return sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, stdio)
+	}, ctx, c.spec(c.policy()), `head -c 1G /dev/zero | tail -c 1G > /dev/null; echo ALLOCATED`)
+	usage := func() (n int64) {
+		for _, d := range slot.Dirs() {
+			for _, f := range []string{"memory.max_usage_in_bytes", "memory.peak"} {
+				if b, err := os.ReadFile(filepath.Join(d, f)); err == nil {
+					fmt.Sscan(strings.TrimSpace(string(b)), &n)
+				}
+			}
+		}
+		return n
+	}
+	waitFor(t, func() bool {
+		select {
+		case <-proc.Done():
+			return true
+		default:
+		}
+		return usage() >= 100<<20
+	})
+	proc.Stop()
+	select {
+	case <-proc.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command was not stopped")
+	}
+	if o := out(); strings.Contains(o, "ALLOCATED") {
+		t.Fatalf("1 GiB was allocated under a 128 MiB limit:\n%s", o)
+	}
+	if u := usage(); u > 128<<20 {
+		t.Fatalf("the cgroup used %d bytes, over its limit", u)
 	}
 }
 
