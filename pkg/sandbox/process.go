@@ -48,6 +48,9 @@ type Stdio struct {
 	// Terminal says Stdin is a terminal: the helper becomes the leader of a
 	// new session with it as the controlling terminal.
 	Terminal bool
+	// Netns, for an isolated command (Policy.Isolate), is the network
+	// namespace it joins (Netns.File) instead of creating one of its own.
+	Netns *os.File
 }
 
 // attach sets cmd's standard streams to the files that are set (a nil
@@ -136,6 +139,10 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 	stdio.attach(cmd)
 	cmd.ExtraFiles = []*os.File{specR, statW}
+	if stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Netns) // fd 5: netnsFD
+		spec.SharedNetns = true
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,

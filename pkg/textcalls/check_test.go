@@ -110,6 +110,7 @@ func TestRenderPrompt(t *testing.T) {
 		textcalls.ToolCode: "```tool_code\nweb_search(query=\"go\")\n```",
 		textcalls.JSON:     "```json\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"go\"}}\n```",
 		textcalls.Legacy:   `TOOL_CALL: web_search {"query": "go"}`,
+		textcalls.SWEAgent: "DISCUSSION\nSearch first.\n```\nweb_search {\"query\": \"go\"}\n```",
 	}
 	for _, f := range textcalls.Formats {
 		t.Run(string(f), func(t *testing.T) {

@@ -167,7 +167,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		// daemonizes keeps running under it.
 		KeepTree: cs.background,
 	}
-	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW}
+	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW, Netns: m.netns.File()}
 	var inW *os.File
 	if cs.stdin != nil {
 		var inR *os.File
