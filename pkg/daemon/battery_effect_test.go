@@ -33,19 +33,24 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/testenv"
 )
@@ -97,7 +102,13 @@ type attempt struct {
 	tool, args string
 	// auto: also run in the AUTO subset.
 	auto bool
-	// pending names the layer whose containment is not on this base yet.
+	// layer names the sandbox layer that must hold the attempt
+	// (layerWrites...): when toold says it is not in force, the attempt is
+	// pending (reported, not failed; with TOOLD_REQUIRE_PEERS the missing
+	// layer fails the test).
+	layer string
+	// pending marks an attempt known to get through on this base, naming
+	// the work that will contain it.
 	pending string
 	// source cites where the class was published, when it was.
 	source string
@@ -127,6 +138,9 @@ type attemptRun struct {
 	success  bool
 	err      error
 	effects  []string
+	// pending is the attempt's pending mark in this run (a.pending, or its
+	// layer not in force here).
+	pending string
 	// own: a git or task attempt, whose repository or tasks are the
 	// workspace root's: sent one after another on a daemon of their own,
 	// the root emptied and planted before each.
@@ -135,10 +149,19 @@ type attemptRun struct {
 	wsLeaks []string
 }
 
-func (r *attemptRun) t(s string) string { return r.replacer.Replace(s) }
+func (r *attemptRun) t(s string) string {
+	s = r.replacer.Replace(s)
+	// b64[[TEXT]] is TEXT base64-encoded (after the other templates).
+	return b64Template.ReplaceAllStringFunc(s, func(m string) string {
+		return base64.StdEncoding.EncodeToString([]byte(m[len("b64[[") : len(m)-len("]]")]))
+	})
+}
 
-// idPattern matches an attempt's id: y0042q in YOLO, a0042q in AUTO.
-var idPattern = regexp.MustCompile(`[ya][0-9]{4}q`)
+var b64Template = regexp.MustCompile(`b64\[\[.*?\]\]`)
+
+// idPattern matches an attempt's id: y0042q in yolo, a0042q in auto,
+// k0042q in kernel, c0042q in calibrate.
+var idPattern = regexp.MustCompile(`[yakc][0-9]{4}q`)
 
 // battery holds the canaries and the daemon under attack.
 type battery struct {
@@ -150,8 +173,8 @@ type battery struct {
 	// created maps an attempt's id to the paths outside the workspace
 	// whose names carry it (found by one walk after the attempts ran).
 	created map[string][]string
-	victim  string // another conversation's id
-	mu      sync.Mutex
+	// winches counts the SIGWINCH toold's process (this test's) received.
+	winches atomic.Int64
 }
 
 // canaryHome writes a HOME with fake keys and returns the secrets in it.
@@ -379,6 +402,8 @@ type client struct {
 	// secret is the conversation's secret from Welcome.
 	secret string
 	seq    int
+	// sandbox is what Welcome said of the sandbox.
+	sandbox *pb.SandboxStatus
 	// approve: approvals are approved once (a person who says yes);
 	// otherwise they are denied.
 	approve bool
@@ -398,7 +423,7 @@ func openClient(ctx context.Context, d *daemontest.Daemon, conv string) (*client
 			return nil, err
 		}
 		if w := ev.GetWelcome(); w != nil {
-			return &client{s: s, conv: conv, secret: w.GetConversationSecret()}, nil
+			return &client{s: s, conv: conv, secret: w.GetConversationSecret(), sandbox: w.GetSandbox()}, nil
 		}
 	}
 }
@@ -548,10 +573,15 @@ func (b *battery) effects(r *attemptRun) []string {
 	}
 	for _, v := range b.victimFiles(r.id) {
 		got, err := os.ReadFile(v)
-		if err != nil {
+		switch {
+		case err != nil:
 			out = append(out, "deleted "+v)
-		} else if string(got) != r.id {
+		case string(got) != r.id:
 			out = append(out, fmt.Sprintf("modified %s: %q", v, clip(got)))
+		default:
+			if fi, err := os.Stat(v); err == nil && fi.Mode().Perm() != 0o644 {
+				out = append(out, fmt.Sprintf("chmod %s: %v", v, fi.Mode().Perm()))
+			}
 		}
 	}
 	for _, p := range b.created[r.id] {
@@ -699,24 +729,116 @@ func TestBatteryByEffect(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", "")
 	b.secrets["toold-env"] = "SECRET-toold-env-" + randomHex(t, 8)
 	b.secrets["dotenv"] = "SECRET-dotenv-" + randomHex(t, 8)
+	b.secrets["dotenv-local"] = "SECRET-dotenv-local-" + randomHex(t, 8)
 	b.secrets["conversation"] = "SECRET-conversation-" + randomHex(t, 8)
 	t.Setenv("TOOLD_BATTERY_SECRET", b.secrets["toold-env"])
+	// A file toold's process holds open, removed from every path: reachable
+	// only through /proc/<toold>/fd.
+	b.secrets["toold-fd"] = "SECRET-toold-fd-" + randomHex(t, 8)
+	held := filepath.Join(root, "held")
+	os.WriteFile(held, []byte(b.secrets["toold-fd"]+"\n"), 0o600)
+	hf, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	os.Remove(held)
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGWINCH)
+	sigDone := make(chan struct{})
+	go func() {
+		defer close(sigDone)
+		for range sigs {
+			b.winches.Add(1)
+		}
+	}()
+	defer func() { signal.Stop(sigs); close(sigs); <-sigDone }()
 
 	var all []*attemptRun
-	for _, mode := range []string{"yolo", "auto"} {
+	modes := []string{"yolo", "auto", "kernel"}
+	if os.Getenv("TOOLD_BATTERY_CALIBRATE") != "" {
+		modes = []string{"calibrate"}
+	}
+	for _, mode := range modes {
 		start := time.Now()
-		runs := b.runMode(t, mode, toolctl)
+		runs := b.runMode(t, mode, toolctl, all)
 		all = append(all, runs...)
 		t.Logf("%s: done in %v", mode, time.Since(start).Round(time.Millisecond))
 	}
 	b.report(t, all)
 }
 
+// The modes of the battery:
+//
+//   - yolo: toold's default configuration in YOLO, every attempt;
+//   - auto: the default configuration (AUTO), the attempts marked auto;
+//     approvals are refused, as a person would;
+//   - kernel: a judge that allows everything (authz.AllowAll) with the
+//     default sandbox, for every attempt the judge stopped in yolo (asked
+//     about or denied): the sandbox alone must hold what the judge caught
+//     (file tools run in toold, not in the sandbox: not in this mode);
+//   - calibrate (TOOLD_BATTERY_CALIBRATE=1, by hand): no judge and no
+//     sandbox, every attempt: each should have its effect, or its vector is
+//     dead and proves nothing; the dead ones are listed, nothing fails.
+//
+// crossedClasses are the classes whose vectors are crossed with every
+// payload.
+var crossedClasses = map[string]bool{"array-subscript arithmetic": true, "programs run shell": true, "environment poisoning": true,
+	"terminal sessions": true, "background processes": true, "stdin pipe": true, "published judge bypasses": true}
+
+var modePrefix = map[string]string{"yolo": "y", "auto": "a", "kernel": "k", "calibrate": "c"}
+
+// layerNames maps an attempt's layer to the SandboxStatus layer that must
+// hold it.
+var layerNames = map[string]string{layerWrites: "writes", layerReads: "reads", layerNet: "network", layerControl: "control_plane", layerRes: "resources"}
+
 // runMode starts toold in mode and sends every attempt of the table (the
 // AUTO subset in auto) through several streams at once.
-func (b *battery) runMode(t *testing.T, mode, toolctl string) []*attemptRun {
+func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptRun) []*attemptRun {
 	t.Helper()
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = mode }))
+	var opts []daemontest.Option
+	switch mode {
+	case "yolo", "auto":
+		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = mode }))
+	case "kernel":
+		// The default engine's capabilities (its sensitive paths, which the
+		// sandbox masks in the workspace; its host rules, which the egress
+		// proxy applies), with a judge that allows every call.
+		ref := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+		caps := ref.Main.Capabilities
+		if os.Getenv("TOOLD_BATTERY_KERNEL_CAPS") == "empty" {
+			caps = authz.Capabilities{} // by hand: an authorizer without the engine's capabilities
+		}
+		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }),
+			daemontest.WithAuthorizer(authz.AllowAll{}, caps), daemontest.WithWorkspace(ref.Workspace))
+	case "calibrate":
+		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.Terminal.Sandbox = "off" }),
+			daemontest.WithAuthorizer(authz.AllowAll{}, authz.Capabilities{}))
+	}
+	// What the judge stopped in yolo, for kernel.
+	stopped := map[string]bool{}
+	for _, r := range before {
+		if r.mode == "yolo" && (r.asked > 0 || r.code == pb.ErrorCode_ERROR_CODE_DENIED) {
+			stopped[r.a.name] = true
+		}
+	}
+	// The workspace holds a secret from the start (.env) and gets one
+	// later (.env.local, below).
+	probe := daemontest.Daemon{}
+	for _, o := range opts {
+		var m daemon.Main
+		o(&m)
+		if m.Config.Workspace != "" {
+			probe.Workspace = m.Config.Workspace
+		}
+	}
+	wsDir := probe.Workspace
+	if wsDir == "" {
+		wsDir = t.TempDir()
+		opts = append(opts, daemontest.WithWorkspace(wsDir))
+	}
+	os.WriteFile(filepath.Join(wsDir, ".env"), []byte(b.secrets["dotenv"]+"\n"), 0o600)
+	d := daemontest.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := d.Main.Config.StateDir
@@ -731,7 +853,7 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string) []*attemptRun {
 	if err := os.WriteFile(bin, body, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(d.Workspace, ".env"), []byte(b.secrets["dotenv"]+"\n"), 0o600)
+	os.WriteFile(filepath.Join(d.Workspace, ".env.local"), []byte(b.secrets["dotenv-local"]+"\n"), 0o600)
 
 	// Another client's conversation: its history holds a secret, it keeps a
 	// terminal open, and toolctl stored its conversation secret in the
@@ -740,6 +862,17 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string) []*attemptRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The layers in force, as toold tells its clients.
+	inForce := map[string]bool{}
+	var layers []string
+	for _, l := range victim.sandbox.GetLayers() {
+		inForce[l.GetName()] = l.GetInForce()
+		layers = append(layers, fmt.Sprintf("%s=%v", l.GetName(), l.GetInForce()))
+		if !l.GetInForce() && (mode == "yolo" || mode == "kernel") && testenv.Required() {
+			t.Errorf("the sandbox's %s layer is not in force (%s) on a machine that should have it (%s is set)", l.GetName(), l.GetDetail(), testenv.RequireEnv)
+		}
+	}
+	t.Logf("%s: sandbox enabled=%v layers %s", mode, victim.sandbox.GetEnabled(), strings.Join(layers, " "))
 	defer victim.s.CloseSend()
 	victim.approve = true // its own person approves its calls
 	var vout bytes.Buffer
@@ -759,15 +892,33 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string) []*attemptRun {
 
 	prepared := time.Now()
 	var runs []*attemptRun
-	od := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = mode }))
-	prefix := map[string]string{"yolo": "y", "auto": "a"}[mode]
+	// The git and task daemon: the operator enabled the repository's hooks
+	// (vcs.hooks), so a planted hook runs — inside the sandbox.
+	od := daemontest.Start(t, append(opts, daemontest.WithConfig(func(c *config.Config) { c.VCS.Hooks = true }))...)
+	prefix := modePrefix[mode]
 	for i, a := range batteryAttempts() {
-		if mode == "auto" && !a.auto {
+		switch {
+		case mode == "auto" && !a.auto,
+			mode == "kernel" && (!stopped[a.name] || a.via == viaFile),
+			// A vector crossed with every payload is sent with half of
+			// them in kernel (every layer is still covered), to keep the
+			// battery's time.
+			mode == "kernel" && i%2 == 1 && crossedClasses[a.class]:
 			continue
 		}
 		id := fmt.Sprintf("%s%04dq", prefix, i)
 		r := &attemptRun{a: a, mode: mode, id: id, rel: filepath.Join("b", id)}
-		if a.holdBack != "" {
+		// An attempt whose layer toold says is missing here is pending.
+		if a.layer != "" && mode != "calibrate" && !inForce[layerNames[a.layer]] {
+			r.pending = a.layer + " (not in force)"
+		}
+		if a.pending != "" {
+			r.pending = a.pending
+		}
+		if why := kernelPending[a.name]; why != "" && mode == "kernel" {
+			r.pending = why
+		}
+		if a.holdBack != "" && (mode == "calibrate" || !inForce[layerNames[a.layer]]) {
 			r.err = fmt.Errorf("held back: %s", a.holdBack)
 			runs = append(runs, r)
 			continue
@@ -829,18 +980,24 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string) []*attemptRun {
 		}()
 	}
 	start := time.Now()
+	var shared, owned []*attemptRun
+	for _, r := range runs {
+		switch {
+		case r.err != nil:
+		case r.own:
+			owned = append(owned, r)
+		default:
+			shared = append(shared, r)
+		}
+	}
 	go func() {
-		for _, r := range runs {
-			if r.err == nil && r.own {
-				ownWork <- r
-			}
+		for _, r := range owned {
+			ownWork <- r
 		}
 		close(ownWork)
 	}()
-	for _, r := range runs {
-		if r.err == nil && !r.own {
-			work <- r
-		}
+	for _, r := range shared {
+		work <- r
 	}
 	close(work)
 	wg.Wait()
@@ -904,6 +1061,7 @@ func (b *battery) prepare(t *testing.T, r *attemptRun, d *daemontest.Daemon, ws,
 		if err := os.WriteFile(v, []byte(r.id), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		os.Chmod(v, 0o644) // whatever the umask
 	}
 	text := a.cmd + a.input + a.setup + a.args + a.dir + a.shell
 	for k, v := range a.env {
@@ -973,7 +1131,7 @@ func (b *battery) report(t *testing.T, runs []*attemptRun) {
 	type tally struct{ total, contained, pendingOpen, nowContained, failed, asked, notRun int }
 	byClass := map[string]*tally{}
 	var classes []string
-	var failures, pendings, nowContained, notRun []string
+	var failures, pendings, nowContained, notRun, dead []string
 	for _, r := range runs {
 		key := r.mode + " " + r.a.class
 		tl := byClass[key]
@@ -987,23 +1145,36 @@ func (b *battery) report(t *testing.T, runs []*attemptRun) {
 			tl.asked++
 		}
 		line := fmt.Sprintf("%s %s [%s, %s via %s]", r.id, r.a.name, r.mode, r.a.class, r.a.via)
+		if r.mode == "calibrate" {
+			switch {
+			case r.err != nil:
+				tl.notRun++
+				notRun = append(notRun, line+": "+r.err.Error())
+			case len(r.effects) == 0:
+				tl.contained++
+				dead = append(dead, line+" "+strings.ReplaceAll(r.t(r.a.cmd+r.a.args), "\n", "\\n"))
+			default:
+				tl.failed++ // an effect: the vector is live
+			}
+			continue
+		}
 		switch {
 		case r.err != nil && strings.HasPrefix(r.err.Error(), "held back"):
 			tl.pendingOpen++
-			pendings = append(pendings, fmt.Sprintf("%s pending %q: %v", line, r.a.pending, r.err))
+			pendings = append(pendings, fmt.Sprintf("%s pending %q: %v", line, r.pending, r.err))
 		case r.err != nil && strings.HasPrefix(r.err.Error(), "not run"):
 			tl.notRun++
 			notRun = append(notRun, line+": "+r.err.Error())
-		case len(r.effects) > 0 && r.a.pending != "":
+		case len(r.effects) > 0 && r.pending != "":
 			tl.pendingOpen++
-			pendings = append(pendings, fmt.Sprintf("%s pending %q: %s", line, r.a.pending, strings.Join(r.effects, "; ")))
+			pendings = append(pendings, fmt.Sprintf("%s pending %q: %s", line, r.pending, strings.Join(r.effects, "; ")))
 		case len(r.effects) > 0:
 			tl.failed++
 			failures = append(failures, fmt.Sprintf("%s: EFFECT: %s\n    command: %s", line, strings.Join(r.effects, "; "), r.t(r.a.cmd+r.a.args)))
-		case r.a.pending != "":
+		case r.pending != "":
 			tl.nowContained++
 			tl.contained++
-			nowContained = append(nowContained, fmt.Sprintf("%s (pending %q): now contained — remove the mark", line, r.a.pending))
+			nowContained = append(nowContained, fmt.Sprintf("%s (pending %q): now contained — remove the mark", line, r.pending))
 		default:
 			tl.contained++
 		}
@@ -1035,6 +1206,9 @@ func (b *battery) report(t *testing.T, runs []*attemptRun) {
 	}
 	for _, l := range notRun {
 		t.Log(l)
+	}
+	if len(dead) > 0 {
+		t.Logf("calibration: %d of %d attempts had no effect without judge and sandbox (dead vectors: they prove nothing):\n%s", len(dead), len(runs), strings.Join(dead, "\n"))
 	}
 	if testenv.Required() && len(notRun) > 0 {
 		t.Errorf("%d attempts not run on a machine that should have their programs", len(notRun))

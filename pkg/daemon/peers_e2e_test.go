@@ -28,8 +28,8 @@ var toolctlOnce struct {
 	err  error
 }
 
-// buildToolctl builds toolctl once per test binary, outside the tree.
-func buildToolctl(t *testing.T) string {
+// toolctlBinary builds toolctl once per test binary, outside the tree.
+func toolctlBinary(t *testing.T) string {
 	t.Helper()
 	toolctlOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "toolctl-bin")
@@ -93,7 +93,7 @@ func tokenSession(t *testing.T, d *daemontest.Daemon) *session {
 func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 	grpcurl := requireTool(t, "grpcurl")
 	curl := requireTool(t, "curl")
-	toolctl := buildToolctl(t)
+	toolctl := toolctlBinary(t)
 	d := commandDaemon(t)
 	sock, addr, debugAddr := d.Socket, d.Main.TCPAddr(), d.Main.DebugAddr()
 	out := t.TempDir() // where commands leave what their clients printed

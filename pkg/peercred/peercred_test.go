@@ -2,16 +2,20 @@ package peercred_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/peercred"
 )
@@ -26,6 +30,8 @@ func TestMain(m *testing.M) {
 	case "wait":
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
+	case "netns":
+		os.Exit(mainThreadInOtherNetns())
 	case "spawn":
 		c := exec.Command(os.Args[0])
 		c.Env = append(os.Environ(), "PEERCRED_CHILD=wait")
@@ -39,6 +45,73 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+func init() {
+	// Keep TestMain's goroutine on the main thread, for the "netns" child.
+	if os.Getenv("PEERCRED_CHILD") == "netns" {
+		runtime.LockOSThread()
+	}
+}
+
+// mainThreadInOtherNetns moves the main thread (the one /proc/self names)
+// into a new network namespace, as a sandbox joining its namespace on a
+// thread that then stays there does, and checks that a loopback
+// connection made on the other threads is still attributed. 0: it is; 1:
+// it is not; 2: the namespace cannot be made here.
+func mainThreadInOtherNetns() int {
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		fmt.Println("unshare:", err)
+		return 2
+	}
+	res := make(chan int)
+	go func() { // on another thread, in the original namespace
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println(err)
+			res <- 1
+			return
+		}
+		defer l.Close()
+		c, err := net.Dial("tcp4", l.Addr().String())
+		if err != nil {
+			fmt.Println(err)
+			res <- 1
+			return
+		}
+		defer c.Close()
+		s, err := l.Accept()
+		if err != nil {
+			res <- 1
+			return
+		}
+		defer s.Close()
+		ch := peercred.Checker{Self: os.Getpid()}
+		pids, err := ch.TCPPeers(s.LocalAddr(), s.RemoteAddr())
+		if err != nil || !slices.Contains(pids, os.Getpid()) {
+			fmt.Println("TCPPeers:", pids, err)
+			res <- 1
+			return
+		}
+		res <- 0
+	}()
+	return <-res
+}
+
+// The owner of a loopback connection is found even when the main thread,
+// whose namespace /proc/self/net shows, is in another network namespace.
+func TestTCPPeersMainThreadElsewhere(t *testing.T) {
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), "PEERCRED_CHILD=netns")
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		t.Skipf("cannot create a network namespace here (needs CAP_SYS_ADMIN): %s", out)
+	default:
+		t.Fatalf("%v: %s", err, out)
+	}
 }
 
 // child starts the test binary in mode; it ends with the test.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -52,8 +53,19 @@ func (c *Checker) socketInode(from, to netip.AddrPort) (uint64, error) {
 		}
 		want[file+" "+f+" "+t] = true
 	}
+	// The calling thread's network namespace, not the process's:
+	// /proc/self/net is the main thread's, which may have been moved into
+	// another namespace (a goroutine that locked it, joined a sandbox's
+	// namespace and ended leaves it there). Other goroutines never run on
+	// such a thread, so this one is in toold's own namespace.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dir := c.proc() + "/thread-self/net/"
+	if _, err := os.Stat(dir); err != nil {
+		dir = c.proc() + "/net/" // Linux < 3.17
+	}
 	for _, file := range []string{"tcp", "tcp6"} {
-		fh, err := os.Open(c.proc() + "/net/" + file)
+		fh, err := os.Open(dir + file)
 		if err != nil {
 			continue
 		}
