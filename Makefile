@@ -170,6 +170,23 @@ mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite an
 net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
 	@command -v git >/dev/null && command -v curl >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git curl >/dev/null; }
+# The programs the battery by effect drives as a hostile model would
+# (pkg/daemon/battery_*_test.go: ed, ex/vim, less, gcc, sqlite3, make, rg,
+# pytest, nc, dig, socat, ssh...), as PROGRAM:DEBIAN_PACKAGE; only the
+# packages of missing programs are installed (a node from elsewhere stays).
+BATTERY_PROGS := ed:ed vim:vim less:less gcc:build-essential sqlite3:sqlite3 make:make rg:ripgrep nc:netcat-openbsd \
+	dig:dnsutils socat:socat ssh:openssh-client xxd:xxd perl:perl curl:curl git:git python3:python3 \
+	busybox:busybox-static node:nodejs npm:npm script:bsdutils
+
+.PHONY: battery-deps
+battery-deps: ## Install what the battery by effect and the development test drive (Debian packages, only when missing).
+	@missing=; for pp in $(BATTERY_PROGS); do command -v $${pp%%:*} >/dev/null || missing="$$missing $${pp#*:}"; done; \
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
 # PostgreSQL for the memory tests and bench rows: Debian's server binaries
 # (pinned to one major version); the tests start their own throwaway server
 # with initdb in a temp dir, on a unix socket only (pkg/memory/pgtest).
@@ -205,7 +222,7 @@ $(BIN)/otelcol-toold: $(OTELCOL)
 otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry test uses (cached in .tools/otelcol).
 
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps net-deps postgres otelcol ## Install what the tests drive (grpcurl, the MCP peers, git and curl, PostgreSQL, the OpenTelemetry Collector).
+test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps net-deps postgres otelcol battery-deps ## Install what the tests drive (grpcurl, the MCP peers and conformance suite, git and curl, PostgreSQL, the OpenTelemetry Collector, the battery's programs).
 
 # Fuzz targets, PACKAGE:FUNCTION. Their seed corpora (and every crasher
 # found, committed with its fix) are in the package's testdata/fuzz/FUNCTION

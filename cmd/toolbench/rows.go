@@ -32,6 +32,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"grep", b.rowGrep},
 		{"glob", b.rowGlob},
 		{"run", b.rowRunCommand},
+		{"sandbox", b.rowSandbox},
 		{"stream", b.rowStream},
 		{"mcp", b.rowMCP},
 		{"memory", b.rowMemory},

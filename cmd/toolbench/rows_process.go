@@ -15,11 +15,13 @@ import (
 )
 
 // Row 6: run_command true vs a bare fork/exec of the same command line
-// from Go; the target is on the overhead (difference of the p50s).
+// from Go; the target is on the overhead (difference of the p50s). The
+// command runs unsandboxed here (terminal.sandbox: off): what the sandbox
+// adds is row 6s (rows_sandbox.go).
 func (b *bench) rowRunCommand(ctx context.Context, ws string) []*Row {
 	row := &Row{ID: "run-true", Title: "6. `run_command true` (bash -c true)", Kind: Latency, Target: "overhead ≤ 0.5 ms",
 		check: func(r *Row) bool { return r.Toold.P50-r.Base[0].P50 <= 0.5 }}
-	cfg, err := b.writeConfig("run", map[string]any{"approval_mode": "yolo"})
+	cfg, err := b.writeConfig("run", map[string]any{"approval_mode": "yolo", "terminal": map[string]any{"sandbox": "off"}})
 	if err == nil {
 		var d *daemon
 		if d, err = b.startToold(ctx, ws, "--config", cfg); err == nil {

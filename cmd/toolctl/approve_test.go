@@ -178,7 +178,7 @@ var guardedDiff = func() string {
 
 func (g *guardedTool) Preview(context.Context, *tools.Call) (string, error) { return guardedDiff, nil }
 
-func (g *guardedTool) Run(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (g *guardedTool) Run(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	g.ran.Add(1)
 	cmd, _ := c.Args["command"].(string)
 	return &tools.Result{Text: "ran: " + cmd}, nil

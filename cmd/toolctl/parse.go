@@ -25,9 +25,10 @@ var textFormats = map[string]pb.TextCallFormat{
 	"gemma":     pb.TextCallFormat_TEXT_CALL_FORMAT_TOOL_CODE,
 	"json":      pb.TextCallFormat_TEXT_CALL_FORMAT_JSON,
 	"legacy":    pb.TextCallFormat_TEXT_CALL_FORMAT_LEGACY,
+	"swe-agent": pb.TextCallFormat_TEXT_CALL_FORMAT_SWE_AGENT,
 }
 
-const textFormatNames = "hermes (qwen), llama3, mistral, deepseek, tool_code (gemma), json, legacy"
+const textFormatNames = "hermes (qwen), llama3, mistral, deepseek, tool_code (gemma), json, legacy, swe-agent"
 
 func textFormat(s string) (pb.TextCallFormat, error) {
 	f, ok := textFormats[strings.ToLower(s)]

@@ -98,6 +98,11 @@ type Request struct {
 	// Effect.Command are resolved from it as well as from the workspace
 	// root. Empty means the workspace root.
 	Dir string
+	// OutsideSandbox says Effect.Command will not run in toold's sandbox —
+	// an agent's own tool that toolctl hook asks about, or a call a person
+	// approved to run unsandboxed — so the judge is the boundary for it,
+	// whatever the engine's Containment says.
+	OutsideSandbox bool
 }
 
 // Verdict is the decision on a call and why.
@@ -220,4 +225,26 @@ type Granter interface {
 // is consumed and nothing is logged as a decision.
 type Explainer interface {
 	Explain(ctx context.Context, req *Request) (Verdict, error)
+}
+
+// OutsideSandbox returns an Explainer that judges every call as running
+// outside toold's sandbox (Request.OutsideSandbox). The PolicyService
+// explains through it: its callers (toolctl hook, for agents that run
+// commands themselves) ask about commands toold will not contain.
+func OutsideSandbox(x Explainer) Explainer {
+	if x == nil {
+		return nil
+	}
+	return outsideSandbox{x}
+}
+
+type outsideSandbox struct{ x Explainer }
+
+func (o outsideSandbox) Explain(ctx context.Context, req *Request) (Verdict, error) {
+	if req == nil {
+		return o.x.Explain(ctx, req)
+	}
+	r := *req
+	r.OutsideSandbox = true
+	return o.x.Explain(ctx, &r)
 }

@@ -170,7 +170,7 @@ var cmdBattery = []cmdCase{
 	{"flags", auto, "rm -rf /./", authz.Deny, ""},
 	{"flags", auto, "rm -rf /tmp/..", authz.Deny, ""},
 	{"flags", auto, "rm -v -r -f -- /", authz.Deny, ""},
-	{"flags", auto, "rm -rf build", authz.Ask, "mode:auto"},
+	{"flags", auto, "rm -rf build", authz.Ask, "builtin:delete"},
 	{"flags", auto, "rm -rf /etc", authz.Ask, ""},
 	{"flags", auto, "git push origin +main", authz.Deny, "git-force-push-main"},
 	{"flags", auto, "git push -f origin HEAD:master", authz.Deny, "git-force-push-main"},

@@ -87,8 +87,10 @@ func TestContainedJudge(t *testing.T) {
 		{"cd $DIR && ls", A, A, Q, ""},
 		{"eval \"$CMD\"", A, A, Q, ""},
 		{"echo x > $FILE", A, A, Q, ""},
-		{"rm -rf build", A, A, Q, "mode:auto"},
-		{"rm -rf /etc", A, Q, Q, "builtin:outside-write"},
+		{"rm -rf build", A, Q, Q, "builtin:delete"},
+		{"rm test_repro.py", A, Q, Q, "builtin:delete"},
+		{"find . -name '*.pyc' -delete", A, Q, Q, "builtin:delete"},
+		{"rm -rf /etc", A, Q, Q, ""},
 		{"pip install -q pytz", A, A, Q, "mode:auto"},
 		{"git stash && python3 -m pytest -q; git stash pop", A, A, Q, "mode:auto"},
 	}
@@ -128,6 +130,36 @@ func TestContainedJudge(t *testing.T) {
 	}
 	if v := authorize(t, f.containedEngine(t, p), cmdReq(auto, "git push origin main")); v.Decision != authz.Allow {
 		t.Errorf("an allow rule for git push does not lift the publish class: %s %s", v.Decision, v.Rule)
+	}
+}
+
+// TestOutsideSandbox: a command that toold will not run in its sandbox —
+// an agent's own Bash that toolctl hook asks about — is judged as without a
+// sandbox, whatever the engine's Containment says.
+func TestOutsideSandbox(t *testing.T) {
+	f := bypassFixture(t)
+	e := f.containedEngine(t, nil)
+	line := "python3 -c 'import os; os.system(\"rm -rf ~\")'"
+	if v := authorize(t, e, cmdReq(auto, line)); v.Decision != authz.Allow {
+		t.Fatalf("in the sandbox: %s %s", v.Decision, v.Rule)
+	}
+	for _, m := range []authz.Mode{yolo, auto} {
+		v, err := authz.OutsideSandbox(e).Explain(t.Context(), cmdReq(m, line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Decision != authz.Ask || v.Rule != "builtin:exec-option" {
+			t.Errorf("%s outside the sandbox: %s (%s: %s), want ask", m, v.Decision, v.Rule, v.Reason)
+		}
+	}
+	req := cmdReq(yolo, "echo x > {out}/f")
+	req.Effect.Command = f.expand(req.Effect.Command)
+	req.OutsideSandbox = true
+	if v := authorize(t, e, req); v.Decision != authz.Ask || v.Rule != "builtin:outside-write" {
+		t.Errorf("a write outside by a command outside the sandbox: %s %s", v.Decision, v.Rule)
+	}
+	if authz.OutsideSandbox(nil) != nil {
+		t.Error("OutsideSandbox(nil) is not nil")
 	}
 }
 

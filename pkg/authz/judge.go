@@ -120,7 +120,7 @@ func (e *Engine) judge(req *Request) *judgement {
 		j.base = tools.RiskHigh
 	}
 	j.contain = *e.contain.Load()
-	j.contained = req.Effect.Command != "" && j.contain.Full()
+	j.contained = req.Effect.Command != "" && j.contain.Full() && !req.OutsideSandbox
 	j.relaxed = j.contained && j.mode != ModeAsk
 	if req.Effect.Interactive {
 		if keys, ok := shellread.SignalKeysOnly(req.Effect.Command); ok {

@@ -42,9 +42,14 @@ rules:
 	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Without the sandbox: these tests hold the judge to what it promises
+	// where it is the boundary (inside the sandbox the same lines run,
+	// contained; sandbox_e2e_test.go and judge_e2e_test.go test that by
+	// effect).
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
 		c.ApprovalMode = mode
 		c.PolicyFile = policy
+		c.Terminal.Sandbox = "off"
 	}))
 	return d, canary
 }

@@ -80,8 +80,11 @@ type Main struct {
 	// that agent's tool set ("claude-code", "codex", …) instead of toold's.
 	MCPDialect string
 
-	ws        *workspace.Workspace
-	mode      authz.Mode // the server's approval mode, parsed once
+	ws   *workspace.Workspace
+	mode authz.Mode // the server's approval mode, parsed once
+	// engine is the policy engine when the daemon built it (nil when
+	// Main.Authorizer was given).
+	engine    *authz.Engine
 	registry  *tools.Registry
 	exec      *executor.Executor
 	svc       *service.Server
@@ -100,6 +103,7 @@ type Main struct {
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
+	self  selfAddrs  // toold's own TCP listeners (peers.go)
 	// operatorKey is the operator credential (operator.go); access decides
 	// with it and the conversations' secrets who reads what.
 	operatorKey string
@@ -179,7 +183,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		m.Authorizer, m.Capabilities = eng, eng.Capabilities()
+		m.Authorizer, m.Capabilities, m.engine = eng, eng.Capabilities(), eng
 	}
 	// What the policy can do besides deciding is passed on explicitly
 	// (Main.Capabilities; a test's replacement policy brings its own).
@@ -202,6 +206,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.terminal = nil
 		m.registry.SetUnavailable(terminalOff(err))
 		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
+	} else {
+		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
 	more := m.moreOptions(cfg.Output.ToolLimits())
@@ -255,7 +261,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health = health.NewServer()
 	healthpb.RegisterHealthServer(m.grpc, m.health)
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, explainer, m.auditedGranter(granter), m.Logger))
+	// Explain through the PolicyService judges commands as running outside
+	// the sandbox: toolctl hook asks about commands an agent runs itself.
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
@@ -294,6 +302,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Tools and the egress proxy never connect to these (peers.go).
+	var own []string
+	for _, a := range []string{m.TCPAddr(), m.observe.debugAddr, m.healthAddr} {
+		if a != "" {
+			own = append(own, a)
+		}
+	}
+	m.self.set(own)
 	for _, l := range m.listeners {
 		m.serveWG.Add(1)
 		go func() {

@@ -37,7 +37,7 @@ func TestDialectsEndToEnd(t *testing.T) {
 	}{
 		{"claude-code", []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "TodoWrite", "TaskOutput", "TaskStop"}, []string{"Agent", "NotebookEdit"}, []call{
 			{"Bash", `{"command":"echo hi; exit 3","description":"Print hi","timeout":120000}`, []string{"Exit code 3\nhi"}},
-			{"Read", `{"file_path":"` + filepath.Join(ws, "main.go") + `"}`, []string{"     1\tpackage main", "     3\tfunc main() {}"}},
+			{"Read", `{"file_path":"` + filepath.Join(ws, "main.go") + `"}`, []string{"     1→package main", "     3→func main() {}"}},
 			{"Write", `{"file_path":"notes.txt","content":"from claude\n"}`, nil},
 			{"Grep", `{"pattern":"func","output_mode":"files_with_matches"}`, []string{"Found 1 files\nmain.go"}},
 		}},

@@ -222,7 +222,9 @@ func snapshot(t *testing.T, dir string) string {
 // The shell policy judges every sub-command of a line before anything runs:
 // one denied sub-command stops the whole line, and nothing of it runs.
 func TestShellPolicyEndToEnd(t *testing.T) {
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	// Without the sandbox, where the judge is the boundary: what it cannot
+	// judge asks even in YOLO (inside the sandbox it runs, contained).
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.Terminal.Sandbox = "off" }))
 	x := newSession(t, d)
 	marker := filepath.Join(d.Workspace, "ran")
 	tests := []struct {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -269,4 +271,62 @@ func cmdline(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprint(w, strings.Join(redactedArgs(os.Args), "\x00"))
+}
+
+// selfAddrs are toold's own TCP listening addresses (gRPC and /mcp, debug,
+// health), set once they are open.
+type selfAddrs struct {
+	addrs atomic.Pointer[[]netip.AddrPort]
+}
+
+// set records the addresses being listened on.
+func (s *selfAddrs) set(addrs []string) {
+	var aps []netip.AddrPort
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			aps = append(aps, ap)
+		}
+	}
+	s.addrs.Store(&aps)
+}
+
+// refuse reports whether ap reaches one of toold's listeners: the same
+// address and port, or the port of a listener on every address (0.0.0.0,
+// ::) at a loopback address or one of this host's. netguard refuses such
+// addresses for web_fetch and the egress proxy, whatever the host rules
+// allow: a connection toold made for a model would otherwise come from
+// toold itself, which the peer check accepts.
+func (s *selfAddrs) refuse(ap netip.AddrPort) bool {
+	p := s.addrs.Load()
+	if p == nil {
+		return false
+	}
+	ip := ap.Addr().WithZone("").Unmap()
+	for _, l := range *p {
+		if l.Port() != ap.Port() {
+			continue
+		}
+		lip := l.Addr().WithZone("").Unmap()
+		if lip == ip {
+			return true
+		}
+		if lip.IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified() || localAddr(ip)) {
+			return true
+		}
+	}
+	return false
+}
+
+// localAddr reports whether ip is one of this host's interface addresses.
+func localAddr(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // cannot tell: refuse
+	}
+	for _, a := range addrs {
+		if pfx, err := netip.ParsePrefix(a.String()); err == nil && pfx.Addr().Unmap() == ip {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/metadata"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
@@ -47,6 +50,10 @@ func buildToolctl(t *testing.T) string {
 	return toolctlOnce.path
 }
 
+// testToken is the bearer token of the daemons below. The attacks present
+// it too (as if it had leaked): the peer check holds without it.
+const testToken = "s3cret-token"
+
 // commandDaemon starts toold in YOLO (every command runs without asking)
 // with the sandbox off, so that only the control plane's own check stands
 // between a command and toold: the unix socket, a TCP listener sharing
@@ -56,10 +63,24 @@ func commandDaemon(t *testing.T) *daemontest.Daemon {
 	return daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
 		c.ApprovalMode = "yolo"
 		c.Listen = "127.0.0.1:0"
+		c.Token = testToken
 		c.MCP.HTTP = true
 		c.DebugAddr = "127.0.0.1:0"
 		c.Terminal.Sandbox = "off"
 	}))
+}
+
+// tokenSession is newSession presenting testToken.
+func tokenSession(t *testing.T, d *daemontest.Daemon) *session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "bearer "+testToken)
+	s, err := d.Client.ExecuteTool(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &session{t: t, s: s}
 }
 
 // Issue 25 item 4, live: the processes of commands toold runs — a
@@ -86,14 +107,14 @@ func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 		name, script, canary string
 		want                 string // in what the client printed
 	}{
-		{"toolctl on the socket", fmt.Sprintf("%s --socket %s call --yes write_file path=pwned-toolctl content=x", toolctl, sock), "pwned-toolctl", "PermissionDenied"},
-		{"grpcurl on the socket", fmt.Sprintf("printf '%%s' '%s' | %s -plaintext -d @ unix:%s toold.v1.ToolService/ExecuteTool", writeCall("pwned-grpcurl-unix"), grpcurl, sock), "pwned-grpcurl-unix", "PermissionDenied"},
-		{"grpcurl on TCP", fmt.Sprintf("printf '%%s' '%s' | %s -plaintext -d @ %s toold.v1.ToolService/ExecuteTool", writeCall("pwned-grpcurl-tcp"), grpcurl, addr), "pwned-grpcurl-tcp", "PermissionDenied"},
+		{"toolctl on the socket", fmt.Sprintf("%s --socket %s --token %s call --yes write_file path=pwned-toolctl content=x", toolctl, sock, testToken), "pwned-toolctl", "PermissionDenied"},
+		{"grpcurl on the socket", fmt.Sprintf("printf '%%s' '%s' | %s -plaintext -H 'authorization: bearer %s' -d @ unix:%s toold.v1.ToolService/ExecuteTool", writeCall("pwned-grpcurl-unix"), grpcurl, testToken, sock), "pwned-grpcurl-unix", "PermissionDenied"},
+		{"grpcurl on TCP", fmt.Sprintf("printf '%%s' '%s' | %s -plaintext -H 'authorization: bearer %s' -d @ %s toold.v1.ToolService/ExecuteTool", writeCall("pwned-grpcurl-tcp"), grpcurl, testToken, addr), "pwned-grpcurl-tcp", "PermissionDenied"},
 		{"grpcurl health on TCP", fmt.Sprintf("%s -plaintext %s grpc.health.v1.Health/Check", grpcurl, addr), "", "PermissionDenied"},
-		{"curl /mcp", fmt.Sprintf("%s -sS -w '\\nstatus %%{http_code}' -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '%s' http://%s/mcp", curl, mcpInit, addr), "", "status 403"},
+		{"curl /mcp", fmt.Sprintf("%s -sS -w '\\nstatus %%{http_code}' -X POST -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '%s' http://%s/mcp", curl, testToken, mcpInit, addr), "", "status 403"},
 		{"curl the debug listener", fmt.Sprintf("%s -sS -w '\\nstatus %%{http_code}' http://%s/debug/pprof/cmdline", curl, debugAddr), "", "status 403"},
 	}
-	x := newSession(t, d)
+	x := tokenSession(t, d)
 	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "agent"}}})
 	// The judge may ask about a command that names paths outside the
 	// workspace; the person approves (as people who are asked about
@@ -113,7 +134,7 @@ func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 	// client runs in a process whose parent exited.
 	{
 		log := filepath.Join(out, "bg")
-		inner := fmt.Sprintf("%s --socket %s call --yes write_file path=pwned-bg content=x >%s 2>&1; echo done >%s.done", toolctl, sock, log, log)
+		inner := fmt.Sprintf("%s --socket %s --token %s call --yes write_file path=pwned-bg content=x >%s 2>&1; echo done >%s.done", toolctl, sock, testToken, log, log)
 		script := fmt.Sprintf("( setsid sh -c '%s' & ) ; exit 0", inner)
 		res, _ := x.call("bg", "run_command", mustJSON(t, map[string]any{"command": script, "is_background": true}), approveOnce)
 		if !res.GetSuccess() {
@@ -146,7 +167,7 @@ func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 			shown.WriteString(text(r))
 			return strings.Contains(shown.String(), "ready-2")
 		})
-		line := fmt.Sprintf("%s --socket %s call --yes write_file path=pwned-term content=x >%s 2>&1; echo done >%s.done\n", toolctl, sock, log, log)
+		line := fmt.Sprintf("%s --socket %s --token %s call --yes write_file path=pwned-term content=x >%s 2>&1; echo done >%s.done\n", toolctl, sock, testToken, log, log)
 		x.call("type", "send_input", mustJSON(t, map[string]any{"session_id": sid, "data": line}), approveOnce)
 		eventually(t, "the session's client to end", func() bool { return exists(log + ".done") })
 		got, _ := os.ReadFile(log)
@@ -177,12 +198,12 @@ func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 
 	// The same clients run by the test itself are served.
 	t.Run("normal clients", func(t *testing.T) {
-		c := exec.Command(toolctl, "--socket", sock, "call", "write_file", "path=by-operator", "content=x")
+		c := exec.Command(toolctl, "--socket", sock, "--token", testToken, "call", "write_file", "path=by-operator", "content=x")
 		if b, err := c.CombinedOutput(); err != nil || !exists(filepath.Join(d.Workspace, "by-operator")) {
 			t.Fatalf("toolctl from the test: %v\n%s", err, b)
 		}
 		for _, target := range []string{"unix:" + sock, addr} {
-			if b, err := exec.Command(grpcurl, "-plaintext", target, "toold.v1.ToolService/ListTools").CombinedOutput(); err != nil {
+			if b, err := exec.Command(grpcurl, "-plaintext", "-H", "authorization: bearer "+testToken, target, "toold.v1.ToolService/ListTools").CombinedOutput(); err != nil {
 				t.Fatalf("grpcurl %s from the test: %v\n%s", target, err, b)
 			}
 		}
@@ -197,6 +218,7 @@ func TestCommandsCannotReachTooldEndToEnd(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(mcpInit))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err = http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -238,4 +260,48 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Even where a rule lets tools and commands reach localhost, toold's own
+// listeners stay out of reach through toold: web_fetch and the egress
+// proxy refuse them (a connection toold made would come from toold itself,
+// which the peer check accepts).
+func TestTooldNotReachableThroughTooldEndToEnd(t *testing.T) {
+	curl := requireTool(t, "curl")
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(`rules:
+  - name: local
+    decision: allow
+    hosts: [localhost, 127.0.0.1]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.PolicyFile = policy
+		c.Listen = "127.0.0.1:0"
+		c.Token = testToken
+		c.MCP.HTTP = true
+		c.DebugAddr = "127.0.0.1:0"
+		c.Terminal.Network = config.NetworkMode{Proxy: true}
+	}))
+	x := tokenSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "loop"}}})
+	_, port, _ := strings.Cut(d.Main.TCPAddr(), ":")
+	_, debugPort, _ := strings.Cut(d.Main.DebugAddr(), ":")
+	for i, u := range []string{
+		"http://localhost:" + port + "/mcp",
+		"http://127.0.0.1:" + port + "/mcp",
+		"http://127.0.0.1:" + debugPort + "/debug/pprof/cmdline",
+	} {
+		res, _ := x.call(fmt.Sprint("f", i), "web_fetch", mustJSON(t, map[string]any{"url": u}), approveOnce)
+		if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || !strings.Contains(res.GetError().GetMessage(), "toold's own listener") {
+			t.Errorf("web_fetch %s: %v", u, res)
+		}
+		// --noproxy '': through the egress proxy even for loopback names.
+		res, _ = x.call(fmt.Sprint("c", i), "run_command", commandArgs(curl+" --noproxy '' -sS -i "+u, nil), approveOnce)
+		if out := text(res); !strings.Contains(out, "403") || strings.Contains(out, "toold.sock") || strings.Contains(out, "jsonrpc") {
+			t.Errorf("curl %s through the proxy: %s", u, out)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 
 	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/sandbox"
+	"github.com/toold/toold/pkg/tools/terminal"
 )
 
 // newEngine builds the policy engine from the configuration: the policy file
@@ -49,4 +51,40 @@ func (m *Main) newEngine() (*authz.Engine, error) {
 		m.Logger.Info("policy loaded", "file", cfg.PolicyFile, "rules", len(policy.RuleNames()))
 	}
 	return eng, nil
+}
+
+// containCommands tells the policy engine which layers of the sandbox hold
+// for the commands toold runs, as the terminal manager found them: with
+// writes, reads and network all in force, AUTO runs what the judge finds no
+// danger in without asking (docs/policy.md, "The judge is not the
+// boundary"); with any missing, the judge is the boundary. Nothing to do
+// when the daemon did not build the engine (a test's policy) or runs no
+// commands.
+func (m *Main) containCommands(tcfg *terminal.Config) {
+	if m.engine == nil {
+		return
+	}
+	var c authz.Containment
+	for _, l := range m.terminal.Layers() {
+		switch l.Name {
+		case sandbox.LayerWrites:
+			c.Writes = l.InForce
+		case sandbox.LayerReads:
+			c.Reads = l.InForce
+		case sandbox.LayerNetwork:
+			c.Network = l.InForce
+		}
+	}
+	if tcfg.Sandbox != nil {
+		for _, d := range tcfg.Sandbox.Writable {
+			if abs, err := filepath.Abs(d); err == nil {
+				c.Writable = append(c.Writable, abs)
+			}
+		}
+	}
+	if err := m.engine.SetContainment(c); err != nil {
+		m.Logger.Warn("the judge treats commands as unsandboxed", "err", err)
+		return
+	}
+	m.Logger.Info("judge", "commands_contained", c.Full())
 }

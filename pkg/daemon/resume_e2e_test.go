@@ -158,7 +158,9 @@ func TestResumeRunCommandEndToEnd(t *testing.T) {
 // messages, after a person approved it (the input is not judged); its
 // Executing carries the process's pid.
 func TestRunCommandStdinPipe(t *testing.T) {
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	// Without the sandbox, where what a stdin pipe feeds cannot be judged
+	// and asks even in YOLO (inside the sandbox it runs, contained).
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.Terminal.Sandbox = "off" }))
 	x := newSession(t, d)
 	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "tr", Name: "run_command",
 		Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: `{"command":"tr a-z A-Z","stdin":"pipe"}`}}}})

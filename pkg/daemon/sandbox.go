@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -68,24 +69,62 @@ func (m *Main) sandboxHide(tcfg *terminal.Config) {
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		hide = append(hide, cfg.Socket)
 	}
-	keep := append([]string{m.ws.Dir()}, tcfg.Sandbox.Writable...)
+	// The terminal's directory (the commands' temp and cache dirs) may be
+	// in the state directory (--state-dir): then the state directory's
+	// other entries are masked one by one.
+	keep := append([]string{m.ws.Dir(), tcfg.Dir, os.TempDir()}, tcfg.Sandbox.Writable...)
+	for i, k := range keep {
+		if k != "" {
+			keep[i], _ = filepath.Abs(k)
+			if r := realPath(keep[i]); r != "" {
+				keep = append(keep, r)
+			}
+		}
+	}
 	sb := *tcfg.Sandbox
 	sb.Hide = append([]string(nil), sb.Hide...)
 	seen := map[string]bool{}
+	var add func(p string, depth int)
+	add = func(p string, depth int) {
+		if p == "" || seen[p] {
+			return
+		}
+		seen[p] = true
+		if !containsAny(p, keep) {
+			sb.Hide = append(sb.Hide, p)
+			return
+		}
+		if depth == 0 || slices.Contains(keep, p) {
+			return
+		}
+		ents, _ := os.ReadDir(p)
+		for _, e := range ents {
+			add(filepath.Join(p, e.Name()), depth-1)
+		}
+	}
 	for _, p := range hide {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			continue
 		}
-		for _, q := range []string{abs, realPath(abs)} {
-			if q == "" || seen[q] || containsAny(q, keep) {
-				continue
-			}
-			seen[q] = true
-			sb.Hide = append(sb.Hide, q)
-		}
+		add(abs, 0)
+		add(realPath(abs), 0)
+	}
+	// toold's own directories are masked entry by entry where they hold a
+	// directory commands need.
+	for _, p := range []string{m.memory.stateDir, filepath.Join(homeOr(), ".local/state/toold")} {
+		delete(seen, p)
+		add(p, 4)
 	}
 	tcfg.Sandbox = &sb
+}
+
+// homeOr returns toold's home directory, or "/".
+func homeOr() string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return h
+	}
+	return "/"
 }
 
 // homeDirs returns toold's home directory, /root and /home/*.

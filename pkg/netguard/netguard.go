@@ -37,6 +37,9 @@ const (
 	Unspecified Class = "unspecified address"
 	Reserved    Class = "reserved or documentation range"
 	Embedded    Class = "IPv6 form embedding a refused IPv4 address"
+	// Toold is one of toold's own listeners (Guard.Refuse): never
+	// reachable through toold, whatever the rules allow.
+	Toold Class = "toold's own listener"
 )
 
 // metadataAddrs are the cloud metadata endpoints. They stay refused even
@@ -158,6 +161,9 @@ func (e *BlockedError) Error() string {
 		what = fmt.Sprintf("%s (%s)", e.Host, e.Addr)
 	}
 	msg := fmt.Sprintf("toold refused to connect to %s: the address is in a range tools may not reach (%s)", what, e.Class)
+	if e.Class == Toold {
+		return fmt.Sprintf("toold refused to connect to %s: it is toold's own listener, which tools and commands may never reach", what)
+	}
 	if e.Class != Metadata {
 		msg += "; a policy rule allowing the host by name (hosts: [" + normalize(hostOr(e.Host, e.Addr.WithZone("").String())) + "]) lets it through"
 	}
@@ -195,10 +201,18 @@ type Guard struct {
 	Resolver Resolver
 	// Timeout bounds one connection attempt; zero means 10 s.
 	Timeout time.Duration
+	// Refuse, when set, reports addresses refused whatever AllowPrivate
+	// and AllowAddrs say: toold's own listeners, so that neither a tool
+	// nor a command (through the egress proxy) reaches toold through
+	// toold, where toold would see itself as the client.
+	Refuse func(ap netip.AddrPort) bool
 }
 
 // Check returns a *BlockedError when host (as asked for) may not reach ap.
 func (g *Guard) Check(host string, ap netip.AddrPort) error {
+	if g.Refuse != nil && g.Refuse(ap) {
+		return &BlockedError{Host: host, Addr: ap.Addr(), Class: Toold}
+	}
 	ip := ap.Addr().WithZone("").Unmap()
 	c := Classify(ap.Addr())
 	if c == "" {

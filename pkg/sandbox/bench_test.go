@@ -40,3 +40,29 @@ func BenchmarkCgroupTrue(b *testing.B) {
 		<-p.Done()
 	}
 }
+
+// BenchmarkIsolatedTrue starts true isolated (namespaces, masks, a fresh
+// /proc, no capabilities, Landlock), without and with cgroup limits: what
+// the sandbox adds to BenchmarkHelperTrue.
+func BenchmarkIsolatedTrue(b *testing.B) {
+	dir := b.TempDir()
+	for _, limits := range []bool{false, true} {
+		b.Run(map[bool]string{false: "namespaces", true: "namespaces+cgroup"}[limits], func(b *testing.B) {
+			p := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
+			if limits {
+				lim, err := sandbox.OpenLimits(0, 0)
+				testenv.Need(b, err, "cgroup pids and memory controllers")
+				defer lim.Close()
+				p.Cgroups, p.Pids, p.Memory = lim.Dirs(), lim.Pids, lim.Memory
+			}
+			spec := sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Policy: p}
+			for b.Loop() {
+				p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(b.Context(), spec, sandbox.Stdio{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-p.Done()
+			}
+		})
+	}
+}

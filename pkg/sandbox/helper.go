@@ -54,6 +54,9 @@ type Spec struct {
 	Guard string `json:"guard,omitempty"`
 	// Stage is set by an isolated helper for its second stage (ns.go).
 	Stage string `json:"stage,omitempty"`
+	// SharedNetns says the helper got a network namespace to join as fd 5
+	// (Stdio.Netns); Start sets it.
+	SharedNetns bool `json:"shared_netns,omitempty"`
 }
 
 // Exit is how a command's process tree ended.
@@ -145,8 +148,9 @@ func HelperMain() int {
 		return 125
 	}
 	// The command must not inherit the status pipe (it could forge an
-	// exit report).
+	// exit report), nor the shared network namespace.
 	unix.CloseOnExec(4)
+	unix.CloseOnExec(netnsFD)
 	var spec Spec
 	err := json.NewDecoder(specFile).Decode(&spec)
 	enc := json.NewEncoder(status)
@@ -176,6 +180,10 @@ func HelperMain() int {
 		return 0
 	}
 	_ = enc.Encode(message{Exit: &exit})
+	status.Close()
+	for _, f := range afterReport {
+		f()
+	}
 	return 0
 }
 

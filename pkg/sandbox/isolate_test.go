@@ -213,32 +213,46 @@ func TestIsolatedNetwork(t *testing.T) {
 	p.Hide = append(p.Hide, sock)
 	p.Proxy = proxyLn.Addr().String()
 	tcpAddr, udpAddr := tcp.Addr().(*net.TCPAddr), udp.LocalAddr().(*net.UDPAddr)
-	exit, out := run(t, context.Background(), c.spec(p), fmt.Sprintf(`
+	// Per command, and in the namespace toold shares among its commands.
+	shared, err := sandbox.OpenNetns(p.Proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	for _, ns := range []*sandbox.Netns{nil, shared} {
+		startFn := func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
+			stdio.Netns = ns.File()
+			return sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, stdio)
+		}
+		exit, out := runWith(t, func(t *testing.T, ctx context.Context, spec sandbox.Spec, script string) (*sandbox.Process, func() string) {
+			return startWith(t, startFn, ctx, spec, script)
+		}, context.Background(), c.spec(p), fmt.Sprintf(`
 echo leak > /dev/udp/127.0.0.1/%[1]d
 echo leak > /dev/tcp/127.0.0.1/%[2]d
 python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("%[3]s")' 2>/dev/null && echo UNIX-CONNECTED
 exec 3<>/dev/tcp/127.0.0.1/%[4]d && printf 'GET http://example.test/x HTTP/1.0\r\n\r\n' >&3 && cat <&3
 true`, udpAddr.Port, tcpAddr.Port, sock, proxyLn.Addr().(*net.TCPAddr).Port))
-	if exit.Code != 0 {
-		t.Fatalf("exit %v:\n%s", exit, out)
-	}
-	if !strings.Contains(out, "via-proxy") {
-		t.Fatalf("the proxy was not reachable from the sandbox:\n%s", out)
-	}
-	if got := <-proxied; got != "http://example.test/x" {
-		t.Fatalf("the proxy got %q", got)
-	}
-	select {
-	case <-tcpHits:
-		t.Fatalf("a TCP connection reached a local listener:\n%s", out)
-	case m := <-udpHits:
-		t.Fatalf("a UDP datagram reached a local listener: %q\n%s", m, out)
-	case <-unixHits:
-		t.Fatalf("toold's unix socket was reached:\n%s", out)
-	default:
-	}
-	if strings.Contains(out, "UNIX-CONNECTED") {
-		t.Fatalf("connected to the unix socket:\n%s", out)
+		if exit.Code != 0 {
+			t.Fatalf("exit %v:\n%s", exit, out)
+		}
+		if !strings.Contains(out, "via-proxy") {
+			t.Fatalf("the proxy was not reachable from the sandbox:\n%s", out)
+		}
+		if got := <-proxied; got != "http://example.test/x" {
+			t.Fatalf("the proxy got %q", got)
+		}
+		select {
+		case <-tcpHits:
+			t.Fatalf("a TCP connection reached a local listener:\n%s", out)
+		case m := <-udpHits:
+			t.Fatalf("a UDP datagram reached a local listener: %q\n%s", m, out)
+		case <-unixHits:
+			t.Fatalf("toold's unix socket was reached:\n%s", out)
+		default:
+		}
+		if strings.Contains(out, "UNIX-CONNECTED") {
+			t.Fatalf("connected to the unix socket:\n%s", out)
+		}
 	}
 }
 

@@ -43,6 +43,10 @@ import (
 // the plain helper does. When it exits the kernel kills whatever is left in
 // its pid namespace.
 
+// netnsFD is the descriptor of the shared network namespace in a helper
+// started with Stdio.Netns.
+const netnsFD = 5
+
 // stageInit is Spec.Stage of the helper's second stage.
 const stageInit = "init"
 
@@ -75,7 +79,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		statW.Close()
 		return Exit{}, err
 	}
-	defer cg.remove()
+	// The cgroups are removed after the exit is reported: emptying them
+	// waits for the namespaces' teardown, which the daemon need not.
+	afterReport = append(afterReport, cg.remove)
 
 	type forked struct {
 		pid int
@@ -91,7 +97,12 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	go func() {
 		runtime.LockOSThread()
 		var f forked
-		f.ln, f.err = enterNetns(pol.Proxy)
+		if spec.SharedNetns {
+			f.err = joinNetns(netnsFD)
+			unix.Close(netnsFD)
+		} else {
+			f.ln, f.err = enterNetns(pol.Proxy)
+		}
 		if f.err == nil {
 			exe := "/proc/self/exe"
 			args := append([]string{HelperName}, os.Args[1:]...)
@@ -203,8 +214,11 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		select {
 		case m, ok := <-reports:
 			if !ok {
+				// The init closed its end as it exited: what it reported is
+				// all there is; the kernel tears its namespaces down and the
+				// daemon's reaper (or init) reaps it, off the command's path.
 				reports = nil
-				if initGone {
+				if initGone || exit != nil || startErr != "" {
 					return finish()
 				}
 				continue
@@ -240,6 +254,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		}
 	}
 }
+
+// afterReport are run by HelperMain once the exit is reported.
+var afterReport []func()
 
 // describeWait says how a process ended.
 func describeWait(ws unix.WaitStatus) string {

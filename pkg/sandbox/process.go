@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // helperMargin is how long the daemon waits, beyond the grace period, for
@@ -48,6 +50,9 @@ type Stdio struct {
 	// Terminal says Stdin is a terminal: the helper becomes the leader of a
 	// new session with it as the controlling terminal.
 	Terminal bool
+	// Netns, for an isolated command (Policy.Isolate), is the network
+	// namespace it joins (Netns.File) instead of creating one of its own.
+	Netns *os.File
 }
 
 // attach sets cmd's standard streams to the files that are set (a nil
@@ -136,6 +141,10 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 	stdio.attach(cmd)
 	cmd.ExtraFiles = []*os.File{specR, statW}
+	if stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Netns) // fd 5: netnsFD
+		spec.SharedNetns = true
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,
@@ -205,7 +214,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 	// The helper died without a report: killed after not stopping the tree
 	// in time, or crashed. Its process group is the last handle on what it
 	// left behind.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(p.cmd)
 	if werr == nil {
 		werr = errors.New("the helper exited without a report")
 	}

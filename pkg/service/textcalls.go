@@ -33,6 +33,7 @@ var textFormats = map[pb.TextCallFormat]textcalls.Format{
 	pb.TextCallFormat_TEXT_CALL_FORMAT_TOOL_CODE:   textcalls.ToolCode,
 	pb.TextCallFormat_TEXT_CALL_FORMAT_JSON:        textcalls.JSON,
 	pb.TextCallFormat_TEXT_CALL_FORMAT_LEGACY:      textcalls.Legacy,
+	pb.TextCallFormat_TEXT_CALL_FORMAT_SWE_AGENT:   textcalls.SWEAgent,
 }
 
 func textFormatToPB(f textcalls.Format) pb.TextCallFormat {

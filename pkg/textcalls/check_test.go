@@ -21,7 +21,7 @@ type fakeTool struct{ spec tools.Spec }
 
 func (f *fakeTool) Spec() tools.Spec                  { return f.spec }
 func (f *fakeTool) Describe(*tools.Call) tools.Effect { return tools.Effect{} }
-func (f *fakeTool) Run(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 	return &tools.Result{}, nil
 }
 
@@ -110,6 +110,7 @@ func TestRenderPrompt(t *testing.T) {
 		textcalls.ToolCode: "```tool_code\nweb_search(query=\"go\")\n```",
 		textcalls.JSON:     "```json\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"go\"}}\n```",
 		textcalls.Legacy:   `TOOL_CALL: web_search {"query": "go"}`,
+		textcalls.SWEAgent: "DISCUSSION\nSearch first.\n```\nweb_search {\"query\": \"go\"}\n```",
 	}
 	for _, f := range textcalls.Formats {
 		t.Run(string(f), func(t *testing.T) {

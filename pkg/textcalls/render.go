@@ -122,6 +122,9 @@ func RenderPrompt(infos []tools.Info, f Format, flat bool) (string, error) {
 		for _, fn := range fns {
 			fmt.Fprintf(&b, "- %s: %s Arguments (JSON Schema): %s\n", fn.Name, fn.Description, compactJSON(fn.Parameters))
 		}
+	case SWEAgent:
+		// SWE-agent's commands, then toold's tools as NAME {json}.
+		b.WriteString(sweAgentPrompt(fns))
 	case Auto:
 		return "", errdefs.New(errdefs.ErrInvalidArgument, "name the format to render the tool prompt for: one of %s", formatList())
 	default:

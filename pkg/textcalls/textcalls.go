@@ -51,10 +51,19 @@ const (
 	// Legacy is seed 003's TOOL_CALL: lines: "TOOL_CALL: name {json}" or
 	// "TOOL_CALL: name(key=value, ...)".
 	Legacy Format = "legacy"
+	// SWEAgent is SWE-agent's thought/action format: a discussion, then one
+	// command in the last ``` block: one of SWE-agent's commands with its
+	// positional arguments (find_file NAME [DIR], open PATH [LINE], edit
+	// START:END + text + end_of_edit, edit SEARCH REPLACE, …), read into
+	// the named arguments of SWE-agent's tools (the swe-agent dialect runs
+	// them); with the format named, any other command line is a call to
+	// bash {"command": ...}. Auto-detection takes only SWE-agent's own
+	// commands, so an ordinary code block is never read as a command.
+	SWEAgent Format = "swe-agent"
 )
 
 // Formats lists the formats in the order auto-detection tries them.
-var Formats = []Format{DeepSeek, Mistral, Hermes, Llama3, ToolCode, Legacy, JSON}
+var Formats = []Format{DeepSeek, Mistral, Hermes, Llama3, ToolCode, Legacy, JSON, SWEAgent}
 
 // Call is one tool call found in a text.
 type Call struct {
@@ -101,6 +110,9 @@ func Parse(text string, f Format) (*Result, error) {
 	}
 	for _, ff := range formats {
 		find, _ := finderFor(ff)
+		if f == Auto && ff == SWEAgent {
+			find = findSWEAgentStrict
+		}
 		calls := find(text)
 		if len(calls) == 0 {
 			continue
@@ -140,6 +152,8 @@ func finderFor(f Format) (func(string) []Call, bool) {
 		return findJSON, true
 	case Legacy:
 		return findLegacy, true
+	case SWEAgent:
+		return findSWEAgent, true
 	}
 	return nil, false
 }

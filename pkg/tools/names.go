@@ -106,7 +106,7 @@ var verbMap = map[string]string{
 	"cat": "read_file", "view": "read_file", "read": "read_file", "open_file": "read_file", "view_file": "read_file",
 	"read_text_file": "read_file", "get_file_contents": "read_file", "file_read": "read_file",
 	// Listing.
-	"ls": "list_dir", "list_directory": "list_dir", "list_files": "list_dir", "list_dir_contents": "list_dir",
+	"ls": "list_dir", "list_directory": "list_dir", "list_background_processes": "list_processes", "list_files": "list_dir", "list_dir_contents": "list_dir",
 	// Searching.
 	"grep": "grep_search", "rg": "grep_search", "ripgrep": "grep_search", "search_file_content": "grep_search",
 	"search_files": "grep_search", "code_search": "grep_search", "find_files": "glob", "file_search": "glob", "glob_search": "glob",
@@ -138,5 +138,48 @@ var verbHints = map[string]string{
 	"finish":             `there is no finish tool: answer the user directly when the task is done`,
 	"rm":                 `call delete_path with "path" (it asks before deleting; "recursive": true for a directory)`,
 	"mv":                 `call move_path with "source" and "destination"`,
-	"browser":            `there is no browser: call web_fetch with "url" to read a page`,
+	"find_file":          `call glob with "pattern": "**/NAME" to find files by name (SWE-agent's find_file {"file_name": ...} is mapped to it)`,
+	"submit":             `there is no submit tool: the changes are in the workspace already; answer the user when the task is done`,
+}
+
+// Tool families toold does not have, and what it offers instead. A call to
+// one gets this answer, never a fuzzy match to some other tool.
+const (
+	familySubAgents = "toold runs no sub-agents: do the task yourself with the tools listed (read, search, edit, run commands), step by step; manage_todos keeps the plan"
+	familyBrowser   = "toold has no browser: read a page's content with web_fetch (\"url\"), search with web_search; it cannot click, fill forms, type into pages or take screenshots"
+	familyMCPRes    = "toold exposes MCP servers' tools (listed as SERVER__TOOL), not their resources: call the server's tools, or read the file or URL directly (read_file, web_fetch)"
+)
+
+// familyNames are other agents' tool names of families toold lacks (keys
+// in snake case, like verbMap's).
+var familyNames = map[string]string{
+	"task": familySubAgents, "agent": familySubAgents, "dispatch_agent": familySubAgents, "spawn_agent": familySubAgents,
+	"sub_agent": familySubAgents, "subagent": familySubAgents, "delegate": familySubAgents, "delegate_task": familySubAgents,
+	"launch_agent": familySubAgents, "call_agent": familySubAgents, "new_task": familySubAgents, "run_subagent": familySubAgents,
+	"browser": familyBrowser, "browse": familyBrowser, "navigate": familyBrowser, "click": familyBrowser, "fill": familyBrowser,
+	"fill_form": familyBrowser, "type_text": familyBrowser, "hover": familyBrowser, "screenshot": familyBrowser, "take_screenshot": familyBrowser,
+	"select_option": familyBrowser, "press_key": familyBrowser, "go_back": familyBrowser, "open_url": familyBrowser, "goto_url": familyBrowser,
+	"invoke_agent": familySubAgents, "complete_task": "there is no complete_task tool: toold runs no sub-agents; answer the user directly when the task is done",
+	"navigate_page": familyBrowser, "new_page": familyBrowser, "list_pages": familyBrowser, "take_snapshot": familyBrowser,
+	"wait_for": familyBrowser, "evaluate_script": familyBrowser, "close_page": familyBrowser, "select_page": familyBrowser,
+	"list_mcp_resources": familyMCPRes, "read_mcp_resource": familyMCPRes, "list_resources": familyMCPRes, "read_resource": familyMCPRes,
+	"list_mcp_resources_tool": familyMCPRes, "read_mcp_resource_tool": familyMCPRes, "access_mcp_resource": familyMCPRes,
+}
+
+// familyHint returns the answer for a name of a tool family toold lacks:
+// one of familyNames, or a browser automation tool's prefix (browser_,
+// playwright_, puppeteer_).
+func familyHint(name string) (string, bool) {
+	if h, ok := familyNames[name]; ok {
+		return h, true
+	}
+	for _, p := range []string{"browser_", "playwright_", "puppeteer_", "chrome_"} {
+		if strings.HasPrefix(name, p) {
+			return familyBrowser, true
+		}
+	}
+	if strings.HasPrefix(name, "mcp_") {
+		return "no MCP server here offers that tool: toold lists the tools of its configured MCP servers as SERVER__TOOL (see the tool list; toolctl mcp shows the servers)", true
+	}
+	return "", false
 }

@@ -364,7 +364,10 @@ func (r *Registry) resolveVariantsLocked(name string, args map[string]any) (*Tar
 	// Nothing matched: the error with the closest names.
 	_, err = r.resolveLocked(name, args, true)
 	if de, ok := err.(*errdefs.Error); ok {
-		if h, ok := verbHints[last.name]; ok {
+		if h, ok := familyHint(last.name); ok {
+			de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
+			de.Suggestions = nil
+		} else if h, ok := verbHints[last.name]; ok {
 			de.Msg = fmt.Sprintf("no tool named %q: %s", name, h)
 		} else if last.name != name && len(de.Suggestions) == 0 {
 			// A prefixed or decorated typo: suggest for what is left.
@@ -571,12 +574,17 @@ func opNames(e *entry) []string {
 
 func (r *Registry) suggest(name string, n int) []string {
 	var all []string
+	risk := map[string]Risk{}
 	for _, e := range r.entries {
 		all = append(all, e.spec.Name)
 		all = append(all, e.spec.Aliases...)
+		for _, a := range append([]string{e.spec.Name}, e.spec.Aliases...) {
+			risk[a] = e.risk
+		}
 	}
-	for k := range r.flat {
+	for k, ref := range r.flat {
 		all = append(all, k)
+		risk[k] = ref.e.ops[ref.op].spec.Risk
 	}
 	slices.Sort(all)
 	all = slices.Compact(all)
@@ -587,7 +595,48 @@ func (r *Registry) suggest(name string, n int) []string {
 		return all
 	}
 	// Models often send "Tool.op" with other separators or a provider prefix.
-	return closest(name, all, n)
+	var out []string
+	for _, c := range closest(name, all, len(all)) {
+		if plausibleSuggestion(name, c, risk[c]) {
+			out = append(out, c)
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// plausibleSuggestion reports whether a close name is worth suggesting for
+// what a model wrote: a typo of it (one edit away, for a tool that is not
+// high-risk), or the same verb (its first word, within a typo) — and for a
+// high-risk tool the verb as written or a typo of a longer one. So a
+// sub-agent's "Task" never suggests run_task, a browser's "fill" never
+// kill, and "find_file" never read_file.
+func plausibleSuggestion(name, cand string, risk Risk) bool {
+	n := snakeCase(name)
+	if i := strings.LastIndexByte(n, '.'); i >= 0 {
+		n = n[i+1:]
+	}
+	c := cand
+	if i := strings.LastIndexByte(c, '.'); i >= 0 {
+		c = c[i+1:]
+	}
+	high := risk == RiskHigh || risk == RiskUnknown
+	if !high && levenshtein(n, c) <= 1 {
+		return true
+	}
+	nv, _, _ := strings.Cut(n, "_")
+	cv, _, _ := strings.Cut(c, "_")
+	d := levenshtein(nv, cv)
+	limit := 1
+	if len(nv) >= 4 {
+		limit = 2 // a transposition ("raed")
+	}
+	if d > limit || (len(nv) < 3 && d > 0) {
+		return false
+	}
+	return !high || nv == cv || (len(nv) >= 5 && d <= 1)
 }
 
 func quoteJoin(s []string, sep string) string {

@@ -489,8 +489,18 @@ func describeFailure(schema map[string]any, args map[string]any, e *jsonschema.V
 		var parts []string
 		for _, p := range k.Properties {
 			s := fmt.Sprintf("unknown argument %q", p)
-			if sug := closest(p, propertyNames(schema, e.InstanceLocation), 1); len(sug) > 0 {
-				s += fmt.Sprintf(" (did you mean %q?)", sug[0])
+			v := instanceAt(args, append(slices.Clone(e.InstanceLocation), p))
+			props := propertiesAt(schema, e.InstanceLocation)
+			// Only an argument that could take the value sent: a text is
+			// never suggested as a boolean flag ("replace" → "replace_all").
+			var fit []string
+			for _, c := range closest(p, propertyNames(schema, e.InstanceLocation), 3) {
+				if ps, _ := props[c].(map[string]any); valueFits(v, ps) {
+					fit = append(fit, c)
+				}
+			}
+			if len(fit) > 0 {
+				s += fmt.Sprintf(" (did you mean %q?)", fit[0])
 			}
 			parts = append(parts, s)
 		}
@@ -642,4 +652,48 @@ func typeHint(want []string, got any) string {
 	}
 	b, _ := json.Marshal(parts)
 	return fmt.Sprintf("; send a JSON array, e.g. %s if you meant %d items", b, len(parts))
+}
+
+// valueFits reports whether v has a JSON type the property schema allows
+// (any, when it names none).
+func valueFits(v any, prop map[string]any) bool {
+	var types []string
+	switch t := prop["type"].(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				types = append(types, s)
+			}
+		}
+	}
+	if len(types) == 0 || v == nil {
+		return true
+	}
+	for _, t := range types {
+		switch v.(type) {
+		case string:
+			if t == "string" {
+				return true
+			}
+		case bool:
+			if t == "boolean" {
+				return true
+			}
+		case json.Number, float64:
+			if t == "number" || t == "integer" {
+				return true
+			}
+		case []any:
+			if t == "array" {
+				return true
+			}
+		case map[string]any:
+			if t == "object" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -53,6 +53,31 @@ class ClientTest(AsyncTestCase):
         with self.assertRaises(ValueError):
             await self.client.list_tools(format="cohere")
 
+    async def test_dialect(self):
+        # Claude Code's tools by their names, run by toold's.
+        tl = await self.client.list_tools(dialect="claude-code", format="anthropic")
+        self.assertEqual(tl.dialect, "claude-code")
+        self.assertIn("claude-code", tl.dialect_version)
+        self.assertIn("Bash", tl.names)
+        self.assertIn("Read", tl.names)
+        self.assertIn("Agent", [u.name for u in tl.unavailable])
+        self.assertIn("file_path", json.dumps(tl.rendered))
+        with open(os.path.join(self.d.workspace, "claude.txt"), "w") as f:
+            f.write("one\ntwo\n")
+        async with self.client.session(dialect="claude-code", on_approval=self.on_approval) as s:
+            r = await s.call("Read", {"file_path": os.path.join(self.d.workspace, "claude.txt"), "offset": 2})
+            self.assertTrue(r.success, r)
+            self.assertIn("     2→two", r.text)
+            r = await s.call("Bash", {"command": "echo hi; exit 3", "description": "Say hi", "timeout": 60000})
+            self.assertTrue(r.success, r)
+            self.assertEqual(r.text, "Exit code 3\nhi")
+        async with self.client.session(dialect="codex", on_approval=self.on_approval) as s:
+            r = await s.call("shell", {"command": ["bash", "-lc", "echo cx"], "timeout_ms": 10000})
+            self.assertEqual(json.loads(r.text)["output"], "cx\n")
+        with self.assertRaises(toold.StreamError) as cm:
+            await self.client.list_tools(dialect="cursor")
+        self.assertIn('unknown dialect "cursor"', str(cm.exception))
+
     async def test_call_and_welcome(self):
         async with self.client.session(conversation_id="py-conv-1") as s:
             self.assertEqual(s.conversation_id, "py-conv-1")

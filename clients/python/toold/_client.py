@@ -92,6 +92,12 @@ class ToolList:
     tools: List[Any]
     #: The rendering for the requested format, as JSON text ("" for none).
     rendered_json: str
+    #: With a dialect: its name and the published definition it follows.
+    dialect: str = ""
+    dialect_version: str = ""
+    #: UnavailableTool messages: tools not offered here (with a dialect, the
+    #: agent's tools toold has no counterpart for), each with its reason.
+    unavailable: List[Any] = field(default_factory=list)
 
     @property
     def rendered(self) -> List[Dict[str, Any]]:
@@ -155,12 +161,17 @@ class Client:
         *,
         flat_operations: bool = False,
         strict: bool = False,
+        dialect: str = "",
         timeout: float = 30,
     ) -> ToolList:
         """Lists the tools; ``format`` ("openai", "anthropic", "gemini", "mcp") adds a rendering.
 
         ``flat_operations`` also renders every operation as its own tool;
         ``strict`` (with "openai") renders for OpenAI's strict mode.
+        ``dialect`` ("claude-code", "gemini-cli", "codex", "openhands",
+        "swe-agent") lists that agent's tools by its names and schemas instead
+        of toold's, each run by toold's tools (open the session with the same
+        ``dialect`` to call them); an unknown one raises StreamError (INVALID_ARGUMENT).
         """
         if isinstance(format, str):
             try:
@@ -171,13 +182,13 @@ class Client:
             fmt = format or tool_pb2.TOOL_FORMAT_UNSPECIFIED
         try:
             resp = await self._tool_stub().ListTools(
-                tool_pb2.ListToolsRequest(format=fmt, flat_operations=flat_operations, strict=strict),
+                tool_pb2.ListToolsRequest(format=fmt, flat_operations=flat_operations, strict=strict, dialect=dialect),
                 metadata=self._metadata,
                 timeout=timeout,
             )
         except grpc.aio.AioRpcError as e:
             raise _stream_error(e) from None
-        return ToolList(list(resp.tools), resp.rendered_json)
+        return ToolList(list(resp.tools), resp.rendered_json, resp.dialect, resp.dialect_version, list(resp.unavailable))
 
     async def parse_tool_calls(self, text: str, format: Optional[str] = None, *, timeout: float = 30) -> ParsedText:
         """Finds the tool calls a model wrote as text and checks each as toold would run it.
@@ -218,6 +229,7 @@ class Client:
         on_input: Optional[InputHandler] = None,
         *,
         omit_executing: bool = False,
+        dialect: str = "",
     ) -> "Session":
         """A conversation: one ExecuteTool stream that every call shares.
 
@@ -225,9 +237,12 @@ class Client:
         stricter. ``on_approval`` answers RequiresApproval (return True,
         False, or a Decision; sync or async); without one every ask is
         denied. ``on_input`` answers a tool's question with a string.
+        ``dialect`` ("claude-code", "codex", ...) makes the session's calls
+        use that agent's tool names and arguments, with results in the shape
+        its model expects (see ``list_tools(dialect=...)``).
         The stream opens on first use or with ``async with``.
         """
-        s = Session(self, conversation_id, mode, on_approval, on_input, omit_executing)
+        s = Session(self, conversation_id, mode, on_approval, on_input, omit_executing, dialect)
         self._sessions.add(s)
         return s
 
@@ -258,7 +273,7 @@ class Session:
     waiting call raises StreamError and the session stays failed.
     """
 
-    def __init__(self, client, conversation_id, mode, on_approval, on_input, omit_executing) -> None:
+    def __init__(self, client, conversation_id, mode, on_approval, on_input, omit_executing, dialect="") -> None:
         if mode is not None and mode.lower() not in MODES:
             raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
         self._client = client
@@ -267,6 +282,7 @@ class Session:
             approval_mode=MODES[mode.lower()] if mode else tool_pb2.APPROVAL_MODE_UNSPECIFIED,
             client_name=client._client_name,
             omit_executing=omit_executing,
+            dialect=dialect,
         )
         self._on_approval = on_approval
         self._on_input = on_input

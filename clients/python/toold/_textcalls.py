@@ -21,6 +21,7 @@ TEXT_FORMATS = {
     "gemma": textcalls_pb2.TEXT_CALL_FORMAT_TOOL_CODE,
     "json": textcalls_pb2.TEXT_CALL_FORMAT_JSON,
     "legacy": textcalls_pb2.TEXT_CALL_FORMAT_LEGACY,
+    "swe-agent": textcalls_pb2.TEXT_CALL_FORMAT_SWE_AGENT,
 }
 
 

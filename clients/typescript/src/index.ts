@@ -81,6 +81,12 @@ export interface SessionOptions {
   onInput?: InputHandler;
   /** Skip Executing events. */
   omitExecuting?: boolean;
+  /**
+   * Call in another agent's tool set ("claude-code", "gemini-cli", "codex",
+   * "openhands", "swe-agent"): its names and arguments, results in the shape
+   * its model expects (see listTools({ dialect })).
+   */
+  dialect?: string;
 }
 
 export interface CallOptions {
@@ -102,6 +108,11 @@ export interface ToolList {
   /** The rendering decoded: what a provider's "tools" parameter takes. */
   rendered: Record<string, unknown>[];
   names: string[];
+  /** With a dialect: its name and the published definition it follows. */
+  dialect: string;
+  dialectVersion: string;
+  /** Tools not offered here (with a dialect, the agent's tools toold lacks), each with its reason. */
+  unavailable: { name: string; reason: string }[];
 }
 
 function streamError(err: unknown): StreamError {
@@ -146,14 +157,18 @@ export class Client {
   /**
    * Lists the tools; format ("openai", "anthropic", "gemini", "mcp") adds a
    * rendering, flatOperations renders every operation as its own tool too,
-   * strict (with "openai") renders for OpenAI's strict mode.
+   * strict (with "openai") renders for OpenAI's strict mode. dialect
+   * ("claude-code", "gemini-cli", "codex", "openhands", "swe-agent") lists
+   * that agent's tools by its names and schemas instead of toold's, each
+   * run by toold's tools (open the session with the same dialect to call
+   * them); an unknown one rejects with a StreamError INVALID_ARGUMENT.
    */
-  async listTools(opts: { format?: FormatName; flatOperations?: boolean; strict?: boolean; signal?: AbortSignal } = {}): Promise<ToolList> {
+  async listTools(opts: { format?: FormatName; flatOperations?: boolean; strict?: boolean; dialect?: string; signal?: AbortSignal } = {}): Promise<ToolList> {
     const format = opts.format ?? "toold";
     if (!(format in FORMATS)) throw new TypeError(`unknown format ${JSON.stringify(format)}; one of ${Object.keys(FORMATS).join(", ")}`);
     try {
       const r = await this.rpc.listTools(
-        { format: FORMATS[format], flatOperations: opts.flatOperations ?? false, strict: opts.strict ?? false },
+        { format: FORMATS[format], flatOperations: opts.flatOperations ?? false, strict: opts.strict ?? false, dialect: opts.dialect ?? "" },
         { signal: opts.signal, timeoutMs: 30_000 },
       );
       return {
@@ -161,6 +176,9 @@ export class Client {
         renderedJson: r.renderedJson,
         rendered: r.renderedJson ? JSON.parse(r.renderedJson) : [],
         names: r.tools.map((t) => t.name),
+        dialect: r.dialect,
+        dialectVersion: r.dialectVersion,
+        unavailable: r.unavailable.map((u) => ({ name: u.name, reason: u.reason })),
       };
     } catch (e) {
       throw streamError(e);
@@ -285,6 +303,7 @@ export class Session {
               approvalMode: this.opts.mode ? MODES[this.opts.mode] : ApprovalMode.UNSPECIFIED,
               clientName: this.client.clientName,
               omitExecuting: this.opts.omitExecuting ?? false,
+              dialect: this.opts.dialect ?? "",
             },
           },
         }),

@@ -18,6 +18,7 @@ export const TEXT_FORMATS = {
   gemma: TextCallFormat.TOOL_CODE,
   json: TextCallFormat.JSON,
   legacy: TextCallFormat.LEGACY,
+  "swe-agent": TextCallFormat.SWE_AGENT,
 } as const;
 
 export type TextFormatName = keyof typeof TEXT_FORMATS;

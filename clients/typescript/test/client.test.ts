@@ -40,6 +40,28 @@ describe("client on a unix socket (AUTO mode)", () => {
     await client.close();
   });
 
+  test("dialect: another agent's tools, run by toold's", async () => {
+    const client = connect({ socket: d.socket });
+    const tl = await client.listTools({ dialect: "claude-code", format: "anthropic" });
+    assert.equal(tl.dialect, "claude-code");
+    assert.match(tl.dialectVersion, /claude-code/);
+    assert.ok(tl.names.includes("Bash") && tl.names.includes("Read"));
+    assert.ok(tl.unavailable.some((u) => u.name === "Agent"));
+    assert.match(tl.renderedJson, /file_path/);
+    fs.writeFileSync(path.join(d.workspace, "claude-ts.txt"), "one\ntwo\n");
+    const s = client.session({ dialect: "claude-code", onApproval: () => true });
+    let r = await s.call("Read", { file_path: path.join(d.workspace, "claude-ts.txt"), offset: 2 });
+    assert.ok(r.success, r.text);
+    assert.match(r.text, /     2→two/);
+    r = await s.call("Bash", { command: "echo hi; exit 3", description: "Say hi", timeout: 60000 });
+    assert.equal(r.text, "Exit code 3\nhi");
+    const c = client.session({ dialect: "codex", onApproval: () => true });
+    r = await c.call("shell", { command: ["bash", "-lc", "echo cx"], timeout_ms: 10000 });
+    assert.equal(JSON.parse(r.text).output, "cx\n");
+    await assert.rejects(client.listTools({ dialect: "cursor" }), StreamError);
+    await client.close();
+  });
+
   test("call and the Welcome", async () => {
     const client = connect({ socket: d.socket });
     const s = client.session({ conversationId: "ts-conv-1" });

@@ -42,6 +42,12 @@ const (
 	TextCallFormat_TEXT_CALL_FORMAT_JSON TextCallFormat = 6
 	// "TOOL_CALL: name {json}" or "TOOL_CALL: name(k=v)" lines.
 	TextCallFormat_TEXT_CALL_FORMAT_LEGACY TextCallFormat = 7
+	// SWE-agent's thought/action format: a discussion, then one command in the
+	// last ``` block (find_file NAME [DIR], open PATH [LINE], edit START:END
+	// ... end_of_edit, edit SEARCH REPLACE, ...; with this format named, any
+	// other command line is a call to bash). Auto-detection reads only
+	// SWE-agent's own commands.
+	TextCallFormat_TEXT_CALL_FORMAT_SWE_AGENT TextCallFormat = 8
 )
 
 // Enum value maps for TextCallFormat.
@@ -55,6 +61,7 @@ var (
 		5: "TEXT_CALL_FORMAT_TOOL_CODE",
 		6: "TEXT_CALL_FORMAT_JSON",
 		7: "TEXT_CALL_FORMAT_LEGACY",
+		8: "TEXT_CALL_FORMAT_SWE_AGENT",
 	}
 	TextCallFormat_value = map[string]int32{
 		"TEXT_CALL_FORMAT_UNSPECIFIED": 0,
@@ -65,6 +72,7 @@ var (
 		"TEXT_CALL_FORMAT_TOOL_CODE":   5,
 		"TEXT_CALL_FORMAT_JSON":        6,
 		"TEXT_CALL_FORMAT_LEGACY":      7,
+		"TEXT_CALL_FORMAT_SWE_AGENT":   8,
 	}
 )
 
@@ -469,7 +477,7 @@ const file_toold_v1_textcalls_proto_rawDesc = "" +
 	"\x06format\x18\x01 \x01(\x0e2\x18.toold.v1.TextCallFormatR\x06format\x12\x12\n" +
 	"\x04flat\x18\x02 \x01(\bR\x04flat\"2\n" +
 	"\x18RenderToolPromptResponse\x12\x16\n" +
-	"\x06prompt\x18\x01 \x01(\tR\x06prompt*\x81\x02\n" +
+	"\x06prompt\x18\x01 \x01(\tR\x06prompt*\xa1\x02\n" +
 	"\x0eTextCallFormat\x12 \n" +
 	"\x1cTEXT_CALL_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TEXT_CALL_FORMAT_HERMES\x10\x01\x12\x1b\n" +
@@ -478,7 +486,8 @@ const file_toold_v1_textcalls_proto_rawDesc = "" +
 	"\x19TEXT_CALL_FORMAT_DEEPSEEK\x10\x04\x12\x1e\n" +
 	"\x1aTEXT_CALL_FORMAT_TOOL_CODE\x10\x05\x12\x19\n" +
 	"\x15TEXT_CALL_FORMAT_JSON\x10\x06\x12\x1b\n" +
-	"\x17TEXT_CALL_FORMAT_LEGACY\x10\a2\xc1\x01\n" +
+	"\x17TEXT_CALL_FORMAT_LEGACY\x10\a\x12\x1e\n" +
+	"\x1aTEXT_CALL_FORMAT_SWE_AGENT\x10\b2\xc1\x01\n" +
 	"\x0fTextCallService\x12S\n" +
 	"\x0eParseToolCalls\x12\x1f.toold.v1.ParseToolCallsRequest\x1a .toold.v1.ParseToolCallsResponse\x12Y\n" +
 	"\x10RenderToolPrompt\x12!.toold.v1.RenderToolPromptRequest\x1a\".toold.v1.RenderToolPromptResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3"

@@ -71,7 +71,7 @@ func ClaudeCode() tools.Dialect {
 			},
 			{
 				Name:        "Read",
-				Description: "Reads a file from the local filesystem. Results are returned using cat -n format, with line numbers starting at 1. offset and limit read part of a large file.",
+				Description: "Reads a file from the local filesystem. Results are returned using cat -n format, with line numbers starting at 1 (number, then \"→\", then the line). offset and limit read part of a large file.",
 				Schema: schema(`{"type":"object","properties":{` + filePath + `,
 "offset":{"type":"number","description":"The line number to start reading from. Only provide if the file is too large to read at once"},
 "limit":{"type":"number","description":"The number of lines to read. Only provide if the file is too large to read at once."},
@@ -196,7 +196,7 @@ func ClaudeCode() tools.Dialect {
 				Missing:     "toold has no plan mode: present the plan to the user in your reply (TodoWrite keeps the steps)",
 			},
 			{
-				Name: "ListMcpResourcesTool", Aliases: []string{"ReadMcpResourceTool", "ListMcpResources", "ReadMcpResource"},
+				Name: "ListMcpResourcesTool", Aliases: []string{"ReadMcpResourceTool"},
 				Description: "Lists (or reads) the resources of the configured MCP servers.",
 				Schema:      schema(`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}}}`),
 				Missing:     mcpResources,
@@ -400,12 +400,19 @@ func claudeBashShape(_ map[string]any, res *tools.Result, err error) (*tools.Res
 	return withText(res, out), nil
 }
 
-// catN gives Read's result: the numbered lines (cat -n: number right-aligned
-// in six columns, a tab, the line), which is toold's read_file format;
-// toold's notes (truncation, how to continue) stay after them.
+// catN gives Read's result as Claude Code numbers lines: cat -n's number,
+// right-aligned in six columns, then "→" where cat -n has a tab (as Claude
+// Code 2.x tool results show it: "     1→package main"); toold's notes
+// (truncation, how to continue) stay after the lines.
 func catN(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
-	return res, err
+	if err != nil || res == nil {
+		return res, err
+	}
+	return withText(res, catNLine.ReplaceAllString(res.Text, "$1→")), nil
 }
+
+// catNLine is the number and tab that start a line of read_file's output.
+var catNLine = regexp.MustCompile(`(?m)^( *\d+)\t`)
 
 // claudeSearchMap maps WebSearch's domain lists onto web_search's site.
 func claudeSearchMap(args map[string]any) ([]tools.Coercion, error) {

@@ -168,10 +168,18 @@ func GeminiCLI() tools.Dialect {
 			{
 				Name:        "read_background_output",
 				Description: "Reads new output of a command started with is_background.",
-				Schema:      schema(`{"type":"object","properties":{"pid":{"type":"string","description":"The background process."}},"required":["pid"]}`),
+				Schema:      schema(`{"type":"object","properties":{"pid":{"type":"integer","description":"The process id of the background process."}},"required":["pid"]}`),
 				Legacy:      []string{"process_id"},
 				Target:      "get_output",
-				Map:         steps(rename("pid", "process_id")),
+				Map:         steps(pidString, rename("pid", "process_id")),
+			},
+			{
+				Name:        "list_background_processes",
+				Description: "Lists the background processes started with is_background.",
+				Schema:      schema(`{"type":"object","properties":{}}`),
+				Legacy:      []string{"wait_for_previous"},
+				Target:      "list_processes",
+				Map:         steps(drop("wait_for_previous", "toold runs a stream's calls as they come; order them by waiting for each result")),
 			},
 			{
 				Name:        "ask_user",
@@ -304,4 +312,19 @@ func geminiShellShape(orig map[string]any, res *tools.Result, err error) (*tools
 		fmt.Fprintf(&b, "\nSignal: %s", signal)
 	}
 	return withText(res, b.String()), nil
+}
+
+// pidString: toold's process ids are strings (the process_id run_command
+// returned), never the OS pid a number suggests.
+func pidString(args map[string]any) ([]tools.Coercion, error) {
+	v, ok := args["pid"]
+	if !ok {
+		return nil, nil
+	}
+	if _, isStr := v.(string); isStr {
+		return nil, nil
+	}
+	s := strings.TrimSpace(fmt.Sprint(v))
+	args["pid"] = s
+	return []tools.Coercion{{Field: "/pid", From: js(v), To: js(s), Rule: "toold's process ids are strings (the process_id run_shell_command returned)"}}, nil
 }

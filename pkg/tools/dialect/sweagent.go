@@ -92,6 +92,9 @@ func SWEAgent() tools.Dialect {
 "search":{"type":"string","description":"the text to search for"},
 "replace":{"type":"string","description":"the text to replace the search with"},
 "replace-all":{"type":"boolean","description":"replace all occurrences rather than the first occurrence within the displayed lines"}},"required":["search","replace"]}`),
+				// The windowed_edit_linting (start_line, end_line,
+				// replacement_text) and insert (text, line) forms.
+				Legacy:  []string{"start_line", "end_line", "replacement_text", "text", "line"},
 				Missing: "SWE-agent's edit changes the file open in its window and toold keeps no open file: call str_replace_editor with command \"str_replace\", path (the file), old_str (your search) and new_str (your replace)",
 			},
 			{

@@ -66,7 +66,7 @@ type operation struct {
 	name, description string
 	schema            func(memory.Limits) string
 	describe          func(call *tools.Call) string
-	run               func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run               func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 }
 
 // operations in the order the model sees them; keep it stable.
@@ -87,7 +87,7 @@ func (m *MemoryOperations) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (m *MemoryOperations) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (m *MemoryOperations) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var op *operation
 	for _, o := range operations {
 		if o.name == call.Operation {
@@ -137,7 +137,7 @@ var storeOp = &operation{
 }`, l.MemoryBytes, l.MemoryBytes, l.TagChars, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Storing memory: " + tools.Clip(str(call, "content"), 50) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Content string   `json:"content"`
 			Tags    []string `json:"tags"`
@@ -178,7 +178,7 @@ var searchOp = &operation{
 }`, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Searching memory: " + tools.Clip(str(call, "query"), 60) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Query string   `json:"query"`
 			Tags  []string `json:"tags"`
@@ -277,7 +277,7 @@ var listOp = &operation{
 		}
 		return "Listing memories"
 	},
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Tags   []string `json:"tags"`
 			Scope  string   `json:"scope"`
@@ -345,7 +345,7 @@ var updateOp = &operation{
 }`, l.MemoryBytes, l.TagChars, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Updating memory: " + tools.Clip(str(call, "id"), 40) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ID      string    `json:"id"`
 			Content *string   `json:"content"`
@@ -381,7 +381,7 @@ var deleteOp = &operation{
 }`
 	},
 	describe: func(call *tools.Call) string { return "Deleting memory: " + tools.Clip(str(call, "id"), 40) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		id := str(call, "id")
 		if err := m.store.Delete(ctx, o, id); err != nil {
 			return nil, err

@@ -181,6 +181,7 @@ type Manager struct {
 	policy *sandbox.Policy
 	layers []sandbox.Layer
 	limits *sandbox.Limits // the commands' cgroup limits, when in force
+	netns  *sandbox.Netns  // the isolated commands' network namespace
 	hidden hiddenCache
 	dir    string // the Manager's own directory
 	tmp    string // TMPDIR of sandboxed commands
@@ -260,6 +261,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Logger.Info("terminal: every command runs under a helper process (supervision: helper)")
 	default:
 		m.store.close()
+		_ = m.netns.Close()
+		_ = m.limits.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
 	}
@@ -419,6 +422,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		} else {
 			go func() { <-done; _ = m.cgroups.Close() }()
 		}
+	}
+	if m.netns != nil {
+		_ = m.netns.Close()
 	}
 	if m.limits != nil {
 		if err == nil {

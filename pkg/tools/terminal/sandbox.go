@@ -31,6 +31,9 @@ type Sensitivity interface {
 func (m *Manager) setupSandbox(p sandbox.Policy) error {
 	log := m.cfg.Logger
 	p.Writable = append([]string{m.ws.Dir(), m.tmp, m.cache}, p.Writable...)
+	// The kept outputs of every conversation are read through read_output,
+	// not by commands.
+	p.Hide = append(slices.Clip(p.Hide), m.store.dir)
 	p.Require = m.cfg.RequireSandbox
 	var isolateWhy, limitsWhy string
 	if p.Isolate {
@@ -40,6 +43,17 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 		}
 	} else {
 		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
+	}
+	if p.Isolate {
+		// One network namespace for every command: making one per command
+		// costs tens of milliseconds.
+		ns, err := sandbox.OpenNetns(p.Proxy)
+		if err != nil {
+			isolateWhy = err.Error()
+			p.Isolate = false
+		} else {
+			m.netns = ns
+		}
 	}
 	if p.Isolate {
 		lim, err := sandbox.OpenLimits(p.Pids, p.Memory)
@@ -140,10 +154,10 @@ func (m *Manager) Layers() []sandbox.Layer {
 // policyFor returns the policy of a command starting now: the sandbox's,
 // with the workspace's secrets as they are now added to its masks.
 func (m *Manager) policyFor() *sandbox.Policy {
-	if m.policy == nil || !m.policy.Isolate || m.cfg.Secrets == nil {
+	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
-	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets)
+	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir)
 	if len(secrets) == 0 {
 		return m.policy
 	}
@@ -173,14 +187,19 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // get returns the sensitive files and directories of the workspace dir.
 // Symbolic links are not followed (what one points to is masked where it
 // is, when it is sensitive there).
-func (h *hiddenCache) get(dir string, s Sensitivity) []string {
+func (h *hiddenCache) get(dir string, s Sensitivity, own string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.at) < hiddenTTL {
 		return h.paths
 	}
-	var out []string
+	// Other toolds' output directories beside this one's.
+	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
+	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
 	budget := hiddenBudget
+	if s == nil {
+		budget = 0
+	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if budget--; budget < 0 {
 			return filepath.SkipAll
@@ -236,7 +255,7 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 	}
 	h, err := m.cfg.Runner.Start(ctx, sandbox.Spec{
 		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
-	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	}, sandbox.Stdio{Stdout: outW, Stderr: errW, Netns: m.netns.File()})
 	outW.Close()
 	errW.Close()
 	if err != nil {

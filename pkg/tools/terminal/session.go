@@ -223,7 +223,7 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		Terminal: true,
 		Grace:    m.cfg.KillGrace,
 		Policy:   m.policyFor(),
-	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
+	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true, Netns: m.netns.File()})
 	tty.Close()
 	if err != nil {
 		cancel()

@@ -27,9 +27,6 @@ type Options struct {
 	// Proxy returns the proxy for a URL (nil: none). The daemon passes the
 	// environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 	Proxy func(*url.URL) (*url.URL, error)
-	// JudgeHost re-judges the host of a redirect that leaves the host the
-	// call was authorized for; an error stops the fetch. nil allows.
-	JudgeHost func(ctx context.Context, call *tools.Call, host string) error
 	// Search configures web_search.
 	Search SearchConfig
 	// SearchTimeout bounds a search; zero means 20 s.
@@ -190,7 +187,7 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	switch call.Operation {
 	case "web_fetch":
 		return t.runFetch(ctx, call, sink)
@@ -202,7 +199,7 @@ func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tool
 	return nil, errdefs.New(errdefs.ErrToolNotFound, "web_operations has no operation %q", call.Operation)
 }
 
-func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var a struct {
 		URL      string   `json:"url"`
 		Format   string   `json:"format"`
@@ -227,9 +224,16 @@ func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (
 	if a.Timeout != nil {
 		req.Timeout = min(time.Duration(*a.Timeout*float64(time.Second)), MaxTimeout)
 	}
-	var judge hostJudge
-	if t.opts.JudgeHost != nil {
-		judge = func(ctx context.Context, host string) error { return t.opts.JudgeHost(ctx, call, host) }
+	// A redirect that leaves the host the call was authorized for is a
+	// further effect of the call: the executor judges it (Sink.Authorize)
+	// like the call itself, with the stream's mode, traced and audited,
+	// asking the person when policy says ask. Without a policy to ask, such
+	// a redirect is not followed.
+	judge := func(ctx context.Context, host string) error {
+		if sink == nil || sink.Authorize == nil {
+			return errdefs.New(errdefs.ErrDenied, "the page redirects to another host, %s, and nothing here can authorize reaching it; call web_fetch with the new URL", host)
+		}
+		return sink.Authorize(ctx, tools.Effect{Display: "Following a redirect to " + host, Hosts: []string{host}, Risk: tools.RiskMedium})
 	}
 	_ = sink.Progress("fetching "+u.Redacted(), -1)
 	start := time.Now()

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from toold.v1 import tool_pb2 as toold_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18toold/v1/textcalls.proto\x12\x08toold.v1\x1a\x13toold/v1/tool.proto\"]\n\x15ParseToolCallsRequest\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12\x30\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\"\xcc\x02\n\x0eParsedToolCall\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0e\x61rguments_json\x18\x02 \x01(\tR\rargumentsJson\x12\x10\n\x03raw\x18\x03 \x01(\tR\x03raw\x12\x14\n\x05start\x18\x04 \x01(\x05R\x05start\x12\x10\n\x03\x65nd\x18\x05 \x01(\x05R\x03\x65nd\x12\x12\n\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n\toperation\x18\x07 \x01(\tR\toperation\x12\x36\n\x17resolved_arguments_json\x18\x08 \x01(\tR\x15resolvedArgumentsJson\x12\x30\n\tcoercions\x18\t \x03(\x0b\x32\x12.toold.v1.CoercionR\tcoercions\x12)\n\x05\x65rror\x18\n \x01(\x0b\x32\x13.toold.v1.ToolErrorR\x05\x65rror\"\xa1\x01\n\x16ParseToolCallsResponse\x12.\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x18.toold.v1.ParsedToolCallR\x05\x63\x61lls\x12%\n\x0eremaining_text\x18\x02 \x01(\tR\rremainingText\x12\x30\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\"_\n\x17RenderToolPromptRequest\x12\x30\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\x12\x12\n\x04\x66lat\x18\x02 \x01(\x08R\x04\x66lat\"2\n\x18RenderToolPromptResponse\x12\x16\n\x06prompt\x18\x01 \x01(\tR\x06prompt*\x81\x02\n\x0eTextCallFormat\x12 \n\x1cTEXT_CALL_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17TEXT_CALL_FORMAT_HERMES\x10\x01\x12\x1b\n\x17TEXT_CALL_FORMAT_LLAMA3\x10\x02\x12\x1c\n\x18TEXT_CALL_FORMAT_MISTRAL\x10\x03\x12\x1d\n\x19TEXT_CALL_FORMAT_DEEPSEEK\x10\x04\x12\x1e\n\x1aTEXT_CALL_FORMAT_TOOL_CODE\x10\x05\x12\x19\n\x15TEXT_CALL_FORMAT_JSON\x10\x06\x12\x1b\n\x17TEXT_CALL_FORMAT_LEGACY\x10\x07\x32\xc1\x01\n\x0fTextCallService\x12S\n\x0eParseToolCalls\x12\x1f.toold.v1.ParseToolCallsRequest\x1a .toold.v1.ParseToolCallsResponse\x12Y\n\x10RenderToolPrompt\x12!.toold.v1.RenderToolPromptRequest\x1a\".toold.v1.RenderToolPromptResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18toold/v1/textcalls.proto\x12\x08toold.v1\x1a\x13toold/v1/tool.proto\"]\n\x15ParseToolCallsRequest\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12\x30\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\"\xcc\x02\n\x0eParsedToolCall\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0e\x61rguments_json\x18\x02 \x01(\tR\rargumentsJson\x12\x10\n\x03raw\x18\x03 \x01(\tR\x03raw\x12\x14\n\x05start\x18\x04 \x01(\x05R\x05start\x12\x10\n\x03\x65nd\x18\x05 \x01(\x05R\x03\x65nd\x12\x12\n\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n\toperation\x18\x07 \x01(\tR\toperation\x12\x36\n\x17resolved_arguments_json\x18\x08 \x01(\tR\x15resolvedArgumentsJson\x12\x30\n\tcoercions\x18\t \x03(\x0b\x32\x12.toold.v1.CoercionR\tcoercions\x12)\n\x05\x65rror\x18\n \x01(\x0b\x32\x13.toold.v1.ToolErrorR\x05\x65rror\"\xa1\x01\n\x16ParseToolCallsResponse\x12.\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x18.toold.v1.ParsedToolCallR\x05\x63\x61lls\x12%\n\x0eremaining_text\x18\x02 \x01(\tR\rremainingText\x12\x30\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\"_\n\x17RenderToolPromptRequest\x12\x30\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x18.toold.v1.TextCallFormatR\x06\x66ormat\x12\x12\n\x04\x66lat\x18\x02 \x01(\x08R\x04\x66lat\"2\n\x18RenderToolPromptResponse\x12\x16\n\x06prompt\x18\x01 \x01(\tR\x06prompt*\xa1\x02\n\x0eTextCallFormat\x12 \n\x1cTEXT_CALL_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17TEXT_CALL_FORMAT_HERMES\x10\x01\x12\x1b\n\x17TEXT_CALL_FORMAT_LLAMA3\x10\x02\x12\x1c\n\x18TEXT_CALL_FORMAT_MISTRAL\x10\x03\x12\x1d\n\x19TEXT_CALL_FORMAT_DEEPSEEK\x10\x04\x12\x1e\n\x1aTEXT_CALL_FORMAT_TOOL_CODE\x10\x05\x12\x19\n\x15TEXT_CALL_FORMAT_JSON\x10\x06\x12\x1b\n\x17TEXT_CALL_FORMAT_LEGACY\x10\x07\x12\x1e\n\x1aTEXT_CALL_FORMAT_SWE_AGENT\x10\x08\x32\xc1\x01\n\x0fTextCallService\x12S\n\x0eParseToolCalls\x12\x1f.toold.v1.ParseToolCallsRequest\x1a .toold.v1.ParseToolCallsResponse\x12Y\n\x10RenderToolPrompt\x12!.toold.v1.RenderToolPromptRequest\x1a\".toold.v1.RenderToolPromptResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toold.v1.textcalls_pb2', globals())
@@ -23,7 +23,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z+github.com/toold/toold/gen/toold/v1;tooldv1'
   _TEXTCALLFORMAT._serialized_start=803
-  _TEXTCALLFORMAT._serialized_end=1060
+  _TEXTCALLFORMAT._serialized_end=1092
   _PARSETOOLCALLSREQUEST._serialized_start=59
   _PARSETOOLCALLSREQUEST._serialized_end=152
   _PARSEDTOOLCALL._serialized_start=155
@@ -34,6 +34,6 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RENDERTOOLPROMPTREQUEST._serialized_end=748
   _RENDERTOOLPROMPTRESPONSE._serialized_start=750
   _RENDERTOOLPROMPTRESPONSE._serialized_end=800
-  _TEXTCALLSERVICE._serialized_start=1063
-  _TEXTCALLSERVICE._serialized_end=1256
+  _TEXTCALLSERVICE._serialized_start=1095
+  _TEXTCALLSERVICE._serialized_end=1288
 # @@protoc_insertion_point(module_scope)
