@@ -10,10 +10,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
-	"github.com/toold/toold/pkg/config"
-	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/testenv"
 )
 
@@ -67,9 +67,9 @@ var failedLine = regexp.MustCompile(`^(\d+) (\d+)$`)
 
 // TestReadmeShellBlocks runs every marked shell block of README.md and
 // docs/*.md verbatim with bash, in a directory laid out like a checkout
-// (toold.sock, bin/grpcurl, a Makefile, pkg/), against a real toold in AUTO
-// mode with the toold and toolctl this test builds first on PATH (as `make
-// install` puts them). Every command of a block must succeed, except those
+// (toold.sock, bin/grpcurl, a Makefile, pkg/), against a real toold process
+// in AUTO mode, with the toold and toolctl this test builds first on PATH
+// (as `make install` puts them). Every command of a block must succeed, except those
 // whose line says "asks you first": without a terminal, toolctl denies
 // those and exits 1, as the README says.
 //
@@ -162,10 +162,43 @@ func TestReadmeShellBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	daemontest.Start(t, daemontest.WithWorkspace(dir), daemontest.WithConfig(func(c *config.Config) {
-		c.Socket = filepath.Join(dir, "toold.sock")
-		c.ApprovalMode = "auto"
-	}))
+	// toold runs as its own process, as with make run in another terminal
+	// (toold refuses clients that descend from it: the blocks' shells
+	// must not be children of the process that serves).
+	sock := filepath.Join(dir, "toold.sock")
+	toold := exec.Command(filepath.Join(bin, "toold"), "--socket", sock, "--workspace", dir,
+		"--approval-mode", "auto", "--state-dir", t.TempDir(), "--shutdown-grace", "1s")
+	toold.Env = append(os.Environ(), "HOME="+t.TempDir())
+	logs := &strings.Builder{}
+	toold.Stderr = logs
+	if err := toold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = toold.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = toold.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	// Wait until it serves: its socket exists (toolctl fails at once
+	// without one), then health within toolctl's connect timeout.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("toold exited:\n%s", logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toold did not open its socket:\n%s", logs)
+		}
+	}
+	if out, err := exec.Command(filepath.Join(bin, "toolctl"), "--socket", sock, "--connect-timeout", "30s", "health").CombinedOutput(); err != nil {
+		t.Fatalf("toold is not serving: %v\n%s\n%s", err, out, logs)
+	}
 
 	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1", "TERM=dumb"}
 	for _, b := range blocks {

@@ -17,6 +17,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // buildToold builds the toold binary into a temp dir.
@@ -49,13 +50,13 @@ func userEnv(home string) []string {
 // proc is a toold process under test.
 type proc struct {
 	cmd    *exec.Cmd
-	logs   *strings.Builder
+	logs   *testenv.Buffer // written by the process while it runs
 	exited chan error
 }
 
 func startToold(t *testing.T, bin string, env []string, stdin *os.File, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), logs: &strings.Builder{}, exited: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(bin, args...), logs: &testenv.Buffer{}, exited: make(chan error, 1)}
 	p.cmd.Env = env
 	p.cmd.Stderr = p.logs
 	if stdin != nil {
@@ -253,8 +254,8 @@ func TestMCPHTTPShutdownQuiet(t *testing.T) {
 	defer os.RemoveAll(sockDir)
 	sock := filepath.Join(sockDir, "toold.sock")
 	p := startToold(t, bin, userEnv(t.TempDir()), nil, "--socket", sock, "--workspace", t.TempDir(),
-		"--listen", "127.0.0.1:0", "--mcp-http", "--shutdown-grace", "1s")
-	think(t, serving(t, sock, p), 1)
+		"--listen", "127.0.0.1:0", "--mcp-http", "--token", "secret", "--shutdown-grace", "1s")
+	serving(t, sock, p) // health needs no token
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

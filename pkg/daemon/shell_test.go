@@ -80,8 +80,10 @@ func TestStartsWithoutShell(t *testing.T) {
 				if term != nil {
 					t.Fatalf("terminal_operations offered without a shell: %v", names)
 				}
+				// terminal_operations, then web_search (no search provider
+				// in the test daemon).
 				un := resp.GetUnavailable()
-				if len(un) != 1 || un[0].GetName() != "terminal_operations" || !strings.Contains(un[0].GetReason(), tt.off) || len(un[0].GetOperations()) == 0 {
+				if len(un) != 2 || un[1].GetName() != "web_search" || un[0].GetName() != "terminal_operations" || !strings.Contains(un[0].GetReason(), tt.off) || len(un[0].GetOperations()) == 0 {
 					t.Fatalf("unavailable = %v, want terminal_operations: %q", un, tt.off)
 				}
 				for i, name := range []string{"run_command", "terminal_operations.run_command", "terminal_operations", "create_session"} {
@@ -110,7 +112,7 @@ func TestStartsWithoutShell(t *testing.T) {
 				}
 				return
 			}
-			if term == nil || len(resp.GetUnavailable()) != 0 {
+			if un := resp.GetUnavailable(); term == nil || len(un) != 1 || un[0].GetName() != "web_search" {
 				t.Fatalf("terminal_operations not offered: %v, unavailable %v", names, resp.GetUnavailable())
 			}
 			var desc string
