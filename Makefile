@@ -48,9 +48,12 @@ $(BIN)/grpcurl:
 # Debian packages for the Python stubs and client (bookworm's versions,
 # pinned): protoc and grpc_python_plugin generate clients/python/toold/v1;
 # python3-grpcio and python3-protobuf run the client and its tests with
-# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH).
+# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH);
+# python3-venv and python3-setuptools make the README's install line work
+# (a venv with the system's packages; cmd/toolctl's README test runs it).
 CLIENT_DEBS := protobuf-compiler=3.21.12-3+deb12u1 protobuf-compiler-grpc=1.51.1-3+b1 \
-	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1
+	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1 \
+	python3-venv=3.11.2-1+b1 python3-setuptools=66.1.1-1+deb12u2
 PYTHON := /usr/bin/python3
 
 .PHONY: client-debs
@@ -163,6 +166,20 @@ $(MCP_CONFORMANCE): testdata/conformance/package-lock.json
 .PHONY: mcp-conformance-deps
 mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite and its Node.js (npm ci into .tools/conformance).
 
+# Real MCP hosts the tests drive unmodified (gemini-cli), pinned by
+# testdata/hosts/package-lock.json and installed into .tools/hosts; they run
+# on the conformance suite's Node.js.
+MCP_HOSTS := $(TOOLS)/hosts/node_modules/.package-lock.json
+
+$(MCP_HOSTS): testdata/hosts/package-lock.json
+	@mkdir -p $(TOOLS)/hosts
+	cp testdata/hosts/package.json testdata/hosts/package-lock.json $(TOOLS)/hosts/
+	cd $(TOOLS)/hosts && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: mcp-hosts
+mcp-hosts: $(MCP_HOSTS) mcp-conformance-deps ## Install the MCP hosts the tests drive (npm ci into .tools/hosts).
+
 .PHONY: net-deps
 net-deps: ## Install git and curl from Debian when missing (the git, task and egress proxy tests drive them).
 	@command -v git >/dev/null && command -v curl >/dev/null || \
@@ -219,7 +236,7 @@ $(BIN)/otelcol-toold: $(OTELCOL)
 otelcol: $(BIN)/otelcol-toold ## Build the OpenTelemetry Collector the telemetry test uses (cached in .tools/otelcol).
 
 .PHONY: test-deps
-test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps net-deps postgres otelcol battery-deps ## Install what the tests drive (grpcurl, the MCP peers and conformance suite, git and curl, PostgreSQL, the OpenTelemetry Collector, the battery's programs).
+test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps mcp-hosts net-deps postgres otelcol battery-deps ## Install what the tests drive (grpcurl, the MCP peers, conformance suite and hosts, git and curl, PostgreSQL, the OpenTelemetry Collector, the battery's programs).
 
 # Fuzz targets, PACKAGE:FUNCTION. Their seed corpora (and every crasher
 # found, committed with its fix) are in the package's testdata/fuzz/FUNCTION
