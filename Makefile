@@ -48,9 +48,12 @@ $(BIN)/grpcurl:
 # Debian packages for the Python stubs and client (bookworm's versions,
 # pinned): protoc and grpc_python_plugin generate clients/python/toold/v1;
 # python3-grpcio and python3-protobuf run the client and its tests with
-# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH).
+# Debian's /usr/bin/python3 (not a pyenv python3 that may come first on PATH);
+# python3-venv and python3-setuptools make the README's install line work
+# (a venv with the system's packages; cmd/toolctl's README test runs it).
 CLIENT_DEBS := protobuf-compiler=3.21.12-3+deb12u1 protobuf-compiler-grpc=1.51.1-3+b1 \
-	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1
+	python3-grpcio=1.51.1-3+b1 python3-protobuf=3.21.12-3+deb12u1 \
+	python3-venv=3.11.2-1+b1 python3-setuptools=66.1.1-1+deb12u2
 PYTHON := /usr/bin/python3
 
 .PHONY: client-debs

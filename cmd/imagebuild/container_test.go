@@ -212,8 +212,11 @@ func TestContainer(t *testing.T) {
 		for _, tool := range list.Tools {
 			names = append(names, tool.Name)
 		}
-		if strings.Join(names, ",") != "think,file_operations,user_collaboration,web_operations,build_and_version_control,memory_operations" || len(list.Unavailable) != 1 ||
-			list.Unavailable[0].Name != "terminal_operations" || !strings.Contains(list.Unavailable[0].Reason, "neither bash nor sh") {
+		// Unavailable: terminal_operations (no shell), then web_search
+		// (no search provider is configured in the image).
+		if strings.Join(names, ",") != "think,file_operations,user_collaboration,web_operations,build_and_version_control,memory_operations" || len(list.Unavailable) != 2 ||
+			list.Unavailable[0].Name != "terminal_operations" || !strings.Contains(list.Unavailable[0].Reason, "neither bash nor sh") ||
+			list.Unavailable[1].Name != "web_search" {
 			t.Fatalf("tools without a shell: %v, unavailable %+v", names, list.Unavailable)
 		}
 		if out, code := ctl(t, toolctl, sock, "call", "run_command", "command=true", "--yes"); code != 1 || !strings.Contains(out, "UNAVAILABLE") {

@@ -34,6 +34,10 @@ type asker interface {
 type askInfo struct {
 	callID         string
 	conversationID string // from Welcome
+	// oneShot: the call's conversation is a throwaway one (toolctl call
+	// without --conversation) that no later call can join, so a grant
+	// "for this conversation" would be worthless: it is not offered.
+	oneShot bool
 }
 
 // errApprovalExpired ends an approval prompt whose expires_at has passed;
@@ -162,7 +166,12 @@ func (p *personAsker) approve(ctx context.Context, q askInfo, req *pb.RequiresAp
 	once := onceScope(req.GetScopes())
 	convs := conversationScopes(req.GetScopes())
 	st := p.style
-	_, _ = io.WriteString(p.out, approvalText(req, st, p.now())+offerText(once, convs, st))
+	note := ""
+	if q.oneShot && len(convs) > 0 {
+		convs = nil
+		note = "(no [a] for this conversation: it ends with this call; give --conversation ID to keep approvals for later calls)\n"
+	}
+	_, _ = io.WriteString(p.out, approvalText(req, st, p.now())+offerText(once, convs, st)+note)
 	hint := "press y, a or n"
 	if len(convs) == 0 {
 		hint = "press y or n"

@@ -178,7 +178,7 @@ var guardedDiff = func() string {
 
 func (g *guardedTool) Preview(context.Context, *tools.Call) (string, error) { return guardedDiff, nil }
 
-func (g *guardedTool) Run(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (g *guardedTool) Run(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	g.ran.Add(1)
 	cmd, _ := c.Args["command"].(string)
 	return &tools.Result{Text: "ran: " + cmd}, nil
@@ -320,6 +320,7 @@ func TestPersonAsker(t *testing.T) {
 		keys     string
 		lines    []string
 		canceled bool
+		oneShot  bool
 		want     *pb.ApprovalDecision
 		wantErr  error
 		outHas   []string
@@ -342,6 +343,8 @@ func TestPersonAsker(t *testing.T) {
 		{name: "a without conversation scopes", req: approval(onceScopePB), keys: "ay", want: approve("once"),
 			outHas: []string{"[y] once  [n] deny\n", "press y or n\n"}, outLacks: []string{"[a]"}},
 		{name: "no once scope offered", req: approval(convScopePB), keys: "y", want: approve("")},
+		{name: "a one-shot call offers no conversation scope", req: approval(onceScopePB, convScopePB), oneShot: true, keys: "ay", want: approve("once"),
+			outHas: []string{"[y] once  [n] deny\n(no [a] for this conversation: it ends with this call; give --conversation ID", "press y or n\n"}, outLacks: []string{"for this conversation: guarded"}},
 		{name: "n with a reason", req: approval(onceScopePB, convScopePB), keys: "n", lines: []string{"  not on a Friday "}, want: deny("not on a Friday"),
 			outHas: []string{"approve? n\nreason (optional): ✗ denied: not on a Friday\n"}},
 		{name: "n without a reason", req: approval(onceScopePB), keys: "N", lines: []string{""}, want: deny(""),
@@ -365,7 +368,7 @@ func TestPersonAsker(t *testing.T) {
 				cancel()
 			}
 			defer cancel()
-			got, err := p.approve(ctx, askInfo{callID: "c"}, tt.req)
+			got, err := p.approve(ctx, askInfo{callID: "c", oneShot: tt.oneShot}, tt.req)
 			if !errors.Is(err, tt.wantErr) || !proto.Equal(got, tt.want) {
 				t.Errorf("got %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
 			}

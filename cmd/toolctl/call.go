@@ -70,8 +70,9 @@ Approvals: when policy asks before the call runs, toolctl shows what the
 call would do (risk, reason and rule, the command and its parsed
 sub-commands, paths, hosts, the diff) and the scopes toold offers, and asks
 on the terminal: y approves this call once, a approves for the conversation
-(the grant covers what the scope says, until its ttl passes), n denies, with
-an optional reason the model sees. Questions of a tool (user_collaboration)
+(the grant covers what the scope says, until its ttl passes; offered only
+with --conversation, since without it the conversation ends with the call),
+n denies, with an optional reason the model sees. Questions of a tool (user_collaboration)
 are asked there too. Prompts go to stderr, also with --json.
 
 Without a terminal (stdin or stderr redirected, unless stdin carries --args
@@ -101,7 +102,8 @@ reached.`,
   echo '{"path":"README.md"}' | toolctl call read_file --args -
   toolctl call edit_file path=go.mod old_string=a new_string=b --conversation dev-1
   toolctl call write_file path=notes.txt content=hi --yes`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeCall, // complete.go: tool names and argument keys from toold
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name, o.pairs = args[0], args[1:]
 			o.argsSet = cmd.Flags().Changed("args")
@@ -295,7 +297,7 @@ func (a *app) executeCall(ctx context.Context, conn *grpc.ClientConn, hello *pb.
 	}
 
 	id := call.GetCallId()
-	info := askInfo{callID: id, conversationID: hello.GetConversationId()}
+	info := askInfo{callID: id, conversationID: hello.GetConversationId(), oneShot: hello.GetConversationId() == ""}
 	interrupt := ctx.Done()
 	var end *pb.ToolCallEnd
 	for end == nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -418,5 +419,44 @@ func TestCallExitStatus(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.code, tt.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// TestCallCompletion: shell completion of `toolctl call` asks toold, as
+// kubectl completes resource names: tool names first, then the argument
+// keys of that tool's schema not given yet; nothing when toold is not there.
+func TestCallCompletion(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := runAt(t, d.Socket, append([]string{"__complete", "call"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("__complete %q: exit %d\n%s", args, r.code, r.stderr)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				out = append(out, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return out
+	}
+	names := complete("read")
+	for _, want := range []string{"read_file", "file_operations.read_file", "think"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool names %q lack %q", names, want)
+		}
+	}
+	keys := complete("read_file", "path=x", "")
+	if !slices.Contains(keys, "limit=") || slices.Contains(keys, "path=") {
+		t.Errorf("argument keys of read_file after path=: %q", keys)
+	}
+	if keys := complete("file_operations.list_dir", ""); !slices.Contains(keys, "path=") {
+		t.Errorf("argument keys of file_operations.list_dir: %q", keys)
+	}
+	r := cli{}.run(t, "--socket", filepath.Join(t.TempDir(), "none.sock"), "__complete", "call", "")
+	if r.code != exitOK || strings.Contains(r.stdout, "read_file") {
+		t.Errorf("without toold: exit %d, %q", r.code, r.stdout)
 	}
 }

@@ -85,7 +85,7 @@ func (r result) check(t *testing.T, code int, stdoutHas, stderrHas []string) {
 type fakeTool struct {
 	name, schema string
 	display      func(*tools.Call) string
-	run          func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run          func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 var _ tools.Tool = (*fakeTool)(nil)
@@ -103,7 +103,7 @@ func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
 	return tools.Effect{Display: f.display(c)}
 }
 
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	return f.run(ctx, c, s)
 }
 
@@ -121,7 +121,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 			s, _ := c.Args["text"].(string)
 			return "Echoing: " + s
 		},
-		run: func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			b, err := json.Marshal(c.Args)
 			return &tools.Result{JSON: b}, err
 		},
@@ -129,7 +129,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 	spew := &fakeTool{
 		name:   "spew",
 		schema: `{"type":"object"}`,
-		run: func(_ context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+		run: func(_ context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			_ = s.Progress("warming up", 0.25)
 			_ = s.Output(tools.Stdout, []byte("out line\n"))
 			_ = s.Output(tools.Stderr, []byte("err line\n"))
@@ -141,7 +141,7 @@ func startDaemon(t *testing.T, started, canceled chan<- string, opts ...daemonte
 		name:    "sleep",
 		schema:  `{"type":"object","properties":{"ms":{"type":"integer"}},"required":["ms"]}`,
 		display: func(*tools.Call) string { return "Sleeping" },
-		run: func(ctx context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		run: func(ctx context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			var a struct{ MS int }
 			_ = c.Bind(&a)
 			if started != nil {

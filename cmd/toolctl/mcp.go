@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -216,6 +218,11 @@ func (a *app) newMCPRemoveCmd() *cobra.Command {
 			}
 			defer conn.Close()
 			if _, err := pb.NewAdminServiceClient(conn).RemoveMcpServer(cmd.Context(), &pb.RemoveMcpServerRequest{Name: args[0]}); err != nil {
+				if status.Code(err) == codes.NotFound {
+					// toold answered: there is no such server. That is
+					// the command failing (1), not usage or connection (2).
+					return &exitError{code: exitFailure, err: fmt.Errorf("remove MCP server %s: %s", args[0], status.Convert(err).Message())}
+				}
 				return a.rpcError("remove MCP server "+args[0], err)
 			}
 			fmt.Fprintf(a.stdout, "%s removed\n", args[0])

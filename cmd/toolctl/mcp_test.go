@@ -25,7 +25,6 @@ func TestMCPUsage(t *testing.T) {
 		{"bad env", []string{"mcp", "add", "x", "--env", "NOEQUALS", "--", "server"}, "want KEY=VALUE"},
 		{"bad risk", []string{"mcp", "add", "x", "--risk", "scary", "--", "server"}, "want low, medium or high"},
 		{"json and command", []string{"mcp", "add", "x", "--json", `{"command":"a"}`, "--", "b"}, "--json gives the whole entry"},
-		{"remove unknown", []string{"mcp", "remove", "nope"}, "NotFound"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,7 +32,10 @@ func TestMCPUsage(t *testing.T) {
 			r.check(t, exitUsage, nil, []string{tt.stderr})
 		})
 	}
-	r := runAt(t, d.Socket, "mcp", "list")
+	// toold answered that there is no such server: the command failed (1).
+	r := runAt(t, d.Socket, "mcp", "remove", "nope")
+	r.check(t, exitFailure, nil, []string{"remove MCP server nope: ", "nope"})
+	r = runAt(t, d.Socket, "mcp", "list")
 	r.check(t, exitOK, []string{"no MCP servers"}, nil)
 }
 

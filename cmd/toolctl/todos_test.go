@@ -18,12 +18,8 @@ import (
 // waitFor polls until cond holds on the buffer's text, or fails.
 func waitFor(t *testing.T, buf *testenv.Buffer, what string, cond func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond(buf.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; output:\n%s", what, buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(20*time.Second, func() bool { return cond(buf.String()) }) {
+		t.Fatalf("timed out waiting for %s; output:\n%s", what, buf.String())
 	}
 }
 

@@ -15,8 +15,10 @@
 //
 // # Durability
 //
-// Append writes each record to the file with one write(2) before it
-// returns, and fsyncs in batches (group commit): at most Config.SyncEvery
+// Append writes each record to the file before it returns, and concurrent
+// Appends share one write(2): while one appender writes, the others queue
+// their lines, and the next write takes every line queued (group write).
+// The log fsyncs in batches too (group commit): at most Config.SyncEvery
 // records (default 4096) are ever written but not yet fsynced — an Append that
 // would exceed it waits for the sync — and none stays unsynced longer than
 // Config.SyncInterval (default 100ms). So:
@@ -159,13 +161,21 @@ type Log struct {
 	f      *os.File
 	fileNo int
 	size   int64
-	seq    uint64 // last written
-	hash   string // of the last written record
-	synced uint64 // last fsynced
-	err    error  // sticky write/sync error
-	closed bool
-	kick   chan struct{}
-	done   chan struct{}
+	seq    uint64 // last chained (queued or written)
+	hash   string // of the last chained record
+	// queued are the lines of records chained but not yet written; the
+	// appender that found no write in progress writes them (writing), in
+	// batches, and the others wait for written to pass their seq.
+	queued      []byte
+	spare       []byte
+	writing     bool
+	written     uint64 // last written
+	writtenHash string // of the last written record
+	synced      uint64 // last fsynced
+	err         error  // sticky write/sync error
+	closed      bool
+	kick        chan struct{}
+	done        chan struct{}
 }
 
 // Open opens the log in cfg.Dir, creating it if needed, and continues its
@@ -213,7 +223,7 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.size = fi.Size()
-	l.synced = l.seq
+	l.synced, l.written, l.writtenHash = l.seq, l.seq, l.hash
 	go l.syncer()
 	if torn > 0 {
 		if _, err := l.AppendSync(Record{Kind: KindRecovered, Detail: fmt.Sprintf("cut off a torn last line of %d bytes (toold stopped mid-write)", torn)}); err != nil {
@@ -266,39 +276,56 @@ func (l *Log) AppendSync(r Record) (Record, error) {
 func (l *Log) append(r Record, wait bool) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for !l.closed && l.err == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
-		l.kickSync()
-		l.cond.Wait()
-	}
-	if l.closed {
-		return Record{}, ErrClosed
-	}
-	if l.err != nil {
-		return Record{}, l.err
-	}
-	r.Seq = l.seq + 1
-	r.Time = l.cfg.Now().UTC()
-	r.Prev = l.hash
-	line, err := json.Marshal(r)
-	if err != nil {
-		return Record{}, err
-	}
-	if l.size > 0 && l.size+int64(len(line))+1 > l.cfg.MaxFileBytes {
+	var line []byte
+	for {
+		for !l.closed && l.err == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+			l.kickSync()
+			l.cond.Wait()
+		}
+		if l.closed {
+			return Record{}, ErrClosed
+		}
+		if l.err != nil {
+			return Record{}, l.err
+		}
+		// The record is chained to the last one now, after any wait.
+		r.Seq = l.seq + 1
+		r.Time = l.cfg.Now().UTC()
+		r.Prev = l.hash
+		var err error
+		if line, err = json.Marshal(r); err != nil {
+			return Record{}, err
+		}
+		size := l.size + int64(len(l.queued))
+		if size == 0 || size+int64(len(line))+1 <= l.cfg.MaxFileBytes {
+			break
+		}
+		// The file is full: everything chained before goes to it first,
+		// then the next file starts, and the record is chained again.
+		if l.writing {
+			l.cond.Wait()
+			continue
+		}
+		if len(l.queued) > 0 {
+			l.writeQueuedLocked()
+			continue
+		}
 		if err := l.rotate(); err != nil {
 			l.err = err
 			return Record{}, err
 		}
 	}
-	line = append(line, '\n')
-	n, err := l.f.Write(line)
-	l.size += int64(n)
-	if err != nil {
-		// A short write leaves a torn line: the log is unusable until
-		// reopened (Open cuts it off).
-		l.err = fmt.Errorf("audit: write: %w", err)
+	l.seq, l.hash = r.Seq, lineHash(line)
+	l.queued = append(append(l.queued, line...), '\n')
+	if !l.writing {
+		l.writeQueuedLocked()
+	}
+	for l.written < r.Seq && l.err == nil {
+		l.cond.Wait()
+	}
+	if l.written < r.Seq {
 		return Record{}, l.err
 	}
-	l.seq, l.hash = r.Seq, lineHash(line[:len(line)-1])
 	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
 		l.kickSync()
 	}
@@ -314,7 +341,35 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 	return r, nil
 }
 
-// rotate fsyncs and closes the current file and opens the next. l.mu held.
+// writeQueuedLocked writes the queued lines, in as few write(2)s as the
+// appenders' pace allows: the lock is released while writing, and lines
+// queued meanwhile go out with the next write. l.mu is held and no write is
+// in progress.
+func (l *Log) writeQueuedLocked() {
+	l.writing = true
+	for len(l.queued) > 0 && l.err == nil {
+		buf, upto, hash, f := l.queued, l.seq, l.hash, l.f
+		l.queued = l.spare[:0]
+		l.mu.Unlock()
+		n, err := f.Write(buf)
+		l.mu.Lock()
+		l.size += int64(n)
+		l.spare = buf[:0]
+		if err != nil {
+			// A short write leaves a torn line: the log is unusable until
+			// reopened (Open cuts it off).
+			l.err = fmt.Errorf("audit: write: %w", err)
+			break
+		}
+		l.written, l.writtenHash = upto, hash
+		l.cond.Broadcast()
+	}
+	l.writing = false
+	l.cond.Broadcast()
+}
+
+// rotate fsyncs and closes the current file and opens the next. l.mu held;
+// nothing is queued or being written.
 func (l *Log) rotate() error {
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("audit: sync: %w", err)
@@ -375,11 +430,11 @@ func (l *Log) syncer() {
 // that closes the file under it has fsynced it itself.
 func (l *Log) syncOnce() {
 	l.mu.Lock()
-	if l.synced == l.seq || l.err != nil || l.f == nil {
+	if l.synced == l.written || l.err != nil || l.f == nil {
 		l.mu.Unlock()
 		return
 	}
-	f, target, hash := l.f, l.seq, l.hash
+	f, target, hash := l.f, l.written, l.writtenHash
 	l.mu.Unlock()
 	err := f.Sync()
 	l.mu.Lock()
@@ -418,7 +473,7 @@ func (l *Log) writeHead(seq uint64, hash string) error {
 func (l *Log) Stats() (written, synced uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seq, l.synced
+	return l.written, l.synced
 }
 
 // Dir returns the log's directory.
@@ -434,6 +489,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.cond.Broadcast()
+	for l.writing {
+		l.cond.Wait()
+	}
 	l.mu.Unlock()
 	l.kickSync()
 	<-l.done

@@ -14,6 +14,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // Checked at use.
@@ -39,38 +40,19 @@ import (
 //     more than one link is refused when it is a sensitive file that exists
 //     under another name (compared by device and inode; see SensitiveFile).
 
-// Use is a path a file operation is about to touch.
-type Use struct {
-	// Tool, Operation and Args are the call's, as in Request.
-	Tool, Operation string
-	Args            map[string]any
-	// Given is the path as the call named it (Effect.Reads or
-	// Effect.Writes), which the decision judged; empty when the call did
-	// not name it (a file a pattern matched, or a walk found).
-	Given string
-	// Abs is where the path resolves now: absolute, symlinks resolved.
-	Abs string
-	// Write is true when the operation changes the path.
-	Write bool
-}
-
-// Opened is the status of a file an operation opened.
-type Opened struct {
-	Dev, Ino, Nlink uint64
-	// Regular reports a regular file.
-	Regular bool
-	// Ctime is the file's status change time.
-	Ctime time.Time
-}
-
-// UseChecker checks at use what a file operation touches (see above). The
-// Engine and SensitiveMatcher (sensitive paths only, no rules) implement
-// it. Both methods are safe for concurrent use; they return nil or an
-// ErrDenied *errdefs.Error for the model.
-type UseChecker interface {
-	CheckUse(u *Use) error
-	CheckOpened(u *Use, o Opened) error
-}
+// Use, Opened and UseChecker are the port the file tools consume; they are
+// defined in pkg/tools (interfaces where they are consumed), so that the
+// tools do not import the policy.
+type (
+	// Use is a path a file operation is about to touch.
+	Use = tools.Use
+	// Opened is the status of a file an operation opened.
+	Opened = tools.Opened
+	// UseChecker checks at use what a file operation touches (see above).
+	// The Engine and SensitiveMatcher (sensitive paths only, no rules)
+	// implement it.
+	UseChecker = tools.UseChecker
+)
 
 var (
 	_ UseChecker = (*Engine)(nil)

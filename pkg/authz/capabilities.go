@@ -1,7 +1,5 @@
 package authz
 
-import "time"
-
 // Capabilities names what a policy can do besides deciding calls, each
 // passed explicitly to what uses it. A nil field is a capability the policy
 // does not have, and that is decided where the policy is built (the daemon's
@@ -38,16 +36,4 @@ var _ HostJudge = (*Engine)(nil)
 // Capabilities returns every capability of the engine.
 func (e *Engine) Capabilities() Capabilities {
 	return Capabilities{Granter: e, Sensitivity: e, UseChecker: e, Hosts: e, Explainer: e}
-}
-
-// GrantMaker is how a tool makes a grant: its call's sink makes it on the
-// executor's one path for grants (recorded, audited and traced as the grants
-// of approvals are). A tool never calls a Granter itself.
-type GrantMaker interface {
-	// CanGrant reports whether grants can be made at all (the policy keeps
-	// them).
-	CanGrant() bool
-	// MakeGrant grants scope in the call's conversation, once or for ttl,
-	// on behalf of by.
-	MakeGrant(scope Scope, once bool, ttl time.Duration, by string) (Grant, error)
 }

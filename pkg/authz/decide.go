@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"github.com/toold/toold/pkg/errdefs"
@@ -116,6 +117,12 @@ func (j *judgement) decidePath(f *facet) {
 		if j.relaxed {
 			f.neutral = true
 			j.set(f, Allow, ruleCommandArg, fmt.Sprintf("%q cannot be resolved now (%v); the sandbox holds wherever it leads when the command runs", f.given, f.resolveErr), tools.RiskLow)
+			return
+		}
+		if errors.Is(f.resolveErr, syscall.ELOOP) {
+			// A loop of symbolic links leads nowhere: the call could only
+			// fail, so nobody is asked about it.
+			j.set(f, Deny, ruleInvalidPath, fmt.Sprintf("%q cannot be used: %v", f.given, f.resolveErr), tools.RiskHigh)
 			return
 		}
 		f.hard = true

@@ -630,8 +630,8 @@ func snapshotTree(root string) map[string]string {
 	return m
 }
 
-// buildToolctl builds toolctl, as an agent could in its workspace.
-func buildToolctl(t *testing.T, dst string) {
+// buildToolctlAt builds toolctl at dst, as an agent could in its workspace.
+func buildToolctlAt(t *testing.T, dst string) {
 	t.Helper()
 	_, err := exec.LookPath("go")
 	testenv.Need(t, err, "go (to build toolctl)")
@@ -690,7 +690,7 @@ func TestBatteryByEffect(t *testing.T) {
 	// Built with the real HOME (and its build cache), before HOME is the
 	// canary.
 	toolctl := filepath.Join(root, "toolctl")
-	buildToolctl(t, toolctl)
+	buildToolctlAt(t, toolctl)
 	b := &battery{t: t, home: filepath.Join(root, "home"), canary: filepath.Join(root, "canary"), secrets: map[string]string{}}
 	os.MkdirAll(b.canary, 0o755)
 	b.canaryHome(t)

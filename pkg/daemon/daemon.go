@@ -210,7 +210,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, m.moreOptions(cfg.Output.ToolLimits()))
+	more := m.moreOptions(cfg.Output.ToolLimits())
+	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
+	if u, off := web.SearchUnavailable(more.Web); off {
+		m.registry.SetUnavailable(u) // listed as such, not offered
+	}
 	if m.terminal == nil {
 		builtins = slices.DeleteFunc(builtins, func(t tools.Tool) bool { return t.Spec().Name == terminal.ToolName })
 	}

@@ -397,7 +397,7 @@ func (s *slowTool) Spec() tools.Spec {
 	return tools.Spec{Name: "slow", Operations: []tools.OperationSpec{{Name: "slow", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object"}`)}}}
 }
 func (s *slowTool) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: "Waiting"} }
-func (s *slowTool) Run(ctx context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (s *slowTool) Run(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	close(s.started)
 	<-ctx.Done()
 	return nil, ctx.Err()

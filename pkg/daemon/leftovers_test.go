@@ -26,18 +26,14 @@ import (
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/leftover"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Poll(t, 20*time.Second, what, cond)
 }
 
 // deadMark is the owner mark of a process that ran and is gone.

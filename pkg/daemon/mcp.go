@@ -2,12 +2,18 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/soheilhy/cmux"
@@ -25,6 +31,7 @@ type mcpState struct {
 	manager  *mcp.Manager
 	server   *mcpserver.Server
 	http     *http.Server // nil unless /mcp is served
+	token    string       // what /mcp requires: the token, or mcp.token's
 	stopOnce sync.Once
 }
 
@@ -39,8 +46,17 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if cfg.HTTP && m.Config.Listen == "" {
 		return errors.New("mcp.http serves /mcp on the TCP listener: set listen (--listen 127.0.0.1:PORT) too")
 	}
-	if cfg.HTTP && m.Config.Token == "" {
-		return errors.New("mcp.http needs a token (--token or token_file): without one, any local process or a web page rebinding its name to 127.0.0.1 could run tools through /mcp")
+	m.mcp.token = m.Config.Token
+	if cfg.HTTP && m.mcp.token == "" {
+		// /mcp always needs a token: without one, any local process or a
+		// web page rebinding its name to 127.0.0.1 could run tools.
+		path := filepath.Join(m.memory.stateDir, MCPTokenFile)
+		tok, err := loadMCPToken(path)
+		if err != nil {
+			return fmt.Errorf("mcp.http without a token: the token for /mcp (%s): %w", path, err)
+		}
+		m.mcp.token = tok
+		m.Logger.Info("/mcp needs \"Authorization: Bearer TOKEN\" with the token in "+path+" (no --token given)", "token_file", path)
 	}
 	servers, err := cfg.ResolveServers()
 	if err != nil {
@@ -98,7 +114,7 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	grpcL := mux.Match(cmux.HTTP2())
 	httpL := mux.Match(cmux.Any())
 	hmux := http.NewServeMux()
-	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.Config.Token)))
+	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.mcp.token)))
 	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second, ConnContext: m.peers.connContext}
 	m.serveWG.Add(2)
 	go func() {
@@ -160,4 +176,44 @@ func (m *Main) ServeMCP(ctx context.Context, in io.ReadCloser, out io.WriteClose
 		return errors.New("ServeMCP before Run")
 	}
 	return m.mcp.server.ServeStdio(ctx, in, out)
+}
+
+// MCPTokenFile is the file in toold's state directory holding the token
+// /mcp requires when toold has no token of its own (--token, token_file).
+// The person's MCP hosts read it (`Authorization: Bearer $(cat FILE)`); a
+// command toold runs cannot (the sandbox masks the state directory).
+const MCPTokenFile = "mcp.token"
+
+// loadMCPToken returns the token kept in path, creating it (32 random
+// bytes, hex, a 0600 file) when it is missing. A file that is not a
+// regular 0600 file of toold's user is replaced: its value may be known to
+// others.
+func loadMCPToken(path string) (string, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 == 0 && (st == nil || int(st.Uid) == os.Getuid()) {
+			if b, err := os.ReadFile(path); err == nil {
+				if tok := strings.TrimSpace(string(b)); len(tok) >= 32 {
+					return tok, nil
+				}
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return "", err
+		}
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return tok, f.Close()
 }

@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
@@ -14,22 +13,53 @@ import (
 	"github.com/toold/toold/pkg/daemon/daemontest"
 )
 
-// /mcp is never served without a token: toold refuses to start.
-func TestMCPHTTPNeedsAToken(t *testing.T) {
-	cfg := config.Default()
-	cfg.Socket = "-"
-	cfg.Listen = "127.0.0.1:0"
-	cfg.MCP.HTTP = true
-	cfg.Workspace = t.TempDir()
-	cfg.StateDir = t.TempDir()
-	m := &daemon.Main{Config: cfg}
-	err := m.Run(context.Background())
-	if err == nil {
-		m.Close()
-		t.Fatal("toold served /mcp without a token")
+// /mcp is never served without a token: when toold has none of its own,
+// /mcp takes the one in mcp.token in the state directory (made at start,
+// 0600, kept across restarts), which the person's MCP hosts read.
+func TestMCPHTTPWithoutATokenUsesTheTokenFile(t *testing.T) {
+	state := t.TempDir()
+	start := func(t *testing.T) *daemontest.Daemon {
+		return daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+			c.Listen = "127.0.0.1:0"
+			c.MCP.HTTP = true
+			c.StateDir = state
+		}))
 	}
-	if !strings.Contains(err.Error(), "mcp.http needs a token") {
-		t.Fatalf("error does not say why: %v", err)
+	initialize := func(t *testing.T, d *daemontest.Daemon, token string) int {
+		req, _ := http.NewRequest("POST", "http://"+d.Main.TCPAddr()+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var token string
+	t.Run("first start", func(t *testing.T) {
+		d := start(t)
+		path := filepath.Join(state, daemon.MCPTokenFile)
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", path, fi, err)
+		}
+		b, _ := os.ReadFile(path)
+		token = strings.TrimSpace(string(b))
+		if got := initialize(t, d, ""); got != http.StatusUnauthorized {
+			t.Fatalf("without the token: %d", got)
+		}
+		if got := initialize(t, d, token); got != http.StatusOK {
+			t.Fatalf("with the file's token: %d", got)
+		}
+	})
+	// A restarted toold keeps the token, so hosts configured with it work on.
+	if got := initialize(t, start(t), token); got != http.StatusOK {
+		t.Fatalf("after a restart, with the same token: %d", got)
 	}
 }
 

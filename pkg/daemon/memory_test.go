@@ -80,7 +80,7 @@ func TestMemorySurvivesRestart(t *testing.T) {
 				t.Fatalf("search: %v %v", res, evs[0])
 			}
 			got := text(res)
-			if !strings.Contains(got, "1 memories match") || !strings.Contains(got, "**flaky**") || strings.Contains(got, "scratch") {
+			if !strings.Contains(got, "1 memory matches") || !strings.Contains(got, "**flaky**") || !strings.Contains(got, "(relevance 100%") || strings.Contains(got, "scratch") {
 				t.Fatalf("search after restart from another conversation:\n%s", got)
 			}
 			results := res.GetStructured().GetFields()["results"].GetListValue().GetValues()

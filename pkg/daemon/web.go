@@ -6,12 +6,10 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/netguard"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -20,42 +18,20 @@ import (
 	"github.com/toold/toold/pkg/workspace"
 )
 
-// webOptions wires web_operations to the policy: a host that a policy rule
-// allows by name may reach private addresses (never metadata), and a
-// redirect to another host is judged again. Proxies come from toold's
-// environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
+// webOptions wires web_operations: a host that a policy rule allows by name
+// may reach private addresses (never metadata). A redirect to another host
+// is not judged here: the tool asks its call's sink (tools.Sink.Authorize),
+// and the executor judges it with the stream's mode, traced and audited.
+// Proxies come from toold's environment (HTTP_PROXY, HTTPS_PROXY,
+// NO_PROXY), read once.
 func (m *Main) webOptions(limits tools.Limits) web.Options {
 	g := &netguard.Guard{Refuse: m.self.refuse}
 	opts := web.Options{Guard: g, Search: m.Config.Web.Search, Limits: limits, UserAgent: "toold/" + Version + " (web_fetch)",
 		FetchMemory: m.Config.Web.FetchMemoryBytes}
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
-	eng := m.Capabilities.Hosts
-	if eng == nil {
-		return opts
-	}
-	g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
-	mode := m.mode
-	opts.JudgeHost = func(ctx context.Context, call *tools.Call, host string) error {
-		v, err := eng.Explain(ctx, &authz.Request{
-			ConversationID: call.ConversationID, CallID: call.ID, Mode: mode,
-			Tool: call.Tool, Operation: call.Operation, Args: call.Args,
-			Effect: tools.Effect{Hosts: []string{host}}, Risk: tools.RiskMedium,
-		})
-		if err != nil {
-			return err
-		}
-		switch v.Decision {
-		case authz.Allow:
-			return nil
-		case authz.Deny:
-			e := errdefs.New(errdefs.ErrDenied, "the page redirects to %s, which policy denies: %s", host, v.Reason)
-			e.Rule = v.Rule
-			return e
-		}
-		e := errdefs.New(errdefs.ErrDenied, "the page redirects to another host, %s, which is not allowed yet (%s); call web_fetch with the new URL to ask for it", host, strings.TrimSpace(v.Reason))
-		e.Rule = v.Rule
-		return e
+	if eng := m.Capabilities.Hosts; eng != nil {
+		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
 	}
 	return opts
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,12 +105,15 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 	if !res.GetSuccess() || asked(evs) != nil || !strings.Contains(res.GetContent()[0].GetText(), "# Hello") {
 		t.Fatalf("allowed host: %v", res)
 	}
-	// A redirect to another host is judged again: 127.0.0.3 is neither
-	// allowed by a rule nor granted, so the fetch stops and says how to go
-	// on. (127.0.0.1 is granted above: the guard would refuse it.)
-	res, _ = x.call("a4", "web_fetch", jsonArgs(map[string]any{"url": "http://localhost:" + port + "/?to=http://127.0.0.3:" + port + "/x"}))
-	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_DENIED || !strings.Contains(res.GetError().GetMessage(), "call web_fetch with the new URL") {
-		t.Fatalf("redirect to another host: %v", res)
+	// A redirect to another host is judged again, on the executor's
+	// authorize path: 127.0.0.3 is neither allowed by a rule nor granted,
+	// so the person is asked, in the call, about that host; refused, the
+	// fetch stops there. (127.0.0.1 is granted above: the guard would
+	// refuse it.)
+	res, evs = x.call("a4", "web_fetch", jsonArgs(map[string]any{"url": "http://localhost:" + port + "/?to=http://127.0.0.3:" + port + "/x"}), deny("not there"))
+	if a := asked(evs); a == nil || !slices.Contains(a.GetEffect().GetHosts(), "127.0.0.3") ||
+		res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_REJECTED_BY_USER || !strings.Contains(res.GetError().GetMessage(), "redirects to http://127.0.0.3") {
+		t.Fatalf("redirect to another host: asked %v, result %v", a, res)
 	}
 	// Metadata and denied hosts: denied by rule, in every mode.
 	for id, u := range map[string]string{"m1": "http://169.254.169.254/latest/meta-data/", "m2": "http://metadata.google.internal/", "d1": "https://x.blocked.example/"} {
@@ -118,13 +122,76 @@ func TestWebFetchPolicyEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %v", u, res)
 		}
 	}
-	// web_search without a provider names the config key.
+	// web_search without a provider names the config key; ListTools does
+	// not offer it but lists it as unavailable, saying why.
 	res, _ = x.call("s1", "web_search", jsonArgs(map[string]any{"query": "x"}))
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE || !strings.Contains(res.GetError().GetMessage(), "web.search.provider") {
 		t.Fatalf("search without provider: %v", res)
 	}
+	list, err := d.Client.ListTools(context.Background(), &pb.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.GetTools() {
+		for _, op := range tl.GetOperations() {
+			if op.GetName() == "web_search" {
+				t.Errorf("ListTools offers web_search without a provider")
+			}
+		}
+	}
+	if u := list.GetUnavailable(); len(u) != 1 || u[0].GetName() != "web_search" || !strings.Contains(u[0].GetReason(), "web.search.provider") {
+		t.Errorf("unavailable: %v", u)
+	}
 	if hits.Load() != 2 {
 		t.Fatalf("server hits %d, want 2", hits.Load())
+	}
+}
+
+// A redirect is judged with the stream's mode, not the server's: a YOLO
+// server with an ASK stream does not follow a redirect to a new host
+// unasked (before, the wiring judged it with the server's YOLO and followed
+// it). The person is asked about the redirect's host, and refusing stops
+// the fetch; the redirect's target, a second local server, is never hit.
+// (The address guard would refuse that loopback address too: the
+// question is what this test proves.)
+func TestWebFetchRedirectUsesStreamMode(t *testing.T) {
+	var canary atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		canary.Add(1)
+		w.Write([]byte("<html><body><p>canary reached</p></body></html>"))
+	}))
+	t.Cleanup(target.Close)
+	start := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/", http.StatusFound)
+	}))
+	t.Cleanup(start.Close)
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(policyFile, []byte(`rules:
+  - name: local
+    decision: allow
+    tool: web_operations
+    hosts: [localhost]
+`), 0o644)
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.PolicyFile = policyFile }))
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "web-ask", ApprovalMode: pb.ApprovalMode_APPROVAL_MODE_ASK}}})
+	port := start.URL[strings.LastIndex(start.URL, ":")+1:]
+	var hosts [][]string
+	decide := func(a *pb.RequiresApproval) *pb.ApprovalDecision {
+		hosts = append(hosts, a.GetEffect().GetHosts())
+		return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Reason: "not that host"}
+	}
+	res, _ := x.call("r1", "web_fetch", jsonArgs(map[string]any{"url": "http://localhost:" + port + "/"}), decide)
+	if res.GetSuccess() || canary.Load() != 0 {
+		t.Fatalf("the redirect was followed: %v (canary hits %d)", res, canary.Load())
+	}
+	// localhost is allowed by its rule (ASK asks for what no rule allows):
+	// the one question is the redirect's.
+	if len(hosts) != 1 || !slices.Contains(hosts[0], "127.0.0.1") {
+		t.Fatalf("asked about %v, want the redirect's host only", hosts)
+	}
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_REJECTED_BY_USER {
+		t.Fatalf("result %v, want REJECTED_BY_USER for the redirect", res)
 	}
 }
 

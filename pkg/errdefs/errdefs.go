@@ -7,6 +7,8 @@
 package errdefs
 
 import (
+	"google.golang.org/grpc/codes"
+
 	"errors"
 	"fmt"
 )
@@ -92,18 +94,57 @@ func Invalid(field, rule, format string, args ...any) *Error {
 	return e
 }
 
-// classes in the order Class checks them.
-var classes = []error{
-	ErrToolNotFound, ErrInvalidArgument, ErrDenied, ErrRejected, ErrTimeout,
-	ErrCanceled, ErrFailed, ErrUnavailable, ErrResourceExhausted, ErrInternal,
-	ErrDuplicateCallID, ErrApprovalTimeout, ErrDisconnected,
+// Table is the one table of error classes: for each, in the order Class
+// checks them, its error code's name (toold.v1.ErrorCode without the
+// ERROR_CODE_ prefix, as the MCP results say it) and the gRPC status code
+// of an RPC that fails with it. Every adapter maps through it.
+var Table = []struct {
+	Class error
+	Name  string
+	GRPC  codes.Code
+}{
+	{ErrToolNotFound, "TOOL_NOT_FOUND", codes.NotFound},
+	{ErrInvalidArgument, "INVALID_ARGUMENTS", codes.InvalidArgument},
+	{ErrDenied, "DENIED", codes.PermissionDenied},
+	{ErrRejected, "REJECTED_BY_USER", codes.PermissionDenied},
+	{ErrTimeout, "TIMEOUT", codes.DeadlineExceeded},
+	{ErrCanceled, "CANCELED", codes.Canceled},
+	{ErrFailed, "EXECUTION_FAILED", codes.FailedPrecondition},
+	{ErrUnavailable, "UNAVAILABLE", codes.Unavailable},
+	{ErrResourceExhausted, "RESOURCE_EXHAUSTED", codes.ResourceExhausted},
+	{ErrInternal, "INTERNAL", codes.Internal},
+	{ErrDuplicateCallID, "DUPLICATE_CALL_ID", codes.AlreadyExists},
+	{ErrApprovalTimeout, "APPROVAL_TIMEOUT", codes.DeadlineExceeded},
+	{ErrDisconnected, "DISCONNECTED", codes.Canceled},
 }
+
+// row returns err's row of Table; INTERNAL's when err has no class.
+func row(err error) int {
+	internal := 0
+	for i, r := range Table {
+		if errors.Is(err, r.Class) {
+			return i
+		}
+		if r.Class == ErrInternal {
+			internal = i
+		}
+	}
+	return internal
+}
+
+// Name returns the name of err's error code ("DENIED"); an error without a
+// class is INTERNAL.
+func Name(err error) string { return Table[row(err)].Name }
+
+// GRPCCode returns the gRPC status code for err; an error without a class
+// is codes.Internal.
+func GRPCCode(err error) codes.Code { return Table[row(err)].GRPC }
 
 // Class returns the class of err, or nil when err has none.
 func Class(err error) error {
-	for _, c := range classes {
-		if errors.Is(err, c) {
-			return c
+	for _, r := range Table {
+		if errors.Is(err, r.Class) {
+			return r.Class
 		}
 	}
 	return nil
@@ -123,30 +164,6 @@ func As(err error) *Error {
 	return &Error{Class: ErrInternal, Msg: "internal error; the details are in the toold log", Cause: err}
 }
 
-// codeNames are the stream error codes of the classes (the names of
-// toold.v1.ErrorCode), for logs and spans of code that does not speak the
-// wire types.
-var codeNames = map[error]string{
-	ErrToolNotFound:      "ERROR_CODE_TOOL_NOT_FOUND",
-	ErrInvalidArgument:   "ERROR_CODE_INVALID_ARGUMENTS",
-	ErrDenied:            "ERROR_CODE_DENIED",
-	ErrRejected:          "ERROR_CODE_REJECTED_BY_USER",
-	ErrTimeout:           "ERROR_CODE_TIMEOUT",
-	ErrCanceled:          "ERROR_CODE_CANCELED",
-	ErrFailed:            "ERROR_CODE_EXECUTION_FAILED",
-	ErrUnavailable:       "ERROR_CODE_UNAVAILABLE",
-	ErrResourceExhausted: "ERROR_CODE_RESOURCE_EXHAUSTED",
-	ErrInternal:          "ERROR_CODE_INTERNAL",
-	ErrDuplicateCallID:   "ERROR_CODE_DUPLICATE_CALL_ID",
-	ErrApprovalTimeout:   "ERROR_CODE_APPROVAL_TIMEOUT",
-	ErrDisconnected:      "ERROR_CODE_DISCONNECTED",
-}
-
 // CodeName returns the name of err's stream error code
 // ("ERROR_CODE_DENIED"); an error without a class is INTERNAL.
-func CodeName(err error) string {
-	if c := Class(err); c != nil {
-		return codeNames[c]
-	}
-	return codeNames[ErrInternal]
-}
+func CodeName(err error) string { return "ERROR_CODE_" + Name(err) }

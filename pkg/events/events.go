@@ -106,7 +106,7 @@ type Progress struct {
 	// Output is set for output chunks.
 	Output *Chunk
 	// Data, when set, is structured state for the client (see
-	// tools.DataSink); never set with Output.
+	// tools.Sink.ProgressData); never set with Output.
 	Data map[string]any
 }
 

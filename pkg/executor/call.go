@@ -529,7 +529,9 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 	}
 	sink.ctx = ctx
 
-	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, sink) })
+	sink.target, sink.call = target, call
+	ts := sink.sink()
+	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, ts) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)
 	}

@@ -80,7 +80,7 @@ func askFor(tool string) authorizer {
 // fnTool is a tool whose Run is a func field; it counts its runs.
 type fnTool struct {
 	name string
-	run  func(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error)
+	run  func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error)
 
 	mu   sync.Mutex
 	runs int
@@ -90,7 +90,7 @@ func (f *fnTool) Spec() tools.Spec {
 	return tools.Spec{Name: f.name, Source: "builtin", Operations: []tools.OperationSpec{{Name: f.name, Risk: tools.RiskMedium, Schema: []byte(`{"type":"object"}`)}}}
 }
 func (f *fnTool) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: f.name} }
-func (f *fnTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fnTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	f.mu.Lock()
 	f.runs++
 	f.mu.Unlock()
@@ -179,7 +179,7 @@ func TestApprovalThroughHost(t *testing.T) {
 // A panic in a tool ends that call INTERNAL with a generic message, and
 // the executor goes on serving.
 func TestPanicEndsOnlyTheCall(t *testing.T) {
-	bad := &fnTool{name: "bad", run: func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	bad := &fnTool{name: "bad", run: func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		panic("secret detail of a bug")
 	}}
 	x := newExecutor(t, executor.Config{}, bad, &tools.Think{})

@@ -48,7 +48,7 @@ func (b *block) Spec() tools.Spec {
 	return tools.Spec{Name: "block", Source: "builtin", Operations: []tools.OperationSpec{{Name: "block", Risk: tools.RiskLow, Schema: []byte(`{"type":"object"}`)}}}
 }
 func (b *block) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: "blocking"} }
-func (b *block) Run(ctx context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (b *block) Run(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	b.started <- struct{}{}
 	select {
 	case <-b.release:

@@ -5,7 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
@@ -13,9 +12,10 @@ import (
 	"github.com/toold/toold/pkg/tools"
 )
 
-// callSink feeds a call's progress and output to its host. Its methods block
+// callSink feeds a call's progress and output to its host, and is the
+// executor's side of the call's tools.Sink (see tools). Its methods block
 // while the client reads slowly (backpressure) and fail once the call's
-// context ends. It is a tools.Asker: questions go to the host.
+// context ends.
 type callSink struct {
 	host        Host
 	ctx         context.Context
@@ -30,52 +30,70 @@ type callSink struct {
 	started   sync.Once
 	// stdin is the call's input, when its host can feed one.
 	stdin *inputPipe
-	// x and req make the call's grants (MakeGrant).
-	x   *Executor
-	req *CallRequest
+	// x and req make the call's grants (Grant); target and call are what
+	// Authorize judges further effects of.
+	x      *Executor
+	req    *CallRequest
+	target *tools.Target
+	call   *tools.Call
 }
 
-var (
-	_ tools.Sink        = (*callSink)(nil)
-	_ tools.Asker       = (*callSink)(nil)
-	_ tools.DataSink    = (*callSink)(nil)
-	_ tools.ProcessSink = (*callSink)(nil)
-	_ tools.InputSink   = (*callSink)(nil)
-	_ authz.GrantMaker  = (*callSink)(nil)
-)
-
-// CanGrant implements authz.GrantMaker.
-func (s *callSink) CanGrant() bool { return s.x != nil && s.x.cfg.Granter != nil }
-
-// MakeGrant implements authz.GrantMaker: the executor's one path for grants.
-func (s *callSink) MakeGrant(scope authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
-	if !s.CanGrant() {
-		return authz.Grant{}, errdefs.New(errdefs.ErrUnavailable, "this toold keeps no grants")
+// sink returns the call's tools.Sink: every capability the host and the
+// configuration give, nil for the others (see tools.Sink).
+func (s *callSink) sink() *tools.Sink {
+	ts := &tools.Sink{
+		ProgressFunc: s.progress,
+		OutputFunc:   s.output,
+		StartedFunc:  s.startedPID,
+		Ask:          s.ask,
+		Authorize:    s.authorize,
 	}
-	return s.x.grant(s.ctx, s.req, scope, once, ttl, by)
+	if s.stdin != nil {
+		ts.Stdin = s.stdinReader
+	}
+	if s.x != nil && s.x.cfg.Granter != nil {
+		ts.Grant = s.grant
+	}
+	return ts
 }
 
-// Progress implements tools.Sink.
-func (s *callSink) Progress(msg string, fraction float64) error {
+// grant is tools.Sink.Grant: the executor's one path for grants.
+func (s *callSink) grant(g tools.GrantRequest) (string, error) {
+	scope := authz.Scope{Tool: g.Tool, Operation: g.Operation, Arguments: g.Arguments, Description: g.Description}
+	grant, err := s.x.grant(s.ctx, s.req, scope, g.Once, g.TTL, g.By)
+	return grant.ID, err
+}
+
+// authorize is tools.Sink.Authorize: a further effect of the running call
+// (a redirect's host) is judged like the call itself, on the executor's
+// authorize path with the stream's mode, traced, audited and asked.
+func (s *callSink) authorize(ctx context.Context, effect tools.Effect) error {
+	if s.target == nil || s.call == nil {
+		return errdefs.New(errdefs.ErrInternal, "internal error; the details are in the toold log")
+	}
+	risk := effect.Risk
+	if risk == tools.RiskUnknown {
+		risk = s.target.Risk
+	}
+	return s.x.authorize(ctx, s.req, s.target, s.call, effect, risk, s.host)
+}
+
+// progress is tools.Sink.ProgressFunc.
+func (s *callSink) progress(msg string, fraction float64, data map[string]any) error {
 	if fraction > 1 {
 		fraction = 1
 	}
+	if data != nil {
+		fraction = -1
+	}
 	if s.activity != nil {
 		s.activity()
 	}
-	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction}})
+	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: fraction, Data: data}})
 }
 
-// ProgressData implements tools.DataSink.
-func (s *callSink) ProgressData(msg string, data map[string]any) error {
-	if s.activity != nil {
-		s.activity()
-	}
-	return s.host.Emit(s.ctx, events.Event{CallID: s.callID, Progress: &events.Progress{Message: msg, Fraction: -1, Data: data}})
-}
-
-// Output implements tools.Sink.
-func (s *callSink) Output(stream tools.Stream, p []byte) error {
+// output is tools.Sink.OutputFunc.
+func (s *callSink) output(stream tools.Stream, p []byte) error {
 	s.outputBytes.Add(int64(len(p)))
 	if s.activity != nil {
 		s.activity()
@@ -83,8 +101,8 @@ func (s *callSink) Output(stream tools.Stream, p []byte) error {
 	return s.host.Output(s.ctx, s.callID, stream, p)
 }
 
-// Started implements tools.ProcessSink.
-func (s *callSink) Started(pid int) {
+// startedPID is tools.Sink.StartedFunc.
+func (s *callSink) startedPID(pid int) {
 	if !s.executing {
 		return
 	}
@@ -93,17 +111,14 @@ func (s *callSink) Started(pid int) {
 	})
 }
 
-// Stdin implements tools.InputSink.
-func (s *callSink) Stdin() io.ReadCloser {
-	if s.stdin == nil {
-		return nil
-	}
+// stdinReader is tools.Sink.Stdin.
+func (s *callSink) stdinReader() io.ReadCloser {
 	s.stdin.use()
 	return s.stdin
 }
 
-// Ask implements tools.Asker.
-func (s *callSink) Ask(ctx context.Context, q tools.Question) (string, error) {
+// ask is tools.Sink.Ask: questions go to the host.
+func (s *callSink) ask(ctx context.Context, q tools.Question) (string, error) {
 	return s.host.Ask(ctx, s.callID, &events.Question{
 		RequestID:          newID("q-"),
 		Prompt:             q.Prompt,

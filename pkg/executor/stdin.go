@@ -15,7 +15,7 @@ const maxStdinBuffer = 1 << 20
 // inputPipe is a call's standard input as the client feeds it with Input
 // messages (data, eof). Writes never block: input beyond maxStdinBuffer
 // unread bytes is refused, so a process that does not read cannot stall
-// the stream's receiver. The tool reads it (tools.InputSink).
+// the stream's receiver. The tool reads it (tools.Sink.Stdin).
 type inputPipe struct {
 	ctx context.Context // the call's
 

@@ -50,8 +50,9 @@ import (
 	"os/exec"
 	"path"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // Event names of the protocol.
@@ -451,16 +452,12 @@ func (r *Runner) exec(ctx context.Context, h Hook, event string, stdin []byte) (
 	stdout := &boundedBuffer{max: r.cfg.MaxOutputBytes}
 	stderr := &boundedBuffer{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
+	procgroup.KillOnCancel(cmd, true, time.Second)
 	start := time.Now()
 	err := cmd.Run()
 	res.Duration = time.Since(start)
-	if cmd.Process != nil {
-		// Whatever the hook left behind in its group goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	// Whatever the hook left behind in its group goes with it.
+	_ = procgroup.Kill(cmd)
 	res.stderr = stderr.String()
 	if ctx.Err() != nil {
 		return res, context.Cause(ctx)

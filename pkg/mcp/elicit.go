@@ -66,8 +66,9 @@ func (u *upstream) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.E
 
 // askForm asks the person for each field of the form, in the schema's
 // order of required fields first, then by name, and converts each answer
-// to the field's type.
-func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.ElicitParams) (map[string]any, error) {
+// to the field's type. An empty answer takes the field's default, if it
+// has one, and leaves an optional field out otherwise.
+func askForm(ctx context.Context, ask func(context.Context, tools.Question) (string, error), server string, params *sdk.ElicitParams) (map[string]any, error) {
 	schema, _ := params.RequestedSchema.(map[string]any)
 	if schema == nil {
 		if b, ok := params.RequestedSchema.(*map[string]any); ok && b != nil {
@@ -103,7 +104,7 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 	intro := fmt.Sprintf("The MCP server %q asks: %s", server, params.Message)
 	content := map[string]any{}
 	if len(names) == 0 {
-		ans, err := a.Ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
+		ans, err := ask(ctx, tools.Question{Prompt: intro, Choices: []string{"accept", "decline"}})
 		if err != nil {
 			return nil, err
 		}
@@ -137,9 +138,17 @@ func askForm(ctx context.Context, a tools.Asker, server string, params *sdk.Elic
 		if typ == "boolean" && len(q.Choices) == 0 {
 			q.Choices = []string{"true", "false"}
 		}
-		ans, err := a.Ask(ctx, q)
+		def, hasDefault := prop["default"]
+		if hasDefault {
+			q.Prompt += fmt.Sprintf(" [empty for the default: %v]", def)
+		}
+		ans, err := ask(ctx, q)
 		if err != nil {
 			return nil, err
+		}
+		if ans == "" && hasDefault {
+			content[name] = def // SEP-1034: an unanswered field takes its default
+			continue
 		}
 		if ans == "" && !slices.Contains(required, name) {
 			continue

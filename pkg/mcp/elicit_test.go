@@ -99,3 +99,26 @@ func TestUpstreamElicitationReachesThePerson(t *testing.T) {
 		})
 	}
 }
+
+// toold's call of an upstream tool carries the call's W3C trace context in
+// _meta, so the server's spans join toold's trace.
+func TestUpstreamCallCarriesTraceContext(t *testing.T) {
+	server := sdk.NewServer(&sdk.Implementation{Name: "tp", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	sdk.AddTool(server, &sdk.Tool{Name: "tp", Description: "echoes traceparent"}, func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: tp}}}, nil, nil
+	})
+	url := serveHTTP(t, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil))
+	f := newFixture(t, mcp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"tp": {URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	end := f.svc.Run(ctx, &executor.CallRequest{CallID: "c", ConversationID: "t", Name: "tp__tp", ArgsJSON: `{}`,
+		TraceContext: map[string]string{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}}, &recorder{})
+	if end.Err != nil || !strings.HasPrefix(endText(end), "00-"+traceID+"-") {
+		t.Fatalf("the server saw traceparent %q (%v), want trace %s", endText(end), end.Err, traceID)
+	}
+}

@@ -26,6 +26,8 @@ import (
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/mcp/mcptest"
 	"github.com/toold/toold/pkg/tools"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // recorder is a executor.Host that keeps a call's events; it cannot ask a
@@ -128,13 +130,7 @@ func (f *fixture) call(ctx context.Context, name, args string) (*events.End, *re
 // waitFor polls cond until it holds or 20s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Poll(t, 20*time.Second, what, cond)
 }
 
 func status(m *mcp.Manager, name string) mcp.Status {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
@@ -165,7 +166,7 @@ const (
 // passes, or when ctx ends; ending early sends notifications/cancelled and
 // leaves the session usable. A result with isError and a JSON-RPC error
 // both end the call with a typed error; structuredContent is kept.
-func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Tool) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	u := t.up
 	cs, err := u.current()
 	if err != nil {
@@ -173,8 +174,8 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*too
 	}
 	token := fmt.Sprintf("toold-%d", u.m.token.Add(1))
 	p := &pending{notes: make(chan progressNote, progressInbox)}
-	if a, ok := sink.(tools.Asker); ok {
-		p.asker = a
+	if sink != nil {
+		p.asker = sink.Ask
 	}
 	u.mu.Lock()
 	u.calls[token] = p
@@ -202,10 +203,18 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*too
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		meta := sdk.Meta{"progressToken": token}
+		// The call's W3C trace context, so the server's spans join toold's
+		// trace of the call.
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(cctx, carrier)
+		for k, v := range carrier {
+			meta[k] = v
+		}
 		res, err := cs.CallTool(cctx, &sdk.CallToolParams{
 			Name:      t.remote,
 			Arguments: call.Args,
-			Meta:      sdk.Meta{"progressToken": token},
+			Meta:      meta,
 		})
 		done <- outcome{res, err}
 	}()

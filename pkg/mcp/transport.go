@@ -11,12 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // inheritedEnv are the variables a stdio server gets from toold's
@@ -61,7 +61,7 @@ func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
 		cmd.Stderr = &lineLogger{log: u.m.opts.Logger.With("mcp_server", u.name), max: 4096}
 		// Its own process group, so ending it ends its children; and it dies
 		// with toold.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		procgroup.Own(cmd, true)
 		cmd.WaitDelay = terminateGrace
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cmd, nil
 	case mcpconfig.HTTP, mcpconfig.SSE:

@@ -11,13 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/procgroup"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -242,9 +242,7 @@ func (c *connection) close() {
 // killGroup kills the process group of a started stdio server, sweeping up
 // children it left behind (npx starts node, for one).
 func killGroup(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	_ = procgroup.Kill(cmd)
 }
 
 func (u *upstream) connect(ctx context.Context) (*connection, error) {
@@ -377,7 +375,7 @@ type pending struct {
 	notes chan progressNote
 	// asker asks the call's person a question (nil when the call's client
 	// cannot answer).
-	asker tools.Asker
+	asker func(ctx context.Context, q tools.Question) (string, error)
 }
 
 type progressNote struct {

@@ -30,9 +30,28 @@ type host struct {
 	caps   *sdk.ClientCapabilities
 	elicit func(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error)
 
-	mu   sync.Mutex
-	ss   *sdk.ServerSession // where progress goes: the latest request's session
-	last float64            // the last progress value sent; each must be larger
+	mu      sync.Mutex
+	ss      *sdk.ServerSession // where progress goes: the latest request's session
+	last    float64            // the last progress value sent; each must be larger
+	traceID string             // the call's trace, from its Start event
+}
+
+// MetaTraceID is the _meta key of a result's trace id: toold's trace of the
+// call (the caller's, when the request carried a traceparent).
+const MetaTraceID = "toold/trace_id"
+
+// withTrace adds the call's trace id to the result's _meta.
+func (h *host) withTrace(res *sdk.CallToolResult) *sdk.CallToolResult {
+	h.mu.Lock()
+	id := h.traceID
+	h.mu.Unlock()
+	if id != "" {
+		if res.Meta == nil {
+			res.Meta = sdk.Meta{}
+		}
+		res.Meta[MetaTraceID] = id
+	}
+	return res
 }
 
 var _ executor.Host = (*host)(nil)
@@ -68,6 +87,11 @@ func (h *host) setSession(ss *sdk.ServerSession, token any) {
 // notifications/progress; the others have no MCP counterpart (the result
 // carries the end).
 func (h *host) Emit(ctx context.Context, ev events.Event) error {
+	if ev.Start != nil && ev.Start.TraceID != "" {
+		h.mu.Lock()
+		h.traceID = ev.Start.TraceID
+		h.mu.Unlock()
+	}
 	if ev.Progress == nil {
 		return nil
 	}

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -12,36 +11,9 @@ import (
 	"github.com/toold/toold/pkg/events"
 )
 
-// codes names each error class as the ToolResult's error codes do, for the
-// MCP result's text and its _meta.
-var codes = []struct {
-	class error
-	name  string
-}{
-	{errdefs.ErrToolNotFound, "TOOL_NOT_FOUND"},
-	{errdefs.ErrInvalidArgument, "INVALID_ARGUMENTS"},
-	{errdefs.ErrDenied, "DENIED"},
-	{errdefs.ErrRejected, "REJECTED_BY_USER"},
-	{errdefs.ErrTimeout, "TIMEOUT"},
-	{errdefs.ErrCanceled, "CANCELED"},
-	{errdefs.ErrFailed, "EXECUTION_FAILED"},
-	{errdefs.ErrUnavailable, "UNAVAILABLE"},
-	{errdefs.ErrResourceExhausted, "RESOURCE_EXHAUSTED"},
-	{errdefs.ErrInternal, "INTERNAL"},
-	{errdefs.ErrDuplicateCallID, "DUPLICATE_CALL_ID"},
-	{errdefs.ErrApprovalTimeout, "APPROVAL_TIMEOUT"},
-	{errdefs.ErrDisconnected, "DISCONNECTED"},
-}
-
-// ErrorCode names err's class ("DENIED"); INTERNAL when it has none.
-func ErrorCode(err error) string {
-	for _, c := range codes {
-		if errors.Is(err, c.class) {
-			return c.name
-		}
-	}
-	return "INTERNAL"
-}
+// ErrorCode names err's class ("DENIED"); INTERNAL when it has none (see
+// errdefs.Table).
+func ErrorCode(err error) string { return errdefs.Name(err) }
 
 // MetaErrorCode is the _meta key of a failed result's error code.
 const MetaErrorCode = "toold/error_code"

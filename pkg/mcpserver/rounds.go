@@ -124,7 +124,7 @@ func (s *Server) round(ctx context.Context, p *parkedCall) (*sdk.CallToolResult,
 	select {
 	case end := <-p.end:
 		s.rounds.remove(p)
-		return toResult(end), nil
+		return p.host.withTrace(toResult(end)), nil
 	case q := <-p.asks:
 		p.mu.Lock()
 		p.pending = q
@@ -134,7 +134,7 @@ func (s *Server) round(ctx context.Context, p *parkedCall) (*sdk.CallToolResult,
 	case <-ctx.Done():
 		s.rounds.remove(p)
 		p.cancel(errdefs.New(errdefs.ErrCanceled, "the MCP client canceled the call"))
-		return toResult(<-p.end), nil
+		return p.host.withTrace(toResult(<-p.end)), nil
 	}
 }
 
@@ -163,7 +163,7 @@ func (s *Server) resume(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		case p.answers <- a:
 		case end := <-p.end:
 			s.rounds.remove(p)
-			return toResult(end), nil
+			return p.host.withTrace(toResult(end)), nil
 		}
 	}
 	return s.round(ctx, p)

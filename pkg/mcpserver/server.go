@@ -243,14 +243,31 @@ func (s *Server) handler(target string) sdk.ToolHandler {
 			ArgsJSON:       string(req.Params.Arguments),
 			OmitExecuting:  true,
 			Client:         "mcp:" + h.client,
+			TraceContext:   traceContext(req.Params.Meta),
 			Dialect:        s.opts.Dialect,
 		}
 		if isNewEra(req) {
 			return s.round(ctx, s.newRoundsCall(creq, h))
 		}
 		end := s.opts.Executor.Run(ctx, creq, h)
-		return toResult(end), nil
+		return h.withTrace(toResult(end)), nil
 	}
+}
+
+// traceContext is the W3C trace context a request carries in _meta
+// ("traceparent", "tracestate"), so that toold's span of the call joins the
+// caller's trace.
+func traceContext(meta sdk.Meta) map[string]string {
+	var tc map[string]string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v, ok := meta[k].(string); ok && v != "" {
+			if tc == nil {
+				tc = map[string]string{}
+			}
+			tc[k] = v
+		}
+	}
+	return tc
 }
 
 // conversation is the toold conversation of a call: grants from approvals

@@ -23,18 +23,18 @@ import (
 // fakeTool is a func-field fake of a toold tool.
 type fakeTool struct {
 	spec tools.Spec
-	run  func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run  func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 func (f *fakeTool) Spec() tools.Spec { return f.spec }
 func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
 	return tools.Effect{Display: "doing " + c.Tool}
 }
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	return f.run(ctx, c, s)
 }
 
-func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)) *fakeTool {
+func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)) *fakeTool {
 	return &fakeTool{spec: tools.Spec{Name: name, Description: name + " tool", Source: "builtin", Operations: []tools.OperationSpec{{
 		Name: name, Risk: risk, Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 	}}}, run: run}
@@ -59,7 +59,7 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 	t.Helper()
 	reg := tools.NewRegistry()
 	err := reg.Register(
-		simple("slow", tools.RiskLow, func(_ context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+		simple("slow", tools.RiskLow, func(_ context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			for _, f := range []float64{0.25, 0.5, 1} {
 				if err := s.Progress("working", f); err != nil {
 					return nil, err
@@ -67,11 +67,11 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 			}
 			return &tools.Result{Text: "done", Structured: map[string]any{"steps": 3}}, nil
 		}),
-		simple("risky", tools.RiskHigh, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+		simple("risky", tools.RiskHigh, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 			return &tools.Result{Text: "ran"}, nil
 		}),
-		simple("asker", tools.RiskLow, func(ctx context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
-			a, err := s.(tools.Asker).Ask(ctx, tools.Question{Prompt: "Which color?", Choices: []string{"red", "blue"}})
+		simple("asker", tools.RiskLow, func(ctx context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
+			a, err := s.Ask(ctx, tools.Question{Prompt: "Which color?", Choices: []string{"red", "blue"}})
 			if err != nil {
 				return nil, err
 			}
@@ -80,7 +80,7 @@ func newServer(t *testing.T) (*mcpserver.Server, *tools.Registry) {
 		&fakeTool{spec: tools.Spec{Name: "file_ops", Description: "files", Source: "builtin", Operations: []tools.OperationSpec{
 			{Name: "peek", Description: "Peek at a file.", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 			{Name: "slow", Description: "Same flat name as a tool.", Risk: tools.RiskMedium},
-		}}, run: func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		}}, run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			return &tools.Result{Text: c.Tool + "." + c.Operation}, nil
 		}},
 	)
@@ -186,7 +186,7 @@ func TestToolsList(t *testing.T) {
 	}
 
 	// A tool joining the registry reaches connected clients.
-	reg.Register(simple("late", tools.RiskLow, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	reg.Register(simple("late", tools.RiskLow, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		return &tools.Result{Text: "late"}, nil
 	}))
 	srv.Sync()
@@ -384,5 +384,25 @@ func TestHTTPHandlerRefusesForeignOrigins(t *testing.T) {
 	srv.HTTPHandler("").ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized {
 		t.Fatalf("no token configured: %d", rec.Code)
+	}
+}
+
+// A W3C trace context in the request's _meta makes toold's call part of the
+// caller's trace, in both eras; the result names the trace.
+func TestTraceContextInMeta(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			srv, _ := newServer(t)
+			cs := connectEra(t, srv, nil, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow",
+				Meta: sdk.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %v", text(res), err)
+			}
+			if got := res.Meta[mcpserver.MetaTraceID]; got != traceID {
+				t.Fatalf("trace id %v, want the caller's %s", got, traceID)
+			}
+		})
 	}
 }

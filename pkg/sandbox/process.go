@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // helperMargin is how long the daemon waits, beyond the grace period, for
@@ -212,7 +214,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 	// The helper died without a report: killed after not stopping the tree
 	// in time, or crashed. Its process group is the last handle on what it
 	// left behind.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(p.cmd)
 	if werr == nil {
 		werr = errors.New("the helper exited without a report")
 	}

@@ -408,24 +408,14 @@ func subset(a, b []int) bool {
 // waitForMsg is waitFor with a message saying what was last seen.
 func waitForMsg(t *testing.T, cond func() bool, msg func() string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met in 10s: %s", msg())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(10*time.Second, cond) {
+		t.Fatalf("condition not met in 10s: %s", msg())
 	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(t, 10*time.Second, "the condition", cond)
 }
 
 // With KeepTree, what the command started runs on after it exits (a server

@@ -48,7 +48,7 @@ func (f *fakePolicy) Grants(string) []authz.Grant { return nil }
 func (f *fakePolicy) Revoke(string) bool          { return false }
 
 func guardedTool(ran *atomic.Int32) tools.Tool {
-	return simple("guarded", `{"type":"object"}`, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	return simple("guarded", `{"type":"object"}`, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		ran.Add(1)
 		return &tools.Result{Text: "did it"}, nil
 	})
@@ -269,7 +269,7 @@ type progressTool struct {
 func (progressTool) ProgressResetsTimeout() bool { return true }
 
 func newProgressTool(name string, tick, total time.Duration) tools.Tool {
-	return progressTool{simple(name, `{"type":"object"}`, func(ctx context.Context, _ *tools.Call, s tools.Sink) (*tools.Result, error) {
+	return progressTool{simple(name, `{"type":"object"}`, func(ctx context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 		deadline := time.Now().Add(total)
 		for time.Now().Before(deadline) {
 			select {
@@ -330,7 +330,7 @@ func (previewPanics) Preview(context.Context, *tools.Call) (string, error) { pan
 // nothing runs and the stream and daemon go on.
 func TestPanicsInPolicyAndPreviewEndOnlyTheCall(t *testing.T) {
 	var ran atomic.Int32
-	trap := simple("trap", `{"type":"object"}`, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	trap := simple("trap", `{"type":"object"}`, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		ran.Add(1)
 		return &tools.Result{Text: "ran"}, nil
 	})

@@ -84,7 +84,7 @@ func (c *convo) refused() error {
 func TestConversationSecret(t *testing.T) {
 	state := newFakeState()
 	ran := make(chan string, 10)
-	ts := append(testTools(nil), simple("mark", `{"type":"object"}`, func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	ts := append(testTools(nil), simple("mark", `{"type":"object"}`, func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		ran <- c.ConversationID
 		return &tools.Result{Text: "ok"}, nil
 	}))

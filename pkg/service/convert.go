@@ -2,7 +2,6 @@ package service
 
 import (
 	"encoding/json"
-	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -16,47 +15,13 @@ import (
 	"github.com/toold/toold/pkg/tools"
 )
 
-// errorTable maps each error class to the stream's error code and to a gRPC
-// status code, in one place.
-var errorTable = []struct {
-	class error
-	code  pb.ErrorCode
-	grpc  codes.Code
-}{
-	{errdefs.ErrToolNotFound, pb.ErrorCode_ERROR_CODE_TOOL_NOT_FOUND, codes.NotFound},
-	{errdefs.ErrInvalidArgument, pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS, codes.InvalidArgument},
-	{errdefs.ErrDenied, pb.ErrorCode_ERROR_CODE_DENIED, codes.PermissionDenied},
-	{errdefs.ErrRejected, pb.ErrorCode_ERROR_CODE_REJECTED_BY_USER, codes.PermissionDenied},
-	{errdefs.ErrTimeout, pb.ErrorCode_ERROR_CODE_TIMEOUT, codes.DeadlineExceeded},
-	{errdefs.ErrCanceled, pb.ErrorCode_ERROR_CODE_CANCELED, codes.Canceled},
-	{errdefs.ErrFailed, pb.ErrorCode_ERROR_CODE_EXECUTION_FAILED, codes.FailedPrecondition},
-	{errdefs.ErrUnavailable, pb.ErrorCode_ERROR_CODE_UNAVAILABLE, codes.Unavailable},
-	{errdefs.ErrResourceExhausted, pb.ErrorCode_ERROR_CODE_RESOURCE_EXHAUSTED, codes.ResourceExhausted},
-	{errdefs.ErrInternal, pb.ErrorCode_ERROR_CODE_INTERNAL, codes.Internal},
-	{errdefs.ErrDuplicateCallID, pb.ErrorCode_ERROR_CODE_DUPLICATE_CALL_ID, codes.AlreadyExists},
-	{errdefs.ErrApprovalTimeout, pb.ErrorCode_ERROR_CODE_APPROVAL_TIMEOUT, codes.DeadlineExceeded},
-	{errdefs.ErrDisconnected, pb.ErrorCode_ERROR_CODE_DISCONNECTED, codes.Canceled},
-}
-
-// ErrorCode returns the stream error code for err.
+// ErrorCode returns the stream error code for err (see errdefs.Table).
 func ErrorCode(err error) pb.ErrorCode {
-	for _, row := range errorTable {
-		if errors.Is(err, row.class) {
-			return row.code
-		}
-	}
-	return pb.ErrorCode_ERROR_CODE_INTERNAL
+	return pb.ErrorCode(pb.ErrorCode_value[errdefs.CodeName(err)])
 }
 
-// GRPCCode returns the gRPC status code for err.
-func GRPCCode(err error) codes.Code {
-	for _, row := range errorTable {
-		if errors.Is(err, row.class) {
-			return row.grpc
-		}
-	}
-	return codes.Internal
-}
+// GRPCCode returns the gRPC status code for err (see errdefs.Table).
+func GRPCCode(err error) codes.Code { return errdefs.GRPCCode(err) }
 
 func riskToPB(r tools.Risk) pb.RiskLevel {
 	switch r {

@@ -29,7 +29,7 @@ import (
 type fakeTool struct {
 	spec     tools.Spec
 	describe func(*tools.Call) tools.Effect
-	run      func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run      func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 func (f *fakeTool) Spec() tools.Spec { return f.spec }
@@ -39,11 +39,11 @@ func (f *fakeTool) Describe(c *tools.Call) tools.Effect {
 	}
 	return tools.Effect{}
 }
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	return f.run(ctx, c, s)
 }
 
-func simple(name, schema string, run func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)) *fakeTool {
+func simple(name, schema string, run func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)) *fakeTool {
 	return &fakeTool{
 		spec: tools.Spec{Name: name, Source: "builtin", Operations: []tools.OperationSpec{{Name: name, Risk: tools.RiskLow, Schema: json.RawMessage(schema)}}},
 		run:  run,
@@ -53,13 +53,13 @@ func simple(name, schema string, run func(context.Context, *tools.Call, tools.Si
 // testTools are the tools the stream tests call.
 func testTools(observed chan<- string) []tools.Tool {
 	echo := simple("echo", `{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"}},"required":["text"],"additionalProperties":false}`,
-		func(_ context.Context, c *tools.Call, _ tools.Sink) (*tools.Result, error) {
+		func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 			b, _ := json.Marshal(c.Args)
 			return &tools.Result{Text: string(b), Structured: c.Args}, nil
 		})
 	echo.describe = func(c *tools.Call) tools.Effect { return tools.Effect{Display: "Echoing: " + c.Args["text"].(string)} }
 	sleep := simple("sleep", `{"type":"object","properties":{"ms":{"type":"integer","minimum":0}},"required":["ms"]}`,
-		func(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+		func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			var a struct{ MS int }
 			_ = c.Bind(&a)
 			_ = s.Progress("sleeping", 0)
@@ -73,11 +73,11 @@ func testTools(observed chan<- string) []tools.Tool {
 				return &tools.Result{Text: "partial"}, ctx.Err()
 			}
 		})
-	boom := simple("boom", `{"type":"object"}`, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	boom := simple("boom", `{"type":"object"}`, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		panic("boom")
 	})
 	spew := simple("spew", `{"type":"object","properties":{"bytes":{"type":"integer"}},"required":["bytes"]}`,
-		func(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+		func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 			var a struct{ Bytes int }
 			_ = c.Bind(&a)
 			buf := make([]byte, 4096)
@@ -93,7 +93,7 @@ func testTools(observed chan<- string) []tools.Tool {
 			}
 			return &tools.Result{Text: "done"}, nil
 		})
-	unclassified := simple("oops", `{"type":"object"}`, func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+	unclassified := simple("oops", `{"type":"object"}`, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 		return nil, errors.New("secret internal detail /etc/shadow")
 	})
 	return []tools.Tool{&tools.Think{}, echo, sleep, boom, spew, unclassified}

@@ -232,7 +232,7 @@ func TestMessageLimitOtherRPCs(t *testing.T) {
 // A result carrying invalid UTF-8 reaches the client with U+FFFD in its
 // place (grpc-go would otherwise fail to marshal it and end the stream).
 func TestInvalidUTF8InResults(t *testing.T) {
-	weird := simple("weird", `{"type":"object"}`, func(_ context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+	weird := simple("weird", `{"type":"object"}`, func(_ context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 		_ = s.Progress("half\xffway", 0.5)
 		return &tools.Result{Text: "a\xffb", Structured: map[string]any{"k\xff": []any{"v\xfe"}, "n": map[string]any{"x": "y\xff"}}}, nil
 	})

@@ -39,7 +39,7 @@ func (p panicky) StartsProcess(c *tools.Call) bool {
 
 func (p panicky) ProgressResetsTimeout() bool { panic("progress-timed bug") }
 
-func (p panicky) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (p panicky) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	if in(c) == "Run" {
 		panic("run bug")
 	}

@@ -254,7 +254,7 @@ func TestResumeRace(t *testing.T) {
 // resumes within the grace has its calls ended DISCONNECTED.
 func TestResumeRefusedAndGraceExpiry(t *testing.T) {
 	causes := make(chan error, 1)
-	wait := simple("wait", `{"type":"object"}`, func(ctx context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	wait := simple("wait", `{"type":"object"}`, func(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		<-ctx.Done()
 		causes <- context.Cause(ctx)
 		return nil, ctx.Err()

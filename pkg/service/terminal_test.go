@@ -24,6 +24,8 @@ import (
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
 	"github.com/toold/toold/pkg/tools/terminal"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // fakeTerminals is a func-field fake of service.Terminals.
@@ -464,13 +466,7 @@ func TestTerminalListSessions(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Poll(t, 5*time.Second, "the condition", cond)
 }
 
 // Attaching to a session needs its conversation's secret: without it, or

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // RequireEnv is the variable that turns skips into failures.
@@ -53,4 +54,29 @@ func (l *Buffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Until polls cond until it holds (true) or within passes (false): the one
+// way tests wait for a condition they cannot be told of, never a fixed
+// sleep. It looks often at first and then every 20 ms.
+func Until(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	pause := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			return cond()
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+	return true
+}
+
+// Poll is Until that fails t, saying what it waited for, when cond does
+// not hold within the time given.
+func Poll(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Until(within, cond) {
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
 }

@@ -21,7 +21,7 @@ type fakeTool struct{ spec tools.Spec }
 
 func (f *fakeTool) Spec() tools.Spec                  { return f.spec }
 func (f *fakeTool) Describe(*tools.Call) tools.Effect { return tools.Effect{} }
-func (f *fakeTool) Run(context.Context, *tools.Call, tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
 	return &tools.Result{}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/terminal"
+	"github.com/toold/toold/pkg/tools/web"
 	"github.com/toold/toold/pkg/workspace"
 )
 
@@ -146,7 +147,11 @@ func TestCorpus(t *testing.T) {
 				term = newTerminal(t, ws)
 			}
 			reg := tools.NewRegistry()
-			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil)...); err != nil {
+			// web_search is offered only with a provider; the corpus's
+			// calls to it are resolved and prepared, never sent (nothing
+			// listens at the provider's address).
+			more := daemon.MoreOptions{Web: web.Options{Search: web.SearchConfig{Provider: "searxng", URL: "http://127.0.0.1:1/"}}}
+			if err := reg.Register(daemon.BuiltinTools(ws, limits, authz.Capabilities{}, term, nil, more)...); err != nil {
 				t.Fatal(err)
 			}
 			if err := reg.RegisterDialect(dialect.All()...); err != nil {
@@ -283,7 +288,7 @@ func runCase(reg *tools.Registry, c corpusCase) (*resolved, []tools.Coercion, er
 	}
 	call := &tools.Call{ID: c.ID, Tool: target.ToolName, Operation: target.Operation, Args: args}
 	target.Tool.Describe(call)
-	res, err := target.Tool.Run(context.Background(), call, nopSink{})
+	res, err := target.Tool.Run(context.Background(), call, nopSink())
 	return r, coercions, err, res
 }
 
@@ -315,10 +320,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type nopSink struct{}
-
-func (nopSink) Progress(string, float64) error    { return nil }
-func (nopSink) Output(tools.Stream, []byte) error { return nil }
+func nopSink() *tools.Sink { return &tools.Sink{} }
 
 func assertArgs(t *testing.T, want json.RawMessage, got map[string]any) {
 	t.Helper()

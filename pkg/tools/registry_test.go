@@ -15,12 +15,12 @@ import (
 // fakeTool is a func-field fake.
 type fakeTool struct {
 	spec tools.Spec
-	run  func(context.Context, *tools.Call, tools.Sink) (*tools.Result, error)
+	run  func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error)
 }
 
 func (f *fakeTool) Spec() tools.Spec                    { return f.spec }
 func (f *fakeTool) Describe(c *tools.Call) tools.Effect { return tools.Effect{Display: c.Operation} }
-func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s tools.Sink) (*tools.Result, error) {
+func (f *fakeTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
 	if f.run == nil {
 		return &tools.Result{}, nil
 	}

@@ -43,7 +43,7 @@ func (*Think) Describe(call *Call) Effect {
 }
 
 // Run implements Tool.
-func (*Think) Run(_ context.Context, call *Call, _ Sink) (*Result, error) {
+func (*Think) Run(_ context.Context, call *Call, _ *Sink) (*Result, error) {
 	t, _ := call.Args["thought"].(string)
 	return &Result{Text: t}, nil
 }

@@ -8,7 +8,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 )
 
@@ -146,18 +145,6 @@ type Effect struct {
 	Hosts []string
 }
 
-// Sink receives a running call's progress and output. Its methods may block
-// when the client reads slowly (backpressure); they return an error when the
-// call's stream is gone, and the tool should then stop.
-type Sink interface {
-	// Progress reports a status line and, when known (0 <= fraction <= 1),
-	// how much is done; pass a negative fraction when unknown.
-	Progress(msg string, fraction float64) error
-	// Output appends bytes of the call's output stream. p may be reused by
-	// the caller after Output returns.
-	Output(stream Stream, p []byte) error
-}
-
 // Stream names an output stream.
 type Stream int
 
@@ -173,27 +160,6 @@ const (
 // person is asked to approve the call. It must not change anything.
 type Previewer interface {
 	Preview(ctx context.Context, call *Call) (string, error)
-}
-
-// Question is something a tool asks the person (user_collaboration).
-type Question struct {
-	Prompt  string
-	Choices []string
-	// Approval is true when an approving answer grants AuthorizeOperation
-	// ("tool.operation") for the conversation.
-	Approval           bool
-	AuthorizeOperation string
-	// AuthorizeArguments is the canonical JSON of the exact arguments of the
-	// call an approving answer grants.
-	AuthorizeArguments string
-}
-
-// Asker is implemented by sinks whose client can answer questions. A tool
-// that needs an answer type-asserts its Sink; when the sink is no Asker the
-// question cannot be asked.
-type Asker interface {
-	// Ask blocks until the person answers, or ctx ends.
-	Ask(ctx context.Context, q Question) (string, error)
 }
 
 // ProgressTimed is implemented by tools whose calls may rightly run long as
@@ -214,7 +180,8 @@ type Tool interface {
 	// Run executes the call. It stops promptly when ctx is done. A returned
 	// error should be an *errdefs.Error (or wrap an errdefs class) with a
 	// message for the model; anything else becomes INTERNAL.
-	Run(ctx context.Context, call *Call, sink Sink) (*Result, error)
+	// The sink is the call's one door to toold (never nil): see Sink.
+	Run(ctx context.Context, call *Call, sink *Sink) (*Result, error)
 }
 
 // Result is a call's outcome, shaped for the model.
@@ -290,39 +257,10 @@ func (l Limits) WithDefaults() Limits {
 	return d
 }
 
-// DataSink is implemented by sinks that can carry structured progress: a
-// Progress event whose data is a JSON object a client can draw (the whole
-// todo list of manage_todos). A tool type-asserts its Sink; when the sink is
-// no DataSink it reports a plain Progress instead.
-type DataSink interface {
-	// ProgressData reports a status line and a JSON object (JSON types:
-	// string, float64 or json.Number, bool, nil, []any, map[string]any).
-	// Like Progress it may block (backpressure) and fails once the call's
-	// stream is gone.
-	ProgressData(msg string, data map[string]any) error
-}
-
 // ProcessStarter is implemented by tools some of whose calls start a
 // process. For a call it says true for, the executor does not send
 // Executing before Run: the tool reports the process once started (see
-// ProcessSink), and Executing carries its pid.
+// Sink.Started), and Executing carries its pid.
 type ProcessStarter interface {
 	StartsProcess(call *Call) bool
-}
-
-// ProcessSink is implemented by sinks that report a started process.
-type ProcessSink interface {
-	// Started says the call's process runs now, with that pid. Only the
-	// first call counts.
-	Started(pid int)
-}
-
-// InputSink is implemented by sinks whose client can feed the call's
-// standard input (the stream's Input messages with data and eof).
-type InputSink interface {
-	// Stdin returns the call's input as the client sends it, or nil when
-	// the client cannot send input (an MCP client). Read returns io.EOF
-	// once the client closed it, and an error once the call ends; Close
-	// stops reading (the process exited) and discards what comes after.
-	Stdin() io.ReadCloser
 }

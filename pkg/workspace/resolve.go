@@ -115,7 +115,7 @@ func resolve(start, p string) (string, bool, error) {
 			continue
 		}
 		if links++; links > maxSymlinks {
-			return "", false, fmt.Errorf("too many levels of symbolic links")
+			return "", false, fmt.Errorf("%w (a loop of symbolic links?)", syscall.ELOOP)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {

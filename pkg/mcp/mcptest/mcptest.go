@@ -16,11 +16,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/procgroup"
 	"github.com/toold/toold/pkg/testenv"
 )
 
@@ -128,7 +128,7 @@ func (s *Server) start(port string) {
 	s.t.Helper()
 	cmd := exec.Command(s.p.Node, "-r", s.p.Loopback, s.p.Everything, s.mode)
 	cmd.Env = append(os.Environ(), "PORT="+port)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	procgroup.Own(cmd, true)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -174,7 +174,7 @@ func (s *Server) start(port string) {
 		defer logMu.Unlock()
 		s.t.Fatalf("server-everything %s exited before listening:\n%s", s.mode, logs.String())
 	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = procgroup.Kill(cmd)
 		<-exits
 		s.t.Fatalf("server-everything %s did not listen within 20s", s.mode)
 	}
@@ -188,7 +188,7 @@ func (s *Server) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(cmd)
 	<-exits
 }
 

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +129,8 @@ func TestServerConformance(t *testing.T) {
 // suite's gate lets it through: toold hung an exchange.
 func logFailedChecks(t *testing.T, dir string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", "*", "checks.json")) // auth/NAME
+	files = append(files, more...)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -146,5 +150,53 @@ func logFailedChecks(t *testing.T, dir string) {
 				t.Errorf("%s: %s", filepath.Base(filepath.Dir(f)), c.ErrorMessage)
 			}
 		}
+	}
+}
+
+// The suite's client scenarios against toold as an MCP client, driven from
+// the command line (testdata/conformance/toold-client.sh: toold with the
+// suite's server in its MCP configuration, toolctl calling its tool). The
+// suite's fake servers bind every interface, so the run has a network
+// namespace of its own (loopback only).
+func TestClientConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the conformance suite")
+	}
+	s := requireSuite(t)
+	_, err := exec.LookPath("ip")
+	testenv.Need(t, err, "iproute2's ip, for the suite's network namespace")
+	if out, err := exec.Command("unshare", "-n", "true").CombinedOutput(); err != nil {
+		testenv.Need(t, fmt.Errorf("%v: %s", err, out), "a network namespace of its own (unshare -n, as root)")
+	}
+	root, _ := moduleRoot()
+	bin := t.TempDir()
+	for _, cmd := range []string{"toold", "toolctl"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), filepath.Join(root, "cmd", cmd)).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
+	}
+	script := filepath.Join(root, "testdata", "conformance", "toold-client.sh")
+	for _, run := range []struct{ name, flag string }{
+		{"core", "--suite"},
+		{"2026-07-28", "--requirements"},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			results := t.TempDir()
+			suite := strings.Join([]string{s.node, s.cli, "client", "--command", script, run.flag, run.name,
+				"--expected-failures", filepath.Join(s.baselines, "client-"+run.name+".yaml"), "-o", results}, "' '")
+			cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", "ip link set lo up && exec '"+suite+"'")
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1",
+				"TOOLD_BIN="+filepath.Join(bin, "toold"), "TOOLCTL_BIN="+filepath.Join(bin, "toolctl"))
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			t.Logf("conformance client %s:\n%s", run.name, out.String())
+			logFailedChecks(t, results)
+			if err != nil {
+				t.Fatalf("the suite does not match the baseline: %v", err)
+			}
+		})
 	}
 }

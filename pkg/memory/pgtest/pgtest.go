@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // Server is a running PostgreSQL server.
@@ -169,7 +171,7 @@ func (s *Server) Stop() error {
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = procgroup.Kill(s.cmd)
 		<-s.done
 	}
 	return os.RemoveAll(s.dir)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 )
@@ -76,20 +75,19 @@ func (*UserCollaboration) Describe(call *tools.Call) tools.Effect {
 var opPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
 
 // Run implements tools.Tool.
-func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var a args
 	if err := call.Bind(&a); err != nil {
 		return nil, err
 	}
-	asker, ok := sink.(tools.Asker)
-	if !ok {
+	if sink == nil || sink.Ask == nil {
 		return nil, errdefs.New(errdefs.ErrUnavailable, "no person can answer questions on this connection; continue without asking or stop and report")
 	}
 	if a.AuthorizeOperation != "" {
 		if !a.RequireApproval {
 			return nil, errdefs.Invalid("/authorize_operation", "dependentRequired", "authorize_operation needs require_approval: true")
 		}
-		if gm, ok := sink.(authz.GrantMaker); !ok || !gm.CanGrant() {
+		if sink.Grant == nil {
 			return nil, errdefs.Invalid("/authorize_operation", "unsupported", "this toold keeps no grants; ask without authorize_operation")
 		}
 		if !opPattern.MatchString(a.AuthorizeOperation) {
@@ -118,7 +116,7 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		// Say exactly what an approving answer grants.
 		prompt += fmt.Sprintf("\n\n(Answering yes lets the agent run %s once within %s with exactly these arguments: %s. Anything else is asked again.)", a.AuthorizeOperation, ttl, argsJSON)
 	}
-	answer, err := asker.Ask(ctx, tools.Question{
+	answer, err := sink.Ask(ctx, tools.Question{
 		Prompt:             prompt,
 		Choices:            a.Choices,
 		Approval:           a.RequireApproval,
@@ -145,14 +143,15 @@ func (u *UserCollaboration) Run(ctx context.Context, call *tools.Call, sink tool
 		if a.AuthorizeOperation != "" {
 			tool, op, _ := strings.Cut(a.AuthorizeOperation, ".")
 			// The grant is made on the executor's path, as an approval's.
-			g, err := sink.(authz.GrantMaker).MakeGrant(authz.Scope{
+			id, err := sink.Grant(tools.GrantRequest{
 				Tool: tool, Operation: op, Arguments: argsJSON,
 				Description: fmt.Sprintf("%s once with exactly the arguments %s, granted through user_collaboration", a.AuthorizeOperation, tools.Clip(argsJSON, 200)),
-			}, true, ttl, "user_collaboration")
+				Once:        true, TTL: ttl, By: "user_collaboration",
+			})
 			if err != nil {
 				return nil, err
 			}
-			res.Structured["grant_id"] = g.ID
+			res.Structured["grant_id"] = id
 			res.Text += fmt.Sprintf("\nYou may now run %s once (within %s) with exactly the arguments you asked about; any other call is judged as usual.", a.AuthorizeOperation, ttl)
 		}
 	}

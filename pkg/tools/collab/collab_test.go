@@ -7,43 +7,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 )
 
-// askSink is a func-field fake sink whose person answers with answer.
-type askSink struct {
-	answer func(tools.Question) (string, error)
-	asked  []tools.Question
+// recording is a sink whose person answers with answer and whose grants
+// are recorded, as the executor's sink makes them.
+type recording struct {
+	asked []tools.Question
+	got   []tools.GrantRequest
 }
 
-func (s *askSink) Progress(string, float64) error    { return nil }
-func (s *askSink) Output(tools.Stream, []byte) error { return nil }
-func (s *askSink) Ask(_ context.Context, q tools.Question) (string, error) {
-	s.asked = append(s.asked, q)
-	return s.answer(q)
-}
-
-// plainSink cannot ask.
-type plainSink struct{}
-
-func (plainSink) Progress(string, float64) error    { return nil }
-func (plainSink) Output(tools.Stream, []byte) error { return nil }
-
-// grantSink is an askSink that makes grants, as the executor's sink does
-// (authz.GrantMaker), recording them.
-type grantSink struct {
-	askSink
-	conv string
-	got  []authz.Grant
-}
-
-func (s *grantSink) CanGrant() bool { return true }
-func (s *grantSink) MakeGrant(sc authz.Scope, once bool, ttl time.Duration, by string) (authz.Grant, error) {
-	gr := authz.Grant{ID: "g1", ConversationID: s.conv, Scope: sc, Once: once, ExpiresAt: time.Now().Add(ttl), GrantedBy: by}
-	s.got = append(s.got, gr)
-	return gr, nil
+func (r *recording) sink(answer string) *tools.Sink {
+	return &tools.Sink{
+		Ask: func(_ context.Context, q tools.Question) (string, error) {
+			r.asked = append(r.asked, q)
+			return answer, nil
+		},
+		Grant: func(g tools.GrantRequest) (string, error) {
+			r.got = append(r.got, g)
+			return "g1", nil
+		},
+	}
 }
 
 func TestUserCollaboration(t *testing.T) {
@@ -75,9 +60,8 @@ func TestUserCollaboration(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &UserCollaboration{TTL: time.Minute}
-			sink := &grantSink{askSink: askSink{answer: func(tools.Question) (string, error) { return tt.answer, nil }}, conv: "conv"}
-			g := sink
-			res, err := u.Run(context.Background(), &tools.Call{ConversationID: "conv", Args: tt.args}, sink)
+			g := &recording{}
+			res, err := u.Run(context.Background(), &tools.Call{ConversationID: "conv", Args: tt.args}, g.sink(tt.answer))
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -95,11 +79,14 @@ func TestUserCollaboration(t *testing.T) {
 			}
 			if tt.wantGrant {
 				gr := g.got[0]
-				if !gr.Once || gr.Scope.Tool != "file_operations" || gr.Scope.Operation != "write_file" || gr.ConversationID != "conv" || gr.GrantedBy != "user_collaboration" ||
-					gr.Scope.Arguments != `{"content":"x","path":"/etc/x"}` {
+				if !gr.Once || gr.Tool != "file_operations" || gr.Operation != "write_file" || gr.By != "user_collaboration" ||
+					gr.Arguments != `{"content":"x","path":"/etc/x"}` || gr.TTL != time.Minute {
 					t.Fatalf("grant = %+v", gr)
 				}
-				if q := sink.asked[0]; !q.Approval || !strings.Contains(q.Prompt, `once within 1m0s with exactly these arguments: {"content":"x","path":"/etc/x"}`) ||
+				if res.Structured["grant_id"] != "g1" {
+					t.Fatalf("structured = %v", res.Structured)
+				}
+				if q := g.asked[0]; !q.Approval || !strings.Contains(q.Prompt, `once within 1m0s with exactly these arguments: {"content":"x","path":"/etc/x"}`) ||
 					q.AuthorizeArguments != `{"content":"x","path":"/etc/x"}` {
 					t.Fatalf("question = %+v: the person must see exactly what is granted", q)
 				}
@@ -108,11 +95,20 @@ func TestUserCollaboration(t *testing.T) {
 	}
 }
 
-func TestUserCollaborationWithoutAsker(t *testing.T) {
+// A sink without Ask (nobody can answer) or without Grant (no grants
+// kept) refuses what needs them.
+func TestUserCollaborationWithoutCapabilities(t *testing.T) {
 	u := &UserCollaboration{}
-	_, err := u.Run(context.Background(), &tools.Call{Args: map[string]any{"prompt": "?"}}, plainSink{})
+	_, err := u.Run(context.Background(), &tools.Call{Args: map[string]any{"prompt": "?"}}, &tools.Sink{})
 	if !errors.Is(err, errdefs.ErrUnavailable) {
-		t.Fatalf("err = %v", err)
+		t.Fatalf("without Ask: err = %v", err)
+	}
+	s := (&recording{}).sink("yes")
+	s.Grant = nil
+	_, err = u.Run(context.Background(), &tools.Call{Args: map[string]any{"prompt": "?", "require_approval": true,
+		"authorize_operation": "file_operations.write_file", "authorize_arguments": map[string]any{"path": "x"}}}, s)
+	if !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("without Grant: err = %v", err)
 	}
 }
 

@@ -414,7 +414,7 @@ func hunkFailure(he *hunkError, content, name string) error {
 // and before its first write.
 var testHookPatchPlanned func()
 
-func (f *FileOperations) applyPatch(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) applyPatch(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	hunks, err := parsePatchArg(call)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -24,14 +23,14 @@ import (
 //
 //   - after resolving a path, before opening anything: the resolved path
 //     and the path as named must not be sensitive, denied, or guarded by an
-//     ask rule the decision did not see (authz.UseChecker.CheckUse);
+//     ask rule the decision did not see (tools.UseChecker.CheckUse);
 //   - the path is then opened one component at a time relative to an open
 //     directory, never following a symlink (one that appeared since the
 //     check is refused), so what is opened is the path that was checked;
 //   - after opening a file to read it: the kernel's name for the open file
 //     (/proc/self/fd) must still be the checked path, and a regular file
 //     with more than one hard link must not be a sensitive file under
-//     another name (authz.UseChecker.CheckOpened, by device and inode).
+//     another name (tools.UseChecker.CheckOpened, by device and inode).
 //
 // Writes put their temporary file in the open parent directory and rename
 // it onto the checked name in that directory: rename(2) replaces whatever
@@ -44,11 +43,11 @@ var readOps = map[string]bool{
 
 // use is what the guard is asked about loc, the path given resolved now,
 // for call.
-func (f *FileOperations) use(call *tools.Call, given string, loc workspace.Location) *authz.Use {
+func (f *FileOperations) use(call *tools.Call, given string, loc workspace.Location) *tools.Use {
 	if f.parent != nil {
 		call = f.parent
 	}
-	u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Given: given, Abs: loc.Abs, Write: !readOps[call.Operation] && !isEditorView(call)}
+	u := &tools.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Given: given, Abs: loc.Abs, Write: !readOps[call.Operation] && !isEditorView(call)}
 	if f.undecided {
 		u.Given = ""
 	}
@@ -56,7 +55,7 @@ func (f *FileOperations) use(call *tools.Call, given string, loc workspace.Locat
 }
 
 // checkUse asks the guard whether u may happen now.
-func (f *FileOperations) checkUse(u *authz.Use) error {
+func (f *FileOperations) checkUse(u *tools.Use) error {
 	if u == nil {
 		return nil
 	}
@@ -76,7 +75,7 @@ func (f *FileOperations) checkUse(u *authz.Use) error {
 }
 
 // checkOpened asks the guard about the file u opened, with status st.
-func (f *FileOperations) checkOpened(u *authz.Use, st *unix.Stat_t) error {
+func (f *FileOperations) checkOpened(u *tools.Use, st *unix.Stat_t) error {
 	if f.guard == nil || u == nil {
 		return nil
 	}
@@ -84,8 +83,8 @@ func (f *FileOperations) checkOpened(u *authz.Use, st *unix.Stat_t) error {
 }
 
 // openedOf is the status the guard looks at.
-func openedOf(st *unix.Stat_t) authz.Opened {
-	return authz.Opened{
+func openedOf(st *unix.Stat_t) tools.Opened {
+	return tools.Opened{
 		Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink),
 		Regular: st.Mode&unix.S_IFMT == unix.S_IFREG,
 		Ctime:   time.Unix(st.Ctim.Sec, st.Ctim.Nsec),

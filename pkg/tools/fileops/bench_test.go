@@ -115,7 +115,7 @@ func BenchmarkReadFileSmall(b *testing.B) {
 	call := &tools.Call{Tool: "file_operations", Operation: "read_file", Args: map[string]any{"path": "small.txt"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := f.Run(context.Background(), call, &fakeSink{}); err != nil {
+		if _, err := f.Run(context.Background(), call, &tools.Sink{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -139,7 +139,7 @@ func (f *FileOperations) refuseRoot(loc workspace.Location, what string) error {
 	return nil
 }
 
-func (f *FileOperations) deletePath(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) deletePath(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args deleteArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

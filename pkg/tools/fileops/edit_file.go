@@ -157,7 +157,7 @@ func (e *fileEdit) diff(name string) (string, diffStat, bool) {
 	return d, st, complete
 }
 
-func (f *FileOperations) editFile(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) editFile(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	args, old, new, err := bindEdit(call)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -76,7 +75,7 @@ type FileOperations struct {
 	ws        *workspace.Workspace
 	limits    tools.Limits
 	sensitive func(abs string) bool
-	guard     authz.UseChecker
+	guard     tools.UseChecker
 	// undecided marks the read_file that read_many_files runs for a file
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
@@ -117,7 +116,7 @@ type Options struct {
 	// hard link. A refusal fails the operation with its ErrDenied error
 	// before anything is read or changed. The daemon passes the policy
 	// engine.
-	Guard authz.UseChecker
+	Guard tools.UseChecker
 }
 
 // operation is one operation of FileOperations.
@@ -130,7 +129,7 @@ type operation struct {
 	// describe says what a call would read; it does no I/O.
 	describe func(f *FileOperations, call *tools.Call) tools.Effect
 	// run executes a call; it returns an error of an errdefs class.
-	run func(f *FileOperations, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run func(f *FileOperations, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 	// preview, when set, says what a call would change, changing nothing.
 	preview func(f *FileOperations, ctx context.Context, call *tools.Call) (string, error)
 }
@@ -221,7 +220,7 @@ func (f *FileOperations) Describe(call *tools.Call) tools.Effect {
 // that changes the same path; other errors are ErrInvalidArgument,
 // ErrDenied (a path outside the workspace that call.Outside does not allow)
 // or ErrFailed, with a message for the model. sink may be nil.
-func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	op, err := f.operation(call)
 	if err != nil {
 		return nil, err

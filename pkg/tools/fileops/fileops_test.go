@@ -62,7 +62,7 @@ func run(t *testing.T, f *FileOperations, op, args string) (*tools.Result, error
 	return runCtx(context.Background(), t, f, op, args, nil)
 }
 
-func runCtx(ctx context.Context, t *testing.T, f *FileOperations, op, args string, sink tools.Sink) (*tools.Result, error) {
+func runCtx(ctx context.Context, t *testing.T, f *FileOperations, op, args string, sink *tools.Sink) (*tools.Result, error) {
 	t.Helper()
 	a, err := tools.DecodeArguments(args)
 	if err != nil {
@@ -102,7 +102,7 @@ func wantErr(t *testing.T, err error, class error, parts ...string) {
 	}
 }
 
-// fakeSink is a tools.Sink made of functions; nil ones do nothing.
+// fakeSink records a call's progress; nil functions do nothing (see sink).
 type fakeSink struct {
 	mu         sync.Mutex
 	progress   []string
@@ -133,7 +133,13 @@ func (s *fakeSink) calls() []string {
 	return append([]string(nil), s.progress...)
 }
 
-var _ tools.Sink = (*fakeSink)(nil)
+// sink is the *tools.Sink a tool gets, made of s.
+func (s *fakeSink) sink() *tools.Sink {
+	return &tools.Sink{
+		ProgressFunc: func(msg string, fraction float64, _ map[string]any) error { return s.Progress(msg, fraction) },
+		OutputFunc:   s.Output,
+	}
+}
 
 func TestSpec(t *testing.T) {
 	f, _ := newTool(t, tools.Limits{}, nil)

@@ -158,7 +158,7 @@ func (v *globVisitor) File(worker int, parent *scan.Node, name string, _ fs.File
 	}
 }
 
-func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) glob(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args globArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

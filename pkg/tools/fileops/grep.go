@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -265,7 +264,7 @@ func (v *grepVisitor) counts() (searched, binary int64) {
 	return searched, binary
 }
 
-func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var args grepArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err
@@ -311,7 +310,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink tools.
 	coll := &collector{max: maxResults}
 	v := &grepVisitor{include: include, coll: coll, searched: f.fileSearched}
 	if f.guard != nil {
-		u := &authz.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
+		u := &tools.Use{Tool: call.Tool, Operation: call.Operation, Args: call.Args, Abs: t.loc.Abs}
 		v.linked = func(st *unix.Stat_t) bool { return f.checkOpened(u, st) == nil }
 	}
 	complete := true
@@ -377,7 +376,7 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 // reportProgress sends a progress line to sink every progressEvery while a
 // search runs. The returned function stops it, waits until no report is in
 // flight, and returns the sink's error if one made it abort the walk.
-func (f *FileOperations) reportProgress(sink tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
+func (f *FileOperations) reportProgress(sink *tools.Sink, v *grepVisitor, w *scan.Walker) func() error {
 	if sink == nil {
 		return func() error { return nil }
 	}

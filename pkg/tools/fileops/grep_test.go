@@ -259,7 +259,7 @@ func TestGrepProgress(t *testing.T) {
 			}
 			return nil
 		}}
-		res, err := runCtx(context.Background(), t, f, "grep_search", `{"pattern":"needle"}`, sink)
+		res, err := runCtx(context.Background(), t, f, "grep_search", `{"pattern":"needle"}`, sink.sink())
 		after.Store(true)
 		if err != nil {
 			t.Fatal(err)
@@ -274,7 +274,7 @@ func TestGrepProgress(t *testing.T) {
 	t.Run("sink gone", func(t *testing.T) {
 		reported := holdUntilReported()
 		sink := &fakeSink{ProgressFn: func(string, float64) error { reported(); return errors.New("stream closed") }}
-		_, err := runCtx(context.Background(), t, f, "grep_search", `{"pattern":"needle"}`, sink)
+		_, err := runCtx(context.Background(), t, f, "grep_search", `{"pattern":"needle"}`, sink.sink())
 		wantErr(t, err, errdefs.ErrCanceled, "client is gone")
 	})
 }

@@ -125,7 +125,7 @@ func (v *listVisitor) File(worker int, parent *scan.Node, name string, typ fs.Fi
 	v.add(worker, e)
 }
 
-func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) listDir(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args listDirArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 func TestLockSet(t *testing.T) {
@@ -179,12 +181,7 @@ func TestLocksCanceledWhileWaiting(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not reached")
+	testenv.Poll(t, 5*time.Second, "the condition", cond)
 }
 
 // refs returns the holders and waiters of key.

@@ -51,7 +51,7 @@ func (f *FileOperations) describeMakeDir(call *tools.Call) tools.Effect {
 // isRoot reports whether loc is the workspace root.
 func isRoot(loc workspace.Location) bool { return loc.Inside && loc.Rel == "." }
 
-func (f *FileOperations) makeDir(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) makeDir(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args makeDirArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

@@ -146,7 +146,7 @@ func moveCheck(ps, pd *place, overwrite bool) (sst unix.Stat_t, dst *unix.Stat_t
 	return sst, &dstSt, nil
 }
 
-func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) movePath(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args moveArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

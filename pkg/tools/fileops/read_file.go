@@ -85,7 +85,7 @@ const (
 	readCanceled
 )
 
-func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args readFileArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

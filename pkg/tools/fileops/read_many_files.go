@@ -70,7 +70,7 @@ func (f *FileOperations) describeReadMany(call *tools.Call) tools.Effect {
 	return tools.Effect{Display: "Reading files: " + clip(strings.Join(shown, ", ")), Reads: reads}
 }
 
-func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) readManyFiles(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args readManyArgs
 	if err := bind(call, &args); err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -59,7 +58,7 @@ type readTarget struct {
 	dirFD int
 	// use is what the guard was asked about loc; open asks it again about
 	// the file it opened (atuse.go).
-	use *authz.Use
+	use *tools.Use
 	f   *FileOperations
 }
 

@@ -178,7 +178,7 @@ func bindEditor(call *tools.Call) (textEditorArgs, error) {
 	return args, nil
 }
 
-func (f *FileOperations) textEditor(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) textEditor(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	args, err := bindEditor(call)
 	if err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func (f *FileOperations) editorResult(p *place, wres writeResult, e *editorChang
 	return &tools.Result{Text: strings.TrimRight(text.String(), "\n"), Structured: structured}
 }
 
-func (f *FileOperations) editorView(ctx context.Context, call *tools.Call, args textEditorArgs, sink tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) editorView(ctx context.Context, call *tools.Call, args textEditorArgs, sink *tools.Sink) (*tools.Result, error) {
 	sub := &FileOperations{ws: f.ws, limits: f.limits, sensitive: f.sensitive, guard: f.guard, parent: call}
 	loc, err := f.resolvePath("path", args.Path, true)
 	if err != nil {

@@ -72,11 +72,11 @@ func describeWrite(verb string) func(*FileOperations, *tools.Call) tools.Effect 
 	}
 }
 
-func (f *FileOperations) writeFile(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) writeFile(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	return f.write(ctx, call, false)
 }
 
-func (f *FileOperations) createFile(ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+func (f *FileOperations) createFile(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	return f.write(ctx, call, true)
 }
 

@@ -66,7 +66,7 @@ type operation struct {
 	name, description string
 	schema            func(memory.Limits) string
 	describe          func(call *tools.Call) string
-	run               func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run               func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 }
 
 // operations in the order the model sees them; keep it stable.
@@ -87,7 +87,7 @@ func (m *MemoryOperations) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (m *MemoryOperations) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (m *MemoryOperations) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var op *operation
 	for _, o := range operations {
 		if o.name == call.Operation {
@@ -137,7 +137,7 @@ var storeOp = &operation{
 }`, l.MemoryBytes, l.MemoryBytes, l.TagChars, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Storing memory: " + tools.Clip(str(call, "content"), 50) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Content string   `json:"content"`
 			Tags    []string `json:"tags"`
@@ -178,7 +178,7 @@ var searchOp = &operation{
 }`, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Searching memory: " + tools.Clip(str(call, "query"), 60) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Query string   `json:"query"`
 			Tags  []string `json:"tags"`
@@ -200,10 +200,10 @@ var searchOp = &operation{
 		if len(hits) == 0 {
 			fmt.Fprintf(&b, "No memory matches %q.", a.Query)
 		} else {
-			fmt.Fprintf(&b, "%d memories match %q, best first:\n", len(hits), a.Query)
+			fmt.Fprintf(&b, "%s %q, best first:\n", plural(len(hits), "memory matches", "memories match"), a.Query)
 		}
 		for i, h := range hits {
-			fmt.Fprintf(&b, "%d. [%s] %s\n   (score %.3g%s)\n", i+1, h.ID, oneLine(h.Snippet), h.Score, facts(h.Memory))
+			fmt.Fprintf(&b, "%d. [%s] %s\n   (%s%s)\n", i+1, h.ID, oneLine(h.Snippet), relevance(h.Score, hits[0].Score), facts(h.Memory))
 			results = append(results, map[string]any{
 				"id": h.ID, "snippet": h.Snippet, "score": h.Score, "tags": nonNil(h.Tags), "scope": string(h.Scope),
 				"created": h.Created.Format(time.RFC3339),
@@ -218,6 +218,24 @@ var searchOp = &operation{
 			Metadata:   map[string]any{"ranking": info.Ranking},
 		}, nil
 	},
+}
+
+// plural is "1 memory matches", "2 memories match".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// relevance shows a hit's score for people and models: as a percentage of
+// the best hit's (the raw scores are rank-fusion or BM25 figures such as
+// 2.38e-06 that mean nothing alone; they stay in the structured result).
+func relevance(score, best float64) string {
+	if best <= 0 || score < 0 {
+		return fmt.Sprintf("score %.3g", score)
+	}
+	return fmt.Sprintf("relevance %.0f%%", 100*score/best)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -259,7 +277,7 @@ var listOp = &operation{
 		}
 		return "Listing memories"
 	},
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Tags   []string `json:"tags"`
 			Scope  string   `json:"scope"`
@@ -327,7 +345,7 @@ var updateOp = &operation{
 }`, l.MemoryBytes, l.TagChars, l.Tags)
 	},
 	describe: func(call *tools.Call) string { return "Updating memory: " + tools.Clip(str(call, "id"), 40) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ID      string    `json:"id"`
 			Content *string   `json:"content"`
@@ -363,7 +381,7 @@ var deleteOp = &operation{
 }`
 	},
 	describe: func(call *tools.Call) string { return "Deleting memory: " + tools.Clip(str(call, "id"), 40) },
-	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		id := str(call, "id")
 		if err := m.store.Delete(ctx, o, id); err != nil {
 			return nil, err

@@ -69,25 +69,20 @@ func TestSpecIsLowRiskAndRegisters(t *testing.T) {
 	}
 }
 
-// recordingSink is a hand-written tools.Sink; with data set it is also a
-// tools.DataSink.
+// recordingSink records a call's progress lines and data.
 type recordingSink struct {
 	lines []string
 	data  []map[string]any
 }
 
-func (s *recordingSink) Progress(msg string, _ float64) error {
-	s.lines = append(s.lines, msg)
-	return nil
-}
-func (s *recordingSink) Output(tools.Stream, []byte) error { return nil }
-
-type dataSink struct{ recordingSink }
-
-func (s *dataSink) ProgressData(msg string, d map[string]any) error {
-	s.lines = append(s.lines, msg)
-	s.data = append(s.data, d)
-	return nil
+func (s *recordingSink) sink() *tools.Sink {
+	return &tools.Sink{ProgressFunc: func(msg string, _ float64, d map[string]any) error {
+		s.lines = append(s.lines, msg)
+		if d != nil {
+			s.data = append(s.data, d)
+		}
+		return nil
+	}}
 }
 
 func TestRun(t *testing.T) {
@@ -99,12 +94,12 @@ func TestRun(t *testing.T) {
 	store := memory.New(memory.Config{Backend: be})
 	defer store.Close()
 	m := memops.New(store, "/ws", nil)
-	call := func(op, a string, sink tools.Sink) (*tools.Result, error) {
+	call := func(op, a string, sink *tools.Sink) (*tools.Result, error) {
 		return m.Run(ctx, &tools.Call{ID: "1", ConversationID: "c", Tool: memops.ToolName, Operation: op, Args: args(t, a)}, sink)
 	}
 
-	ds := &dataSink{}
-	res, err := call("manage_todos", `{"action": "write", "todos": [{"title": "Read"}, {"title": "Write", "status": "in_progress", "note": "carefully"}]}`, ds)
+	ds := &recordingSink{}
+	res, err := call("manage_todos", `{"action": "write", "todos": [{"title": "Read"}, {"title": "Write", "status": "in_progress", "note": "carefully"}]}`, ds.sink())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +110,16 @@ func TestRun(t *testing.T) {
 	if len(ds.data) != 1 || ds.lines[0] != "0 of 2 done; doing: Write" || ds.data[0]["version"] != float64(1) {
 		t.Fatalf("progress: %v %v", ds.lines, ds.data)
 	}
-	// A sink without data gets a plain progress line; read reports none.
+	// An update reports the list again; read reports none.
 	rs := &recordingSink{}
-	if _, err := call("manage_todos", `{"action": "update", "todos": [{"id": "2", "status": "completed"}]}`, rs); err != nil {
+	if _, err := call("manage_todos", `{"action": "update", "todos": [{"id": "2", "status": "completed"}]}`, rs.sink()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := call("manage_todos", `{"action": "read"}`, rs); err != nil {
+	if _, err := call("manage_todos", `{"action": "read"}`, rs.sink()); err != nil {
 		t.Fatal(err)
 	}
-	if len(rs.lines) != 1 || rs.lines[0] != "1 of 2 done" {
-		t.Fatalf("plain progress: %v", rs.lines)
+	if len(rs.lines) != 1 || rs.lines[0] != "1 of 2 done" || len(rs.data) != 1 {
+		t.Fatalf("progress: %v %v", rs.lines, rs.data)
 	}
 
 	res, err = call("store_memory", `{"content": "Use   make test\nbefore pushing", "tags": ["ci"]}`, nil)

@@ -92,7 +92,7 @@ func describeTodos(call *tools.Call) string {
 	return "Managing todos"
 }
 
-func runTodos(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func runTodos(m *MemoryOperations, ctx context.Context, o memory.Owner, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var a todoArgs
 	if err := bind(call, &a); err != nil {
 		return nil, err
@@ -113,12 +113,7 @@ func runTodos(m *MemoryOperations, ctx context.Context, o memory.Owner, call *to
 	data := TodoData(l)
 	if a.Action != "read" && sink != nil {
 		msg := summary(l)
-		if ds, ok := sink.(tools.DataSink); ok {
-			err = ds.ProgressData(msg, data)
-		} else {
-			err = sink.Progress(msg, -1)
-		}
-		if err != nil {
+		if err = sink.ProgressData(msg, data); err != nil {
 			return nil, err
 		}
 	}

@@ -55,7 +55,7 @@ var runCommandOp = &operation{
 		}
 		return e
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Command      string            `json:"command"`
 			WorkingDir   string            `json:"working_dir"`
@@ -73,9 +73,8 @@ var runCommandOp = &operation{
 			timeout: secondsArg(a.Timeout), idle: secondsArg(a.IdleTimeout), background: a.IsBackground,
 		}
 		if a.Stdin == "pipe" {
-			in, ok := sink.(tools.InputSink)
-			if ok {
-				cs.stdin = in.Stdin()
+			if sink != nil && sink.Stdin != nil {
+				cs.stdin = sink.Stdin()
 			}
 			switch {
 			case a.IsBackground:
@@ -85,9 +84,7 @@ var runCommandOp = &operation{
 			}
 		}
 		started := func(p *process) {
-			if ps, ok := sink.(tools.ProcessSink); ok {
-				ps.Started(p.h.Pid())
-			}
+			sink.Started(p.h.Pid())
 		}
 		if a.IsBackground {
 			p, err := t.m.start(ctx, cs, nil)
@@ -214,7 +211,7 @@ var readOutputOp = &operation{
 		}
 		return tools.Effect{Display: "Reading output of call " + tools.Clip(argString(call, "call_id"), 40)}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			CallID     string  `json:"call_id"`
 			Offset     float64 `json:"offset"`
@@ -319,7 +316,7 @@ var listProcessesOp = &operation{
 	describe: func(*Terminal, *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Listing background processes"}
 	},
-	run: func(t *Terminal, _ context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, _ context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		ps := t.m.processes(call.ConversationID)
 		var b strings.Builder
 		if len(ps) == 0 {
@@ -366,7 +363,7 @@ var getOutputOp = &operation{
 		}
 		return tools.Effect{Display: "Reading output of process " + tools.Clip(argString(call, "process_id"), 40)}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ProcessID string   `json:"process_id"`
 			SessionID string   `json:"session_id"`
@@ -481,7 +478,7 @@ var waitOp = &operation{
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Waiting for process " + tools.Clip(argString(call, "process_id"), 40)}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ProcessID string  `json:"process_id"`
 			Timeout   float64 `json:"timeout"`
@@ -531,7 +528,7 @@ var killOp = &operation{
 		}
 		return tools.Effect{Display: d, Risk: tools.RiskHigh}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			ProcessID string `json:"process_id"`
 		}

@@ -41,7 +41,7 @@ var createSessionOp = &operation{
 		return tools.Effect{Display: "Opening a terminal in " + tools.Clip(dir, 60), Risk: tools.RiskHigh,
 			Command: cmd, Dir: dir}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			WorkingDir string  `json:"working_dir"`
 			Rows       float64 `json:"rows"`
@@ -136,7 +136,7 @@ var sendInputOp = &operation{
 		}
 		return e
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			SessionID string  `json:"session_id"`
 			Data      string  `json:"data"`
@@ -249,7 +249,7 @@ var getHistoryOp = &operation{
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Reading the history of terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
-	run: func(t *Terminal, _ context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, _ context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			SessionID string  `json:"session_id"`
 			Limit     float64 `json:"limit"`
@@ -295,7 +295,7 @@ var resizeOp = &operation{
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Resizing terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
-	run: func(t *Terminal, _ context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, _ context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			SessionID string  `json:"session_id"`
 			Rows      float64 `json:"rows"`
@@ -337,7 +337,7 @@ var closeSessionOp = &operation{
 	describe: func(_ *Terminal, call *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Closing terminal " + tools.Clip(argString(call, "session_id"), 40)}
 	},
-	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(t *Terminal, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			SessionID string `json:"session_id"`
 		}

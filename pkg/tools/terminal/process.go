@@ -66,7 +66,7 @@ type process struct {
 	rec        *record
 	// sink receives output chunks while a foreground call runs; nil for
 	// background processes. After a failed Output it is no longer used.
-	sink       tools.Sink
+	sink       *tools.Sink
 	sinkFailed atomic.Bool
 	// lastOutput (unix nanoseconds) is when output was last read or
 	// delivered; delivering counts readers blocked in sink.Output. A
@@ -86,7 +86,7 @@ type process struct {
 // start starts a command. A foreground command is bound to ctx (the call's
 // context) and sends its output to sink as it comes; a background one
 // lives until it exits, is killed, or the Manager closes.
-func (m *Manager) start(ctx context.Context, cs commandSpec, sink tools.Sink) (*process, error) {
+func (m *Manager) start(ctx context.Context, cs commandSpec, sink *tools.Sink) (*process, error) {
 	abs, rel, err := m.resolveDir(cs.workingDir)
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func (m *Manager) start(ctx context.Context, cs commandSpec, sink tools.Sink) (*
 	return p, nil
 }
 
-func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, sink tools.Sink) (*process, error) {
+func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, sink *tools.Sink) (*process, error) {
 	rec := m.store.create(cs.conv, cs.callID, cs.command)
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -85,7 +85,7 @@ type operation struct {
 	// describe says what a call would do; it does no I/O.
 	describe func(t *Terminal, call *tools.Call) tools.Effect
 	// run executes a call; errors are of an errdefs class.
-	run func(t *Terminal, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run func(t *Terminal, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 }
 
 // operations lists the operations in the order the model sees them. Keep
@@ -187,7 +187,7 @@ func (t *Terminal) Describe(call *tools.Call) tools.Effect {
 // ErrResourceExhausted (too many processes or sessions) and ErrUnavailable
 // (toold is shutting down). A command that exits non-zero is a success
 // with its exit code. sink may be nil.
-func (t *Terminal) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Terminal) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	op, ok := t.ops[call.Operation]
 	if !ok {
 		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound,

@@ -105,7 +105,8 @@ type sink struct {
 	firstErr error
 }
 
-func (s *sink) Progress(string, float64) error { return nil }
+// tools is the *tools.Sink a call gets, recording into s.
+func (s *sink) tools() *tools.Sink { return &tools.Sink{OutputFunc: s.Output} }
 
 func (s *sink) Output(_ tools.Stream, p []byte) error {
 	s.mu.Lock()
@@ -122,7 +123,7 @@ func (s *sink) String() string {
 }
 
 // call runs an operation as conversation "conv" with call id id.
-func (e *env) call(ctx context.Context, conv, id, op string, args map[string]any, snk tools.Sink) (*tools.Result, error) {
+func (e *env) call(ctx context.Context, conv, id, op string, args map[string]any, snk *tools.Sink) (*tools.Result, error) {
 	e.t.Helper()
 	if ctx == nil {
 		ctx = e.t.Context()
@@ -249,7 +250,7 @@ func TestStreamingSlowProducer(t *testing.T) {
 	e := newEnv(t)
 	var s sink
 	begin := time.Now()
-	res, err := e.call(nil, "conv", "slow", "run_command", map[string]any{"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done"}, &s)
+	res, err := e.call(nil, "conv", "slow", "run_command", map[string]any{"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done"}, s.tools())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestCancelMidRun(t *testing.T) {
 	tok := token()
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &cancelOnOutput{cancel: cancel}
-	res, err := e.call(ctx, "conv", "cx", "run_command", map[string]any{"command": "echo begin; setsid sleep 100." + tok + " & sleep 100." + tok}, s)
+	res, err := e.call(ctx, "conv", "cx", "run_command", map[string]any{"command": "echo begin; setsid sleep 100." + tok + " & sleep 100." + tok}, &tools.Sink{OutputFunc: s.Output})
 	if !isClass(err, errdefs.ErrCanceled) {
 		t.Fatalf("error %v, want canceled", err)
 	}
@@ -637,13 +638,7 @@ func TestSandboxed(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(t, 10*time.Second, "the condition", cond)
 }
 
 // A background process lives as long as its tree: a server that

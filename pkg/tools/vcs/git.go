@@ -10,10 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // gitResult is the outcome of one git run.
@@ -91,9 +91,7 @@ func (v *VCS) exec(ctx context.Context, args ...string) (*gitResult, error) {
 	cmd.Dir = v.root
 	cmd.Env = v.env()
 	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
+	procgroup.KillOnCancel(cmd, false, 2*time.Second)
 	var out, errb limitedBuffer
 	out.max, errb.max = maxGitOutput, 1<<20
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -154,7 +154,7 @@ var gitStatusOp = &operation{
 	describe: func(*VCS, *tools.Call) tools.Effect {
 		return tools.Effect{Display: "git status", Reads: []string{"."}}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		r, err := v.runGit(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
 		if err != nil {
 			return nil, err
@@ -199,7 +199,7 @@ var gitDiffOp = &operation{
 		}
 		return tools.Effect{Display: "git diff " + joinPreview(paths), Reads: reads}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Staged bool     `json:"staged"`
 			Paths  []string `json:"paths"`
@@ -290,7 +290,7 @@ var gitLogOp = &operation{
 	describe: func(v *VCS, call *tools.Call) tools.Effect {
 		return tools.Effect{Display: "git log " + strArg(call, "ref") + " " + strArg(call, "path"), Reads: []string{"."}}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			N    int    `json:"n"`
 			Path string `json:"path"`
@@ -362,7 +362,7 @@ var gitShowOp = &operation{
 		}
 		return tools.Effect{Display: "git show " + strArg(call, "ref") + " " + strArg(call, "path"), Reads: reads}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Ref  string `json:"ref"`
 			Path string `json:"path"`
@@ -424,7 +424,7 @@ var gitBranchOp = &operation{
 		}
 		return tools.Effect{Display: "git branch --list", Reads: []string{"."}}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Action     string `json:"action"`
 			Name       string `json:"name"`
@@ -513,7 +513,7 @@ var gitCommitOp = &operation{
 		writes := append([]string{".git"}, stringsArg(call, "paths")...)
 		return tools.Effect{Display: "git commit: " + tools.Clip(strArg(call, "message"), 60), Reads: stringsArg(call, "paths"), Writes: writes[:1], Risk: tools.RiskMedium}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		var a struct {
 			Message string   `json:"message"`
 			Paths   []string `json:"paths"`

@@ -393,7 +393,7 @@ var listTasksOp = &operation{
 	describe: func(*VCS, *tools.Call) tools.Effect {
 		return tools.Effect{Display: "Listing the project's tasks", Reads: []string{"."}}
 	},
-	run: func(v *VCS, _ context.Context, _ *tools.Call, _ tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, _ context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 		tasks := v.findTasks()
 		var b strings.Builder
 		items := make([]any, 0, len(tasks))
@@ -441,7 +441,7 @@ var runTaskOp = &operation{
 		v.mu.Unlock()
 		return tools.Effect{Display: "Running task " + t.QualifiedName() + ": " + tools.Clip(line, 60), Risk: tools.RiskHigh, Command: line, Dir: "."}
 	},
-	run: func(v *VCS, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+	run: func(v *VCS, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 		v.mu.Lock()
 		e, ok := v.expanded[call]
 		delete(v.expanded, call)

@@ -205,7 +205,7 @@ func TestRunTaskThroughTheTerminal(t *testing.T) {
 	// The Makefile changes after policy saw the call: what runs is still
 	// what was judged.
 	writeFiles(t, dir, map[string]string{"Makefile": "test:\n\t@echo SWAPPED\n"})
-	res, err := v.Run(context.Background(), call, sink)
+	res, err := v.Run(context.Background(), call, sink.tools())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestRunTaskThroughTheTerminal(t *testing.T) {
 	}
 
 	writeFiles(t, dir, map[string]string{"Makefile": "fail:\n\t@echo failing; exit 3\n"})
-	res, err = v.Run(context.Background(), &tools.Call{ID: "task-2", ConversationID: "conv", Tool: vcs.ToolName, Operation: "run_task", Args: map[string]any{"name": "fail"}}, &recSink{})
+	res, err = v.Run(context.Background(), &tools.Call{ID: "task-2", ConversationID: "conv", Tool: vcs.ToolName, Operation: "run_task", Args: map[string]any{"name": "fail"}}, (&recSink{}).tools())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,8 @@ func TestRunTaskThroughTheTerminal(t *testing.T) {
 
 type recSink struct{ out strings.Builder }
 
-func (s *recSink) Progress(string, float64) error { return nil }
+func (s *recSink) tools() *tools.Sink { return &tools.Sink{OutputFunc: s.Output} }
+
 func (s *recSink) Output(_ tools.Stream, p []byte) error {
 	s.out.Write(p)
 	return nil

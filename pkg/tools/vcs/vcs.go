@@ -76,7 +76,7 @@ type operation struct {
 	risk              tools.Risk
 	schema            string
 	describe          func(v *VCS, call *tools.Call) tools.Effect
-	run               func(v *VCS, ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error)
+	run               func(v *VCS, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
 }
 
 // New builds the tool. A zero Root makes every call fail UNAVAILABLE.
@@ -124,7 +124,7 @@ func (v *VCS) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (v *VCS) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (v *VCS) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	op, ok := v.ops[call.Operation]
 	if !ok {
 		return nil, errdefs.New(errdefs.ErrToolNotFound, "%s has no operation %q", ToolName, call.Operation)

@@ -28,7 +28,7 @@ func BenchmarkFetchLocalPage(b *testing.B) {
 	for _, format := range []string{"raw", "markdown"} {
 		b.Run("web_fetch-"+format, func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				if _, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": srv.URL + "/", "format": format}), nopSink{}); err != nil {
+				if _, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": srv.URL + "/", "format": format}), nopSink()); err != nil {
 					b.Fatal(err)
 				}
 			}

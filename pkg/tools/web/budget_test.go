@@ -113,7 +113,7 @@ func TestFetchBudgetBoundsConcurrentBombs(t *testing.T) {
 			if i%4 == 3 {
 				path = "/br"
 			}
-			r, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": base + path, "max_bytes": 8 << 20, "timeout": 60}), nopSink{})
+			r, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": base + path, "max_bytes": 8 << 20, "timeout": 60}), nopSink())
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -149,7 +149,7 @@ func TestFetchBudgetBoundsConcurrentBombs(t *testing.T) {
 // and says why; the budget is given back.
 func TestFetchBudgetExhausted(t *testing.T) {
 	w, base := bombServer(t, 1<<20)
-	_, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": base + "/gzip", "max_bytes": 8 << 20}), nopSink{})
+	_, err := w.Run(context.Background(), fetchCall("b", map[string]any{"url": base + "/gzip", "max_bytes": 8 << 20}), nopSink())
 	if !errors.Is(err, errdefs.ErrResourceExhausted) || !strings.Contains(err.Error(), "1.0 MiB") || !strings.Contains(err.Error(), "max_bytes") {
 		t.Fatalf("err = %v, want RESOURCE_EXHAUSTED naming the budget", err)
 	}

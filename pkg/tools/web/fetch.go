@@ -176,7 +176,7 @@ func checkProxied(ctx context.Context, g *netguard.Guard, u *url.URL) error {
 	return g.CheckName(ctx, host, port)
 }
 
-// hostJudge re-judges a redirect's target host; nil allows it.
+// hostJudge judges a redirect's target host; nil allows it.
 type hostJudge func(ctx context.Context, host string) error
 
 // fetch gets req.URL, following at most MaxRedirects redirects, each

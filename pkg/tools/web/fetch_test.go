@@ -169,7 +169,7 @@ func TestFetchFormats(t *testing.T) {
 			if c.format != "" {
 				args["format"] = c.format
 			}
-			r, err := w.Run(context.Background(), fetchCall("f", args), nopSink{})
+			r, err := w.Run(context.Background(), fetchCall("f", args), nopSink())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +197,7 @@ func TestFetchLimits(t *testing.T) {
 	w, base := pageServer(t)
 	ctx := context.Background()
 	t.Run("gzip bomb stops at max_bytes", func(t *testing.T) {
-		r, err := w.Run(ctx, fetchCall("bomb", map[string]any{"url": base + "/bomb", "max_bytes": 1 << 20}), nopSink{})
+		r, err := w.Run(ctx, fetchCall("bomb", map[string]any{"url": base + "/bomb", "max_bytes": 1 << 20}), nopSink())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func TestFetchLimits(t *testing.T) {
 		}
 	})
 	t.Run("huge body stops at max_bytes", func(t *testing.T) {
-		r, err := w.Run(ctx, fetchCall("huge", map[string]any{"url": base + "/huge", "max_bytes": 100000}), nopSink{})
+		r, err := w.Run(ctx, fetchCall("huge", map[string]any{"url": base + "/huge", "max_bytes": 100000}), nopSink())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,13 +218,13 @@ func TestFetchLimits(t *testing.T) {
 		}
 	})
 	t.Run("slow body times out", func(t *testing.T) {
-		_, err := w.Run(ctx, fetchCall("slow", map[string]any{"url": base + "/slow", "timeout": 0.3}), nopSink{})
+		_, err := w.Run(ctx, fetchCall("slow", map[string]any{"url": base + "/slow", "timeout": 0.3}), nopSink())
 		if !errors.Is(err, errdefs.ErrTimeout) || !strings.Contains(err.Error(), "did not finish within 300ms") {
 			t.Fatalf("slow: %v", err)
 		}
 	})
 	t.Run("no headers times out", func(t *testing.T) {
-		_, err := w.Run(ctx, fetchCall("hang", map[string]any{"url": base + "/hang-headers", "timeout": 0.3}), nopSink{})
+		_, err := w.Run(ctx, fetchCall("hang", map[string]any{"url": base + "/hang-headers", "timeout": 0.3}), nopSink())
 		if !errors.Is(err, errdefs.ErrTimeout) {
 			t.Fatalf("hang: %v", err)
 		}
@@ -232,7 +232,7 @@ func TestFetchLimits(t *testing.T) {
 	t.Run("canceled", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := w.Run(cctx, fetchCall("c", map[string]any{"url": base + "/slow"}), nopSink{})
+		_, err := w.Run(cctx, fetchCall("c", map[string]any{"url": base + "/slow"}), nopSink())
 		if !errors.Is(err, errdefs.ErrCanceled) {
 			t.Fatalf("canceled: %v", err)
 		}
@@ -244,7 +244,7 @@ func TestFetchLimits(t *testing.T) {
 func TestFetchKeepsTheWhole(t *testing.T) {
 	w, base := pageServer(t)
 	ctx := context.Background()
-	r, err := w.Run(ctx, fetchCall("long-1", map[string]any{"url": base + "/long"}), nopSink{})
+	r, err := w.Run(ctx, fetchCall("long-1", map[string]any{"url": base + "/long"}), nopSink())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestFetchKeepsTheWhole(t *testing.T) {
 	off := 0
 	for range 100 {
 		pr, err := w.Run(ctx, &tools.Call{ID: "rp", ConversationID: "conv", Tool: "web_operations", Operation: "read_page",
-			Args: map[string]any{"call_id": "long-1", "offset": off, "limit": 10000}}, nopSink{})
+			Args: map[string]any{"call_id": "long-1", "offset": off, "limit": 10000}}, nopSink())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestFetchKeepsTheWhole(t *testing.T) {
 	}
 	// Another conversation cannot read it.
 	_, err = w.Run(ctx, &tools.Call{ID: "x", ConversationID: "other", Tool: "web_operations", Operation: "read_page",
-		Args: map[string]any{"call_id": "long-1"}}, nopSink{})
+		Args: map[string]any{"call_id": "long-1"}}, nopSink())
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("other conversation: %v", err)
 	}

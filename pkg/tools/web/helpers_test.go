@@ -18,10 +18,7 @@ import (
 )
 
 // nopSink discards progress.
-type nopSink struct{}
-
-func (nopSink) Progress(string, float64) error    { return nil }
-func (nopSink) Output(tools.Stream, []byte) error { return nil }
+func nopSink() *tools.Sink { return &tools.Sink{} }
 
 // fakeResolver answers from a table; a name with several answers lists
 // (in turn) what each lookup returns, the last one repeating.

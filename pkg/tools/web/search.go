@@ -86,11 +86,14 @@ type searchRequest struct {
 	Site  string
 }
 
+// errNoProvider says why web_search is unavailable without a provider.
+const errNoProvider = "has no provider configured; set web.search.provider (searxng, brave or tavily) in toold's config, with web.search.url and web.search.api_key_env as the provider needs"
+
 // search asks the configured provider.
 func (t *Web) search(ctx context.Context, req searchRequest) ([]SearchResult, error) {
 	c := t.opts.Search
 	if c.Provider == "" {
-		return nil, errdefs.New(errdefs.ErrUnavailable, "web_search has no provider configured; set web.search.provider (searxng, brave or tavily) in toold's config, with web.search.url and web.search.api_key_env as the provider needs")
+		return nil, errdefs.New(errdefs.ErrUnavailable, "web_search %s", errNoProvider)
 	}
 	key := ""
 	if c.APIKeyEnv != "" {

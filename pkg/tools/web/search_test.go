@@ -87,7 +87,7 @@ func TestSearchProviders(t *testing.T) {
 			w := newTool(t, &netguard.Guard{}, Options{Search: SearchConfig{Provider: c.provider, URL: u, APIKeyEnv: "TOOLD_TEST_SEARCH_KEY"}})
 			call := &tools.Call{ID: "s", ConversationID: "conv", Tool: "web_operations", Operation: "web_search",
 				Args: map[string]any{"query": "gopher", "limit": 2, "site": "go.dev"}}
-			r, err := w.Run(context.Background(), call, nopSink{})
+			r, err := w.Run(context.Background(), call, nopSink())
 			select {
 			case msg := <-bad:
 				t.Fatalf("request: %s", msg)
@@ -113,14 +113,14 @@ func TestSearchProviders(t *testing.T) {
 func TestSearchErrors(t *testing.T) {
 	ctx := context.Background()
 	call := &tools.Call{ID: "s", Tool: "web_operations", Operation: "web_search", Args: map[string]any{"query": "x"}}
-	_, err := New(Options{}).Run(ctx, call, nopSink{})
+	_, err := New(Options{}).Run(ctx, call, nopSink())
 	if !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "web.search.provider") {
 		t.Fatalf("no provider: %v", err)
 	}
 	t.Setenv("TOOLD_TEST_EMPTY_KEY", "")
 	w := New(Options{Search: SearchConfig{Provider: "brave", APIKeyEnv: "TOOLD_TEST_EMPTY_KEY"}})
 	defer w.Close()
-	if _, err := w.Run(ctx, call, nopSink{}); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "TOOLD_TEST_EMPTY_KEY") {
+	if _, err := w.Run(ctx, call, nopSink()); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "TOOLD_TEST_EMPTY_KEY") {
 		t.Fatalf("empty key: %v", err)
 	}
 	// A provider that answers an error status or garbage.
@@ -130,7 +130,7 @@ func TestSearchErrors(t *testing.T) {
 	} {
 		srv := httptest.NewServer(h)
 		w := New(Options{Search: SearchConfig{Provider: "searxng", URL: srv.URL}})
-		_, err := w.Run(ctx, call, nopSink{})
+		_, err := w.Run(ctx, call, nopSink())
 		w.Close()
 		srv.Close()
 		if !errors.Is(err, errdefs.ErrFailed) {

@@ -144,7 +144,7 @@ func TestSSRFBattery(t *testing.T) {
 	}
 	for i, a := range attempts {
 		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
-			res, err := w.Run(context.Background(), fetchCall(fmt.Sprint("c", i), map[string]any{"url": a.url, "timeout": 5.0}), nopSink{})
+			res, err := w.Run(context.Background(), fetchCall(fmt.Sprint("c", i), map[string]any{"url": a.url, "timeout": 5.0}), nopSink())
 			if err == nil {
 				t.Fatalf("%s: fetched, want refused; got %q", a.url, res.Text)
 			}
@@ -177,12 +177,12 @@ func TestGuardAllowsThroughPolicyAndTestOptionOnly(t *testing.T) {
 	w := newTool(t, &netguard.Guard{Resolver: res, AllowPrivate: allow}, Options{})
 	ctx := context.Background()
 
-	r, err := w.Run(ctx, fetchCall("a", map[string]any{"url": "http://intranet.test:" + can.port() + "/", "format": "raw"}), nopSink{})
+	r, err := w.Run(ctx, fetchCall("a", map[string]any{"url": "http://intranet.test:" + can.port() + "/", "format": "raw"}), nopSink())
 	if err != nil || !strings.Contains(r.Text, "SECRET") {
 		t.Fatalf("allowed host: %v %v", r, err)
 	}
 	for _, u := range []string{"http://127.0.0.1:" + can.port() + "/", "http://meta.test/", "http://169.254.169.254/"} {
-		if _, err := w.Run(ctx, fetchCall("b", map[string]any{"url": u}), nopSink{}); !errors.Is(err, errdefs.ErrDenied) {
+		if _, err := w.Run(ctx, fetchCall("b", map[string]any{"url": u}), nopSink()); !errors.Is(err, errdefs.ErrDenied) {
 			t.Fatalf("%s: %v, want denied", u, err)
 		}
 	}
@@ -206,12 +206,12 @@ func TestProxyKeepsTheGuard(t *testing.T) {
 	res.set("evil.test", addrs("127.0.0.1"))
 	w := newTool(t, &netguard.Guard{Resolver: res}, Options{Proxy: func(*url.URL) (*url.URL, error) { return pu, nil }})
 	ctx := context.Background()
-	r, err := w.Run(ctx, fetchCall("a", map[string]any{"url": "http://public.test/x", "format": "raw"}), nopSink{})
+	r, err := w.Run(ctx, fetchCall("a", map[string]any{"url": "http://public.test/x", "format": "raw"}), nopSink())
 	if err != nil || !strings.Contains(r.Text, "via proxy public.test") {
 		t.Fatalf("proxied fetch: %v %v", r, err)
 	}
 	for _, u := range []string{"http://evil.test/", "http://169.254.169.254/", "http://[::1]/", "http://10.0.0.1/"} {
-		if _, err := w.Run(ctx, fetchCall("b", map[string]any{"url": u}), nopSink{}); !errors.Is(err, errdefs.ErrDenied) {
+		if _, err := w.Run(ctx, fetchCall("b", map[string]any{"url": u}), nopSink()); !errors.Is(err, errdefs.ErrDenied) {
 			t.Fatalf("%s through the proxy: %v, want denied", u, err)
 		}
 	}

@@ -27,9 +27,6 @@ type Options struct {
 	// Proxy returns the proxy for a URL (nil: none). The daemon passes the
 	// environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 	Proxy func(*url.URL) (*url.URL, error)
-	// JudgeHost re-judges the host of a redirect that leaves the host the
-	// call was authorized for; an error stops the fetch. nil allows.
-	JudgeHost func(ctx context.Context, call *tools.Call, host string) error
 	// Search configures web_search.
 	Search SearchConfig
 	// SearchTimeout bounds a search; zero means 20 s.
@@ -101,7 +98,23 @@ func New(opts Options) *Web {
 				Description: "Search the web with the configured provider; returns title, URL and snippet of each hit."},
 		},
 	}
+	if _, off := SearchUnavailable(opts); off {
+		// No provider: web_search is not offered (the model would only
+		// get UNAVAILABLE); the registry reports it as unavailable.
+		t.spec.Description = "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page)."
+		t.spec.Operations = t.spec.Operations[:2]
+	}
 	return t
+}
+
+// SearchUnavailable reports, with no search provider configured, the
+// web_search operation as a tool toold knows but does not offer, and why
+// (for tools.Registry.SetUnavailable); ok is false when a provider is set.
+func SearchUnavailable(opts Options) (u tools.Unavailable, ok bool) {
+	if opts.Search.Provider != "" {
+		return tools.Unavailable{}, false
+	}
+	return tools.Unavailable{Name: "web_search", Operations: []string{"web_search"}, Reason: errNoProvider}, true
 }
 
 // Close releases idle connections.
@@ -174,7 +187,7 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 }
 
 // Run implements tools.Tool.
-func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	switch call.Operation {
 	case "web_fetch":
 		return t.runFetch(ctx, call, sink)
@@ -186,7 +199,7 @@ func (t *Web) Run(ctx context.Context, call *tools.Call, sink tools.Sink) (*tool
 	return nil, errdefs.New(errdefs.ErrToolNotFound, "web_operations has no operation %q", call.Operation)
 }
 
-func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (*tools.Result, error) {
+func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	var a struct {
 		URL      string   `json:"url"`
 		Format   string   `json:"format"`
@@ -211,9 +224,16 @@ func (t *Web) runFetch(ctx context.Context, call *tools.Call, sink tools.Sink) (
 	if a.Timeout != nil {
 		req.Timeout = min(time.Duration(*a.Timeout*float64(time.Second)), MaxTimeout)
 	}
-	var judge hostJudge
-	if t.opts.JudgeHost != nil {
-		judge = func(ctx context.Context, host string) error { return t.opts.JudgeHost(ctx, call, host) }
+	// A redirect that leaves the host the call was authorized for is a
+	// further effect of the call: the executor judges it (Sink.Authorize)
+	// like the call itself, with the stream's mode, traced and audited,
+	// asking the person when policy says ask. Without a policy to ask, such
+	// a redirect is not followed.
+	judge := func(ctx context.Context, host string) error {
+		if sink == nil || sink.Authorize == nil {
+			return errdefs.New(errdefs.ErrDenied, "the page redirects to another host, %s, and nothing here can authorize reaching it; call web_fetch with the new URL", host)
+		}
+		return sink.Authorize(ctx, tools.Effect{Display: "Following a redirect to " + host, Hosts: []string{host}, Risk: tools.RiskMedium})
 	}
 	_ = sink.Progress("fetching "+u.Redacted(), -1)
 	start := time.Now()
