@@ -54,7 +54,7 @@ func TestPolicyExplain(t *testing.T) {
 		{name: "looser mode is not applied", args: []string{"think", "thought=hi", "--mode", "yolo"}, stdout: []string{"mode:     auto\n"}},
 		{name: "args from stdin", stdin: `{"command": "rm x"}`, args: []string{"guarded", "--args", "-"}, stdout: []string{"decision: ask", "command:  rm x\n"}},
 		{name: "dotted name", args: []string{"file_operations.read_file", "path=go.mod"}, stdout: []string{"tool:     file_operations.read_file\n"}},
-		{name: "unknown tool", args: []string{"gaurded", "command=ls"}, code: exitFailure, stderr: []string{"error: TOOL_NOT_FOUND: ", "suggestions: guarded"}},
+		{name: "unknown tool", args: []string{"guardd", "command=ls"}, code: exitFailure, stderr: []string{"error: TOOL_NOT_FOUND: ", "suggestions: guarded"}},
 		{name: "invalid arguments", args: []string{"guarded", "command:=1"}, code: exitFailure, stderr: []string{"error: INVALID_ARGUMENTS: ", "field: /command"}},
 		{name: "bad mode", args: []string{"guarded", "--mode", "lax"}, code: exitUsage, stderr: []string{`--mode "lax": want yolo, auto or ask`}},
 		{name: "bad pair", args: []string{"guarded", "command"}, code: exitUsage, stderr: []string{"want key=value or key:=JSON"}},
