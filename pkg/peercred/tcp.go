@@ -27,12 +27,28 @@ func (c *Checker) TCPPeers(local, remote net.Addr) ([]int, error) {
 	if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("%w: not TCP addresses: %s, %s", ErrUnidentified, local, remote)
 	}
-	inode, err := c.socketInode(r, l)
-	if err != nil || inode == 0 {
-		return nil, err
+	// /proc/net/tcp is generated as it is read: a socket that moves in the
+	// kernel's tables while they are being read (other connections come
+	// and go) can be skipped, and so can an fd in /proc/PID/fd. An end
+	// that is not found is looked for again a few times before the answer
+	// is "nobody visible holds it".
+	for attempt := 0; ; attempt++ {
+		inode, err := c.socketInode(r, l)
+		if err != nil {
+			return nil, err
+		}
+		if inode != 0 {
+			if pids := c.holders(inode); len(pids) > 0 || attempt >= tcpLookups-1 {
+				return pids, nil
+			}
+		} else if attempt >= tcpLookups-1 {
+			return nil, nil
+		}
 	}
-	return c.holders(inode), nil
 }
+
+// tcpLookups is how many times TCPPeers reads the kernel's tables.
+const tcpLookups = 5
 
 // Loopback reports whether a connection's client address is on this host's
 // loopback (127/8, ::1, or an IPv4-mapped loopback).
@@ -69,7 +85,10 @@ func (c *Checker) socketInode(from, to netip.AddrPort) (uint64, error) {
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(fh)
+		// A large buffer reads the table in few read(2) calls: fewer
+		// chances for it to change between them.
+		sc := bufio.NewScanner(bufio.NewReaderSize(fh, 1<<20))
+		sc.Buffer(make([]byte, 64<<10), 64<<10)
 		sc.Scan() // the header
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
