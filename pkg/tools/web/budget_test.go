@@ -119,7 +119,7 @@ func TestFetchBudgetBoundsConcurrentBombs(t *testing.T) {
 			switch {
 			case err == nil && r.Structured["truncated_body"] == true:
 				ok++
-			case errors.Is(err, errdefs.ErrResourceExhausted) && strings.Contains(err.Error(), "memory budget for web fetches"):
+			case errors.Is(err, errdefs.ErrResourceExhausted) && strings.Contains(err.Error(), "memory budget"):
 				exhausted++
 			default:
 				other = append(other, err)
