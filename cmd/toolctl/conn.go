@@ -43,7 +43,7 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	if a.addr != "" {
 		target = "passthrough:///" + a.addr
 	} else {
-		if err := a.socketExists(); err != nil {
+		if err := a.socketExists(ctx); err != nil {
 			return nil, err
 		}
 		// A dialer instead of a unix:// target: socket paths need no URL
@@ -83,13 +83,34 @@ func (a *app) connect(ctx context.Context) (*grpc.ClientConn, error) {
 }
 
 // socketExists fails at once, as grpcurl does, when there is no socket
-// file at --socket: nothing will answer there within --connect-timeout
-// (waiting is for a toold that is starting or restarting, whose socket
-// file exists). The message gives the absolute path it looked at, since
-// a relative default (./toold.sock) depends on the directory toolctl runs
-// in — an agent's hook runs in the agent's.
-func (a *app) socketExists() error {
+// file at --socket: nothing will answer there within --connect-timeout.
+// Only when the user asked to wait (an explicit --connect-timeout: 'make
+// run & toolctl --connect-timeout 2m health') and the socket's directory
+// exists is the socket file waited for, up to the timeout. The
+// message gives the absolute path it looked at, since a relative default
+// (./toold.sock) depends on the directory toolctl runs in — an agent's
+// hook runs in the agent's.
+func (a *app) socketExists(ctx context.Context) error {
 	_, err := os.Stat(a.socket)
+	if err != nil && errors.Is(err, fs.ErrNotExist) && a.waitForSocket && dirExists(filepath.Dir(a.socket)) {
+		deadline := time.NewTimer(a.connectTimeout)
+		defer deadline.Stop()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-deadline.C:
+				break wait
+			case <-tick.C:
+				if _, err = os.Stat(a.socket); err == nil || !errors.Is(err, fs.ErrNotExist) {
+					break wait
+				}
+			}
+		}
+	}
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // a permission error and the like: the dial says more
 	}
@@ -99,6 +120,12 @@ func (a *app) socketExists() error {
 		msg += "\n  a relative --socket or TOOLD_SOCKET is relative to the current directory: set TOOLD_SOCKET to the absolute path of your project's toold.sock"
 	}
 	return &exitError{code: exitUsage, err: errors.New(msg)}
+}
+
+// dirExists reports whether dir is a directory.
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
 }
 
 // where names the endpoint for messages, as the user gave it.

@@ -24,8 +24,10 @@ When serving, it then prints the sandbox around commands: one line per
 layer (writes, reads, network, control_plane, resources), in force or
 MISSING and why.
 
-Waits up to --connect-timeout for a toold that is still starting, so
-'make run & toolctl health' works.`,
+With --connect-timeout given, waits up to it for a toold that is still
+starting (its socket file not there yet, in a directory that is), so
+'make run & toolctl --connect-timeout 2m health' works; without it, a
+missing socket file fails at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runHealth(cmd.Context())

@@ -108,6 +108,10 @@ type app struct {
 	addr           string
 	token          string
 	connectTimeout time.Duration
+	// waitForSocket: --connect-timeout was given, so a socket file that
+	// does not exist yet, in a directory that does, is waited for (a toold
+	// that is starting) instead of failing at once.
+	waitForSocket bool
 }
 
 // exitError ends a command with a status. A nil err means the command
@@ -213,6 +217,7 @@ func (a *app) resolveGlobals(cmd *cobra.Command) error {
 	if !flags.Changed("token") {
 		a.token = a.getenv("TOOLD_TOKEN")
 	}
+	a.waitForSocket = flags.Changed("connect-timeout")
 	if flags.Changed("socket") && flags.Changed("addr") {
 		return usageError("--socket and --addr exclude each other: toolctl reaches toold on one of them")
 	}
