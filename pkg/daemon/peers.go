@@ -97,6 +97,16 @@ func (g *peerGuard) refusal(c net.Conn) string {
 		if err != nil {
 			return "toold cannot read the credentials of this unix socket's client: " + err.Error()
 		}
+		if pid == 0 {
+			// The kernel gives pid 0 for a peer outside toold's pid
+			// namespace (an agent in another container sharing the
+			// socket's volume, or the host looking into toold's
+			// container). Every process toold starts, and everything
+			// they start — in the sandbox's own pid namespaces too — is
+			// in toold's namespace or below it and has a pid here: such
+			// a peer is not one of toold's commands.
+			return ""
+		}
 		return g.judge(pid)
 	case "tcp":
 		if !peercred.Loopback(c.RemoteAddr()) {
