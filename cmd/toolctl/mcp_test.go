@@ -3,12 +3,14 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/mcp/mcptest"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 func TestMCPUsage(t *testing.T) {
@@ -47,7 +49,23 @@ func TestMCPAddListRemove(t *testing.T) {
 	d := daemontest.Start(t)
 
 	r := runAt(t, d.Socket, "mcp", "add", "everything", "--", peers.Node, peers.Everything, "stdio")
-	r.check(t, exitOK, []string{"everything: connected", "everything__echo"}, nil)
+	if r.code == exitFailure && strings.Contains(r.stderr, "was added but is not connected") {
+		// The first start of node under a loaded machine can fail its
+		// handshake (seen in CI with every package testing at once);
+		// toold keeps retrying, as the message says: wait for it.
+		t.Logf("first connect failed, waiting for toold's retry: %s", r.stdout)
+		testenv.Poll(t, time.Minute, "everything connected after toold's retries", func() bool {
+			l := runAt(t, d.Socket, "mcp", "list")
+			for _, line := range strings.Split(l.stdout, "\n") {
+				if strings.HasPrefix(line, "everything ") && strings.Contains(line, "connected") && !strings.Contains(line, "down") {
+					return true
+				}
+			}
+			return false
+		})
+	} else {
+		r.check(t, exitOK, []string{"everything: connected", "everything__echo"}, nil)
+	}
 
 	r = runAt(t, d.Socket, "mcp", "add", "broken", "--json", `{"command":"/nonexistent/mcp-server"}`)
 	r.check(t, exitFailure, []string{"broken: down:"}, []string{"was added but is not connected"})

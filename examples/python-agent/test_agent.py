@@ -65,7 +65,7 @@ class ReplayTest(AsyncTestCase):
         glob = by_id["call_Hn6YwT0uJ5mZ9qAe3KsV1cDx"]["result"]
         self.assertIn("docs/todo.txt", glob.text)
 
-        # Turn 2: wc asked and was approved by the handler; curl | bash denied by policy.
+        # Turn 2: wc ran unasked (AUTO runs a harmless command in the sandbox); curl | bash denied by policy.
         wc = by_id["call_Wc4TfG1hJ8kL2mN5pQ7rS9tU"]["result"]
         self.assertEqual(wc.exit_code, 0)
         self.assertIn("3 notes.txt", wc.text)
@@ -81,9 +81,10 @@ class ReplayTest(AsyncTestCase):
         rm = by_id["call_Dp9Qw2Er5Ty8Ui1Op4As7Df0"]["result"]
         self.assertEqual(rm.error.code, "REJECTED_BY_USER")
         self.assertTrue(os.path.exists(os.path.join(d.workspace, "notes.txt")))
-        self.assertEqual(sorted(r.command for r in asked if r.command), ["ls missing-dir", "wc -l notes.txt"])
+        # Only the delete asked: wc and ls ran in the sandbox without asking.
+        self.assertEqual(sorted(r.command for r in asked if r.command), [])
         self.assertEqual([r.name for r in asked if not r.command], ["file_operations"])
-        self.assertEqual(len(asked), 3)
+        self.assertEqual(len(asked), 1)
 
         # What went back to the model: one role=tool message per call, by id, with the result text.
         last = provider.requests[-1]["messages"]

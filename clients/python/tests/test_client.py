@@ -200,7 +200,7 @@ class ClientTest(AsyncTestCase):
     async def test_events_cancel_on_early_exit(self):
         async with self.client.session(on_approval=self.on_approval) as s:
             kinds = []
-            async for ev in s.events("run_command", {"command": "echo $$ > pid2.txt; echo ready; exec sleep 60"}):
+            async for ev in s.events("run_command", {"command": "rm -f stale.txt; echo $$ > pid2.txt; echo ready; exec sleep 60"}):
                 kinds.append(ev.kind)
                 if ev.output == b"ready\n":
                     break

@@ -167,7 +167,7 @@ describe("client on a unix socket (AUTO mode)", () => {
     const client = connect({ socket: d.socket });
     const s = client.session({ onApproval: () => true });
     const kinds: string[] = [];
-    for await (const ev of s.events("run_command", { command: "echo $$ > pid2.txt; echo ready; exec sleep 60" })) {
+    for await (const ev of s.events("run_command", { command: "rm -f stale.txt; echo $$ > pid2.txt; echo ready; exec sleep 60" })) {
       kinds.push(ev.kind);
       if (ev.output && Buffer.from(ev.output).toString() === "ready\n") break;
     }
