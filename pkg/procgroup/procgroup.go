@@ -11,17 +11,23 @@ import (
 	"time"
 )
 
-// Own makes cmd, not yet started, the leader of a new process group; with
-// dieWithParent the kernel kills it (SIGKILL) when the thread that started
-// it, and so toold, exits.
+// Own makes cmd, not yet started, the leader of a new process group.
+//
+// dieWithParent no longer sets Pdeathsig: the kernel sends it when the
+// *thread* that forked the child exits, not the process (golang/go#27505),
+// and toold ends OS threads on purpose (the sandbox's goroutines that
+// enter a namespace or a cgroup end locked to their thread, which the
+// runtime then terminates) — a child forked earlier on such a thread was
+// killed at random (MCP servers, hooks, test peers). What dieWithParent
+// asks for is kept by other means: the caller's stdio pipes close when
+// toold dies (an MCP stdio server ends at EOF), and hooks are bounded by
+// their timeout. The parameter stays so callers say what they want.
 func Own(cmd *exec.Cmd, dieWithParent bool) {
+	_ = dieWithParent
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	if dieWithParent {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
 }
 
 // KillOnCancel is Own for a cmd made by exec.CommandContext: when the

@@ -91,8 +91,11 @@ func Start(ctx context.Context) (*Server, error) {
 		c := exec.Command(filepath.Join(bin, name), args...)
 		c.Dir = dir
 		c.Env = []string{"LANG=C", "LC_ALL=C", "PATH=/usr/bin:/bin"}
-		// Pdeathsig: a test binary that dies takes its server with it.
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+		// No Pdeathsig: the kernel sends it when the thread that forked
+		// the server exits, and toold's sandbox code ends locked threads
+		// in the same test binary, which killed the server mid-test. The
+		// test's cleanup stops it.
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 		return c
 	}
 	data := filepath.Join(dir, "data")
