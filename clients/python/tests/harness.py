@@ -118,6 +118,35 @@ def read_text(path: str) -> str:
         return ""
 
 
+_sleep_seq = 0
+
+
+def sleep_arg() -> str:
+    """A unique argument for `sleep` (60 s and a bit), to find the command's
+    process from outside: inside toold's sandbox `$$` is the sandbox's pid."""
+    global _sleep_seq
+    _sleep_seq += 1
+    return f"60.{os.getpid()}{_sleep_seq:04d}"
+
+
+def host_pid(arg: str, timeout: float = 10.0) -> int:
+    """The pid (in this pid namespace) of the `sleep ARG` process."""
+    want = b"sleep\x00" + arg.encode() + b"\x00"
+    deadline = time.monotonic() + timeout
+    while True:
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/cmdline", "rb") as f:
+                        if f.read().endswith(want):
+                            return int(name)
+                except OSError:
+                    pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no process runs sleep {arg}")
+        time.sleep(0.05)
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

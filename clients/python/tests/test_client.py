@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import toold  # noqa: E402
-from harness import AsyncTestCase, Toold, async_wait_for, pid_alive, read_text  # noqa: E402
+from harness import AsyncTestCase, Toold, async_wait_for, host_pid, pid_alive, read_text, sleep_arg  # noqa: E402
 
 
 class ClientTest(AsyncTestCase):
@@ -163,10 +163,10 @@ class ClientTest(AsyncTestCase):
 
     async def test_cancel_mid_command(self):
         async with self.client.session(on_approval=self.on_approval) as s:
-            task = asyncio.ensure_future(s.call("run_command", {"command": "echo $$ > pid.txt; exec sleep 60"}))
+            task = asyncio.ensure_future(s.call("run_command", {"command": "echo started > pid.txt; exec sleep " + (arg := sleep_arg())}))
             pidfile = os.path.join(self.d.workspace, "pid.txt")
             await async_wait_for(lambda: read_text(pidfile).strip(), what="the command to start")
-            pid = int(read_text(pidfile))
+            pid = host_pid(arg)
             task.cancel()
             with self.assertRaises(asyncio.CancelledError):
                 await task
@@ -252,9 +252,9 @@ class CloseTest(AsyncTestCase):
         client = toold.Client(socket=d.socket)
         s = client.session()
         pidfile = os.path.join(d.workspace, "pid.txt")
-        running = asyncio.ensure_future(s.call("run_command", {"command": "echo $$ > pid.txt; exec sleep 60"}))
+        running = asyncio.ensure_future(s.call("run_command", {"command": "echo started > pid.txt; exec sleep " + (arg := sleep_arg())}))
         await async_wait_for(lambda: read_text(pidfile).strip(), what="the command to start")
-        pid = int(read_text(pidfile))
+        pid = host_pid(arg)
         await asyncio.gather(*(s.call("think", {"thought": "x"}) for _ in range(5)))
         await client.close()
         self.assertEqual((await running).error.code, "CANCELED")  # close() canceled it; toold ended it
@@ -269,10 +269,10 @@ class DaemonGoneTest(AsyncTestCase):
         self.addCleanup(d.stop)
         client = toold.Client(socket=d.socket)
         s = client.session()
-        task = asyncio.ensure_future(s.call("run_command", {"command": "echo $$ > pid.txt; exec sleep 60"}))
+        task = asyncio.ensure_future(s.call("run_command", {"command": "echo started > pid.txt; exec sleep " + (arg := sleep_arg())}))
         pidfile = os.path.join(d.workspace, "pid.txt")
         await async_wait_for(lambda: read_text(pidfile).strip(), what="the command to start")
-        pid = int(read_text(pidfile))
+        pid = host_pid(arg)
         self.addCleanup(lambda: pid_alive(pid) and os.kill(pid, 9))
         d.kill()
         with self.assertRaises(toold.StreamError) as cm:

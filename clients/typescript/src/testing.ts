@@ -118,6 +118,29 @@ export function readText(p: string): string {
   }
 }
 
+let sleepSeq = 0;
+
+/** A unique argument for `sleep` (60 s and a bit), to find the command's
+ * process from outside: inside toold's sandbox `$$` is the sandbox's pid. */
+export function sleepArg(): string {
+  sleepSeq++;
+  return `60.${process.pid}${String(sleepSeq).padStart(4, "0")}`;
+}
+
+/** The pid (in this pid namespace) of the `sleep ARG` process, or 0. */
+export function hostPid(arg: string): number {
+  const want = `sleep\0${arg}\0`;
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${name}/cmdline`, "latin1").endsWith(want)) return Number(name);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return 0;
+}
+
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

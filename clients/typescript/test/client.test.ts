@@ -14,7 +14,7 @@ import {
   type ApprovalRequest,
   type Decision,
 } from "../src/index.js";
-import { pidAlive, readText, Toold, waitFor } from "../src/testing.js";
+import { hostPid, pidAlive, readText, sleepArg, Toold, waitFor } from "../src/testing.js";
 
 describe("client on a unix socket (AUTO mode)", () => {
   let d: Toold;
@@ -135,10 +135,12 @@ describe("client on a unix socket (AUTO mode)", () => {
     const client = connect({ socket: d.socket });
     const s = client.session({ onApproval: () => true });
     const ac = new AbortController();
-    const pending = s.call("run_command", { command: "echo $$ > pid.txt; exec sleep 60" }, { signal: ac.signal });
+    const arg = sleepArg();
+    const pending = s.call("run_command", { command: `echo started > pid.txt; exec sleep ${arg}` }, { signal: ac.signal });
     const pidFile = path.join(d.workspace, "pid.txt");
     await waitFor(() => readText(pidFile).trim() !== "", "the command to start");
-    const pid = Number(readText(pidFile));
+    let pid = 0;
+    await waitFor(() => (pid = hostPid(arg)) > 0, "the command's process");
     ac.abort();
     await assert.rejects(pending, (e: unknown) => e instanceof Error && e.name === "AbortError");
     await waitFor(() => !pidAlive(pid), "the canceled command to be gone");
@@ -231,10 +233,11 @@ describe("the daemon going away", () => {
     try {
       const client = connect({ socket: d.socket });
       const s = client.session();
-      const pending = s.call("run_command", { command: "echo $$ > pid.txt; exec sleep 60" });
+      const arg = sleepArg();
+      const pending = s.call("run_command", { command: `echo started > pid.txt; exec sleep ${arg}` });
       const pidFile = path.join(d.workspace, "pid.txt");
       await waitFor(() => readText(pidFile).trim() !== "", "the command to start");
-      pid = Number(readText(pidFile));
+      await waitFor(() => (pid = hostPid(arg)) > 0, "the command's process");
       const rejected = assert.rejects(pending, (e: unknown) => e instanceof StreamError && e.code === "UNAVAILABLE");
       await d.kill();
       await rejected;

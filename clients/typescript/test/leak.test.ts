@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import * as path from "node:path";
 import { test } from "node:test";
 import { connect } from "../src/index.js";
-import { openSockets, pidAlive, readText, Toold, waitFor } from "../src/testing.js";
+import { hostPid, openSockets, pidAlive, readText, sleepArg, Toold, waitFor } from "../src/testing.js";
 
 test("close() releases the stream, the connection and running commands", async () => {
   const d = await Toold.start({ mode: "yolo" });
@@ -13,10 +13,12 @@ test("close() releases the stream, the connection and running commands", async (
     const before = openSockets();
     const client = connect({ socket: d.socket });
     const s = client.session();
-    const running = s.call("run_command", { command: "echo $$ > pid.txt; exec sleep 60" });
+    const arg = sleepArg();
+    const running = s.call("run_command", { command: `echo started > pid.txt; exec sleep ${arg}` });
     const pidFile = path.join(d.workspace, "pid.txt");
     await waitFor(() => readText(pidFile).trim() !== "", "the command to start");
-    const pid = Number(readText(pidFile));
+    let pid = 0;
+    await waitFor(() => (pid = hostPid(arg)) > 0, "the command's process");
     await Promise.all(Array.from({ length: 5 }, () => s.call("think", { thought: "x" })));
     await client.listTools();
     assert.equal(openSockets(), before + 1, "one connection for the stream and ListTools");
