@@ -248,10 +248,20 @@ func unescapeMount(s string) string {
 // removeStale kills and removes the cgroups of daemons that are gone
 // (toold-PID-* whose PID does not run), in case their guard died with them.
 func removeStale(base string) {
+	for _, dir := range staleDaemonDirs(base) {
+		killTree(dir, 0)
+	}
+}
+
+// staleDaemonDirs returns the toold-PID-* directories below base whose
+// daemon is gone (no process PID; a PID that runs, or that toold may not
+// signal — another user's — is kept).
+func staleDaemonDirs(base string) []string {
 	ents, err := os.ReadDir(base)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []string
 	for _, e := range ents {
 		rest, ok := strings.CutPrefix(e.Name(), "toold-")
 		if !ok || !e.IsDir() {
@@ -260,10 +270,11 @@ func removeStale(base string) {
 		pidStr, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidStr)
 		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
-			continue // not ours, or the daemon may still run (EPERM: another user's)
+			continue
 		}
-		killTree(filepath.Join(base, e.Name()), 0)
+		out = append(out, filepath.Join(base, e.Name()))
 	}
+	return out
 }
 
 // Start starts spec's command in a cgroup of its own and returns once it

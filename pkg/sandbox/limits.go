@@ -213,21 +213,8 @@ func v1Dir(ctrl string) (string, error) {
 // removeStaleLimits removes toold-PID-* directories below base whose
 // daemon is gone.
 func removeStaleLimits(base string) {
-	ents, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "toold-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
-			continue
-		}
-		removeLimitDir(filepath.Join(base, e.Name()))
+	for _, dir := range staleDaemonDirs(base) {
+		removeLimitDir(dir)
 	}
 }
 
