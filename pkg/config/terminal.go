@@ -99,6 +99,17 @@ type Terminal struct {
 	// the kernel and toold's privileges allow it, and under a helper
 	// otherwise; "helper" always uses a helper.
 	Supervision string `yaml:"supervision"`
+	// Survive says what happens to background processes and terminal
+	// sessions when toold exits (docs/terminal.md, "What survives a
+	// restart"): "stop" (default) stops them at an ordinary shutdown
+	// (SIGTERM, Ctrl-C) — they survive only toold's death (SIGKILL, a
+	// crash) — and "keep" keeps them at a shutdown too (a rolling upgrade
+	// on the same state directory). Either way the next toold on the
+	// state directory adopts what runs.
+	Survive string `yaml:"survive"`
+	// OrphanTimeout is how long a background process or session runs on
+	// with no toold to adopt it before it is stopped (default 1h).
+	OrphanTimeout Duration `yaml:"orphan_timeout"`
 }
 
 // ManagerConfig returns the terminal manager's configuration for these
@@ -119,10 +130,18 @@ func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, lo
 		KeepCount:     t.KeepCount,
 		KeepAge:       time.Duration(t.KeepAge),
 		SessionBuffer: t.SessionBuffer,
+		OrphanTimeout: time.Duration(t.OrphanTimeout),
 		MaxProcesses:  t.MaxProcesses,
 		MaxSessions:   t.MaxSessions,
 		Limits:        limits,
 		Logger:        log,
+	}
+	switch t.Survive {
+	case "", "stop":
+	case "keep":
+		c.KeepOnShutdown = true
+	default:
+		return c, fmt.Errorf("terminal: survive %q: want stop or keep", t.Survive)
 	}
 	noNet := t.Network.Off
 	switch t.Sandbox {
