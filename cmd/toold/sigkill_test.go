@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,11 +15,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // running is a toold binary started by startBinary.
 type running struct {
 	cmd    *exec.Cmd
+	logs   *testenv.Buffer // its standard error
 	conn   *grpc.ClientConn
 	exited chan struct{} // closed once the process is reaped
 }
@@ -31,8 +32,8 @@ type running struct {
 func startBinary(t *testing.T, bin, cfg, sock string) running {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg)
-	var logs strings.Builder
-	cmd.Stderr = &logs
+	logs := &testenv.Buffer{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func startBinary(t *testing.T, bin, cfg, sock string) running {
 	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatalf("health: %v\n%s", err, logs.String())
 	}
-	return running{cmd: cmd, conn: conn, exited: exited}
+	return running{cmd: cmd, conn: conn, exited: exited, logs: logs}
 }
 
 // The real binary, SIGKILLed with kept output on disk: its output

@@ -202,7 +202,13 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	first.conn.Close()
 	readBefore := next
 
+	egress, _ := os.ReadFile(filepath.Join(state, "egress.addr"))
 	second := startBinary(t, bin, cfg, sock)
+	// The egress proxy listens where the adopted processes' helpers
+	// forward to.
+	if again, _ := os.ReadFile(filepath.Join(state, "egress.addr")); len(egress) > 0 && string(again) != string(egress) {
+		t.Errorf("the egress proxy moved from %s to %s", egress, again)
+	}
 	// The same conversation, with the secret its client had.
 	list := callIn(t, second.conn, c, "list_processes", `{}`)
 	if text := list.GetContent()[0].GetText(); !strings.Contains(text, proc) || !strings.Contains(text, sleeperID) {
@@ -243,7 +249,13 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 		fmt.Fprintf(&want, "line-%d\n", i)
 	}
 	if got.String() != want.String() {
-		t.Fatalf("lines read across the restart (%d bytes before it) are not each line once in order:\n%s", readBefore, got.String())
+		g, w := got.String(), want.String()
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
+		}
+		t.Fatalf("lines read across the restart (%d bytes before it) are not each line once in order: %d bytes, want %d; from byte %d got %q, want %q\nthe second toold's log:\n%s",
+			readBefore, len(g), len(w), i, g[max(0, i-20):min(len(g), i+40)], w[max(0, i-20):min(len(w), i+40)], second.logs.String())
 	}
 
 	// The session: its output while toold was down is there, and it takes

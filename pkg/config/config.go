@@ -262,6 +262,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("conversations.tail_events %d, tail_bytes %d: want positive numbers (0: the defaults, 4096 and 4 MiB)", c.Conversations.TailEvents, c.Conversations.TailBytes)
 	case c.Terminal.KeepCount < 0:
 		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", c.Terminal.KeepCount)
+	case c.Terminal.Survive != "" && c.Terminal.Survive != "stop" && c.Terminal.Survive != "keep":
+		return fmt.Errorf("terminal.survive %q: want stop (the default: an ordinary shutdown stops background processes and sessions) or keep", c.Terminal.Survive)
+	case c.Terminal.OrphanTimeout < 0:
+		return fmt.Errorf("terminal.orphan_timeout %s: want a positive duration (0: the default, 1h)", time.Duration(c.Terminal.OrphanTimeout))
 	case c.Terminal.KeepAge < 0:
 		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(c.Terminal.KeepAge))
 	}

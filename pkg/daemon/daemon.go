@@ -98,9 +98,12 @@ type Main struct {
 	mcp       mcpState    // see mcp.go
 	memory    memoryState // see memory.go
 	terminal  *terminal.Manager
-	egress    *netguard.Proxy // terminal.network: proxy
-	leftovers leftoverState   // see leftovers.go
-	observe   observeState    // see observe.go
+	// stateLocked says this toold holds its state directory (statelock.go):
+	// what outlives it (processes, the egress proxy's port) is kept there.
+	stateLocked bool
+	egress      *netguard.Proxy // terminal.network: proxy
+	leftovers   leftoverState   // see leftovers.go
+	observe     observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
 	self  selfAddrs  // toold's own TCP listeners (peers.go)
@@ -154,13 +157,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
-	stateLocked := false
 	if held, err := m.lockStateDir(m.memory.stateDir); held && err != nil {
 		return err
 	} else if err != nil {
 		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
 	} else {
-		stateLocked = true
+		m.stateLocked = true
 	}
 	// Without a usable state directory toold still runs (as memory does):
 	// then nobody is the operator, and a conversation's records need its
@@ -200,7 +202,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.sandboxHide(&tcfg) // sandbox.go
-	if stateLocked {
+	if m.stateLocked {
 		// Background processes and sessions outlive this toold; the next
 		// one on the state directory adopts them (docs/terminal.md).
 		tcfg.StateDir = m.memory.stateDir

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 
@@ -93,8 +96,24 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 			return &netguard.DeniedError{Msg: fmt.Sprintf("host %s needs a person's approval (rule %s: %s), which a command's connection cannot ask for", host, v.Rule, v.Reason)}
 		}
 	}
-	if err := p.Start("127.0.0.1:0"); err != nil {
-		return fmt.Errorf("terminal.network proxy: %w", err)
+	// The port of the proxy before a restart, when it is free: sandboxed
+	// processes that outlived that toold reach the proxy there (their
+	// helper forwards to it), and nothing else gets to listen in its place.
+	addrFile := ""
+	if m.stateLocked {
+		addrFile = filepath.Join(m.memory.stateDir, "egress.addr")
+	}
+	started := false
+	if prev, err := os.ReadFile(addrFile); addrFile != "" && err == nil {
+		started = p.Start(strings.TrimSpace(string(prev))) == nil
+	}
+	if !started {
+		if err := p.Start("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("terminal.network proxy: %w", err)
+		}
+	}
+	if addrFile != "" {
+		_ = os.WriteFile(addrFile, []byte(p.Addr()+"\n"), 0o600)
 	}
 	m.egress = p
 	env := map[string]string{}

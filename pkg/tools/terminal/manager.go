@@ -221,8 +221,9 @@ type Manager struct {
 	procsDir string
 	// detach is closed by Close when it keeps shims running: their
 	// goroutines let go of them.
-	detach  chan struct{}
-	adopted map[string]string // conversation -> secret, of what adopt found
+	detach     chan struct{}
+	detachOnce sync.Once
+	adopted    map[string]string // conversation -> secret, of what adopt found
 	// interrupted are the foreground commands a toold that died ran.
 	interrupted []InterruptedCall
 	// keepHomes are directories of earlier toolds' Managers that adopted
@@ -465,7 +466,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	if m.cfg.KeepOnShutdown {
 		// The shims' trees run on for the next toold.
-		close(m.detach)
+		m.detachOnce.Do(func() { close(m.detach) })
 	} else {
 		// Not bound to the Manager's context: they outlive toold's death.
 		for _, p := range shimProcs {

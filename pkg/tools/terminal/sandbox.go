@@ -310,12 +310,14 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 				slot.Release()
 			case <-m.detach:
 				// A shim's tree runs on in the slot after toold (Close
-				// keeps it); the sweep of a later toold removes the slot
-				// once the shim is gone. Other trees are stopping.
+				// keeps it): Release lets go of the slot's thread and
+				// leaves cgroups that hold a shim, which the sweep of a
+				// later toold removes once the shim is gone. Other trees
+				// are stopping.
 				if spec.Shim == nil {
 					<-h.Done()
-					slot.Release()
 				}
+				slot.Release()
 			}
 		}()
 	}
