@@ -75,8 +75,8 @@ var failedLine = regexp.MustCompile(`^(\d+) (\d+)$`)
 //
 // The TypeScript client's build and install run on a copy of
 // clients/typescript (npm ci fetches its dependencies, as for a reader).
-// Blocks that cannot run here are not marked: the sidecar recipe (podman
-// and an image build; cmd/imagebuild's container test runs the same image).
+// The sidecar recipe (podman and an image build) has a marker of its own:
+// cmd/imagebuild's TestReadmeSidecarRecipe runs it.
 func TestReadmeShellBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds toold and toolctl")
