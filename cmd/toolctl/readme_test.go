@@ -128,6 +128,8 @@ func TestReadmeShellBlocks(t *testing.T) {
 		"go.mod":          "module example.com/readme\n\ngo 1.22\n",
 		"pkg/new.go":      "package pkg\n\nfunc New() int { return 1 }\n",
 		"pkg/new_test.go": "package pkg\n",
+		// A Node project's dev server, for the terminal section's npm run dev.
+		"package.json": `{"name": "readme", "private": true, "scripts": {"dev": "node -e \"setInterval(() => console.log('dev server up'), 200)\""}}` + "\n",
 	}
 	files["clients/.keep"] = ""
 	for name, content := range files {
