@@ -79,16 +79,16 @@ type outKey struct {
 type Log struct {
 	cfg LogConfig
 
-	mu        sync.Mutex
-	evs       []Event // evs[i].Seq == first+i
+	mu  sync.Mutex
+	evs []Event // evs[i].Seq == first+i
 	// buf is evs's whole array when evs starts off slots into it (the
 	// events trimmed from the front since push last compacted it).
-	buf []Event
-	off int
-	first     uint64  // seq of evs[0]; 1 when nothing was evicted
-	read      uint64  // the last seq the reader took
-	tailBytes int     // bytes of the events already read
-	unreadOut int     // output bytes not read yet
+	buf       []Event
+	off       int
+	first     uint64 // seq of evs[0]; 1 when nothing was evicted
+	read      uint64 // the last seq the reader took
+	tailBytes int    // bytes of the events already read
+	unreadOut int    // output bytes not read yet
 	open      map[outKey]uint64
 	offsets   map[outKey]uint64
 	wake      chan struct{} // cap 1: signals the reader
