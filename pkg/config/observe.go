@@ -19,6 +19,10 @@ import (
 //	  max_file_bytes: 67108864   # rotate past 64 MiB
 //	  sync_every: 4096           # a machine crash loses at most this many records (and 100 ms)
 //	  sync_interval: 100ms       # ... and at most this much time's worth
+//	  on_failure: refuse         # refuse (default): no call runs unrecorded; continue: calls run, failures are logged
+//	  retention:
+//	    max_bytes: 4294967296    # the files together (default 4 GiB; -1 keeps everything)
+//	    max_age: 2160h           # files whose last record is older (default: no age limit)
 type Audit struct {
 	// Enabled turns the log on (default) or off ("false").
 	Enabled *bool `yaml:"enabled"`
@@ -31,7 +35,36 @@ type Audit struct {
 	SyncEvery int `yaml:"sync_every"`
 	// SyncInterval bounds how long a record stays unsynced (default 100ms).
 	SyncInterval Duration `yaml:"sync_interval"`
+	// OnFailure is what a call does when the log cannot record it (a full
+	// disk): AuditRefuse (the default; the call ends UNAVAILABLE saying
+	// why, nothing runs unrecorded) or AuditContinue (the call runs; the
+	// failure is logged, and the log says how many records it lost once it
+	// can write again).
+	OnFailure string `yaml:"on_failure"`
+	// Retention bounds the log's files.
+	Retention AuditRetention `yaml:"retention"`
 }
+
+// Audit failure policies (audit.on_failure).
+const (
+	AuditRefuse   = "refuse"
+	AuditContinue = "continue"
+)
+
+// DefaultAuditMaxBytes is audit.retention.max_bytes by default: 4 GiB.
+const DefaultAuditMaxBytes = 4 << 30
+
+// AuditRetention bounds the audit log: the oldest files are removed while
+// the files together are larger than MaxBytes (0: the default, 4 GiB; -1:
+// no limit), or when their last record is older than MaxAge (0: no limit).
+// What was removed is recorded in the chain (docs/audit.md).
+type AuditRetention struct {
+	MaxBytes int64    `yaml:"max_bytes"`
+	MaxAge   Duration `yaml:"max_age"`
+}
+
+// Continue reports whether calls run when the log cannot record them.
+func (a Audit) Continue() bool { return a.OnFailure == AuditContinue }
 
 // On reports whether the audit log is enabled.
 func (a Audit) On() bool { return a.Enabled == nil || *a.Enabled }
@@ -42,7 +75,15 @@ func (a Audit) LogConfig(stateDir string) audit.Config {
 	if dir == "" {
 		dir = filepath.Join(stateDir, "audit")
 	}
-	return audit.Config{Dir: dir, MaxFileBytes: a.MaxFileBytes, SyncEvery: a.SyncEvery, SyncInterval: time.Duration(a.SyncInterval)}
+	maxBytes := a.Retention.MaxBytes
+	switch {
+	case maxBytes == 0:
+		maxBytes = DefaultAuditMaxBytes
+	case maxBytes < 0:
+		maxBytes = 0
+	}
+	return audit.Config{Dir: dir, MaxFileBytes: a.MaxFileBytes, SyncEvery: a.SyncEvery, SyncInterval: time.Duration(a.SyncInterval),
+		MaxTotalBytes: maxBytes, MaxAge: time.Duration(a.Retention.MaxAge)}
 }
 
 // History configures the per-conversation call history.
@@ -77,6 +118,14 @@ func (c *Config) validateObserve() error {
 		return fmt.Errorf("audit.sync_every %d: want a positive number (0: the default, 4096)", a.SyncEvery)
 	case a.SyncInterval < 0:
 		return fmt.Errorf("audit.sync_interval %s: want a positive duration", time.Duration(a.SyncInterval))
+	case a.OnFailure != "" && a.OnFailure != AuditRefuse && a.OnFailure != AuditContinue:
+		return fmt.Errorf("audit.on_failure %q: want refuse (the default) or continue", a.OnFailure)
+	case a.Retention.MaxBytes < -1:
+		return fmt.Errorf("audit.retention.max_bytes %d: want a positive size (0: the default, 4 GiB; -1: keep everything)", a.Retention.MaxBytes)
+	case a.Retention.MaxAge < 0:
+		return fmt.Errorf("audit.retention.max_age %s: want a positive duration (0: no age limit)", time.Duration(a.Retention.MaxAge))
+	case a.Retention.MaxBytes > 0 && a.Retention.MaxBytes < a.MaxFileBytes:
+		return fmt.Errorf("audit.retention.max_bytes %d is smaller than audit.max_file_bytes %d: the log could not keep one whole file", a.Retention.MaxBytes, a.MaxFileBytes)
 	}
 	h := c.History
 	switch h.Backend {
