@@ -98,7 +98,7 @@ func (m *Main) startObserve(ctx context.Context) error {
 // executorObserve is what the executor records calls into.
 func (m *Main) executorObserve() executor.Observe {
 	o := &m.observe
-	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, Metrics: o.metrics}
+	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, AuditContinue: m.Config.Audit.Continue(), Metrics: o.metrics}
 	if o.history != nil {
 		ob.History = o.historyW
 	}
