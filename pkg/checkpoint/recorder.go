@@ -200,7 +200,8 @@ func (r *Recorder) Stats() Stats {
 
 // Begin opens the window of a call of conversation that may change the
 // workspace. scope lists the paths (relative to the workspace, or
-// absolute) whose changes the call claims, each with what is below it;
+// absolute) whose changes the call claims, each with what is below it and
+// the directories above it that it creates or removes;
 // nil claims every change (a command). The returned function closes the
 // window and records the call; it must be called once. When ctx ends
 // before the first walk of the workspace is done, nothing is recorded.
@@ -252,6 +253,11 @@ func (w *window) claims(p pending) bool {
 	}
 	for _, s := range w.scope {
 		if under(p.Path, s) {
+			return true
+		}
+		// The directories a file tool makes for a file it writes (or
+		// removes with it).
+		if under(s, p.Path) && (p.Before.Kind == Absent || p.After.Kind == Absent) {
 			return true
 		}
 	}

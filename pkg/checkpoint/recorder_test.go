@@ -170,7 +170,7 @@ func TestScopedCall(t *testing.T) {
 	for _, ch := range calls[0].Changes {
 		paths = append(paths, ch.Path)
 	}
-	if strings.Join(paths, ",") != "dir/f.txt" {
+	if strings.Join(paths, ",") != "dir,dir/f.txt" { // the directory it made for the file too
 		t.Fatalf("claimed %v", paths)
 	}
 	if !r.Stats().Watching {

@@ -100,6 +100,7 @@ type Main struct {
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	leftovers leftoverState   // see leftovers.go
+	checkpts  checkpointState // see checkpoints.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
@@ -221,6 +222,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
+	m.startCheckpoints() // checkpoints.go
 	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
@@ -238,11 +240,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			MaxIdle: cfg.Conversations.MaxIdle,
 			State:   conversationState{term: m.terminal, grants: granter},
 		},
-		Version:   Version,
-		Workspace: m.ws.Dir(),
-		Logger:    m.Logger,
-		Tracer:    tracer,
-		Observe:   m.executorObserve(), // observe.go
+		Version:     Version,
+		Workspace:   m.ws.Dir(),
+		Logger:      m.Logger,
+		Tracer:      tracer,
+		Observe:     m.executorObserve(), // observe.go
+		Checkpoints: m.checkpointer(),
 	})
 	if err != nil {
 		return err
@@ -268,6 +271,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
+	m.registerCheckpoints() // checkpoints.go
 	if err := m.registerObserve(); err != nil {
 		return err
 	}
@@ -465,6 +469,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	errs = append(errs, m.closeCheckpoints())
 	errs = append(errs, m.stopObserve())
 	m.stopHealth()
 	for _, l := range m.listeners {
