@@ -117,7 +117,8 @@ func (r *Recorder) stat(rel string, prev State) (State, error) {
 			s.Hash = prev.Hash
 			return s, nil
 		}
-		if st.Size > r.cfg.MaxFileBytes {
+		if st.Size > r.cfg.MaxFileBytes || r.blobs.bytes+st.Size > r.cfg.MaxBytes {
+			// Too large, or the store is full: tracked, not kept.
 			return s, nil
 		}
 		if s.Hash, err = r.keep(rel, st); err != nil {

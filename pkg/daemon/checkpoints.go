@@ -9,7 +9,34 @@ import (
 	"github.com/toold/toold/pkg/checkpoint"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/service"
+	"github.com/toold/toold/pkg/tools/fileops"
 )
+
+// recoverJournals rolls back the patches a killed toold left half-applied
+// in the workspace (fileops.RecoverJournals) and returns the directory
+// apply_patch journals in: patch-journal in the state directory, or ""
+// (not journaled) without a usable state directory. It runs before any
+// call can.
+func (m *Main) recoverJournals() string {
+	if m.memory.stateDir == "" {
+		m.Logger.Warn("apply_patch is not journaled: no usable state directory; a patch interrupted by a crash may be left half-applied")
+		return ""
+	}
+	dir := filepath.Join(m.memory.stateDir, "patch-journal")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		m.Logger.Warn("apply_patch is not journaled: the journal directory cannot be made; a patch interrupted by a crash may be left half-applied", "err", err)
+		return ""
+	}
+	st, err := fileops.RecoverJournals(m.ws, dir, m.Logger)
+	if err != nil {
+		m.Logger.Warn("rolling back interrupted patches", "dir", dir, "err", err)
+	}
+	if st.Journals > 0 {
+		m.Logger.Warn("rolled back patches interrupted by a crash", "patches", st.Journals, "restored", st.Restored,
+			"removed", st.Removed, "left_changed_since", st.Left)
+	}
+	return dir
+}
 
 // checkpointState is the recorder of the workspace's changes.
 type checkpointState struct {

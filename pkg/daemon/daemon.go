@@ -212,6 +212,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.openMemory()
 	more := m.moreOptions(cfg.Output.ToolLimits())
+	more.JournalDir = m.recoverJournals() // checkpoints.go
 	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered
@@ -363,7 +364,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard, JournalDir: mo.JournalDir}),
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
