@@ -2,9 +2,7 @@ package checkpoint
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 )
@@ -17,6 +15,9 @@ type blobs struct {
 	refs  map[string]int
 	sizes map[string]int64
 	bytes int64 // sum of sizes
+	// fresh are the contents put since the last sweep.
+	fresh []string
+	made  map[string]bool // fan-out directories made
 }
 
 func newBlobs(dir string) (*blobs, error) {
@@ -28,7 +29,7 @@ func newBlobs(dir string) (*blobs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &blobs{dir: dir, refs: map[string]int{}, sizes: map[string]int64{}}, nil
+	return &blobs{dir: dir, refs: map[string]int{}, sizes: map[string]int64{}, made: map[string]bool{}}, nil
 }
 
 func (b *blobs) path(h string) string { return filepath.Join(b.dir, h[:2], h[2:]) }
@@ -39,20 +40,29 @@ func (b *blobs) put(h string, data []byte) error {
 		return nil
 	}
 	p := b.path(h)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+	if !b.made[h[:2]] {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		b.made[h[:2]] = true
+	}
+	// Written in place, not synced: the store is made again at every
+	// start, so a torn content never outlives the process that wrote it.
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%x.tmp", p, rand.Uint64())
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		os.Remove(tmp)
-		return err
+	_, err = w.Write(data)
+	if cerr := w.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err != nil {
+		os.Remove(p)
 		return err
 	}
 	b.sizes[h] = int64(len(data))
 	b.bytes += int64(len(data))
+	b.fresh = append(b.fresh, h)
 	return nil
 }
 
@@ -88,13 +98,14 @@ func (b *blobs) unref(s State) {
 	}
 }
 
-// sweep removes contents put but never referenced (a file read whose
-// state was then not kept).
+// sweep removes the contents put since the last sweep that nothing
+// references (a file read whose state was then not kept).
 func (b *blobs) sweep() {
-	for h := range b.sizes {
-		if b.refs[h] == 0 {
+	for _, h := range b.fresh {
+		if _, ok := b.sizes[h]; ok && b.refs[h] == 0 {
 			b.unref(State{Kind: File, Hash: h})
 			delete(b.refs, h)
 		}
 	}
+	b.fresh = b.fresh[:0]
 }
