@@ -224,7 +224,9 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
 		if err == nil {
+			endCheckpoint := x.checkpoint(ctx, req, effect)
 			end.Result, err = x.run(ctx, req, target, call, sink)
+			endCheckpoint()
 			// The dialect's result shape (a no-op without one).
 			res, runErr := end.Result, err
 			end.Result, err = guard(call, "Shape", func() (*tools.Result, error) { return target.Shape(res, runErr) })
@@ -625,4 +627,22 @@ func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End
 		return
 	}
 	x.cfg.Logger.Info("call failed", attrs...)
+}
+
+// checkpoint opens the checkpoint window of a call that may change the
+// workspace: one that runs a command (every change in the workspace while
+// it runs is its own) or writes paths (the changes at and below them). A
+// call that does neither is not recorded. It returns the function that
+// closes the window.
+func (x *Executor) checkpoint(ctx context.Context, req *CallRequest, effect tools.Effect) func() {
+	cp := x.cfg.Checkpoints
+	switch {
+	case cp == nil:
+		return func() {}
+	case effect.Command != "":
+		return cp.Begin(ctx, req.ConversationID, req.CallID, nil)
+	case len(effect.Writes) > 0:
+		return cp.Begin(ctx, req.ConversationID, req.CallID, effect.Writes)
+	}
+	return func() {}
 }
