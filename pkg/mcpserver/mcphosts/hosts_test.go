@@ -15,23 +15,6 @@ import (
 	"github.com/toold/toold/pkg/testenv"
 )
 
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test")
-		}
-		dir = parent
-	}
-}
-
 // gemini-cli 0.61.0 with toold in its ~/.gemini/settings.json, over stdio
 // (gemini-cli starts `toold mcp`) and over HTTP (a running toold's /mcp
 // with its token in a header): `gemini mcp list` connects to toold.

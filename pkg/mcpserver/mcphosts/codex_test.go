@@ -1,0 +1,75 @@
+package mcphosts_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// codexConfig is a CODEX_HOME config.toml: the scripted model as a custom
+// provider speaking the Responses API, toold as an MCP server (server is
+// the [mcp_servers.toold] table's body), codex's own switches off the
+// network.
+func codexConfig(modelAddr, server string) string {
+	return fmt.Sprintf(`model = "scripted"
+model_provider = "scripted"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.scripted]
+name = "scripted model"
+base_url = "http://%s/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+
+[mcp_servers.toold]
+%s
+`, modelAddr, server)
+}
+
+func tomlList(xs []string) string {
+	var q []string
+	for _, x := range xs {
+		q = append(q, fmt.Sprintf("%q", x))
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// codex 0.171.0 (`codex exec`) runs a whole turn against a scripted model
+// with toold over stdio: toold's results reach the model, and the delete
+// toold asks about is declined by codex (headless codex declines every
+// elicitation), so it is denied and the model reads why.
+func TestCodexTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs codex")
+	}
+	codex := need(t, codexBin)[0]
+	toold, _ := binaries(t)
+	ns := newNetns(t)
+	f := newFixture(t)
+	m := newModel(openAIResponses{}, f.final, f.steps("REJECTED_BY_USER", "declined in codex-mcp-client")...)
+	ns.serve(t, m)
+	home := t.TempDir()
+	server := fmt.Sprintf("command = %q\nargs = %s\n", toold, tomlList(f.tooldArgs()))
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(ns.addr(), server)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := ns.command(ctx, f.ws, []string{"CODEX_HOME=" + home, "HOME=" + home, "SCRIPTED_API_KEY=sk-scripted", "NO_COLOR=1", "RUST_LOG=warn"},
+		codex, "exec", "--skip-git-repo-check", "Read notes.txt, then run the commands you need.")
+	out, err := run(t, cmd)
+	m.check(t)
+	f.checkCanary(t)
+	if err != nil || !strings.Contains(out, f.final) {
+		t.Errorf("codex exec: %v\n%s", err, out)
+	}
+}
