@@ -21,33 +21,45 @@ func claudeEnv(home, modelAddr string) []string {
 }
 
 // Claude Code 2.1.332 (`claude -p`) runs a whole turn against a scripted
-// model with toold added by `claude mcp add` over stdio: toold's results
-// reach the model, and the delete toold asks about is declined by Claude
-// Code, so it is not run and the model reads why.
+// model with toold added by `claude mcp add`, over stdio (Claude Code
+// starts `toold mcp`) and over HTTP (--transport http with the token in a
+// header): Claude Code offers the model toold's tools, toold's results
+// reach the model, and the delete toold asks about is dismissed by Claude
+// Code (headless, it answers every elicitation with cancel), so it is not
+// run and the model reads why.
 func TestClaudeCodeTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Claude Code")
 	}
 	claude := need(t, claudeBin)[0]
 	toold, _ := binaries(t)
-	ns := newNetns(t)
-	f := newFixture(t)
-	m := newModel(anthropicMessages{}, f.final, f.steps("REJECTED_BY_USER", "the approval request was dismissed in claude-code")...)
-	ns.serve(t, m)
-	home := t.TempDir()
-	env := claudeEnv(home, ns.addr())
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	add := append([]string{"mcp", "add", "toold", "--", toold}, f.tooldArgs()...)
-	if out, err := run(t, ns.command(ctx, f.ws, env, claude, add...)); err != nil {
-		t.Fatalf("claude mcp add: %v\n%s", err, out)
-	}
-	cmd := ns.command(ctx, f.ws, env, claude, "-p", "Read notes.txt, then run the commands you need.",
-		"--allowedTools", "mcp__toold__read_file,mcp__toold__run_command")
-	out, err := run(t, cmd)
-	m.check(t)
-	f.checkCanary(t)
-	if err != nil || !strings.Contains(out, f.final) {
-		t.Errorf("claude -p: %v\n%s", err, out)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			ns := newNetns(t)
+			f := newFixture(t)
+			m := newModel(anthropicMessages{}, f.final, f.steps("REJECTED_BY_USER", "the approval request was dismissed in claude-code")...)
+			ns.serve(t, m)
+			home := t.TempDir()
+			env := claudeEnv(home, ns.addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			add := append([]string{"mcp", "add", "toold", "--", toold}, f.tooldArgs()...)
+			if tr == "http" {
+				f.startDaemon(t, ns, true)
+				add = []string{"mcp", "add", "--transport", "http", "toold", httpURL, "--header", "Authorization: Bearer " + httpToken}
+			}
+			if out, err := run(t, ns.command(ctx, f.ws, env, claude, add...)); err != nil {
+				t.Fatalf("claude mcp add: %v\n%s", err, out)
+			}
+			cmd := ns.command(ctx, f.ws, env, claude, "-p", "Read notes.txt, then run the commands you need.",
+				"--allowedTools", "mcp__toold__read_file,mcp__toold__run_command")
+			out, err := run(t, cmd)
+			checkTools(t, m)
+			m.check(t)
+			f.checkCanary(t)
+			if err != nil || !strings.Contains(out, f.final) {
+				t.Errorf("claude -p: %v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -44,32 +44,45 @@ func tomlList(xs []string) string {
 }
 
 // codex 0.171.0 (`codex exec`) runs a whole turn against a scripted model
-// with toold over stdio: toold's results reach the model, and the delete
-// toold asks about is declined by codex (headless codex declines every
-// elicitation), so it is denied and the model reads why.
+// with toold in its config.toml, over stdio (codex starts `toold mcp`)
+// and over HTTP (a running toold's /mcp, the token from
+// bearer_token_env_var): codex offers the model toold's tools, toold's
+// results reach the model, and the delete toold asks about is declined by
+// codex (headless codex declines every elicitation), so it is not run and
+// the model reads why.
 func TestCodexTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs codex")
 	}
 	codex := need(t, codexBin)[0]
 	toold, _ := binaries(t)
-	ns := newNetns(t)
-	f := newFixture(t)
-	m := newModel(openAIResponses{}, f.final, f.steps("REJECTED_BY_USER", "declined in codex-mcp-client")...)
-	ns.serve(t, m)
-	home := t.TempDir()
-	server := fmt.Sprintf("command = %q\nargs = %s\n", toold, tomlList(f.tooldArgs()))
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(ns.addr(), server)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := ns.command(ctx, f.ws, []string{"CODEX_HOME=" + home, "HOME=" + home, "SCRIPTED_API_KEY=sk-scripted", "NO_COLOR=1", "RUST_LOG=warn"},
-		codex, "exec", "--skip-git-repo-check", "Read notes.txt, then run the commands you need.")
-	out, err := run(t, cmd)
-	m.check(t)
-	f.checkCanary(t)
-	if err != nil || !strings.Contains(out, f.final) {
-		t.Errorf("codex exec: %v\n%s", err, out)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			ns := newNetns(t)
+			f := newFixture(t)
+			m := newModel(openAIResponses{}, f.final, f.steps("REJECTED_BY_USER", "declined in codex-mcp-client")...)
+			ns.serve(t, m)
+			home := t.TempDir()
+			server := fmt.Sprintf("command = %q\nargs = %s\n", toold, tomlList(f.tooldArgs()))
+			if tr == "http" {
+				f.startDaemon(t, ns, true)
+				server = fmt.Sprintf("url = %q\nbearer_token_env_var = \"TOOLD_TOKEN\"\n", httpURL)
+			}
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(ns.addr(), server)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := ns.command(ctx, f.ws, []string{"CODEX_HOME=" + home, "HOME=" + home, "SCRIPTED_API_KEY=sk-scripted",
+				"TOOLD_TOKEN=" + httpToken, "NO_COLOR=1", "RUST_LOG=warn"},
+				codex, "exec", "--skip-git-repo-check", "Read notes.txt, then run the commands you need.")
+			out, err := run(t, cmd)
+			checkTools(t, m)
+			m.check(t)
+			f.checkCanary(t)
+			if err != nil || !strings.Contains(out, f.final) {
+				t.Errorf("codex exec: %v\n%s", err, out)
+			}
+		})
 	}
 }

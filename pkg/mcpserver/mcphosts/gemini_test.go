@@ -50,27 +50,45 @@ func geminiEnv(home, modelAddr string) []string {
 }
 
 // gemini-cli 0.61.0 (`gemini -p`) runs a whole turn against a scripted
-// model with toold in its settings.json over stdio: toold's results reach
-// the model, and the delete toold asks about is denied with the reason
-// (gemini-cli declares no elicitation).
+// model with toold in its settings.json, over stdio (gemini-cli starts
+// `toold mcp`) and over HTTP (httpUrl, the token in a header from the
+// environment): gemini-cli offers the model toold's tools, toold's
+// results reach the model, and the delete toold asks about is denied with
+// the reason (gemini-cli declares no elicitation). gemini -p does not offer
+// toold's write_file (see checkTools below).
 func TestGeminiCLITurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gemini-cli")
 	}
 	p := need(t, nodeBin, geminiJS)
 	toold, _ := binaries(t)
-	ns := newNetns(t)
-	f := newFixture(t)
-	m := newModel(geminiAPI{}, f.final, f.steps("DENIED", "cannot show approval requests")...)
-	ns.serve(t, m)
-	home := geminiHome(t, f.ws, map[string]any{"command": toold, "args": f.tooldArgs(), "trust": true}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := ns.command(ctx, f.ws, geminiEnv(home, ns.addr()), p[0], p[1], "-p", "Read notes.txt, then run the commands you need.")
-	out, err := run(t, cmd)
-	m.check(t)
-	f.checkCanary(t)
-	if err != nil || !strings.Contains(out, f.final) {
-		t.Errorf("gemini -p: %v\n%s", err, out)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			ns := newNetns(t)
+			f := newFixture(t)
+			m := newModel(geminiAPI{}, f.final, f.steps("DENIED", "cannot show approval requests")...)
+			ns.serve(t, m)
+			server := map[string]any{"command": toold, "args": f.tooldArgs(), "trust": true}
+			if tr == "http" {
+				f.startDaemon(t, ns, true)
+				server = map[string]any{"httpUrl": httpURL, "headers": map[string]string{"Authorization": "Bearer ${TOOLD_TOKEN}"}, "trust": true}
+			}
+			home := geminiHome(t, f.ws, server, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			env := append(geminiEnv(home, ns.addr()), "TOOLD_TOKEN="+httpToken)
+			cmd := ns.command(ctx, f.ws, env, p[0], p[1], "-p", "Read notes.txt, then run the commands you need.")
+			out, err := run(t, cmd)
+			// Headless, gemini-cli hides the tools its policy would ask
+			// about (its write_file, replace, run_shell_command), and
+			// matches MCP tools by their bare name too: toold's
+			// write_file is not offered (of toold's tools, only it).
+			checkTools(t, m, "write_file")
+			m.check(t)
+			f.checkCanary(t)
+			if err != nil || !strings.Contains(out, f.final) {
+				t.Errorf("gemini -p: %v\n%s", err, out)
+			}
+		})
 	}
 }
