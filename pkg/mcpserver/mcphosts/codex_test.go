@@ -12,10 +12,10 @@ import (
 
 // codexConfig is a CODEX_HOME config.toml: the scripted model as a custom
 // provider speaking the Responses API, toold as an MCP server (server is
-// the [mcp_servers.toold] table's body), codex's own switches off the
-// network.
+// the [mcp_servers.toold] table's body, "" for none), codex's own
+// switches off the network.
 func codexConfig(modelAddr, server string) string {
-	return fmt.Sprintf(`model = "scripted"
+	c := fmt.Sprintf(`model = "scripted"
 model_provider = "scripted"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -29,10 +29,11 @@ wire_api = "responses"
 
 [analytics]
 enabled = false
-
-[mcp_servers.toold]
-%s
-`, modelAddr, server)
+`, modelAddr)
+	if server != "" {
+		c += "\n[mcp_servers.toold]\n" + server
+	}
+	return c
 }
 
 func tomlList(xs []string) string {

@@ -11,7 +11,8 @@ import (
 )
 
 // geminiHome writes HOME/.gemini/settings.json with toold as the MCP
-// server (server is its mcpServers entry) and extra settings merged in,
+// server (server is its mcpServers entry, nil for none) and extra
+// settings merged in,
 // gemini-cli's own switches off the network, and trusts ws (gemini-cli
 // starts MCP servers only in a trusted folder).
 func geminiHome(t *testing.T, ws string, server map[string]any, extra map[string]any) string {
@@ -22,11 +23,13 @@ func geminiHome(t *testing.T, ws string, server map[string]any, extra map[string
 		t.Fatal(err)
 	}
 	settings := map[string]any{
-		"mcpServers": map[string]any{"toold": server},
-		"telemetry":  map[string]any{"enabled": false},
-		"privacy":    map[string]any{"usageStatisticsEnabled": false},
-		"general":    map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
-		"security":   map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"telemetry": map[string]any{"enabled": false},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"general":   map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+	}
+	if server != nil {
+		settings["mcpServers"] = map[string]any{"toold": server}
 	}
 	for k, v := range extra {
 		settings[k] = v

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,8 @@ import (
 
 // step is one tool call of the script and what the host must send back.
 type step struct {
-	tool string         // the tool as the model sees it: a suffix of the host's tool name ("read_file" matches "mcp__toold__read_file")
+	tool string         // toold's tool, a suffix of the host's name for it ("read_file" matches "mcp__toold__read_file")
+	own  bool           // tool is the host's own tool, by its exact name (Bash)
 	args map[string]any // the call's arguments
 	// want are the strings the host's next request to the model must hold
 	// (the tool's result passed on); none may appear before this step.
@@ -79,7 +81,7 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !hasTool(tools, m.steps[0].tool) {
+	if m.steps[0].name(tools) == "" {
 		m.mu.Unlock()
 		m.wire.side(w, r, body)
 		return
@@ -117,7 +119,7 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := m.steps[results]
-	m.wire.call(w, r, pick(tools, st.tool), results+1, st.args)
+	m.wire.call(w, r, st.name(tools), results+1, st.args)
 }
 
 // check fails t unless every step's result reached the model.
@@ -141,12 +143,8 @@ func (m *model) check(t *testing.T) {
 	}
 }
 
-// hasTool reports whether one of names is the toold tool suffix.
-func hasTool(names []string, suffix string) bool { return pick(names, suffix) != "" }
-
 // pick is the host's name for toold's tool: the name ending in suffix
-// that also names toold (mcp__toold__read_file), else one that is the
-// suffix itself.
+// that also names toold (mcp__toold__read_file).
 func pick(names []string, suffix string) string {
 	for _, n := range names {
 		if strings.HasSuffix(n, suffix) && strings.Contains(n, "toold") {
@@ -154,6 +152,17 @@ func pick(names []string, suffix string) string {
 		}
 	}
 	return ""
+}
+
+// name is the host's name of the step's tool.
+func (s step) name(names []string) string {
+	if s.own {
+		if slices.Contains(names, s.tool) {
+			return s.tool
+		}
+		return ""
+	}
+	return pick(names, s.tool)
 }
 
 // sse writes one server-sent event.

@@ -78,12 +78,12 @@ const (
 
 // startDaemon runs toold as a daemon in ns for the fixture's workspace:
 // its unix socket (toolctl hook's) and, with mcpHTTP, /mcp on httpAddr
-// with httpToken. It returns the socket once toold serves.
-func (f *fixture) startDaemon(t *testing.T, ns *netns, mcpHTTP bool) string {
+// with httpToken; extra flags follow. It returns the socket once toold serves.
+func (f *fixture) startDaemon(t *testing.T, ns *netns, mcpHTTP bool, extra ...string) string {
 	t.Helper()
 	toold, _ := binaries(t)
 	sock := filepath.Join(f.state, "toold.sock")
-	args := []string{"--socket", sock, "--state-dir", f.state, "--workspace", f.ws, "--approval-mode", "auto"}
+	args := append([]string{"--socket", sock, "--state-dir", f.state, "--workspace", f.ws, "--approval-mode", "auto"}, extra...)
 	if mcpHTTP {
 		args = append(args, "--listen", httpAddr, "--mcp-http", "--token", httpToken)
 	}
