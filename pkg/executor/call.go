@@ -256,7 +256,7 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 			return nil, nil, nil, err
 		}
 	}
-	target, err := x.cfg.Registry.ResolveIn(req.Dialect, req.Name, args)
+	target, err := x.cfg.Registry.ResolveCall(req.ConversationID, req.Dialect, req.Name, args)
 	if err != nil {
 		spanError(span, err)
 		return nil, nil, nil, err
