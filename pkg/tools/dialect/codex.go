@@ -132,7 +132,7 @@ func shellQuote(s string) string {
 var codexCommon = steps(
 	rename("workdir", "working_dir"),
 	msToSeconds("timeout_ms", "timeout"),
-	drop("with_escalated_permissions", "ignored: a model cannot leave toold's sandbox (a person can approve one call outside it)"),
+	rename("with_escalated_permissions", "outside_sandbox"), // only asks: a person approves that one call outside the sandbox
 	drop("justification", "the justification goes with with_escalated_permissions; removed"),
 )
 
