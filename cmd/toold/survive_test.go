@@ -71,7 +71,15 @@ func str(r *pb.ToolResult, name string) string {
 // get_output and returns the bytes read, the next index and its state.
 func readOutput(t *testing.T, conn *grpc.ClientConn, c *conv, id string, from int64) (data string, next int64, state string) {
 	t.Helper()
-	r := callIn(t, conn, c, "get_output", fmt.Sprintf(`{"process_id":%q,"from_index":%d,"wait_ms":300,"raw":true}`, id, from))
+	args := fmt.Sprintf(`{"process_id":%q,"from_index":%d,"wait_ms":300,"raw":true}`, id, from)
+	if from < 0 {
+		// From where the previous get_output ended.
+		args = fmt.Sprintf(`{"process_id":%q,"wait_ms":300,"raw":true}`, id)
+	}
+	r := callIn(t, conn, c, "get_output", args)
+	if from < 0 {
+		from = num(r, "from_index")
+	}
 	next, state = num(r, "next_index"), str(r, "state")
 	if n := next - num(r, "from_index"); n > 0 {
 		text := r.GetContent()[0].GetText()
@@ -214,6 +222,14 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	if text := list.GetContent()[0].GetText(); !strings.Contains(text, proc) || !strings.Contains(text, sleeperID) {
 		t.Fatalf("the adopted processes are not listed:\n%s", text)
 	}
+	// The first read after the restart, without an offset, goes on where
+	// the client's last one ended.
+	data, n, _ := readOutput(t, second.conn, c, proc, -1)
+	if n-int64(len(data)) != next {
+		t.Fatalf("get_output after the restart started at %d, not where the last read ended (%d)", n-int64(len(data)), next)
+	}
+	got.WriteString(data)
+	next = n
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		data, n, st := readOutput(t, second.conn, c, proc, next)
@@ -277,13 +293,13 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	for !strings.Contains(screen.String(), "hi-42") {
 		m, err := at.Recv()
 		if err != nil {
-			t.Fatalf("attach: %v; output so far:\n%s", err, screen.String())
+			t.Fatalf("attach: %v; output so far:\n%s\nthe second toold's log:\n%s", err, screen.String(), second.logs.String())
 		}
 		screen.Write(m.GetOutput().GetData())
 		if !typed && strings.Contains(screen.String(), "s-100\r\n") {
 			typed = true
 			if err := at.Send(&pb.AttachRequest{Msg: &pb.AttachRequest_Input{Input: []byte("echo hi-$((6*7))\r")}}); err != nil {
-				t.Fatal(err)
+				t.Fatalf("typing: %v\nthe second toold's log:\n%s", err, second.logs.String())
 			}
 		}
 	}

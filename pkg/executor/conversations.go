@@ -132,11 +132,15 @@ func (r *Conversations) Secret(id string) (string, bool) {
 // Restore registers conversation id, bound to secret, with nothing
 // attached: what a toold before this one left of it (processes adopted
 // after a restart) is reached again with the secret its client had, and is
-// reaped after IdleTTL like any idle conversation. An id the registry
-// holds already is left as it is.
+// reaped after IdleTTL like any idle conversation. An empty secret (one
+// that was not known) binds it to a new one nobody holds: it is reaped.
+// An id the registry holds already is left as it is.
 func (r *Conversations) Restore(id, secret string) {
-	if id == "" || secret == "" {
+	if id == "" {
 		return
+	}
+	if secret == "" {
+		secret = newSecret()
 	}
 	r.mu.Lock()
 	if r.closed || r.m[id] != nil {

@@ -437,8 +437,12 @@ func (t *Terminal) processOutput(ctx context.Context, p *process, from int64, li
 		}
 	}
 	p.mu.Lock()
+	moved := p.cursor != c.next
 	p.cursor = c.next
 	p.mu.Unlock()
+	if moved {
+		p.saveCursor(c.next)
+	}
 	info := p.info()
 	var b strings.Builder
 	st := "running"

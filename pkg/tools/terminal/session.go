@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -730,6 +731,10 @@ func (s *Session) read(ctx context.Context, from int64, limit int, wait time.Dur
 	}
 	r.next = r.from + int64(len(r.data))
 	r.behind = s.out.end - r.next
+	if s.cursor != r.next && s.shimDir != "" {
+		// For the toold that adopts the session (survive.go).
+		_ = os.WriteFile(filepath.Join(s.shimDir, shimCursor), []byte(strconv.FormatInt(r.next, 10)), 0o600)
+	}
 	s.cursor = r.next
 	return r
 }

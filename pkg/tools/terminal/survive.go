@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,8 +41,9 @@ const defaultOrphanTimeout = time.Hour
 
 // Names in a shim's directory.
 const (
-	shimLog  = "out"
-	shimMeta = "meta.json"
+	shimLog    = "out"
+	shimMeta   = "meta.json"
+	shimCursor = "cursor"
 )
 
 // shimMetaData is meta.json.
@@ -199,7 +201,9 @@ func (m *Manager) adopt() {
 			}
 			continue
 		}
-		if md.Secret != "" {
+		if m.adopted[md.Conv] == "" {
+			// Registered again, so that it is reached with its secret or
+			// reaped when idle.
 			m.adopted[md.Conv] = md.Secret
 		}
 		if md.Home != "" && h != nil {
@@ -235,11 +239,23 @@ func (m *Manager) adoptProcess(dir string, md shimMetaData, h *sandbox.Process) 
 		h: h, rec: rec, done: make(chan struct{}), shimDir: dir,
 	}
 	p.lastOutput.Store(time.Now().UnixNano())
+	if b, err := os.ReadFile(filepath.Join(dir, shimCursor)); err == nil {
+		// Where the model's next get_output starts, as before the restart.
+		p.cursor, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
 	m.mu.Lock()
 	m.procs[p.id] = p
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go p.runShim(f, func() {})
+}
+
+// saveCursor keeps where the model's next get_output of a process under a
+// shim starts, for the toold that adopts it.
+func (p *process) saveCursor(next int64) {
+	if p.shimDir != "" {
+		_ = os.WriteFile(filepath.Join(p.shimDir, shimCursor), []byte(strconv.FormatInt(next, 10)), 0o600)
+	}
 }
 
 // runShim is the goroutine of a process under a shim: it follows the
@@ -296,6 +312,9 @@ func (m *Manager) adoptSession(dir string, md shimMetaData, h *sandbox.Process, 
 		m: m, id: md.ID, conv: md.Conv, name: md.Name, dir: md.Dir, argv: md.Argv, created: md.Started,
 		master: master, h: h, done: make(chan struct{}), shimDir: dir, log: f,
 		out: newRing(m.cfg.SessionBuffer), changed: make(chan struct{}), rows: md.Rows, cols: md.Cols,
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, shimCursor)); err == nil {
+		s.cursor, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	}
 	m.mu.Lock()
 	m.sessions[s.id] = s
