@@ -41,11 +41,18 @@ func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call,
 	}}}, run: run}
 }
 
-// askRisky is a func-field fake policy: it asks before "risky" and allows
-// everything else.
+// askRisky is a fake policy: it asks before "risky", asks to run
+// "escape" outside the sandbox, and allows everything else.
 type askRisky struct{}
 
 func (askRisky) Authorize(_ context.Context, r *authz.Request) (authz.Verdict, error) {
+	if r.Tool == "escape" {
+		return authz.Verdict{Decision: authz.Ask, Risk: tools.RiskHigh, Reason: "it asked to run outside the sandbox", Rule: "test-outside", OutsideSandbox: true,
+			Scopes: []authz.Scope{
+				{ID: "once", Tool: "escape", Description: "this call only"},
+				{ID: "conv", Conversation: true, Tool: "escape", Description: "escape, for this conversation"},
+			}}, nil
+	}
 	if r.Tool != "risky" {
 		return authz.Verdict{Decision: authz.Allow, Risk: r.Risk}, nil
 	}
@@ -287,6 +294,46 @@ func TestCancellationEndsTheCall(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow"})
 			if err != nil || text(res) != "done" {
 				t.Fatalf("after the cancel, the session: %q %v", text(res), err)
+			}
+		})
+	}
+}
+
+// An approval of the outside-sandbox kind reaches an MCP client as an
+// elicitation that says so, with no conversation choice, in both eras;
+// approved once, the call runs.
+func TestOutsideSandboxApproval(t *testing.T) {
+	srv, reg := newServer(t)
+	if err := reg.Register(simple("escape", tools.RiskHigh, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+		return &tools.Result{Text: "ran outside"}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	srv.Sync()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var msg string
+			var choices []any
+			cs := connectEra(t, srv, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				msg = r.Params.Message
+				schema, _ := json.Marshal(r.Params.RequestedSchema)
+				var s struct {
+					Properties struct {
+						Decision struct {
+							Enum []any `json:"enum"`
+						} `json:"decision"`
+					} `json:"properties"`
+				}
+				json.Unmarshal(schema, &s)
+				choices = s.Properties.Decision.Enum
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}, nil
+			}}, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "escape"})
+			if err != nil || res.IsError || text(res) != "ran outside" {
+				t.Fatalf("approved once: %q %v", text(res), err)
+			}
+			if !strings.Contains(msg, "OUTSIDE toold's sandbox") || !slices.Equal(choices, []any{"approve once", "deny"}) {
+				t.Fatalf("the question: %q, choices %v", msg, choices)
 			}
 		})
 	}
