@@ -143,13 +143,20 @@ func (t Terminal) Validate() error {
 		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", t.KeepCount)
 	case t.KeepAge < 0:
 		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(t.KeepAge))
-	case t.Survive != "" && t.Survive != "stop" && t.Survive != "keep":
-		return fmt.Errorf("terminal.survive %q: want stop (the default: an ordinary shutdown stops background processes and sessions) or keep", t.Survive)
 	case t.OrphanTimeout < 0:
 		return fmt.Errorf("terminal.orphan_timeout %s: want a positive duration (0: the default, 1h)", time.Duration(t.OrphanTimeout))
 	}
+	switch t.Survive {
+	case "", "stop", "keep":
+	default:
+		return fmt.Errorf("terminal.survive %q: want stop or keep", t.Survive)
+	}
 	return nil
 }
+
+// KeepOnShutdown reports whether background processes and sessions keep
+// running at an ordinary shutdown (survive: keep).
+func (t Terminal) KeepOnShutdown() bool { return t.Survive == "keep" }
 
 // NetworkMode is terminal.network: proxy, false or true. proxy: commands
 // get HTTP_PROXY / HTTPS_PROXY pointing at toold's egress proxy, which
