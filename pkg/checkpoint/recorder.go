@@ -36,6 +36,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,6 +117,7 @@ type Recorder struct {
 	dropped  map[string]uint64 // conversation → the newest seq dropped
 	seq      uint64
 	closed   bool
+	stop     atomic.Bool // Close ends the first walk early
 }
 
 type pending struct {
@@ -167,8 +169,10 @@ func (r *Recorder) Ready(ctx context.Context) error {
 	}
 }
 
-// Close stops recording and removes the store.
+// Close stops recording and removes the store. A first walk still under
+// way stops.
 func (r *Recorder) Close() error {
+	r.stop.Store(true)
 	<-r.ready
 	r.mu.Lock()
 	defer r.mu.Unlock()

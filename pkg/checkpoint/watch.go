@@ -158,6 +158,9 @@ func (r *Recorder) walk(dir string, visit func(rel string)) {
 		return
 	}
 	for _, e := range ents {
+		if r.stop.Load() {
+			return
+		}
 		rel := join(dir, e.Name())
 		if r.ignored(rel) {
 			continue
