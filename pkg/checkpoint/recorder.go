@@ -118,6 +118,7 @@ type Recorder struct {
 	seq      uint64
 	closed   bool
 	stop     atomic.Bool // Close ends the first walk early
+	storeRel string      // the store, when it lies in the workspace
 }
 
 type pending struct {
@@ -146,6 +147,13 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	r := &Recorder{cfg: cfg, root: root, ready: make(chan struct{}), watch: newWatcher(), blobs: b,
 		manifest: map[string]State{}, dropped: map[string]uint64{}}
+	if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil {
+		if st, err := filepath.EvalSymlinks(cfg.StoreDir); err == nil {
+			if rel, err := filepath.Rel(ws, st); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				r.storeRel = filepath.ToSlash(rel)
+			}
+		}
+	}
 	go func() {
 		defer close(r.ready)
 		r.mu.Lock()
