@@ -66,8 +66,8 @@ func (m *Main) startCheckpoints() {
 		}
 		m.checkpts.tmp, dir = tmp, tmp
 	}
-	rc := cfg.RecorderConfig(m.ws.Dir(), dir)
-	rc.Logger = m.Logger
+	rc := checkpoint.Config{Workspace: m.ws.Dir(), StoreDir: dir, MaxBytes: cfg.MaxBytes, MaxFileBytes: cfg.MaxFileBytes,
+		MaxCalls: cfg.MaxCalls, Logger: m.Logger}
 	rec, err := checkpoint.New(rc)
 	if err != nil {
 		m.checkpts.err = err
