@@ -80,11 +80,11 @@ func SWEAgent() tools.Dialect {
 				Schema: schema(`{"type":"object","properties":{
 "search":{"type":"string"},"replace":{"type":"string"},"replace-all":{"type":"boolean"}},"required":["search","replace"]}`),
 				// The windowed_edit_linting form (start_line, end_line,
-				// replacement_text) is refused with the fix.
+				// replacement_text), run as replace_lines.
 				Legacy:  []string{"start_line", "end_line", "replacement_text"},
 				Target:  "edit_file",
 				MapIn:   windowEditLines,
-				ShapeIn: editShape(editDone),
+				ShapeIn: editShape,
 			},
 			{
 				Name:        "insert",
@@ -136,12 +136,12 @@ func windowTool(name, params string) tools.DialectTool {
 	return tools.DialectTool{Name: name, Schema: schema(params), Target: "read_file", MapIn: windowMap(name), ShapeIn: windowShape(name)}
 }
 
-// windowEditLines refuses the windowed_edit_linting form of edit (a line
-// range and its replacement) with the fix, and maps the search/replace
-// form (windowEdit).
+// windowEditLines maps both forms of edit: windowed_edit_linting's line
+// range (start_line, end_line, replacement_text: toold's replace_lines of
+// the open file) and windowed_edit_replace's search/replace (windowEdit).
 func windowEditLines(conv string, args map[string]any) ([]tools.Coercion, error) {
 	if _, ok := args["replacement_text"]; ok {
-		return nil, invalid("replacement_text", "toold's edit replaces text, not a line range: call edit with search (the lines to change, exactly) and replace (the new text), or str_replace_editor str_replace")
+		return windowEditRange(conv, args)
 	}
 	return windowEdit(conv, args)
 }
