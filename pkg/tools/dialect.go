@@ -74,6 +74,11 @@ type DialectTool struct {
 	// state it shows.
 	MapIn   func(conversation string, args map[string]any) ([]Coercion, error)
 	ShapeIn func(conversation string, orig map[string]any, res *Result, err error) (*Result, error)
+
+	// props caches properties, set by RegisterDialect: matching a call
+	// against the dialects runs on every call, and parsing each candidate's
+	// schema there was a tenth of a no-op call's CPU.
+	props map[string]bool
 }
 
 // Available reports whether toold has a counterpart for the tool.
@@ -81,6 +86,9 @@ func (t DialectTool) Available() bool { return t.Target != "" }
 
 // properties returns the names of the tool's parameters.
 func (t DialectTool) properties() map[string]bool {
+	if t.props != nil {
+		return t.props
+	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
@@ -122,6 +130,10 @@ func (r *Registry) RegisterDialect(ds ...Dialect) error {
 			return fmt.Errorf("dialect %q is already registered", d.Name)
 		}
 		d := d
+		d.Tools = slices.Clone(d.Tools) // the caller's definitions stay as they are
+		for i := range d.Tools {
+			d.Tools[i].props = d.Tools[i].properties()
+		}
 		r.dialects = append(r.dialects, &d)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/textcalls"
 	"github.com/toold/toold/pkg/tools"
@@ -71,7 +70,7 @@ func TestSessions(t *testing.T) {
 	if err := json.Unmarshal(b, &sessions); err != nil {
 		t.Fatal(err)
 	}
-	limits := config.Default().Output.ToolLimits()
+	limits := tools.Limits{}.WithDefaults()
 	var total, ran, answered, windowsChecked int
 	answeredBy, ranBy := map[string]int{}, map[string]int{}
 	for si, s := range sessions {

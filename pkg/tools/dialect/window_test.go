@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
@@ -50,7 +49,7 @@ func workspaceRegistry(t *testing.T) (*tools.Registry, string) {
 	}
 	t.Cleanup(func() { ws.Close() })
 	reg := tools.NewRegistry()
-	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, nil, nil, daemon.MoreOptions{})...); err != nil {
+	if err := reg.Register(daemon.BuiltinTools(ws, tools.Limits{}.WithDefaults(), authz.Capabilities{}, nil, nil, daemon.MoreOptions{})...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterDialect(dialect.All()...); err != nil {
