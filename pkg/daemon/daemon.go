@@ -267,8 +267,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	// Explain through the PolicyService judges commands as running outside
 	// the sandbox: toolctl hook asks about commands an agent runs itself.
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
-	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.access, m.Logger))
+	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != "", m.access))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))

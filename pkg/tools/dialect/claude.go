@@ -40,7 +40,7 @@ func ClaudeCode() tools.Dialect {
 					msToSeconds("timeout", "timeout"),
 					drop("description", "Claude Code's description of the command, for the person; toold shows the command itself"),
 					rename("run_in_background", "is_background"),
-					drop("dangerouslyDisableSandbox", "ignored: a model cannot turn toold's sandbox off (a person can approve one call outside it)"),
+					rename("dangerouslyDisableSandbox", "outside_sandbox"), // only asks: a person approves that one call outside the sandbox
 				),
 				Shape: claudeBashShape,
 			},

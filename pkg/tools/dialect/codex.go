@@ -138,9 +138,9 @@ func shellQuote(s string) string {
 var codexCommon = steps(
 	rename("workdir", "working_dir"),
 	msToSeconds("timeout_ms", "timeout"),
-	drop("sandbox_permissions", "ignored: a model cannot leave toold's sandbox (a person can approve one call outside it)"),
-	drop("with_escalated_permissions", "ignored: a model cannot leave toold's sandbox (a person can approve one call outside it)"),
-	drop("justification", "the justification goes with sandbox_permissions; removed"),
+	rename("with_escalated_permissions", "outside_sandbox"), // only asks: a person approves that one call outside the sandbox
+	codexSandboxPermissions,
+	drop("justification", "the justification goes with sandbox_permissions; removed (toold shows the person the exact command)"),
 	drop("prefix_rule", "toold's policy decides which commands run unasked; removed"),
 )
 
@@ -170,4 +170,24 @@ func codexShape(orig map[string]any, res *tools.Result, err error) (*tools.Resul
 		Metadata meta   `json:"metadata"`
 	}{out, meta{exit, secs}})
 	return withText(res, string(b)), err
+}
+
+// codexSandboxPermissions maps codex's sandbox_permissions:
+// "require_escalated" asks to run outside the sandbox (toold's
+// outside_sandbox, which only asks a person for that one call); the
+// default ("use_default") is removed.
+func codexSandboxPermissions(args map[string]any) ([]tools.Coercion, error) {
+	v, ok := args["sandbox_permissions"]
+	if !ok {
+		return nil, nil
+	}
+	delete(args, "sandbox_permissions")
+	if v == "require_escalated" {
+		if _, both := args["outside_sandbox"]; !both {
+			args["outside_sandbox"] = true
+			return []tools.Coercion{{Field: "/sandbox_permissions", From: js(v), To: "true",
+				Rule: `"require_escalated" is toold's outside_sandbox: a person approves this one call outside the sandbox`}}, nil
+		}
+	}
+	return []tools.Coercion{{Field: "/sandbox_permissions", From: js(v), Rule: "at its default; removed"}}, nil
 }
