@@ -9,12 +9,13 @@ import (
 )
 
 // SWEAgentVersion is what the swe-agent dialect follows: the tool bundles
-// of SWE-agent/SWE-agent (tools/registry bash, tools/edit_anthropic
-// str_replace_editor, tools/search find_file/search_dir/search_file at
-// commit 18d5c11f159a81750942197003bff5452e228230, tools/windowed
-// open/goto/scroll/create, tools/windowed_edit_replace edit/insert,
-// tools/submit; SWE-agent 1.x).
-const SWEAgentVersion = "SWE-agent/SWE-agent 1.x (tools/ bundles; tools/search@18d5c11f159a81750942197003bff5452e228230)"
+// of SWE-agent/SWE-agent at commit 3ea751c087f32b16e039a2233dd6eefecef325d5
+// as get_function_calling_tool presents them (the built-in bash,
+// tools/edit_anthropic str_replace_editor, tools/search, tools/windowed,
+// tools/windowed_edit_replace, tools/submit), as checked in under
+// upstream/swe-agent.json; edit's line-range form is
+// tools/windowed_edit_linting's.
+const SWEAgentVersion = "SWE-agent/SWE-agent@3ea751c087f32b16e039a2233dd6eefecef325d5 (tools/ bundles)"
 
 // SWEAgent is SWE-agent's tool set.
 func SWEAgent() tools.Dialect {
