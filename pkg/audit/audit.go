@@ -35,6 +35,13 @@
 // be lost to a power cut (it costs one fsync, shared by every record
 // written meanwhile).
 //
+// Enqueue chains a record and returns without waiting for its write: the
+// log's writer goroutine writes every line queued meanwhile in one
+// write(2). It keeps the record off its caller's wait (toold's call starts
+// and ends, on the path of every call); the price is that a crash of toold
+// also loses the records enqueued in the moment before it (queued, not yet
+// written). Flush waits until everything enqueued before it is written.
+//
 // The head file is rewritten after each fsync of the log. It lets Verify find
 // records cut from the end of the log (which the chain alone cannot show); a
 // head behind the log is normal after a crash, a head ahead of it is not.
@@ -176,6 +183,9 @@ type Log struct {
 	closed      bool
 	kick        chan struct{}
 	done        chan struct{}
+	// wkick wakes the writer goroutine (Enqueue); wdone ends it.
+	wkick chan struct{}
+	wdone chan struct{}
 }
 
 // Open opens the log in cfg.Dir, creating it if needed, and continues its
@@ -190,7 +200,8 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		wkick: make(chan struct{}, 1), wdone: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	files, err := listFiles(cfg.Dir)
 	if err != nil {
@@ -225,6 +236,7 @@ func Open(cfg Config) (*Log, error) {
 	l.size = fi.Size()
 	l.synced, l.written, l.writtenHash = l.seq, l.seq, l.hash
 	go l.syncer()
+	go l.writer()
 	if torn > 0 {
 		if _, err := l.AppendSync(Record{Kind: KindRecovered, Detail: fmt.Sprintf("cut off a torn last line of %d bytes (toold stopped mid-write)", torn)}); err != nil {
 			l.Close()
@@ -265,15 +277,65 @@ func (l *Log) recover(path string) (int64, error) {
 // record is written (survives a crash of toold) when Append returns; see
 // the package comment for when it is fsynced.
 func (l *Log) Append(r Record) (Record, error) {
-	return l.append(r, false)
+	return l.append(r, waitWritten)
 }
 
 // AppendSync is Append that also waits for the record to be fsynced.
 func (l *Log) AppendSync(r Record) (Record, error) {
-	return l.append(r, true)
+	return l.append(r, waitSynced)
 }
 
-func (l *Log) append(r Record, wait bool) (Record, error) {
+// Enqueue chains r (its Seq, Time and Prev are set now, in the order of
+// the calls) and queues it for the log's writer, without waiting for the
+// write; see the package comment for what a crash can lose. Like Append
+// it waits while SyncEvery records are unsynced. It fails only once the
+// log is closed or broken.
+func (l *Log) Enqueue(r Record) error {
+	_, err := l.append(r, waitNone)
+	return err
+}
+
+// Flush waits until every record enqueued before it is written (not
+// fsynced), and returns the log's error if writing failed.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	upto := l.seq
+	for l.written < upto && l.err == nil {
+		if !l.writing {
+			l.writeQueuedLocked()
+			continue
+		}
+		l.cond.Wait()
+	}
+	return l.err
+}
+
+// What an append waits for.
+const (
+	waitNone    = iota // Enqueue
+	waitWritten        // Append
+	waitSynced         // AppendSync
+)
+
+// writer writes what Enqueue queued, until Close.
+func (l *Log) writer() {
+	for {
+		select {
+		case <-l.wkick:
+		case <-l.wdone:
+			return
+		}
+		l.mu.Lock()
+		if !l.writing && len(l.queued) > 0 {
+			l.writeQueuedLocked()
+		}
+		l.mu.Unlock()
+	}
+}
+
+func (l *Log) append(r Record, mode int) (Record, error) {
+	wait := mode == waitSynced
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var line []byte
@@ -317,6 +379,18 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
 	l.queued = append(append(l.queued, line...), '\n')
+	if mode == waitNone {
+		if !l.writing {
+			select {
+			case l.wkick <- struct{}{}:
+			default:
+			}
+		}
+		if l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+			l.kickSync()
+		}
+		return r, nil
+	}
 	if !l.writing {
 		l.writeQueuedLocked()
 	}
@@ -492,6 +566,10 @@ func (l *Log) Close() error {
 	for l.writing {
 		l.cond.Wait()
 	}
+	if len(l.queued) > 0 && l.err == nil {
+		l.writeQueuedLocked() // what Enqueue queued last
+	}
+	close(l.wdone)
 	l.mu.Unlock()
 	l.kickSync()
 	<-l.done

@@ -118,11 +118,7 @@ func (m *Main) registerObserve() error {
 		q = o.historyW
 	}
 	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr, m.access))
-	dir := ""
-	if o.audit != nil {
-		dir = o.audit.Dir()
-	}
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access))
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(o.audit, o.auditErr, m.access))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {

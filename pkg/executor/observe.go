@@ -321,14 +321,17 @@ func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *Ca
 	x.recordHooks(ctx, span, req, &tools.Target{ToolName: start.Tool, Operation: start.Operation}, res)
 }
 
-// auditAppend appends r; a failing audit log is logged (the call has
-// already happened; refusing calls is the job of Open failing at start).
+// auditAppend enqueues r (chained now, written by the log's writer off the
+// call's path; see audit.Log.Enqueue); a failing audit log is logged (the
+// call has already happened; refusing calls is the job of Open failing at
+// start). Approvals and grants, which must survive a power cut, use
+// auditAppendSync.
 func (x *Executor) auditAppend(ctx context.Context, r audit.Record) {
 	l := x.cfg.Observe.Audit
 	if l == nil {
 		return
 	}
-	if _, err := l.Append(r); err != nil {
+	if err := l.Enqueue(r); err != nil {
 		x.cfg.Logger.ErrorContext(ctx, "audit log append failed", "kind", r.Kind, "call_id", r.CallID, "err", err)
 		return
 	}
