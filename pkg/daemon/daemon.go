@@ -111,6 +111,7 @@ type Main struct {
 	healthSrv   *grpc.Server
 	healthAddr  string
 	serveWG     sync.WaitGroup
+	trimStop    chan struct{} // memtrim.go
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -323,6 +324,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Start-up leaves garbage (schema compilation, policy parsing); give
 	// its pages back once, so an idle daemon stays small.
 	go debug.FreeOSMemory()
+	m.startTrim() // and after every burst (memtrim.go)
 	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
 		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))
 	return nil
@@ -441,6 +443,7 @@ func (m *Main) shutdown() error {
 		}
 	}
 	m.stopHealth()
+	m.stopTrim()
 	m.serveWG.Wait()
 	return m.release()
 }
