@@ -166,9 +166,11 @@ $(MCP_CONFORMANCE): testdata/conformance/package-lock.json
 .PHONY: mcp-conformance-deps
 mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite and its Node.js (npm ci into .tools/conformance).
 
-# Real MCP hosts the tests drive unmodified (gemini-cli), pinned by
+# Real MCP hosts the tests drive unmodified (codex, Claude Code, gemini-cli), pinned by
 # testdata/hosts/package-lock.json and installed into .tools/hosts; they run
-# on the conformance suite's Node.js.
+# on the conformance suite's Node.js (gemini-cli; codex and Claude Code are
+# native binaries from their platform packages, which npm ci installs as
+# optional dependencies; --ignore-scripts only skips their link step).
 MCP_HOSTS := $(TOOLS)/hosts/node_modules/.package-lock.json
 
 $(MCP_HOSTS): testdata/hosts/package-lock.json
@@ -348,7 +350,10 @@ bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it can
 run: ## Build bin/toold and start it on ./toold.sock with the current directory as workspace (Ctrl-C stops it).
 	@echo "building bin/toold (the first build downloads modules and compiles: a few minutes)..."
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/toold ./cmd/toold
-	$(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+	@# toold runs in a process group of its own that holds the terminal
+	@# (bash's job control), so Ctrl-C reaches toold alone: it shuts down
+	@# cleanly and make ends without "Interrupt" or an error.
+	@bash -c 'set -m; "$$0" "$$@" & fg %1 >/dev/null' $(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
 
 # `make install` puts the three binaries in $(PREFIX)/bin (default
 # /usr/local/bin; DESTDIR stages a package). toold re-executes itself (or

@@ -135,100 +135,6 @@ func TestConcurrentAppendsChain(t *testing.T) {
 	}
 }
 
-// Records enqueued from many goroutines, mixed with Appends and across
-// rotations, form one intact chain: Flush returns once every one enqueued
-// before it is written, and Close writes what is still queued.
-func TestEnqueueChains(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(Config{Dir: dir, MaxFileBytes: 4000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const workers, each = 16, 50
-	errs := make(chan error, workers)
-	for w := range workers {
-		go func() {
-			for i := range each {
-				r := Record{Kind: KindCallStart, Conversation: "c", CallID: fmt.Sprint(w, "-", i)}
-				var err error
-				if i%10 == 0 {
-					_, err = l.Append(r)
-				} else {
-					err = l.Enqueue(r)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range workers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if written, _ := l.Stats(); written != workers*each {
-		t.Fatalf("after Flush %d of %d records are written", written, workers*each)
-	}
-	for i := range 5 {
-		if err := l.Enqueue(Record{Kind: KindCallEnd, CallID: fmt.Sprint("last-", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Enqueue(Record{Kind: KindCallEnd}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Enqueue after Close: %v, want ErrClosed", err)
-	}
-	rep, err := Verify(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Records != workers*each+5 || rep.Last != workers*each+5 || rep.Files < 2 {
-		t.Fatalf("report %+v", rep)
-	}
-}
-
-// BenchmarkAppend64 is 64 goroutines recording calls at once, as toold's
-// executor does under concurrency 64: Append waits for each write, Enqueue
-// does not.
-var syncEvery = 1 << 30
-
-func BenchmarkAppend64(b *testing.B) {
-	for _, name := range []string{"Append", "Enqueue"} {
-		b.Run(name, func(b *testing.B) {
-			l, err := Open(Config{Dir: b.TempDir(), SyncEvery: syncEvery})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
-			b.SetParallelism(32) // 64 goroutines on 2 cores
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				r := Record{Kind: KindCallStart, Conversation: "conv", CallID: "call", Tool: "think", ArgsDigest: Digest([]byte("{}"))}
-				for pb.Next() {
-					var err error
-					if name == "Append" {
-						_, err = l.Append(r)
-					} else {
-						err = l.Enqueue(r)
-					}
-					if err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
-}
-
 // Each way of tampering is found and named at the first record affected.
 func TestVerifyFindsTampering(t *testing.T) {
 	tests := []struct {
@@ -502,7 +408,7 @@ func TestSIGKILLMidBurst(t *testing.T) {
 func BenchmarkAppend(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
-			l, err := Open(Config{Dir: b.TempDir(), SyncEvery: syncEvery})
+			l, err := Open(Config{Dir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}

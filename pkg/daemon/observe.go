@@ -98,7 +98,7 @@ func (m *Main) startObserve(ctx context.Context) error {
 // executorObserve is what the executor records calls into.
 func (m *Main) executorObserve() executor.Observe {
 	o := &m.observe
-	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, Metrics: o.metrics}
+	ob := executor.Observe{Hooks: o.hooks, Audit: o.audit, AuditContinue: m.Config.Audit.Continue(), Metrics: o.metrics}
 	if o.history != nil {
 		ob.History = o.historyW
 	}
@@ -118,7 +118,11 @@ func (m *Main) registerObserve() error {
 		q = o.historyW
 	}
 	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr, m.access))
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(o.audit, o.auditErr, m.access))
+	dir := ""
+	if o.audit != nil {
+		dir = o.audit.Dir()
+	}
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {

@@ -76,7 +76,8 @@ func auditConfig(a auditconfig.Audit, stateDir string) audit.Config {
 	if dir == "" {
 		dir = filepath.Join(stateDir, "audit")
 	}
-	return audit.Config{Dir: dir, MaxFileBytes: a.MaxFileBytes, SyncEvery: a.SyncEvery, SyncInterval: time.Duration(a.SyncInterval)}
+	return audit.Config{Dir: dir, MaxFileBytes: a.MaxFileBytes, SyncEvery: a.SyncEvery, SyncInterval: time.Duration(a.SyncInterval),
+		MaxTotalBytes: a.TotalBytes(), MaxAge: time.Duration(a.Retention.MaxAge)}
 }
 
 // historyConfig returns the history store's retention.

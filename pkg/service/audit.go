@@ -19,25 +19,18 @@ import (
 type AuditServer struct {
 	pb.UnimplementedAuditServiceServer
 	dir    string
-	flush  func() error
 	off    error
 	access *Access
 }
 
 var _ pb.AuditServiceServer = (*AuditServer)(nil)
 
-// NewAuditServer returns the AuditService reading log's files; with log
-// nil (the audit log is off, or could not be opened: off says why) every
-// RPC fails UNAVAILABLE. Each RPC first flushes what the executor enqueued
-// (audit.Log.Enqueue), so it reads every record of the calls that ended
-// before it. The audit log holds every conversation's records: every RPC
-// needs the operator credential (access; nil: nobody).
-func NewAuditServer(log *audit.Log, off error, access *Access) *AuditServer {
-	a := &AuditServer{off: off, access: access}
-	if log != nil {
-		a.dir, a.flush = log.Dir(), log.Flush
-	}
-	return a
+// NewAuditServer returns the AuditService reading the log in dir; with dir
+// empty (the audit log is off, or could not be opened: off says why) every
+// RPC fails UNAVAILABLE. The audit log holds every conversation's records:
+// every RPC needs the operator credential (access; nil: nobody).
+func NewAuditServer(dir string, off error, access *Access) *AuditServer {
+	return &AuditServer{dir: dir, off: off, access: access}
 }
 
 func (a *AuditServer) check(ctx context.Context) error {
@@ -51,9 +44,6 @@ func (a *AuditServer) check(ctx context.Context) error {
 		}
 		return status.Error(codes.Unavailable, msg)
 	}
-	// A log that can no longer write still reads: the error goes to the
-	// daemon's log from the executor, and the files say what was written.
-	_ = a.flush()
 	return nil
 }
 
@@ -100,7 +90,10 @@ func (a *AuditServer) Verify(ctx context.Context, _ *pb.VerifyAuditRequest) (*pb
 		return nil, err
 	}
 	rep, err := audit.Verify(a.dir)
-	resp := &pb.VerifyAuditResponse{Ok: err == nil, Records: rep.Records, Files: int32(rep.Files), LastSeq: rep.Last}
+	resp := &pb.VerifyAuditResponse{Ok: err == nil, Records: rep.Records, Files: int32(rep.Files), LastSeq: rep.Last, FirstSeq: rep.First}
+	if p := rep.Pruned; p != nil {
+		resp.Pruned = p.Time.Format(time.RFC3339) + ": " + p.Detail
+	}
 	var te *audit.TamperError
 	switch {
 	case errors.As(err, &te):
