@@ -112,6 +112,7 @@ type Main struct {
 	healthSrv   *grpc.Server
 	healthAddr  string
 	serveWG     sync.WaitGroup
+	trimStop    chan struct{} // memtrim.go
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -344,6 +345,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Start-up leaves garbage (schema compilation, policy parsing); give
 	// its pages back once, so an idle daemon stays small.
 	go debug.FreeOSMemory()
+	m.startTrim() // and after every burst (memtrim.go)
 	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
 		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))
 	return nil
@@ -462,6 +464,7 @@ func (m *Main) shutdown() error {
 		}
 	}
 	m.stopHealth()
+	m.stopTrim()
 	m.serveWG.Wait()
 	return m.release()
 }

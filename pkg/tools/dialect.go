@@ -350,6 +350,12 @@ func (r *Registry) dialectFor(name string, args map[string]any) (*Dialect, *Dial
 	if dt == nil {
 		return nil, nil
 	}
+	if dt.Target == name && dt.Map == nil {
+		// The agent's tool is toold's own under its own name, arguments
+		// as they are (OpenHands' think): toold's tool as sent, without
+		// resolving and validating the call twice to find that out.
+		return nil, nil
+	}
 	trial := cloneArgs(args)
 	delete(trial, repairsKey)
 	r.mu.RLock()
