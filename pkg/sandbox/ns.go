@@ -92,8 +92,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	initDone := make(chan struct{})
 	// The thread that enters the new network namespace never leaves it:
 	// the goroutine keeps it locked and ends with it (Go then ends the
-	// thread). It also stays alive while stage two runs, because the
-	// parent-death signal of stage two follows the thread that forked it.
+	// thread). It stays alive until stage two has reported its end,
+	// because the parent-death signal of stage two (should stage one be
+	// killed outright) follows the thread that forked it, not the process.
 	go func() {
 		runtime.LockOSThread()
 		var f forked
@@ -142,6 +143,8 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	} else {
 		inner := spec
 		inner.Stage = stageInit
+		// Stage one watches the daemon's lifeline and stops the init.
+		inner.Lifeline = false
 		_ = json.NewEncoder(specW).Encode(inner)
 		specW.Close()
 	}
@@ -189,6 +192,7 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		stopSig  syscall.Signal
 		initWS   unix.WaitStatus
 		initGone bool
+		gone     = daemonGone
 	)
 	finish := func() (Exit, error) {
 		close(initDone)
@@ -251,6 +255,13 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 				}
 				_ = unix.Kill(initPid, s.(syscall.Signal))
 			}
+		case <-gone:
+			// The daemon is gone: stop the tree as it would have.
+			gone = nil
+			if stopSig == 0 {
+				stopSig = syscall.SIGTERM
+			}
+			_ = unix.Kill(initPid, syscall.SIGTERM)
 		}
 	}
 }
@@ -463,7 +474,9 @@ func buildView(pol Policy) error {
 		}
 	}
 	for _, h := range pol.Hide {
-		if err := mask(h); err != nil && !errors.Is(err, unix.ENOENT) {
+		// Gone, or no longer where it was (a socket's directory replaced
+		// by a file): nothing to hide there.
+		if err := mask(h); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
 			return fmt.Errorf("sandbox: hiding %s: %w", h, err)
 		}
 	}

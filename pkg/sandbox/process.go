@@ -93,7 +93,8 @@ type Process struct {
 	stop func()
 
 	// Under a helper.
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	slot *Slot // the helper's cgroup, or nil
 	// In a cgroup.
 	cgroupDir string
 	stopOnce  sync.Once
@@ -143,9 +144,10 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	// race-enabled build would sleep a second at every helper's exit.
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 	stdio.attach(cmd)
-	cmd.ExtraFiles = []*os.File{specR, statW}
+	// fd 3: the spec, 4: the status, 5: netnsFD, 6: lifelineFD.
+	cmd.ExtraFiles = []*os.File{specR, statW, nil, nil}
 	if stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Netns) // fd 5: netnsFD
+		cmd.ExtraFiles[netnsFD-3] = stdio.Netns
 		spec.SharedNetns = true
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -154,8 +156,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		Ctty:    0,
 	}
 	if !guard {
-		// If the daemon dies, the helper stops the tree.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+		dieWithDaemon(cmd, &spec)
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = spec.Grace + helperMargin
@@ -197,12 +198,40 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		statR.Close()
 		return nil, nil, &StartError{Msg: first.Error}
 	}
-	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{})}
+	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{}), slot: stdio.Slot}
 	go p.wait(br, statR, cancel)
 	if !guard {
 		specW = nil
 	}
 	return p, specW, nil
+}
+
+// lifeline is a pipe whose write end only the daemon holds (close-on-exec,
+// never written to): each helper gets its read end, which reads end of
+// file once the daemon is gone, however it ended. Unlike a parent-death
+// signal (Pdeathsig), which the kernel sends when the *thread* that forked
+// the child exits — and the sandbox ends locked threads on purpose — it
+// follows the daemon's life.
+var lifeline struct {
+	once sync.Once
+	r, w *os.File
+}
+
+// dieWithDaemon ties the helper cmd starts to the daemon's life: when the
+// daemon is gone (exit, crash, SIGKILL), the helper stops the command's
+// tree as on SIGTERM (Spec.Lifeline). It is the one place that decides
+// that commands die with toold; without it a helper and its tree outlive
+// the daemon.
+func dieWithDaemon(cmd *exec.Cmd, spec *Spec) {
+	lifeline.once.Do(func() {
+		// Held for the daemon's whole life: never closed.
+		lifeline.r, lifeline.w, _ = os.Pipe()
+	})
+	if lifeline.r == nil {
+		return // out of descriptors: Start fails on its own pipes first
+	}
+	cmd.ExtraFiles[lifelineFD-3] = lifeline.r
+	spec.Lifeline = true
 }
 
 // wait is the Process's goroutine: it waits for the helper and reads its
@@ -218,6 +247,9 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
 			p.exit = *m.Exit
+			if p.slot != nil && p.slot.oomKilled() {
+				p.exit.MemoryLimit = p.slot.memory
+			}
 			return
 		}
 	}
