@@ -504,9 +504,14 @@ func (s *Slot) oomKilled() bool {
 
 // start runs start (which forks the helper) so that the helper is born in
 // the slot: on its placed thread (v1), or with cmd cloned into the cgroup
-// (v2, set up by the caller through CgroupFD).
-func (s *Slot) start(start func() error) error {
+// (v2, set up by the caller through CgroupFD). ownThread says start changes
+// its thread (joins a namespace): on v2 it then runs on a thread of its
+// own (the v1 placed thread is discarded anyway).
+func (s *Slot) start(start func() error, ownThread bool) error {
 	if s.run == nil {
+		if ownThread {
+			return onOwnThread(start)
+		}
 		return start()
 	}
 	var err error

@@ -35,6 +35,17 @@ import (
 // daemon's network namespace, and nothing inside can reach it by path),
 // relays stop requests, and reports what stage two reports.
 //
+// When the daemon gives the helper a shared network namespace (Stdio.Netns,
+// as toold always does) and no cgroup parents to make the command's cgroup
+// in (Policy.Cgroups: toold gives it a Slot instead), there is no stage
+// one: the daemon forks the helper from a thread of its own that joined the
+// shared network namespace (the slot's placed thread on cgroup v1), in new
+// mount, pid, IPC and UTS namespaces — the helper is born stage two. That
+// saves a Go program's start (an exec and a runtime start-up, milliseconds)
+// per command; the daemon translates the command's pid itself, and does
+// not wait for the init's reaping (its namespaces' teardown) to call the
+// command done (Process.wait).
+//
 // Stage two is the init (pid 1) of the new pid namespace. It makes every
 // mount private and read-only except the writable directories, masks the
 // hidden paths (an empty read-only tmpfs over a directory, /dev/null over a

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -93,8 +94,9 @@ type Process struct {
 	stop func()
 
 	// Under a helper.
-	cmd  *exec.Cmd
-	slot *Slot // the helper's cgroup, or nil
+	cmd    *exec.Cmd
+	slot   *Slot // the helper's cgroup, or nil
+	direct bool  // the helper is the sandbox's init (see wait)
 	// In a cgroup.
 	cgroupDir string
 	stopOnce  sync.Once
@@ -146,14 +148,30 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	stdio.attach(cmd)
 	// fd 3: the spec, 4: the status, 5: netnsFD, 6: lifelineFD.
 	cmd.ExtraFiles = []*os.File{specR, statW, nil, nil}
-	if stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate {
-		cmd.ExtraFiles[netnsFD-3] = stdio.Netns
-		spec.SharedNetns = true
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
+	}
+	startCmd := cmd.Start
+	// direct: the helper is born the sandbox's init (see ns.go).
+	direct := stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate && len(spec.Policy.Cgroups) == 0
+	switch {
+	case direct:
+		spec.Stage = stageInit
+		cmd.SysProcAttr.Cloneflags = cloneFlags
+		netns := int(stdio.Netns.Fd())
+		startCmd = func() error {
+			// On a thread of its own (the slot's, or a fresh one), which
+			// ends after the fork: it stays in the sandbox's namespace.
+			if err := joinNetns(netns); err != nil {
+				return err
+			}
+			return cmd.Start()
+		}
+	case stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate:
+		cmd.ExtraFiles[netnsFD-3] = stdio.Netns
+		spec.SharedNetns = true
 	}
 	if !guard {
 		dieWithDaemon(cmd, &spec)
@@ -164,7 +182,9 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		if fd := s.cgroupFD(); fd >= 0 {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		}
-		err = s.start(cmd.Start)
+		err = s.start(startCmd, direct)
+	} else if direct {
+		err = onOwnThread(startCmd)
 	} else {
 		err = cmd.Start()
 	}
@@ -198,7 +218,17 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		statR.Close()
 		return nil, nil, &StartError{Msg: first.Error}
 	}
-	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{}), slot: stdio.Slot}
+	pid := first.Started.PID
+	if direct {
+		// The init reported its child's pid in the sandbox's namespace.
+		pid = hostChild(cmd.Process.Pid, pid)
+		if pctx.Err() != nil {
+			// A SIGTERM sent before the init could catch it was lost (the
+			// init of a pid namespace ignores what it does not handle).
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct}
 	go p.wait(br, statR, cancel)
 	if !guard {
 		specW = nil
@@ -234,24 +264,47 @@ func dieWithDaemon(cmd *exec.Cmd, spec *Spec) {
 	spec.Lifeline = true
 }
 
+// onOwnThread runs f on a thread of its own, which is then discarded:
+// for a fork from a thread that changed its namespace.
+func onOwnThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Ends locked: the runtime ends the thread.
+		runtime.LockOSThread()
+		errc <- f()
+	}()
+	return <-errc
+}
+
 // wait is the Process's goroutine: it waits for the helper and reads its
 // final report.
 func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
+	if p.direct {
+		// The init closes its end as it exits, before the kernel tears its
+		// namespaces down — which takes RCU grace periods (tens of
+		// milliseconds, more on a busy machine) that the command's result
+		// need not wait for: its report comes once its whole tree is
+		// gone, and the init is reaped in the background.
+		rest, _ := io.ReadAll(br)
+		if exit, ok := p.report(rest); ok {
+			p.exit = exit
+			statR.Close()
+			close(p.done)
+			_ = p.cmd.Wait()
+			cancel()
+			return
+		}
+		br = bufio.NewReader(bytes.NewReader(rest))
+	}
 	defer close(p.done)
 	werr := p.cmd.Wait()
 	// The helper has exited: its report, if any, is in the pipe.
 	rest, _ := io.ReadAll(br)
 	statR.Close()
 	cancel()
-	for _, line := range bytes.Split(rest, []byte{'\n'}) {
-		var m message
-		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
-			p.exit = *m.Exit
-			if p.slot != nil && p.slot.oomKilled() {
-				p.exit.MemoryLimit = p.slot.memory
-			}
-			return
-		}
+	if exit, ok := p.report(rest); ok {
+		p.exit = exit
+		return
 	}
 	// The helper died without a report: killed after not stopping the tree
 	// in time, or crashed. Its process group is the last handle on what it
@@ -261,6 +314,22 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		werr = errors.New("the helper exited without a report")
 	}
 	p.exit = Exit{Code: -1, Err: werr}
+}
+
+// report returns the exit the helper reported in rest, the rest of its
+// status lines, with the memory limit when the kernel killed for it.
+func (p *Process) report(rest []byte) (Exit, bool) {
+	for _, line := range bytes.Split(rest, []byte{'\n'}) {
+		var m message
+		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
+			exit := *m.Exit
+			if p.slot != nil && p.slot.oomKilled() {
+				exit.MemoryLimit = p.slot.memory
+			}
+			return exit, true
+		}
+	}
+	return Exit{}, false
 }
 
 // Pid returns the command's process id (not the helper's).
@@ -281,7 +350,9 @@ func (p *Process) HelperPid() int {
 func (p *Process) Stop() { p.stop() }
 
 // Done is closed when the tree is gone: every process of it has exited and
-// the command (and its helper, if any) is reaped.
+// the command (and its helper, if any) is reaped — except a helper born the
+// sandbox's init (ns.go), which is reaped in the background while the
+// kernel tears its namespaces down.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exit returns how the command ended; it is valid once Done is closed.

@@ -72,8 +72,14 @@ func TestCommandOutlivesStartingThread(t *testing.T) {
 			}
 			ch := make(chan started, 1)
 			go func() {
-				// Ends locked: the runtime ends this thread.
+				// Ends locked: the runtime ends this thread — unless it is
+				// the process's main thread, which it keeps (wedged).
 				runtime.LockOSThread()
+				for unix.Gettid() == os.Getpid() {
+					runtime.UnlockOSThread()
+					time.Sleep(time.Millisecond)
+					runtime.LockOSThread()
+				}
 				p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, stdio)
 				ch <- started{p, unix.Gettid(), err}
 			}()
