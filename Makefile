@@ -348,7 +348,10 @@ bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it can
 run: ## Build bin/toold and start it on ./toold.sock with the current directory as workspace (Ctrl-C stops it).
 	@echo "building bin/toold (the first build downloads modules and compiles: a few minutes)..."
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/toold ./cmd/toold
-	$(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
+	@# toold runs in a process group of its own that holds the terminal
+	@# (bash's job control), so Ctrl-C reaches toold alone: it shuts down
+	@# cleanly and make ends without "Interrupt" or an error.
+	@bash -c 'set -m; "$$0" "$$@" & fg %1 >/dev/null' $(BIN)/toold --socket $(SOCKET) --workspace $(WORKSPACE) $(RUN_ARGS)
 
 # `make install` puts the three binaries in $(PREFIX)/bin (default
 # /usr/local/bin; DESTDIR stages a package). toold re-executes itself (or

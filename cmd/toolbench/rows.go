@@ -36,10 +36,12 @@ func (b *bench) run(ctx context.Context) error {
 		{"stream", b.rowStream},
 		{"mcp", b.rowMCP},
 		{"memory", b.rowMemory},
+		{"burst", b.rowBurst},
 		{"memops", b.rowMemoryOps},
 		{"sessions", b.rowSessions},
 		{"mixed", b.rowMixed},
 		{"replay", b.rowReplay},
+		{"rewind", b.rowRewind},
 	} {
 		if !b.want(r.id) {
 			continue

@@ -111,7 +111,12 @@ edited, removed, reordered or truncated is named) or the audit log is off,
 				return &exitError{code: exitFailure, err: fmt.Errorf("audit log %s at record %d (%s line %d): %s",
 					v.GetProblem(), v.GetProblemSeq(), v.GetProblemFile(), v.GetProblemLine(), v.GetDetail())}
 			}
-			_, err = fmt.Fprintf(a.stdout, "ok: %d records in %d files, chained through record %d\n", v.GetRecords(), v.GetFiles(), v.GetLastSeq())
+			if _, err := fmt.Fprintf(a.stdout, "ok: %d records in %d files, chained through record %d\n", v.GetRecords(), v.GetFiles(), v.GetLastSeq()); err != nil {
+				return err
+			}
+			if v.GetPruned() != "" {
+				_, err = fmt.Fprintf(a.stdout, "records 1 to %d were pruned by retention (%s)\n", v.GetFirstSeq()-1, v.GetPruned())
+			}
 			return err
 		},
 	}

@@ -73,10 +73,10 @@ var failedLine = regexp.MustCompile(`^(\d+) (\d+)$`)
 // whose line says "asks you first": without a terminal, toolctl denies
 // those and exits 1, as the README says.
 //
-// Blocks that cannot run here are not marked: the sidecar recipe (podman
-// and an image build; cmd/imagebuild's container test runs the same image)
-// and the TypeScript client's build and install (npm; the TypeScript
-// suite of make test-clients runs the snippet itself).
+// The TypeScript client's build and install run on a copy of
+// clients/typescript (npm ci fetches its dependencies, as for a reader).
+// The sidecar recipe (podman and an image build) has a marker of its own:
+// cmd/imagebuild's TestReadmeSidecarRecipe runs it.
 func TestReadmeShellBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds toold and toolctl")
@@ -128,6 +128,8 @@ func TestReadmeShellBlocks(t *testing.T) {
 		"go.mod":          "module example.com/readme\n\ngo 1.22\n",
 		"pkg/new.go":      "package pkg\n\nfunc New() int { return 1 }\n",
 		"pkg/new_test.go": "package pkg\n",
+		// A Node project's dev server, for the terminal section's npm run dev.
+		"package.json": `{"name": "readme", "private": true, "scripts": {"dev": "node -e \"setInterval(() => console.log('dev server up'), 200)\""}}` + "\n",
 	}
 	files["clients/.keep"] = ""
 	for name, content := range files {
@@ -149,6 +151,15 @@ func TestReadmeShellBlocks(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", filepath.Join(repo, "clients", "python"), filepath.Join(dir, "clients", "python")).CombinedOutput(); err != nil {
 		t.Fatalf("copy the Python client: %v\n%s", err, out)
 	}
+	// The TypeScript client's build and install line (npm ci, npm run
+	// build, npm install) runs on a copy without what a build leaves, and
+	// node runs the README's TypeScript snippet saved as snippet.mjs.
+	if out, err := exec.Command("node", "-e", "if (+process.versions.node.split('.')[0] < 20) process.exit(1)").CombinedOutput(); err != nil {
+		testenv.Need(t, fmt.Errorf("%v: %s", err, out), "Node.js 20 or later with npm")
+	}
+	if err := copyTree(filepath.Join(repo, "clients", "typescript"), filepath.Join(dir, "clients", "typescript"), "node_modules", "dist", "dist-test"); err != nil {
+		t.Fatalf("copy the TypeScript client: %v", err)
+	}
 	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +168,11 @@ func TestReadmeShellBlocks(t *testing.T) {
 	if snippet == nil {
 		t.Fatal("no Python snippet in the README")
 	}
-	for name, content := range map[string][]byte{"README.md": readme, "snippet.py": snippet[1]} {
+	tsSnippet := regexp.MustCompile("(?s)\n```ts\n(.*?)```").FindSubmatch(readme)
+	if tsSnippet == nil {
+		t.Fatal("no TypeScript snippet in the README")
+	}
+	for name, content := range map[string][]byte{"README.md": readme, "snippet.py": snippet[1], "snippet.mjs": tsSnippet[1]} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -167,8 +182,11 @@ func TestReadmeShellBlocks(t *testing.T) {
 	// must not be children of the process that serves).
 	sock := filepath.Join(dir, "toold.sock")
 	toold := exec.Command(filepath.Join(bin, "toold"), "--socket", sock, "--workspace", dir,
-		"--approval-mode", "auto", "--state-dir", t.TempDir(), "--shutdown-grace", "1s")
-	toold.Env = append(os.Environ(), "HOME="+t.TempDir())
+		"--approval-mode", "auto", "--shutdown-grace", "1s")
+	// One HOME for toold and the reader, as with make run: toold's state
+	// (and its operator credential) is in the default ~/.local/state/toold.
+	home := t.TempDir()
+	toold.Env = append(os.Environ(), "HOME="+home)
 	logs := &strings.Builder{}
 	toold.Stderr = logs
 	if err := toold.Start(); err != nil {
@@ -200,7 +218,7 @@ func TestReadmeShellBlocks(t *testing.T) {
 		t.Fatalf("toold is not serving: %v\n%s\n%s", err, out, logs)
 	}
 
-	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1", "TERM=dumb"}
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home, "NO_COLOR=1", "TERM=dumb"}
 	for _, b := range blocks {
 		t.Run(b.doc+":"+strconv.Itoa(b.line), func(t *testing.T) {
 			fails := filepath.Join(t.TempDir(), "fails")
@@ -250,4 +268,32 @@ func TestReadmeShellBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyTree copies the regular files and directories under src to dst,
+// leaving out the top-level entries named in skip.
+func copyTree(src, dst string, skip ...string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		for _, s := range skip {
+			if rel == s {
+				return filepath.SkipDir
+			}
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, 0o644)
+		}
+		return nil
+	})
 }

@@ -56,6 +56,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toold/toold/pkg/errdefs"
 )
 
 // Record kinds written by toold.
@@ -70,7 +72,14 @@ const (
 	// KindPeerRefused: a client was refused because it is one of toold's
 	// own commands' processes (or cannot be told from one): Detail says why.
 	KindPeerRefused = "peer.refused"
-	KindRecovered   = "audit.recovered"
+	// KindRecovered: the log repaired itself — a torn last line cut off at
+	// Open, or records that could not be written (a full disk) before this
+	// one: Detail says how many, when, and why.
+	KindRecovered = "audit.recovered"
+	// KindPruned: retention removed the oldest files; PrunedThrough and
+	// PrunedHash name the last record removed (the first record kept
+	// carries that hash as its prev), Detail what was removed and why.
+	KindPruned = "audit.pruned"
 )
 
 // GenesisHash is the prev hash of the first record of a log.
@@ -105,6 +114,10 @@ type Record struct {
 	// Code is the result's error code, if any.
 	Code   string `json:"code,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// PrunedThrough and PrunedHash (audit.pruned) are the sequence number
+	// and hash of the last record retention removed.
+	PrunedThrough uint64 `json:"pruned_through,omitempty"`
+	PrunedHash    string `json:"pruned_hash,omitempty"`
 	// Prev is the hex SHA-256 of the previous record's line.
 	Prev string `json:"prev"`
 }
@@ -128,6 +141,13 @@ type Config struct {
 	SyncEvery int
 	// SyncInterval bounds how long a record stays unsynced (default 100ms).
 	SyncInterval time.Duration
+	// MaxTotalBytes, when positive, bounds the log's files together:
+	// the oldest files are removed (never the one being written) until the
+	// rest fit. See Prune.
+	MaxTotalBytes int64
+	// MaxAge, when positive, removes files whose last record is older
+	// (by the file's modification time). See Prune.
+	MaxAge time.Duration
 	// Now returns the time (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -153,14 +173,22 @@ var ErrClosed = errors.New("audit log is closed")
 
 // Log is an open audit log. It is safe for concurrent use; records are
 // chained in the order their Appends took the lock.
+//
+// A log that cannot write (a full disk, an I/O error) is not broken for
+// good: the Append that failed, and every Append whose record was queued
+// with it, return an error of class errdefs.ErrUnavailable, the file is cut
+// back to its last whole record (no torn line is left while toold runs),
+// and the next Append tries again. The first record written after such a
+// failure is preceded by an "audit.recovered" record saying how many
+// records were lost, when, and why.
 type Log struct {
 	cfg Config
 
 	mu     sync.Mutex
-	cond   *sync.Cond // signaled when synced advances or the log closes
+	cond   *sync.Cond // signaled when written or synced advance, a write fails, or the log closes
 	f      *os.File
 	fileNo int
-	size   int64
+	size   int64  // of the file: whole records only, unless bad
 	seq    uint64 // last chained (queued or written)
 	hash   string // of the last chained record
 	// queued are the lines of records chained but not yet written; the
@@ -171,17 +199,43 @@ type Log struct {
 	writing     bool
 	written     uint64 // last written
 	writtenHash string // of the last written record
-	synced      uint64 // last fsynced
-	err         error  // sticky write/sync error
+	synced      uint64 // last fsynced (and named by the head file)
 	closed      bool
 	kick        chan struct{}
 	done        chan struct{}
+
+	// epoch counts failed writes: an appender whose record was queued in
+	// epoch e and finds the epoch moved on knows its record was dropped.
+	epoch uint64
+	// bad: a failed write may have left bytes past size that could not be
+	// cut off yet; the next append cuts them before writing.
+	bad bool
+	// failErr is the last failure to write, until a write succeeds again;
+	// lost counts the records refused since failedAt. epochErr is the
+	// error of the last failed write (what the appenders of its epoch get).
+	failErr  error
+	failedAt time.Time
+	lost     int
+	epochErr error
+	// recoverySeq is the sequence number of the queued audit.recovered
+	// record (0: none); failErr clears once it is written.
+	recoverySeq uint64
+	// syncErr is the last failure to fsync or to write the head, until a
+	// sync succeeds again.
+	syncErr error
+	// pruneKick asks the pruner to apply the retention (after a
+	// rotation); stopPrune ends it, pruneDone says it ended.
+	pruneKick chan struct{}
+	stopPrune chan struct{}
+	pruneDone chan struct{}
+	pruneMu   sync.Mutex // one Prune at a time
 }
 
 // Open opens the log in cfg.Dir, creating it if needed, and continues its
 // chain. A torn last line (a crash mid-write) is cut off and an
 // "audit.recovered" record says so. Open does not verify the whole chain;
-// call Verify for that.
+// call Verify for that. With a retention configured, Open starts applying
+// it (in the background).
 func Open(cfg Config) (*Log, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Dir == "" {
@@ -190,7 +244,8 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		pruneKick: make(chan struct{}, 1), stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	files, err := listFiles(cfg.Dir)
 	if err != nil {
@@ -225,12 +280,14 @@ func Open(cfg Config) (*Log, error) {
 	l.size = fi.Size()
 	l.synced, l.written, l.writtenHash = l.seq, l.seq, l.hash
 	go l.syncer()
+	go l.pruner()
 	if torn > 0 {
 		if _, err := l.AppendSync(Record{Kind: KindRecovered, Detail: fmt.Sprintf("cut off a torn last line of %d bytes (toold stopped mid-write)", torn)}); err != nil {
 			l.Close()
 			return nil, err
 		}
 	}
+	l.pruneKick <- struct{}{} // the retention, at once (the channel is empty)
 	return l, nil
 }
 
@@ -263,7 +320,9 @@ func (l *Log) recover(path string) (int64, error) {
 
 // Append adds r to the log and returns it with Seq, Time and Prev set. The
 // record is written (survives a crash of toold) when Append returns; see
-// the package comment for when it is fsynced.
+// the package comment for when it is fsynced. When the record cannot be
+// written the error is of class errdefs.ErrUnavailable and nothing of it
+// is in the file; the next Append tries again.
 func (l *Log) Append(r Record) (Record, error) {
 	return l.append(r, false)
 }
@@ -273,20 +332,55 @@ func (l *Log) AppendSync(r Record) (Record, error) {
 	return l.append(r, true)
 }
 
+// unavailable is the error of an append that could not be recorded
+// because of err.
+func (l *Log) unavailable(err error) error {
+	return errdefs.Wrap(errdefs.ErrUnavailable, err,
+		"the audit log cannot record (%s), so toold runs no call unrecorded; the operator must free space for it (the next call tries again)", cause(err))
+}
+
+// cause is err's message with the paths of *os.PathErrors left out.
+func cause(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return strings.Replace(err.Error(), pe.Error(), pe.Op+" "+filepath.Base(pe.Path)+": "+pe.Err.Error(), 1)
+	}
+	return err.Error()
+}
+
 func (l *Log) append(r Record, wait bool) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var line []byte
 	for {
-		for !l.closed && l.err == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+		for !l.closed && l.syncErr == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
 			l.kickSync()
 			l.cond.Wait()
 		}
 		if l.closed {
 			return Record{}, ErrClosed
 		}
-		if l.err != nil {
-			return Record{}, l.err
+		if l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+			// The syncer cannot sync: refuse rather than keep more
+			// records unsynced than promised. It retries every interval.
+			return Record{}, l.refuse(l.syncErr)
+		}
+		if l.bad && !l.writing {
+			if err := l.repair(); err != nil {
+				return Record{}, l.refuse(err)
+			}
+		}
+		if l.failErr != nil && l.recoverySeq == 0 {
+			// The first record after a failure says what was lost.
+			rec := Record{Kind: KindRecovered, Seq: l.seq + 1, Time: l.cfg.Now().UTC(), Prev: l.hash,
+				Detail: fmt.Sprintf("%d records could not be written between %s and %s: %s",
+					l.lost, l.failedAt.Format(time.RFC3339Nano), l.cfg.Now().UTC().Format(time.RFC3339Nano), cause(l.failErr))}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return Record{}, err
+			}
+			l.seq, l.hash, l.recoverySeq = rec.Seq, lineHash(b), rec.Seq
+			l.queued = append(append(l.queued, b...), '\n')
 		}
 		// The record is chained to the last one now, after any wait.
 		r.Seq = l.seq + 1
@@ -311,57 +405,101 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 			continue
 		}
 		if err := l.rotate(); err != nil {
-			l.err = err
-			return Record{}, err
+			return Record{}, l.refuse(err)
 		}
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
 	l.queued = append(append(l.queued, line...), '\n')
+	epoch := l.epoch
 	if !l.writing {
 		l.writeQueuedLocked()
 	}
-	for l.written < r.Seq && l.err == nil {
+	for l.written < r.Seq && l.epoch == epoch {
 		l.cond.Wait()
 	}
-	if l.written < r.Seq {
-		return Record{}, l.err
+	if l.epoch != epoch {
+		return Record{}, l.unavailable(l.epochErr)
 	}
 	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
 		l.kickSync()
 	}
-	for wait && l.synced < r.Seq && l.err == nil && !l.closed {
+	for wait && l.synced < r.Seq && !l.closed {
+		if l.syncErr != nil {
+			return Record{}, l.unavailable(l.syncErr)
+		}
 		l.cond.Wait()
 	}
 	if wait && l.synced < r.Seq {
-		if l.err != nil {
-			return Record{}, l.err
-		}
 		return Record{}, ErrClosed
 	}
 	return r, nil
+}
+
+// refuse counts a record that could not be recorded and returns the
+// unavailable error for err (l.mu held).
+func (l *Log) refuse(err error) error {
+	if l.failErr == nil {
+		l.failedAt = l.cfg.Now().UTC()
+		l.failErr = err
+	}
+	l.lost++
+	return l.unavailable(err)
+}
+
+// repair cuts the file back to its last whole record after a failed write
+// whose cut failed (l.mu held, no write in progress).
+func (l *Log) repair() error {
+	if err := l.f.Truncate(l.size); err != nil {
+		return fmt.Errorf("cutting back a failed write: %w", err)
+	}
+	l.bad = false
+	return nil
 }
 
 // writeQueuedLocked writes the queued lines, in as few write(2)s as the
 // appenders' pace allows: the lock is released while writing, and lines
 // queued meanwhile go out with the next write. l.mu is held and no write is
 // in progress.
+//
+// A failed or short write drops every record chained but not written (the
+// chain goes back to the last record written, and the appenders waiting
+// for them get the error) and cuts the file back to its last whole record.
 func (l *Log) writeQueuedLocked() {
 	l.writing = true
-	for len(l.queued) > 0 && l.err == nil {
+	for len(l.queued) > 0 {
 		buf, upto, hash, f := l.queued, l.seq, l.hash, l.f
 		l.queued = l.spare[:0]
 		l.mu.Unlock()
 		n, err := f.Write(buf)
 		l.mu.Lock()
-		l.size += int64(n)
 		l.spare = buf[:0]
 		if err != nil {
-			// A short write leaves a torn line: the log is unusable until
-			// reopened (Open cuts it off).
-			l.err = fmt.Errorf("audit: write: %w", err)
+			l.lost += int(l.seq - l.written)
+			if l.recoverySeq > l.written {
+				l.lost-- // the audit.recovered record itself
+			}
+			if l.failErr == nil {
+				l.failedAt = l.cfg.Now().UTC()
+			}
+			l.failErr, l.epochErr = err, err
+			l.seq, l.hash, l.queued = l.written, l.writtenHash, l.queued[:0]
+			l.recoverySeq = 0
+			l.epoch++
+			if n > 0 {
+				// A short write: cut the torn line off now, or before the
+				// next write.
+				if terr := f.Truncate(l.size); terr != nil {
+					l.bad = true
+				}
+			}
 			break
 		}
+		l.size += int64(n)
 		l.written, l.writtenHash = upto, hash
+		if l.recoverySeq != 0 && upto >= l.recoverySeq {
+			// The audit.recovered record is written: the failure is told.
+			l.failErr, l.lost, l.recoverySeq = nil, 0, 0
+		}
 		l.cond.Broadcast()
 	}
 	l.writing = false
@@ -369,27 +507,40 @@ func (l *Log) writeQueuedLocked() {
 }
 
 // rotate fsyncs and closes the current file and opens the next. l.mu held;
-// nothing is queued or being written.
+// nothing is queued or being written. When the next file cannot be
+// opened, or the current one cannot be fsynced, the current file stays
+// open and the error is returned: the next append tries again.
 func (l *Log) rotate() error {
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("audit: sync: %w", err)
-	}
-	if err := l.f.Close(); err != nil {
-		return err
-	}
-	l.synced = l.seq
-	if err := l.writeHead(l.seq, l.hash); err != nil {
-		return err
-	}
-	l.fileNo++
-	f, err := os.OpenFile(fileName(l.cfg.Dir, l.fileNo), os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
+	next := fileName(l.cfg.Dir, l.fileNo+1)
+	f, err := os.OpenFile(next, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != 0 {
+		f.Close()
+		if err == nil {
+			err = errors.New("it is not empty")
+		}
+		return fmt.Errorf("starting %s: %w", filepath.Base(next), err)
+	}
+	if err := l.f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	l.f.Close()
+	l.synced = l.seq
+	if err := l.writeHead(l.seq, l.hash); err != nil {
+		l.syncErr = err // the syncer writes it again
+	}
+	l.fileNo++
 	l.f, l.size = f, 0
 	if d, err := os.Open(l.cfg.Dir); err == nil {
 		_ = d.Sync() // the new file's directory entry
 		d.Close()
+	}
+	select {
+	case l.pruneKick <- struct{}{}:
+	default:
 	}
 	l.cond.Broadcast()
 	return nil
@@ -399,6 +550,26 @@ func (l *Log) kickSync() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
+	}
+}
+
+// pruner applies the retention after every rotation and once a minute,
+// until Close. A failure is retried then.
+func (l *Log) pruner() {
+	defer close(l.pruneDone)
+	if l.cfg.MaxTotalBytes <= 0 && l.cfg.MaxAge <= 0 {
+		return
+	}
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopPrune:
+			return
+		case <-l.pruneKick:
+		case <-t.C:
+		}
+		_, _ = l.Prune()
 	}
 }
 
@@ -424,13 +595,14 @@ func (l *Log) syncer() {
 	}
 }
 
-// syncOnce fsyncs the current file and advances synced. The fsync runs
-// without the lock, so appends go on meanwhile (they wait only when
-// SyncEvery records are unsynced: that is the group commit). A rotation
-// that closes the file under it has fsynced it itself.
+// syncOnce fsyncs the current file, writes the head and advances synced.
+// The fsync runs without the lock, so appends go on meanwhile (they wait
+// only when SyncEvery records are unsynced: that is the group commit). A
+// rotation that closes the file under it has fsynced it itself. A failure
+// is kept in syncErr until a later sync succeeds.
 func (l *Log) syncOnce() {
 	l.mu.Lock()
-	if l.synced == l.written || l.err != nil || l.f == nil {
+	if (l.synced == l.written && l.syncErr == nil) || l.f == nil {
 		l.mu.Unlock()
 		return
 	}
@@ -441,12 +613,13 @@ func (l *Log) syncOnce() {
 	defer l.mu.Unlock()
 	switch {
 	case err != nil && !errors.Is(err, os.ErrClosed):
-		l.err = fmt.Errorf("audit: sync: %w", err)
-	case target > l.synced:
-		l.synced = target
+		l.syncErr = err
+	case target >= l.synced:
 		if err := l.writeHead(target, hash); err != nil {
-			l.err = err
+			l.syncErr = err
+			break
 		}
+		l.synced, l.syncErr = target, nil
 	}
 	l.cond.Broadcast()
 }
@@ -464,6 +637,7 @@ func (l *Log) writeHead(seq uint64, hash string) error {
 	p := filepath.Join(l.cfg.Dir, "audit.head")
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, p)
@@ -493,11 +667,13 @@ func (l *Log) Close() error {
 		l.cond.Wait()
 	}
 	l.mu.Unlock()
+	close(l.stopPrune)
+	<-l.pruneDone
 	l.kickSync()
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.err
+	err := l.syncErr
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -53,6 +53,12 @@ type Report struct {
 	LastHash string
 	// Head is the sequence number the head file names (0 without one).
 	Head uint64
+	// First is the first record's sequence number: above 1 when retention
+	// pruned the records before it, which Pruned then describes.
+	First uint64
+	// Pruned is the newest audit.pruned record, which vouches for the
+	// start of the log (nil when nothing was pruned).
+	Pruned *Record
 }
 
 // Verify reads the whole log in dir and checks the chain: sequence numbers
@@ -77,6 +83,10 @@ func Verify(dir string) (Report, error) {
 	prev.hash = GenesisHash
 	var found *TamperError
 	gap := false // found is a gap in the sequence numbers
+	// startGap: the first record is not record 1 (pruned or removed);
+	// startPrev is its prev.
+	var startGap *TamperError
+	var startPrev string
 	err = eachLine(dir, func(ln line) bool {
 		if ln.torn {
 			found = &TamperError{Kind: Truncated, Seq: prev.seq + 1, File: ln.file, Line: ln.no,
@@ -103,6 +113,13 @@ func Verify(dir string) (Report, error) {
 		case r.Seq <= prev.seq:
 			found = &TamperError{Kind: Reordered, Seq: r.Seq, File: ln.file, Line: ln.no,
 				Detail: fmt.Sprintf("record %d comes after record %d", r.Seq, prev.seq)}
+		case prev.seq == 0 && r.Seq > 1 && r.Prev != GenesisHash:
+			// The log starts later: pruned, if an audit.pruned record
+			// further on names exactly the record before it (checked at the
+			// end), else removed.
+			startGap = &TamperError{Kind: Removed, Seq: 1, File: ln.file, Line: ln.no,
+				Detail: fmt.Sprintf("the log starts at record %d: records 1 to %d are missing, and no audit.pruned record says retention removed them", r.Seq, r.Seq-1)}
+			startPrev = r.Prev
 		default: // a gap: removed, unless the missing record comes later
 			found = &TamperError{Kind: Removed, Seq: prev.seq + 1, File: ln.file, Line: ln.no,
 				Detail: fmt.Sprintf("records %d to %d are missing before record %d", prev.seq+1, r.Seq-1, r.Seq)}
@@ -113,6 +130,13 @@ func Verify(dir string) (Report, error) {
 		}
 		if found != nil && found.Kind != Removed {
 			return false
+		}
+		if rep.First == 0 {
+			rep.First = r.Seq
+		}
+		if r.Kind == KindPruned {
+			c := r
+			rep.Pruned = &c
 		}
 		all = append(all, cur)
 		prev = cur
@@ -132,6 +156,22 @@ func Verify(dir string) (Report, error) {
 	if found != nil {
 		return rep, found
 	}
+	if startGap != nil {
+		if p := rep.Pruned; p == nil || p.PrunedThrough != rep.First-1 || p.PrunedHash != startPrev {
+			if p != nil {
+				startGap.Detail += fmt.Sprintf(" (the last audit.pruned record, %d, names record %d)", p.Seq, p.PrunedThrough)
+			}
+			return rep, startGap
+		}
+	}
+	if p := rep.Pruned; p != nil && p.PrunedThrough >= rep.First && p.PrunedThrough-rep.First < uint64(len(all)) {
+		// Retention wrote its record but did not get to remove the files
+		// (toold stopped): the record it names must be the one kept.
+		if s := all[p.PrunedThrough-rep.First]; s.hash != p.PrunedHash {
+			return rep, &TamperError{Kind: Edited, Seq: s.seq, File: s.file, Line: s.line,
+				Detail: fmt.Sprintf("its hash is not the one audit.pruned record %d carries", p.Seq)}
+		}
+	}
 	rep.Last, rep.LastHash = prev.seq, prev.hash
 	hd, err := readHead(dir)
 	if err != nil {
@@ -150,8 +190,8 @@ func Verify(dir string) (Report, error) {
 		return rep, &TamperError{Kind: Truncated, Seq: prev.seq + 1, File: f, Line: l,
 			Detail: fmt.Sprintf("the log ends at %s but record %d was on disk", last, hd.Seq)}
 	}
-	if hd.Seq > 0 {
-		s := all[hd.Seq-1]
+	if hd.Seq >= rep.First && hd.Seq > 0 {
+		s := all[hd.Seq-rep.First]
 		if s.seq == hd.Seq && s.hash != hd.Hash {
 			return rep, &TamperError{Kind: Edited, Seq: s.seq, File: s.file, Line: s.line, Detail: "its hash is not the one the head file recorded"}
 		}

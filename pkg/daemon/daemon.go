@@ -100,6 +100,7 @@ type Main struct {
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	leftovers leftoverState   // see leftovers.go
+	checkpts  checkpointState // see checkpoints.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
@@ -189,7 +190,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (Main.Capabilities; a test's replacement policy brings its own).
 	granter := m.Capabilities.Granter
 	explainer := m.Capabilities.Explainer
-	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
+	tcfg, err := terminalConfig(cfg.Terminal, m.ws, toolLimits(cfg.Output), m.Logger)
 	if err != nil {
 		return err
 	}
@@ -210,8 +211,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
-	more := m.moreOptions(cfg.Output.ToolLimits())
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
+	more := m.moreOptions(toolLimits(cfg.Output))
+	more.JournalDir = m.recoverJournals() // checkpoints.go
+	builtins := BuiltinTools(m.ws, toolLimits(cfg.Output), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered
 	}
@@ -221,6 +223,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
+	m.startCheckpoints() // checkpoints.go
 	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
@@ -238,11 +241,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			MaxIdle: cfg.Conversations.MaxIdle,
 			State:   conversationState{term: m.terminal, grants: granter},
 		},
-		Version:   Version,
-		Workspace: m.ws.Dir(),
-		Logger:    m.Logger,
-		Tracer:    tracer,
-		Observe:   m.executorObserve(), // observe.go
+		Version:     Version,
+		Workspace:   m.ws.Dir(),
+		Logger:      m.Logger,
+		Tracer:      tracer,
+		Observe:     m.executorObserve(), // observe.go
+		Checkpoints: m.checkpointer(),
 	})
 	if err != nil {
 		return err
@@ -268,6 +272,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
+	m.registerCheckpoints() // checkpoints.go
 	if err := m.registerObserve(); err != nil {
 		return err
 	}
@@ -359,7 +364,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard, JournalDir: mo.JournalDir}),
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
@@ -465,6 +470,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	errs = append(errs, m.closeCheckpoints())
 	errs = append(errs, m.stopObserve())
 	m.stopHealth()
 	for _, l := range m.listeners {

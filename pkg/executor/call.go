@@ -217,12 +217,16 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 		// A tool that starts a process says Executing itself, with the
 		// process id (see callSink.Started).
 		sink.executing = !req.OmitExecuting && starts
-		if !req.OmitExecuting && !starts {
+		if err == nil {
+			err = x.callStarted(ctx, req, call) // observe.go: refused when it cannot be recorded
+		}
+		if err == nil && !req.OmitExecuting && !starts {
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
 		if err == nil {
-			x.callStarted(ctx, req, call) // observe.go
+			endCheckpoint := x.checkpoint(ctx, req, effect)
 			end.Result, err = x.run(ctx, req, target, call, sink)
+			endCheckpoint()
 			// The dialect's result shape (a no-op without one).
 			res, runErr := end.Result, err
 			end.Result, err = guard(call, "Shape", func() (*tools.Result, error) { return target.Shape(res, runErr) })
@@ -325,7 +329,10 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		return err
 	}
 	v = obsFrom(ctx).decided(v, target) // observe.go: a pre-hook's allow or ask
-	x.auditDecision(ctx, req, target, v)
+	if err := x.auditDecision(ctx, req, target, v); err != nil {
+		spanError(span, err)
+		return err
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attrDecision.String(v.Decision.String()), attrRule.String(v.Rule))
 		decision := []attribute.KeyValue{
@@ -339,8 +346,9 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 		}
 		span.AddEvent("decision", trace.WithAttributes(decision...))
 	}
-	if x.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
-		x.cfg.Logger.InfoContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
+	// Per call, so debug: the decision is in the audit log and the trace.
+	if x.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		x.cfg.Logger.DebugContext(ctx, "policy decision", "call_id", req.CallID, "conversation_id", req.ConversationID,
 			"tool", target.ToolName, "operation", target.Operation, "decision", v.Decision.String(),
 			"rule", v.Rule, "reason", v.Reason, "risk", v.Risk.String())
 	}
@@ -585,9 +593,15 @@ func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) 
 }
 
 func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End) {
-	level := slog.LevelInfo
-	if end.Err != nil && errors.Is(end.Err, errdefs.ErrInternal) {
+	// A successful call is a debug line (one per call would be most of
+	// the log at a sustained load: audit, history and traces have it); a
+	// failed one an info line, an internal error an error line.
+	level := slog.LevelDebug
+	switch {
+	case end.Err != nil && errors.Is(end.Err, errdefs.ErrInternal):
 		level = slog.LevelError
+	case end.Err != nil:
+		level = slog.LevelInfo
 	}
 	if !x.cfg.Logger.Enabled(context.Background(), level) {
 		return
@@ -603,7 +617,7 @@ func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End
 		attrs = append(attrs, "trace_id", start.TraceID)
 	}
 	if end.Err == nil {
-		x.cfg.Logger.Info("call ok", attrs...)
+		x.cfg.Logger.Debug("call ok", attrs...)
 		return
 	}
 	e := errdefs.As(end.Err)
@@ -613,4 +627,22 @@ func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End
 		return
 	}
 	x.cfg.Logger.Info("call failed", attrs...)
+}
+
+// checkpoint opens the checkpoint window of a call that may change the
+// workspace: one that runs a command (every change in the workspace while
+// it runs is its own) or writes paths (the changes at and below them). A
+// call that does neither is not recorded. It returns the function that
+// closes the window.
+func (x *Executor) checkpoint(ctx context.Context, req *CallRequest, effect tools.Effect) func() {
+	cp := x.cfg.Checkpoints
+	switch {
+	case cp == nil:
+		return func() {}
+	case effect.Command != "":
+		return cp.Begin(ctx, req.ConversationID, req.CallID, nil)
+	case len(effect.Writes) > 0:
+		return cp.Begin(ctx, req.ConversationID, req.CallID, effect.Writes)
+	}
+	return func() {}
 }

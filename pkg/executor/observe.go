@@ -26,8 +26,13 @@ type Observe struct {
 	// Hooks run before a call is authorized and after it ends.
 	Hooks *hooks.Runner
 	// Audit receives a record of every decision, approval, grant, hook
-	// verdict, call start and call end.
+	// verdict, call start and call end. A call whose decision or start
+	// cannot be recorded ends with the log's error (UNAVAILABLE) before it
+	// runs, unless AuditContinue.
 	Audit *audit.Log
+	// AuditContinue lets calls run when the audit log cannot record them
+	// (audit.on_failure: continue); the failures are logged.
+	AuditContinue bool
 	// History receives one entry per call at its end.
 	History HistoryRecorder
 	// Metrics count calls, durations and approvals.
@@ -147,7 +152,7 @@ func (x *Executor) recordHooks(ctx context.Context, span trace.Span, req *CallRe
 		if h.Amended {
 			detail += ": amended the arguments"
 		}
-		x.auditAppend(ctx, audit.Record{Kind: audit.KindHook, Conversation: req.ConversationID, CallID: req.CallID,
+		_ = x.auditAppend(ctx, audit.Record{Kind: audit.KindHook, Conversation: req.ConversationID, CallID: req.CallID,
 			Tool: target.ToolName, Operation: target.Operation, Decision: verdict, Detail: detail})
 	}
 }
@@ -173,14 +178,15 @@ func (o *callObs) decided(v authz.Verdict, target *tools.Target) authz.Verdict {
 	return v
 }
 
-// auditDecision records the policy's (hook-adjusted) decision.
-func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *tools.Target, v authz.Verdict) {
+// auditDecision records the policy's (hook-adjusted) decision; the error
+// is the log's when the call must not go on unrecorded.
+func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *tools.Target, v authz.Verdict) error {
 	r := audit.Record{Kind: audit.KindDecision, Conversation: req.ConversationID, CallID: req.CallID, Tool: target.ToolName,
 		Operation: target.Operation, Decision: v.Decision.String(), Rule: v.Rule, Detail: v.Reason}
 	if v.Grant != nil {
 		r.GrantID = v.Grant.ID
 	}
-	x.auditAppend(ctx, r)
+	return x.auditAppend(ctx, r)
 }
 
 // approvalAsked counts a waiting approval; the returned func records the
@@ -223,17 +229,18 @@ func (x *Executor) auditGrant(ctx context.Context, req *CallRequest, g authz.Gra
 }
 
 // callStarted records that the call is about to run, with the digest of
-// its (final) arguments.
-func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tools.Call) {
+// its (final) arguments; the error is the log's when the call must not run
+// unrecorded.
+func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tools.Call) error {
 	o := obsFrom(ctx)
 	if o == nil {
-		return
+		return nil
 	}
 	o.argsJSON, _ = json.Marshal(call.Args)
 	if x.cfg.Observe.Audit == nil {
-		return
+		return nil
 	}
-	x.auditAppend(ctx, audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+	return x.auditAppend(ctx, audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
 		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)})
 }
 
@@ -313,7 +320,7 @@ func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *event
 		if resultJSON != nil {
 			r.ResultDigest = audit.Digest(resultJSON)
 		}
-		x.auditAppend(ctx, r)
+		_ = x.auditAppend(ctx, r) // the call has happened; a failure is logged
 	}
 }
 
@@ -321,30 +328,42 @@ func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *Ca
 	x.recordHooks(ctx, span, req, &tools.Target{ToolName: start.Tool, Operation: start.Operation}, res)
 }
 
-// auditAppend appends r; a failing audit log is logged (the call has
-// already happened; refusing calls is the job of Open failing at start).
-func (x *Executor) auditAppend(ctx context.Context, r audit.Record) {
-	l := x.cfg.Observe.Audit
-	if l == nil {
-		return
-	}
-	if _, err := l.Append(r); err != nil {
-		x.cfg.Logger.ErrorContext(ctx, "audit log append failed", "kind", r.Kind, "call_id", r.CallID, "err", err)
-		return
-	}
-	x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+// auditAppend appends r. A failure is logged, and returned (an
+// errdefs.ErrUnavailable error) unless Observe.AuditContinue: the callers
+// that come before a call runs refuse it then.
+func (x *Executor) auditAppend(ctx context.Context, r audit.Record) error {
+	return x.auditRecord(ctx, r, false)
 }
 
 func (x *Executor) auditAppendSync(ctx context.Context, r audit.Record) {
+	_ = x.auditRecord(ctx, r, true)
+}
+
+func (x *Executor) auditRecord(ctx context.Context, r audit.Record, sync bool) error {
 	l := x.cfg.Observe.Audit
 	if l == nil {
-		return
+		return nil
 	}
-	if _, err := l.AppendSync(r); err != nil {
-		x.cfg.Logger.ErrorContext(ctx, "audit log append failed", "kind", r.Kind, "call_id", r.CallID, "err", err)
-		return
+	var err error
+	if sync {
+		_, err = l.AppendSync(r)
+	} else {
+		_, err = l.Append(r)
+	}
+	if err != nil {
+		cause := err
+		if e := errdefs.As(err); e.Cause != nil {
+			cause = e.Cause
+		}
+		if x.cfg.Observe.AuditContinue {
+			x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call goes on unrecorded (audit.on_failure: continue)", "kind", r.Kind, "call_id", r.CallID, "dir", l.Dir(), "err", cause)
+			return nil
+		}
+		x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call is refused (audit.on_failure: refuse)", "kind", r.Kind, "call_id", r.CallID, "dir", l.Dir(), "err", cause)
+		return err
 	}
 	x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+	return nil
 }
 
 // flatName is the name a hook sees as tool_name: the operation's own

@@ -131,6 +131,25 @@ func (l *lazy) TodoLists(ctx context.Context, workspace string, limit int) ([]*T
 	return b.TodoLists(ctx, workspace, limit)
 }
 
+// ListenTodos opens the backend (trying again every second while it
+// cannot) and listens on it.
+func (l *lazy) ListenTodos(ctx context.Context, changed func(TodoChange)) error {
+	for {
+		b, err := l.get(ctx)
+		if err == nil {
+			return b.ListenTodos(ctx, changed)
+		}
+		if errors.Is(err, errClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // Close closes the backend if it was opened; later calls fail.
 func (l *lazy) Close() error {
 	l.mu.Lock()

@@ -186,8 +186,24 @@ type Backend interface {
 	// TodoLists returns the workspace's lists, most recently changed first,
 	// at most limit.
 	TodoLists(ctx context.Context, workspace string, limit int) ([]*TodoList, error)
+	// ListenTodos calls changed for every todo list saved through any
+	// toold sharing the database, until ctx ends, and returns ctx's error.
+	// A lost connection is reconnected; afterwards changed gets a
+	// TodoChange with Resync set (changes may have been missed). A backend
+	// that one toold alone uses (SQLite) returns nil at once: its Store
+	// sees every change itself.
+	ListenTodos(ctx context.Context, changed func(TodoChange)) error
 	// Close releases the backend.
 	Close() error
+}
+
+// TodoChange names a todo list saved through some toold.
+type TodoChange struct {
+	Workspace, Conversation string
+	Version                 uint64
+	// Resync: changes may have been missed (a reconnect); every watched
+	// list should be read again.
+	Resync bool
 }
 
 // newID returns a fresh memory id.

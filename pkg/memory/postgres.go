@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -410,10 +411,91 @@ func (p *Postgres) SaveTodos(ctx context.Context, workspace, conversation string
 			workspace, conversation, l.Todos, int64(l.Version), l.Updated); err != nil {
 			return err
 		}
+		// Tell the other toolds on the database (delivered at commit).
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, todoChannel, todoPayload(workspace, conversation, l.Version)); err != nil {
+			return err
+		}
 		out = l
 		return nil
 	})
 	return out, err
+}
+
+// todoChannel is the LISTEN/NOTIFY channel of todo changes.
+const todoChannel = "toold_todos"
+
+// todoPayload is a notification's payload: the list's key and version as
+// JSON, or "" (read everything again) when that would pass PostgreSQL's
+// 8000-byte limit.
+func todoPayload(workspace, conversation string, version uint64) string {
+	b, _ := json.Marshal(struct {
+		W string `json:"w"`
+		C string `json:"c"`
+		V uint64 `json:"v"`
+	}{workspace, conversation, version})
+	if len(b) >= 7900 {
+		return ""
+	}
+	return string(b)
+}
+
+// pgReconnect bounds the wait between attempts to listen again.
+const pgReconnect = 5 * time.Second
+
+// ListenTodos implements Backend with LISTEN on its own connection (taken
+// out of the pool), reconnecting after a pause when it is lost. Each time
+// LISTEN is in force — the first time too — changed gets a Resync: a change
+// another toold saved before it (while the watch that started the listener
+// was being set up, or while the connection was down) sent its NOTIFY to
+// nobody.
+func (p *Postgres) ListenTodos(ctx context.Context, changed func(TodoChange)) error {
+	pause := 100 * time.Millisecond
+	for {
+		err := p.listenOnce(ctx, changed)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil { // a session that worked: start the pauses over
+			pause = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, pgReconnect)
+	}
+}
+
+// listenOnce listens on one connection until it fails; it returns nil
+// when it had listened (the failure came later).
+func (p *Postgres) listenOnce(ctx context.Context, changed func(TodoChange)) error {
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := c.Hijack() // LISTEN state must not go back to the pool
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+todoChannel); err != nil {
+		return err
+	}
+	changed(TodoChange{Resync: true})
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return nil
+		}
+		var v struct {
+			W string `json:"w"`
+			C string `json:"c"`
+			V uint64 `json:"v"`
+		}
+		if n.Payload == "" || json.Unmarshal([]byte(n.Payload), &v) != nil {
+			changed(TodoChange{Resync: true})
+			continue
+		}
+		changed(TodoChange{Workspace: v.W, Conversation: v.C, Version: v.V})
+	}
 }
 
 // TodoLists implements Backend.

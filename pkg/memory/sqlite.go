@@ -482,3 +482,7 @@ func (s *SQLite) TodoLists(ctx context.Context, workspace string, limit int) ([]
 	}
 	return out, rows.Err()
 }
+
+// ListenTodos implements Backend: a SQLite database is one toold's, whose
+// Store publishes its own changes, so there is nothing to listen to.
+func (s *SQLite) ListenTodos(ctx context.Context, changed func(TodoChange)) error { return nil }

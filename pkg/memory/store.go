@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,12 @@ type Store struct {
 	now    func() time.Time
 	hub    hub
 	closed chan struct{}
+
+	// listen runs the backend's ListenTodos from the first Watch until
+	// Close, publishing other toolds' changes to this Store's watchers.
+	listen     sync.Once
+	stopListen context.CancelFunc
+	listenDone chan struct{}
 }
 
 // New returns a Store over cfg.Backend.
@@ -59,7 +66,65 @@ func (s *Store) Limits() Limits { return s.lim }
 // Close ends every watch and closes the backend.
 func (s *Store) Close() error {
 	s.hub.close()
+	s.listen.Do(func() {}) // no listener starts after this
+	if s.stopListen != nil {
+		s.stopListen()
+		<-s.listenDone
+	}
 	return s.b.Close()
+}
+
+// startListening starts the listener of other toolds' todo changes, once.
+func (s *Store) startListening() {
+	s.listen.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopListen, s.listenDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.listenDone)
+			err := s.b.ListenTodos(ctx, func(c TodoChange) { s.changedElsewhere(ctx, c) })
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("memory: listening for other toolds' todo changes failed; watches see this toold's changes only", "err", err)
+			}
+		}()
+	})
+}
+
+// changedElsewhere reads a list another toold saved (or, on Resync, every
+// watched list) and publishes it to the watchers it concerns; the hub
+// drops versions a watcher has already seen.
+func (s *Store) changedElsewhere(ctx context.Context, c TodoChange) {
+	type key struct{ ws, conv string }
+	var keys []key
+	for _, w := range s.hub.watched() {
+		if c.Resync || (w.workspace == c.Workspace && (w.conversation == "" || w.conversation == c.Conversation)) {
+			k := key{w.workspace, w.conversation}
+			if !c.Resync {
+				k.conv = c.Conversation
+			}
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		if k.conv != "" {
+			l, err := s.b.Todos(ctx, k.ws, k.conv)
+			if err != nil {
+				s.log.Warn("memory: reading a todo list another toold changed", "err", err)
+				continue
+			}
+			s.hub.publish(l)
+			continue
+		}
+		ls, err := s.b.TodoLists(ctx, k.ws, 100)
+		if err != nil {
+			s.log.Warn("memory: reading todo lists after a reconnect", "err", err)
+			continue
+		}
+		for _, l := range ls {
+			s.hub.publish(l)
+		}
+	}
 }
 
 // Put stores a new memory in scope (default workspace) for o and returns
@@ -288,11 +353,15 @@ func (s *Store) saveTodos(ctx context.Context, o Owner, change func(*TodoList) (
 
 // Watch returns the changes of the todo list of (workspace, conversation) —
 // of every conversation in workspace when conversation is "" — as they
-// happen through this Store, until stop is called or the Store closes
-// (then the channel is closed). A watcher that falls more than 64 changes
-// behind loses the oldest ones; the latest change always arrives.
+// happen, until stop is called or the Store closes (then the channel is
+// closed). Changes made through other toolds on the same database arrive
+// too where the backend can tell (PostgreSQL: LISTEN/NOTIFY). A version is
+// delivered at most once; a watcher that falls more than 64 changes behind
+// loses the oldest ones; the latest change always arrives.
 func (s *Store) Watch(workspace, conversation string) (changes <-chan *TodoList, stop func()) {
-	return s.hub.subscribe(workspace, conversation)
+	ch, stop := s.hub.subscribe(workspace, conversation)
+	s.startListening()
+	return ch, stop
 }
 
 func (s *Store) checkOwner(o Owner, scope Scope) error {

@@ -159,6 +159,19 @@ type hub struct {
 type sub struct {
 	workspace, conversation string
 	ch                      chan *TodoList
+	// seen is the last version delivered per conversation (under hub.mu).
+	seen map[string]uint64
+}
+
+// watched returns the (workspace, conversation) of every watcher.
+func (h *hub) watched() []sub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]sub, 0, len(h.subs))
+	for s := range h.subs {
+		out = append(out, sub{workspace: s.workspace, conversation: s.conversation})
+	}
+	return out
 }
 
 const watchBuffer = 64
@@ -166,7 +179,7 @@ const watchBuffer = 64
 func (h *hub) init() { h.subs = map[*sub]struct{}{} }
 
 func (h *hub) subscribe(workspace, conversation string) (<-chan *TodoList, func()) {
-	s := &sub{workspace: workspace, conversation: conversation, ch: make(chan *TodoList, watchBuffer)}
+	s := &sub{workspace: workspace, conversation: conversation, ch: make(chan *TodoList, watchBuffer), seen: map[string]uint64{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -188,7 +201,8 @@ func (h *hub) subscribe(workspace, conversation string) (<-chan *TodoList, func(
 }
 
 // publish never blocks: a full watcher loses its oldest change. Publishes
-// are serialized by h.mu, so after the drain there is room.
+// are serialized by h.mu, so after the drain there is room. A version of a
+// list a watcher was given already (or a newer one) is not given again.
 func (h *hub) publish(l *TodoList) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -196,6 +210,10 @@ func (h *hub) publish(l *TodoList) {
 		if s.workspace != l.Workspace || (s.conversation != "" && s.conversation != l.Conversation) {
 			continue
 		}
+		if v, ok := s.seen[l.Conversation]; ok && l.Version <= v {
+			continue // delivered already (through this toold and by notification)
+		}
+		s.seen[l.Conversation] = l.Version
 		c := l.clone()
 		select {
 		case s.ch <- c:

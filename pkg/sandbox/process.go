@@ -297,7 +297,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		br = bufio.NewReader(bytes.NewReader(rest))
 	}
 	defer close(p.done)
-	werr := p.cmd.Wait()
+	werr := procgroup.Wait(p.cmd) // parked in the poller: no OS thread per command
 	// The helper has exited: its report, if any, is in the pipe.
 	rest, _ := io.ReadAll(br)
 	statR.Close()

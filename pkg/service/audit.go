@@ -90,7 +90,10 @@ func (a *AuditServer) Verify(ctx context.Context, _ *pb.VerifyAuditRequest) (*pb
 		return nil, err
 	}
 	rep, err := audit.Verify(a.dir)
-	resp := &pb.VerifyAuditResponse{Ok: err == nil, Records: rep.Records, Files: int32(rep.Files), LastSeq: rep.Last}
+	resp := &pb.VerifyAuditResponse{Ok: err == nil, Records: rep.Records, Files: int32(rep.Files), LastSeq: rep.Last, FirstSeq: rep.First}
+	if p := rep.Pruned; p != nil {
+		resp.Pruned = p.Time.Format(time.RFC3339) + ": " + p.Detail
+	}
 	var te *audit.TamperError
 	switch {
 	case errors.As(err, &te):

@@ -7,9 +7,12 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,4 +82,54 @@ func Poll(t testing.TB, within time.Duration, what string, cond func() bool) {
 	if !Until(within, cond) {
 		t.Fatalf("timed out after %s waiting for %s", within, what)
 	}
+}
+
+// SmallFS mounts a tmpfs of size bytes (rounded up to pages by the kernel)
+// on a new temp directory and returns it; it is unmounted when t ends. It
+// needs root (CAP_SYS_ADMIN); without it the test is skipped (or fails,
+// when Required). Tests use it to run out of disk space for real.
+func SmallFS(t testing.TB, size int64) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "toold-smallfs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	err = syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size))
+	Need(t, err, "a small tmpfs to fill (mount needs root)")
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// Fill writes a file named name in dir until the file system is full (a
+// write fails with ENOSPC) and returns its path; removing it frees the
+// space again.
+func Fill(t testing.TB, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	// The last page of another file may still have room: fill byte by byte.
+	for {
+		if _, err := f.Write(chunk[:1]); err != nil {
+			break
+		}
+	}
+	return p
 }

@@ -711,7 +711,14 @@ type VerifyAuditResponse struct {
 	// See problem_file.
 	ProblemLine int32 `protobuf:"varint,8,opt,name=problem_line,json=problemLine,proto3" json:"problem_line,omitempty"`
 	// When not ok: what did not match.
-	Detail        string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The first record's sequence number: above 1 when retention pruned the
+	// records before it (pruned says so).
+	FirstSeq uint64 `protobuf:"varint,10,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	// When retention removed the oldest files: what the newest
+	// audit.pruned record says (when, which files, records through which
+	// number), which vouches for the start of the log.
+	Pruned        string `protobuf:"bytes,11,opt,name=pruned,proto3" json:"pruned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -805,6 +812,20 @@ func (x *VerifyAuditResponse) GetProblemLine() int32 {
 func (x *VerifyAuditResponse) GetDetail() string {
 	if x != nil {
 		return x.Detail
+	}
+	return ""
+}
+
+func (x *VerifyAuditResponse) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *VerifyAuditResponse) GetPruned() string {
+	if x != nil {
+		return x.Pruned
 	}
 	return ""
 }
@@ -984,7 +1005,7 @@ const file_toold_v1_history_proto_rawDesc = "" +
 	"\x04prev\x18\x13 \x01(\tR\x04prevB\f\n" +
 	"\n" +
 	"_exit_code\"\x14\n" +
-	"\x12VerifyAuditRequest\"\x89\x02\n" +
+	"\x12VerifyAuditRequest\"\xbe\x02\n" +
 	"\x13VerifyAuditResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x04R\arecords\x12\x14\n" +
@@ -995,7 +1016,10 @@ const file_toold_v1_history_proto_rawDesc = "" +
 	"problemSeq\x12!\n" +
 	"\fproblem_file\x18\a \x01(\tR\vproblemFile\x12!\n" +
 	"\fproblem_line\x18\b \x01(\x05R\vproblemLine\x12\x16\n" +
-	"\x06detail\x18\t \x01(\tR\x06detail\"\x93\x01\n" +
+	"\x06detail\x18\t \x01(\tR\x06detail\x12\x1b\n" +
+	"\tfirst_seq\x18\n" +
+	" \x01(\x04R\bfirstSeq\x12\x16\n" +
+	"\x06pruned\x18\v \x01(\tR\x06pruned\"\x93\x01\n" +
 	"\x12ExportAuditRequest\x12\x19\n" +
 	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\x120\n" +
 	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +

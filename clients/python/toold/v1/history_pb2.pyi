@@ -142,23 +142,27 @@ class VerifyAuditRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class VerifyAuditResponse(_message.Message):
-    __slots__ = ["detail", "files", "last_seq", "ok", "problem", "problem_file", "problem_line", "problem_seq", "records"]
+    __slots__ = ["detail", "files", "first_seq", "last_seq", "ok", "problem", "problem_file", "problem_line", "problem_seq", "pruned", "records"]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     PROBLEM_FILE_FIELD_NUMBER: _ClassVar[int]
     PROBLEM_LINE_FIELD_NUMBER: _ClassVar[int]
     PROBLEM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PRUNED_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     detail: str
     files: int
+    first_seq: int
     last_seq: int
     ok: bool
     problem: str
     problem_file: str
     problem_line: int
     problem_seq: int
+    pruned: str
     records: int
-    def __init__(self, ok: bool = ..., records: _Optional[int] = ..., files: _Optional[int] = ..., last_seq: _Optional[int] = ..., problem: _Optional[str] = ..., problem_seq: _Optional[int] = ..., problem_file: _Optional[str] = ..., problem_line: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+    def __init__(self, ok: bool = ..., records: _Optional[int] = ..., files: _Optional[int] = ..., last_seq: _Optional[int] = ..., problem: _Optional[str] = ..., problem_seq: _Optional[int] = ..., problem_file: _Optional[str] = ..., problem_line: _Optional[int] = ..., detail: _Optional[str] = ..., first_seq: _Optional[int] = ..., pruned: _Optional[str] = ...) -> None: ...

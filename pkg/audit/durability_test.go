@@ -1,0 +1,241 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/testenv"
+)
+
+// On a full disk (a real tmpfs of 256 KiB, filled) appenders racing each
+// other either get their record written or an UNAVAILABLE error — never a
+// record written that was reported failed, or the reverse; the file never
+// ends in a torn line while the log is open, so Verify holds throughout;
+// and once space is freed the next Append works, after an audit.recovered
+// record saying how many records were lost.
+func TestFullDisk(t *testing.T) {
+	fs := testenv.SmallFS(t, 256<<10)
+	dir := filepath.Join(fs, "audit")
+	l, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	ok, failed := map[string]bool{}, map[string]error{}
+	appendN := func(prefix string, n int) {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range n {
+					id := fmt.Sprintf("%s-%d-%d", prefix, g, i)
+					_, err := l.Append(Record{Kind: KindCallStart, CallID: id, Tool: "think", ArgsDigest: Digest([]byte(id))})
+					mu.Lock()
+					if err == nil {
+						ok[id] = true
+					} else {
+						failed[id] = err
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	appendN("before", 5)
+	if len(failed) > 0 {
+		t.Fatalf("appends failed with room on the disk: %v", failed)
+	}
+	filler := testenv.Fill(t, fs, "filler")
+	appendN("full", 20)
+	if len(failed) == 0 {
+		t.Fatal("no append failed on a full disk")
+	}
+	for id, err := range failed {
+		if !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), fs+"/") {
+			t.Fatalf("%s: %v; want UNAVAILABLE saying the disk is full, without toold's paths", id, err)
+		}
+		break
+	}
+	assertWhole(t, dir)
+	if _, err := Verify(dir); err != nil {
+		t.Fatalf("verify while the disk is full: %v", err)
+	}
+	lost := len(failed)
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Append(Record{Kind: KindCallStart, CallID: "after"})
+	if err != nil {
+		t.Fatalf("append after space came back: %v", err)
+	}
+	ok["after"] = true
+	if _, err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Tail(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var recovered *Record
+	for i, rec := range recs {
+		switch {
+		case rec.Kind == KindRecovered:
+			recovered = &recs[i]
+		case failed[rec.CallID] != nil:
+			t.Errorf("record %s is in the log, but its Append failed", rec.CallID)
+		}
+		seen[rec.CallID] = true
+	}
+	for id := range ok {
+		if !seen[id] {
+			t.Errorf("record %s is not in the log, but its Append returned", id)
+		}
+	}
+	if recovered == nil || recovered.Seq != r.Seq-1 || !strings.Contains(recovered.Detail, strconv.Itoa(lost)+" records could not be written") ||
+		!strings.Contains(recovered.Detail, "no space left on device") {
+		t.Fatalf("want an audit.recovered record right before %d saying %d records were lost: %+v", r.Seq, lost, recovered)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopened, the chain goes on.
+	write(t, Config{Dir: dir}, 3)
+	if _, err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertWhole fails t unless every file of the log ends with a newline.
+func assertWhole(t *testing.T, dir string) {
+	t.Helper()
+	files, err := listFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 && !bytes.HasSuffix(b, []byte("\n")) {
+			t.Fatalf("%s ends in a torn line: %q", f.path, b[max(0, len(b)-80):])
+		}
+	}
+}
+
+// Retention by size removes the oldest files after a rotation; the chain
+// still verifies, and Verify names what was pruned. Removing the first
+// kept file as well is found (the pruned record does not vouch for it);
+// so is an audit.pruned record whose hash does not match.
+func TestRetentionBySize(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, MaxFileBytes: 1000, MaxTotalBytes: 3000}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80 {
+		if _, err := l.Append(Record{Kind: KindCallEnd, CallID: strconv.Itoa(i), Tool: "think", Outcome: "success"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pruner runs after each rotation; wait until the log fits.
+	testenv.Poll(t, 10*time.Second, "the log to be pruned to 3000 bytes", func() bool {
+		return dirBytes(t, dir) <= 3000+1000
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.First <= 1 || rep.Pruned == nil || rep.Pruned.PrunedThrough != rep.First-1 || !strings.Contains(rep.Pruned.Detail, "max_bytes 3000") {
+		t.Fatalf("want a pruned start named by an audit.pruned record: %+v %+v", rep, rep.Pruned)
+	}
+	files, _ := listFiles(dir)
+	if files[0].no == 1 {
+		t.Fatalf("the first file was kept: %v", files)
+	}
+
+	// Someone removes the first kept file too: records are missing.
+	if err := os.Remove(files[0].path); err != nil {
+		t.Fatal(err)
+	}
+	var te *TamperError
+	if _, err := Verify(dir); !errors.As(err, &te) || te.Kind != Removed || te.Seq != 1 {
+		t.Fatalf("after removing a kept file: %v", err)
+	}
+}
+
+// Retention by age removes files whose last record is older than MaxAge
+// (by their modification time); toold reopened later prunes at Open.
+func TestRetentionByAge(t *testing.T) {
+	dir := t.TempDir()
+	write(t, Config{Dir: dir, MaxFileBytes: 1000}, 40)
+	before, _ := listFiles(dir)
+	old := time.Now().Add(-48 * time.Hour)
+	for _, f := range before[:len(before)-1] {
+		if err := os.Chtimes(f.path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 1000, MaxAge: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Poll(t, 10*time.Second, "the old files to be pruned", func() bool {
+		files, _ := listFiles(dir)
+		return len(files) == 1
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pruned == nil || !strings.Contains(rep.Pruned.Detail, "max_age 24h0m0s") || rep.Pruned.PrunedThrough != rep.First-1 {
+		t.Fatalf("%+v %+v", rep, rep.Pruned)
+	}
+	// An edited hash in the pruned record: the start is not vouched for.
+	files, _ := listFiles(dir)
+	lines := readLines(t, files[0].path)
+	for i, ln := range lines {
+		if bytes.Contains(ln, []byte(`"audit.pruned"`)) {
+			lines[i] = bytes.Replace(ln, []byte(`"pruned_hash":"`), []byte(`"pruned_hash":"0`), 1)
+		}
+	}
+	writeLines(t, files[0].path, lines)
+	if _, err := Verify(dir); err == nil {
+		t.Fatal("verify passed with an edited audit.pruned record")
+	}
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	files, err := listFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f.path); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
