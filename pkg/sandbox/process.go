@@ -290,7 +290,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 			p.exit = exit
 			statR.Close()
 			close(p.done)
-			_ = p.cmd.Wait()
+			_ = procgroup.Wait(p.cmd)
 			cancel()
 			return
 		}

@@ -43,18 +43,13 @@ func UnixSockets(keep []string) []string {
 		}
 		out = append(out, p)
 	}
-	if f, err := os.Open("/proc/net/unix"); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			// Num RefCount Protocol Flags Type St Inode [Path]; an abstract
-			// socket's path starts with "@" and is not a file.
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
-				add(strings.Join(fields[7:], " "))
-			}
+	// The kernel lists the table bucket by bucket across read calls, and
+	// entries added or removed meanwhile can shift it so that one is
+	// skipped: read it in as few calls as possible, twice.
+	for range 2 {
+		for _, p := range boundUnixPaths() {
+			add(p)
 		}
-		f.Close()
 	}
 	for _, root := range runtimeDirs {
 		depth0 := strings.Count(root, "/")
@@ -73,6 +68,29 @@ func UnixSockets(keep []string) []string {
 			}
 			return nil
 		})
+	}
+	return out
+}
+
+// boundUnixPaths returns the paths of the pathname sockets in
+// /proc/net/unix.
+func boundUnixPaths() []string {
+	f, err := os.Open("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(bufio.NewReaderSize(f, 1<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Scan() // the header
+	for sc.Scan() {
+		// Num RefCount Protocol Flags Type St Inode [Path]; an abstract
+		// socket's path starts with "@" and is not a file.
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
+			out = append(out, strings.Join(fields[7:], " "))
+		}
 	}
 	return out
 }
