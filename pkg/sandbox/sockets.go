@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -45,7 +46,9 @@ func UnixSockets(keep []string) []string {
 	}
 	// The kernel lists the table bucket by bucket across read calls, and
 	// entries added or removed meanwhile can shift it so that one is
-	// skipped: read it in as few calls as possible, twice.
+	// skipped: read it in as few calls as possible, twice. (Missing a
+	// socket here was first blamed on this; the real cause was the thread,
+	// see boundUnixPaths.)
 	for range 2 {
 		for _, p := range boundUnixPaths() {
 			add(p)
@@ -75,9 +78,19 @@ func UnixSockets(keep []string) []string {
 // boundUnixPaths returns the paths of the pathname sockets in
 // /proc/net/unix.
 func boundUnixPaths() []string {
-	f, err := os.Open("/proc/net/unix")
+	// The calling thread's network namespace, not the process's:
+	// /proc/self/net is the main thread's, which may be in the sandbox's
+	// namespace (a goroutine that joined it and ended locked on the main
+	// thread leaves it there: the runtime cannot end the main thread).
+	// Other goroutines never run on such a thread, so this one is in
+	// toold's own namespace (as in peercred).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f, err := os.Open("/proc/thread-self/net/unix")
 	if err != nil {
-		return nil
+		if f, err = os.Open("/proc/net/unix"); err != nil { // Linux < 3.17
+			return nil
+		}
 	}
 	defer f.Close()
 	var out []string
