@@ -95,7 +95,7 @@ type Config struct {
 	Hooks   HooksConfig `yaml:"hooks"`
 	History History     `yaml:"history"`
 	Audit   Audit       `yaml:"audit"`
-	// Checkpoints: see checkpoints.go.
+	// Checkpoints: see checkpointconfig.
 	Checkpoints Checkpoints `yaml:"checkpoints"`
 }
 
@@ -204,7 +204,7 @@ func (c *Config) Validate() error {
 	if c.Socket == "" && c.Listen == "" {
 		return errors.New("nothing to listen on: set socket or listen")
 	}
-	if err := c.Checkpoints.validate(); err != nil {
+	if err := c.Checkpoints.Validate(); err != nil {
 		return err
 	}
 	if c.TokenFile != "" {

@@ -66,7 +66,7 @@ func (m *Main) startCheckpoints() {
 		}
 		m.checkpts.tmp, dir = tmp, tmp
 	}
-	rc := cfg.RecorderConfig(m.ws.Dir(), dir)
+	rc := checkpoint.Config{Workspace: m.ws.Dir(), StoreDir: dir, MaxBytes: cfg.MaxBytes, MaxFileBytes: cfg.MaxFileBytes, MaxCalls: cfg.MaxCalls}
 	rc.Logger = m.Logger
 	rec, err := checkpoint.New(rc)
 	if err != nil {

@@ -155,10 +155,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	stateLocked := false
 	if held, err := m.lockStateDir(m.memory.stateDir); held && err != nil {
 		return err
 	} else if err != nil {
 		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
+	} else {
+		stateLocked = true
 	}
 	// Without a usable state directory toold still runs (as memory does):
 	// then nobody is the operator, and a conversation's records need its
@@ -198,6 +201,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.sandboxHide(&tcfg) // sandbox.go
+	if stateLocked {
+		// Background processes and sessions outlive this toold; the next
+		// one on the state directory adopts them (docs/terminal.md).
+		tcfg.StateDir = m.memory.stateDir
+		tcfg.ConversationSecret = func(conv string) string {
+			if m.exec == nil {
+				return ""
+			}
+			secret, _ := m.exec.Conversations().Secret(conv)
+			return secret
+		}
+	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err
@@ -251,6 +266,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.adoptTerminal() // survive.go
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,
@@ -267,8 +283,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	// Explain through the PolicyService judges commands as running outside
 	// the sandbox: toolctl hook asks about commands an agent runs itself.
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
-	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.access, m.Logger))
+	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != "", m.access))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))

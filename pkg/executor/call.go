@@ -256,7 +256,7 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 			return nil, nil, nil, err
 		}
 	}
-	target, err := x.cfg.Registry.ResolveIn(req.Dialect, req.Name, args)
+	target, err := x.cfg.Registry.ResolveCall(req.ConversationID, req.Dialect, req.Name, args)
 	if err != nil {
 		spanError(span, err)
 		return nil, nil, nil, err
@@ -367,6 +367,9 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 			return err
 		}
 		call.Outside = v.Outside
+		// Only a person's approval of this kind runs a command outside
+		// the sandbox, and only this call.
+		call.Unsandboxed = v.OutsideSandbox
 		return nil
 	}
 	err = errdefs.New(errdefs.ErrInternal, "internal error; the details are in the toold log")
@@ -398,6 +401,17 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		Rule:       v.Rule,
 		Risk:       v.Risk,
 		Scopes:     v.Scopes,
+
+		OutsideSandbox: v.OutsideSandbox,
+	}
+	if v.OutsideSandbox {
+		// Once only, whatever the policy offered.
+		ar.Scopes = nil
+		for _, sc := range v.Scopes {
+			if !sc.Conversation {
+				ar.Scopes = append(ar.Scopes, sc)
+			}
+		}
 	}
 	if len(ar.Scopes) == 0 {
 		ar.Scopes = []authz.Scope{{ID: "once", Tool: target.ToolName, Operation: target.Operation, Description: "this call only"}}
@@ -429,6 +443,11 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		return err
 	}
 	answered(map[bool]string{true: "approve", false: "deny"}[ans.Approve])
+	if ar.OutsideSandbox {
+		if err := x.outsideSandboxAnswer(ctx, req, target, ar, &ans); err != nil {
+			return err
+		}
+	}
 	x.auditApproval(ctx, req, target, ans, ans.ScopeID)
 	answer := []attribute.KeyValue{
 		attribute.Bool("toold.approved", ans.Approve),

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -57,6 +58,9 @@ type Stdio struct {
 	// Slot, when set, is the cgroup the helper is born in (Limits.Take);
 	// the caller releases it once the Process is done.
 	Slot *Slot
+	// Master, for a terminal run by a shim (Spec.Shim), is the terminal's
+	// master: the shim appends what the terminal writes to ShimSpec.Log.
+	Master *os.File
 }
 
 // attach sets cmd's standard streams to the files that are set (a nil
@@ -101,6 +105,11 @@ type Process struct {
 	cgroupDir string
 	stopOnce  sync.Once
 	stopReq   chan struct{}
+
+	// Under a shim (Spec.Shim): toold's connection to it, held while
+	// toold owns the tree.
+	shimConn *net.UnixConn
+	shimPid  int
 }
 
 // Start starts spec's command under a helper and returns once it runs.
@@ -128,7 +137,11 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	if path == "" {
 		path = "/proc/self/exe"
 	}
-	args := append([]string{HelperName}, r.Args...)
+	args := []string{HelperName}
+	if spec.Shim != nil {
+		args = append(args, shimArg) // marks it in /proc (holdsShim)
+	}
+	args = append(args, r.Args...)
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -146,16 +159,26 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	// race-enabled build would sleep a second at every helper's exit.
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 	stdio.attach(cmd)
-	// fd 3: the spec, 4: the status, 5: netnsFD, 6: lifelineFD.
+	// fd 3: the spec, 4: the status, 5: netnsFD, 6: lifelineFD, 7: a
+	// shim's terminal master.
 	cmd.ExtraFiles = []*os.File{specR, statW, nil, nil}
+	if spec.Shim != nil {
+		sh := *spec.Shim
+		if stdio.Master != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Master)
+			sh.MasterFD = 2 + len(cmd.ExtraFiles)
+		}
+		spec.Shim = &sh
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 	}
 	startCmd := cmd.Start
-	// direct: the helper is born the sandbox's init (see ns.go).
-	direct := stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate && len(spec.Policy.Cgroups) == 0
+	// direct: the helper is born the sandbox's init (see ns.go). A shim
+	// is stage one (shim.go): it is never direct.
+	direct := stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate && len(spec.Policy.Cgroups) == 0 && spec.Shim == nil
 	switch {
 	case direct:
 		spec.Stage = stageInit
@@ -173,7 +196,8 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		cmd.ExtraFiles[netnsFD-3] = stdio.Netns
 		spec.SharedNetns = true
 	}
-	if !guard {
+	if !guard && spec.Shim == nil {
+		// A shim's tree outlives the daemon.
 		dieWithDaemon(cmd, &spec)
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -229,6 +253,16 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		}
 	}
 	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct}
+	if spec.Shim != nil {
+		// toold owns the shim while this connection is open.
+		c, master, _, err := dialShim(spec.Shim.Dir)
+		if err == nil {
+			if master != nil {
+				master.Close() // the caller has its own
+			}
+			p.shimConn, p.shimPid = c, cmd.Process.Pid
+		}
+	}
 	go p.wait(br, statR, cancel)
 	if !guard {
 		specW = nil
@@ -302,6 +336,9 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 	rest, _ := io.ReadAll(br)
 	statR.Close()
 	cancel()
+	if p.shimConn != nil {
+		p.shimConn.Close()
+	}
 	if exit, ok := p.report(rest); ok {
 		p.exit = exit
 		return

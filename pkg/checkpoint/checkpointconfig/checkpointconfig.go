@@ -1,10 +1,10 @@
-package config
+// Package checkpointconfig is the "checkpoints:" section of toold's YAML,
+// owned by pkg/checkpoint. It imports nothing of toold's, so pkg/config
+// composes it without linking the recorder; the daemon's wiring turns it
+// into a checkpoint.Config.
+package checkpointconfig
 
-import (
-	"fmt"
-
-	"github.com/toold/toold/pkg/checkpoint"
-)
+import "fmt"
 
 // Checkpoints configures the recording of what calls change in the
 // workspace, which lets a client see a call's changes and rewind a
@@ -22,13 +22,8 @@ type Checkpoints struct {
 	MaxCalls     int   `yaml:"max_calls"`
 }
 
-// RecorderConfig is the recorder's configuration for workspace, keeping
-// its contents in storeDir.
-func (c Checkpoints) RecorderConfig(workspace, storeDir string) checkpoint.Config {
-	return checkpoint.Config{Workspace: workspace, StoreDir: storeDir, MaxBytes: c.MaxBytes, MaxFileBytes: c.MaxFileBytes, MaxCalls: c.MaxCalls}
-}
-
-func (c Checkpoints) validate() error {
+// Validate checks the section on its own.
+func (c Checkpoints) Validate() error {
 	if c.MaxBytes < 0 || c.MaxFileBytes < 0 || c.MaxCalls < 0 {
 		return fmt.Errorf("checkpoints: max_bytes, max_file_bytes and max_calls must not be negative")
 	}
