@@ -133,3 +133,54 @@ func TestWatchWorkspace(t *testing.T) {
 		t.Fatalf("after cancel: %v", err)
 	}
 }
+
+// A symlink in the workspace to a directory outside: watching through it is
+// refused, and a recursive watch of the workspace does not follow it — a
+// file created outside is never reported. Shutting toold down ends the
+// watch with OK.
+func TestWatchDoesNotLeaveTheWorkspace(t *testing.T) {
+	d := daemontest.Start(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(d.Workspace, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := pb.NewWorkspaceServiceClient(d.Conn)
+	if st, err := cl.Watch(d.AsOperator(ctx), &pb.WatchRequest{Path: "escape"}); err == nil {
+		if _, err = st.Recv(); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("watch through a symlink to outside: %v", err)
+		}
+	}
+	st, err := cl.Watch(d.AsOperator(ctx), &pb.WatchRequest{Recursive: true, CoalesceMs: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Recv(); err != nil || r.GetStarted().GetDirectories() != 1 {
+		t.Fatalf("started: %v %v (want the workspace alone)", r, err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "canary"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "marker"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.GetChanges() {
+			if strings.Contains(c.GetPath(), "canary") {
+				t.Fatalf("a file outside the workspace was reported: %v", c)
+			}
+			done = done || c.GetPath() == "marker"
+		}
+	}
+	if err := d.Main.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err == nil || !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("after toold closed: %v, want EOF", err)
+	}
+}
