@@ -36,6 +36,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"stream", b.rowStream},
 		{"mcp", b.rowMCP},
 		{"memory", b.rowMemory},
+		{"burst", b.rowBurst},
 		{"memops", b.rowMemoryOps},
 		{"sessions", b.rowSessions},
 		{"mixed", b.rowMixed},

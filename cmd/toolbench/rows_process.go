@@ -8,7 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -228,3 +232,135 @@ func (b *bench) rowSessions(ctx context.Context, ws string) []*Row {
 	row.Verified = fmt.Sprintf("%d sessions open (sh)", opened)
 	return []*Row{row}
 }
+
+// Row 9e: a burst of 1,000 concurrent commands (20 streams × 50 calls of
+// `sleep 2`, the default sandbox) and what the daemon keeps afterwards: OS
+// threads and RSS before, at the peak, and 10 s after the last call ended.
+// A sidecar's memory limit is set by its worst minute, so what a burst
+// takes must come back.
+func (b *bench) rowBurst(ctx context.Context, ws string) []*Row {
+	row := &Row{ID: "burst-1000", Title: "9e. after a burst of 1,000 concurrent commands: OS threads and RSS come back down", Kind: Value, Unit: "threads",
+		Target: "threads ≤ before + 16, RSS ≤ before + 25 MB"}
+	var rss0, rss1 float64
+	row.check = func(r *Row) bool { return r.Toold.Value <= r.Base[0].Value+16 && rss1 <= rss0+25 }
+	streams, per := 20, 50
+	if b.smoke {
+		streams, per = 4, 10
+	}
+	cfg, err := b.writeConfig("burst", map[string]any{"approval_mode": "yolo", "limits": map[string]any{"calls_per_stream": per}})
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	d, err := b.startToold(ctx, ws, "--config", cfg)
+	if err != nil {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
+	defer d.stop()
+	if c, err := openConv(ctx, d.client, &pb.Hello{}); err == nil {
+		_, _ = c.call("run_command", `{"command":"true"}`)
+		c.close()
+	}
+	time.Sleep(500 * time.Millisecond)
+	thr0 := procThreads(d.pid())
+	rss0 = must(rssMB(d.pid()))
+	convs := make([]*conv, streams)
+	for i := range convs {
+		if convs[i], err = openConv(ctx, d.client, &pb.Hello{ConversationId: fmt.Sprint("burst", i)}); err != nil {
+			row.Error = err.Error()
+			return []*Row{row}
+		}
+	}
+	var peakThr int
+	var peakRSS float64
+	stopPeak := make(chan struct{})
+	peakDone := make(chan struct{})
+	go func() {
+		defer close(peakDone)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peakThr = max(peakThr, procThreads(d.pid()))
+			if r, err := rssMB(d.pid()); err == nil {
+				peakRSS = max(peakRSS, r)
+			}
+			select {
+			case <-stopPeak:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	errs := make(chan error, streams)
+	ok := 0
+	var okMu sync.Mutex
+	for _, cv := range convs {
+		go func() {
+			for i := 1; i <= per; i++ {
+				if err := cv.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
+					CallId: fmt.Sprint(i), Name: "run_command", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: `{"command":"sleep 2"}`},
+				}}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			for ended := 0; ended < per; {
+				ev, err := cv.s.Recv()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if e := ev.GetEnd(); e != nil {
+					ended++
+					if e.GetResult().GetSuccess() {
+						okMu.Lock()
+						ok++
+						okMu.Unlock()
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range convs {
+		if err := <-errs; err != nil && row.Error == "" {
+			row.Error = err.Error()
+		}
+	}
+	close(stopPeak)
+	<-peakDone
+	for _, cv := range convs {
+		cv.close()
+	}
+	time.Sleep(10 * time.Second)
+	thr1 := procThreads(d.pid())
+	rss1 = must(rssMB(d.pid()))
+	row.Toold = Measure{Name: "threads 10 s after", Value: float64(thr1)}
+	row.Base = []Measure{
+		{Name: "threads before", Value: float64(thr0)},
+		{Name: "threads at peak", Value: float64(peakThr)},
+	}
+	row.Verified = fmt.Sprintf("%d of %d commands ended success; RSS %.1f MB before, %.1f MB at peak, %.1f MB 10 s after", ok, streams*per, rss0, peakRSS, rss1)
+	if ok != streams*per && row.Error == "" {
+		row.Error = fmt.Sprintf("only %d of %d commands ended success", ok, streams*per)
+	}
+	return []*Row{row}
+}
+
+// procThreads returns a process's OS thread count (0 if unknown).
+func procThreads(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+func must[T any](v T, _ error) T { return v }

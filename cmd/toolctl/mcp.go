@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/toold/toold/gen/toold/v1"
-	"github.com/toold/toold/pkg/config"
+	"github.com/toold/toold/pkg/config/value"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/service/mcppb"
 )
@@ -167,7 +167,7 @@ func (o mcpAddOptions) request(name string, rest []string, dash int) (*pb.AddMcp
 		entry.Toold.Risk = r
 	}
 	if o.idle > 0 {
-		entry.Toold.IdleTimeout = config.Duration(o.idle)
+		entry.Toold.IdleTimeout = value.Duration(o.idle)
 	}
 	if err := entry.Validate(name); err != nil {
 		return nil, usageError("%v", err)

@@ -182,8 +182,11 @@ func TestReadmeShellBlocks(t *testing.T) {
 	// must not be children of the process that serves).
 	sock := filepath.Join(dir, "toold.sock")
 	toold := exec.Command(filepath.Join(bin, "toold"), "--socket", sock, "--workspace", dir,
-		"--approval-mode", "auto", "--state-dir", t.TempDir(), "--shutdown-grace", "1s")
-	toold.Env = append(os.Environ(), "HOME="+t.TempDir())
+		"--approval-mode", "auto", "--shutdown-grace", "1s")
+	// One HOME for toold and the reader, as with make run: toold's state
+	// (and its operator credential) is in the default ~/.local/state/toold.
+	home := t.TempDir()
+	toold.Env = append(os.Environ(), "HOME="+home)
 	logs := &strings.Builder{}
 	toold.Stderr = logs
 	if err := toold.Start(); err != nil {
@@ -215,7 +218,7 @@ func TestReadmeShellBlocks(t *testing.T) {
 		t.Fatalf("toold is not serving: %v\n%s\n%s", err, out, logs)
 	}
 
-	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1", "TERM=dumb"}
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home, "NO_COLOR=1", "TERM=dumb"}
 	for _, b := range blocks {
 		t.Run(b.doc+":"+strconv.Itoa(b.line), func(t *testing.T) {
 			fails := filepath.Join(t.TempDir(), "fails")

@@ -9,14 +9,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/config/value"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
-	"github.com/toold/toold/pkg/tools"
 )
 
 // Config is the daemon's configuration. The YAML keys are the field tags.
@@ -78,9 +77,9 @@ type Config struct {
 	// mcp.go).
 	MCP mcpconfig.Config `yaml:"mcp"`
 	// Terminal configures shell commands, background processes and
-	// terminal sessions, and their sandbox (see terminal.go).
+	// terminal sessions, and their sandbox (see termconfig).
 	Terminal Terminal `yaml:"terminal"`
-	// Web configures web_fetch and web_search (see web.go).
+	// Web configures web_fetch and web_search (see webconfig).
 	Web Web `yaml:"web"`
 	// VCS configures git and tasks (see web.go).
 	VCS VCS `yaml:"vcs"`
@@ -89,9 +88,10 @@ type Config struct {
 	// StateDir is where toold keeps what outlives a run (default
 	// $XDG_STATE_HOME/toold; see StateDir in memory.go).
 	StateDir string `yaml:"state_dir"`
-	// Memory configures memory_operations' storage (see memory.go).
+	// Memory configures memory_operations' storage (see memconfig).
 	Memory Memory `yaml:"memory"`
-	// Hooks, History and Audit: see observe.go.
+	// Hooks, History and Audit: see hookconfig, historyconfig and
+	// auditconfig.
 	Hooks   HooksConfig `yaml:"hooks"`
 	History History     `yaml:"history"`
 	Audit   Audit       `yaml:"audit"`
@@ -141,7 +141,8 @@ type Limits struct {
 	MessageBytes int `yaml:"message_bytes"`
 }
 
-// Output shapes results for the model; see tools.Limits.
+// Output shapes results for the model; the daemon passes it on as
+// tools.Limits (zero values take tools.Limits' defaults).
 type Output struct {
 	ReadBytes     int `yaml:"read_bytes"`
 	ReadLines     int `yaml:"read_lines"`
@@ -149,14 +150,6 @@ type Output struct {
 	ListItems     int `yaml:"list_items"`
 	SearchMatches int `yaml:"search_matches"`
 	OutputBytes   int `yaml:"output_bytes"`
-}
-
-// ToolLimits returns the output limits for tools.
-func (o Output) ToolLimits() tools.Limits {
-	return tools.Limits{
-		ReadBytes: o.ReadBytes, ReadLines: o.ReadLines, LineChars: o.LineChars,
-		ListItems: o.ListItems, SearchMatches: o.SearchMatches, OutputBytes: o.OutputBytes,
-	}.WithDefaults()
 }
 
 // Log configures logging.
@@ -203,7 +196,7 @@ func Load(path string) (Config, error) {
 
 // Validate checks the configuration and resolves the token file.
 func (c *Config) Validate() error {
-	if _, err := authz.ParseMode(c.ApprovalMode); err != nil {
+	if err := validMode(c.ApprovalMode); err != nil {
 		return err
 	}
 	if c.Socket == "" && c.Listen == "" {
@@ -248,9 +241,6 @@ func (c *Config) Validate() error {
 	if c.Timeouts.Max > 0 && c.Timeouts.Default > c.Timeouts.Max {
 		return fmt.Errorf("timeouts.default %s exceeds timeouts.max %s", time.Duration(c.Timeouts.Default), time.Duration(c.Timeouts.Max))
 	}
-	if err := c.Memory.validate(); err != nil {
-		return err
-	}
 	switch {
 	case c.Limits.MessageBytes < 0 || c.Limits.MessageBytes > 1<<30:
 		return fmt.Errorf("limits.message_bytes %d: want 0 (the default, 4 MiB) to 1 GiB", c.Limits.MessageBytes)
@@ -260,20 +250,29 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("conversations.max_idle %d: want a positive number (0: the default, 64)", c.Conversations.MaxIdle)
 	case c.Conversations.TailEvents < 0 || c.Conversations.TailBytes < 0:
 		return fmt.Errorf("conversations.tail_events %d, tail_bytes %d: want positive numbers (0: the defaults, 4096 and 4 MiB)", c.Conversations.TailEvents, c.Conversations.TailBytes)
-	case c.Terminal.KeepCount < 0:
-		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", c.Terminal.KeepCount)
-	case c.Terminal.KeepAge < 0:
-		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(c.Terminal.KeepAge))
 	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
 		return fmt.Errorf("log.format %q: want text or json", c.Log.Format)
 	}
-	if err := c.Web.Validate(); err != nil {
-		return err
+	for _, v := range []interface{ Validate() error }{c.Terminal, c.Web, c.Memory, c.Audit, c.History, c.Hooks} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
 	}
-	return c.validateObserve()
+	return c.validateAcross()
+}
+
+// validMode checks approval_mode: yolo, auto (or empty) or ask, in any
+// case — the names authz.ParseMode reads (TestApprovalModes holds them to
+// it), checked here without linking the policy engine.
+func validMode(s string) error {
+	switch strings.ToLower(s) {
+	case "yolo", "auto", "", "ask":
+		return nil
+	}
+	return fmt.Errorf("unknown approval mode %q (want yolo, auto or ask)", s)
 }
 
 // SocketPerm returns the permission bits of the unix socket: 0600 unless

@@ -32,12 +32,12 @@ audit: {enabled: false, sync_every: 8}
 			if h.Name != "guard" || h.Timeout != 10*time.Second || h.OnError != "proceed" || len(h.Match) != 2 || c.Hooks.Post[0].Command != "./log.sh" {
 				t.Fatalf("hooks %+v", c.Hooks)
 			}
-			if c.Audit.On() || c.Audit.SyncEvery != 8 || c.History.StoreConfig().MaxAge != 24*time.Hour {
+			if c.Audit.On() || c.Audit.SyncEvery != 8 || time.Duration(c.History.MaxAge) != 24*time.Hour {
 				t.Fatalf("audit %+v history %+v", c.Audit, c.History)
 			}
 		}},
 		{name: "audit on by default", yaml: "{}", check: func(t *testing.T, c Config) {
-			if !c.Audit.On() || c.Audit.LogConfig("/s").Dir != "/s/audit" {
+			if !c.Audit.On() || c.Audit.Dir != "" {
 				t.Fatal(c.Audit)
 			}
 		}},

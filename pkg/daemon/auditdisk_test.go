@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/audit/auditconfig"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/testenv"
@@ -22,7 +23,7 @@ import (
 // next call runs and is recorded, after a record of what was lost. With
 // on_failure: continue the calls run.
 func TestAuditFullDisk(t *testing.T) {
-	for _, mode := range []string{config.AuditRefuse, config.AuditContinue} {
+	for _, mode := range []string{auditconfig.Refuse, auditconfig.Continue} {
 		t.Run(mode, func(t *testing.T) {
 			fs := testenv.SmallFS(t, 256<<10)
 			d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
@@ -61,7 +62,7 @@ func TestAuditFullDisk(t *testing.T) {
 			res, evs := x.call("full", "write_file", args, approve)
 			_, statErr := os.Stat(canary)
 			switch mode {
-			case config.AuditRefuse:
+			case auditconfig.Refuse:
 				if res.GetSuccess() || res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_UNAVAILABLE ||
 					!strings.Contains(res.GetError().GetMessage(), "audit log cannot record") || !strings.Contains(res.GetError().GetMessage(), "no space left on device") {
 					t.Fatalf("on a full disk: %v", res)
@@ -74,7 +75,7 @@ func TestAuditFullDisk(t *testing.T) {
 						t.Fatalf("a refused call said Executing: %v", evs)
 					}
 				}
-			case config.AuditContinue:
+			case auditconfig.Continue:
 				if !res.GetSuccess() || statErr != nil {
 					t.Fatalf("on_failure continue: %v %v", res, statErr)
 				}

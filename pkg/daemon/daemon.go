@@ -191,7 +191,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (Main.Capabilities; a test's replacement policy brings its own).
 	granter := m.Capabilities.Granter
 	explainer := m.Capabilities.Explainer
-	tcfg, err := cfg.Terminal.ManagerConfig(m.ws, cfg.Output.ToolLimits(), m.Logger)
+	tcfg, err := terminalConfig(cfg.Terminal, m.ws, toolLimits(cfg.Output), m.Logger)
 	if err != nil {
 		return err
 	}
@@ -212,8 +212,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
-	more := m.moreOptions(cfg.Output.ToolLimits())
-	builtins := BuiltinTools(m.ws, cfg.Output.ToolLimits(), m.Capabilities, m.terminal, m.memory.tool, more)
+	more := m.moreOptions(toolLimits(cfg.Output))
+	builtins := BuiltinTools(m.ws, toolLimits(cfg.Output), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered
 	}

@@ -83,7 +83,7 @@ func (m *Main) startMCP(ctx context.Context) error {
 	m.mcp.manager = mcp.NewManager(mcp.Options{
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-client"),
-		Limits:   m.Config.Output.ToolLimits(),
+		Limits:   toolLimits(m.Config.Output),
 		Version:  Version,
 		OnChange: m.mcp.server.Sync,
 	})

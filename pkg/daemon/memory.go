@@ -50,8 +50,8 @@ func (m *Main) openMemory() {
 	}
 	m.memory.store = memory.New(memory.Config{
 		Backend:  memory.Lazy(open),
-		Limits:   cfg.StoreLimits(),
-		Embedder: cfg.Embedder(),
+		Limits:   memoryLimits(cfg),
+		Embedder: memoryEmbedder(cfg),
 		Logger:   m.Logger,
 	})
 	m.memory.tool = memops.New(m.memory.store, ws, nil)

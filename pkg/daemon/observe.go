@@ -55,7 +55,7 @@ func (m *Main) startObserve(ctx context.Context) error {
 	case !cfg.Audit.On():
 		o.auditErr = errors.New("the audit log is turned off in toold's configuration (audit.enabled)")
 	default:
-		o.audit, err = audit.Open(cfg.Audit.LogConfig(m.memory.stateDir))
+		o.audit, err = audit.Open(auditConfig(cfg.Audit, m.memory.stateDir))
 		if err != nil && cfg.Audit.Enabled != nil {
 			// Asked for explicitly: toold does not run unaccounted.
 			return fmt.Errorf("audit log: %w", err)
@@ -75,13 +75,13 @@ func (m *Main) startObserve(ctx context.Context) error {
 		if dsn == "" {
 			dsn = cfg.Memory.DSN
 		}
-		o.history, o.historyErr = history.OpenPostgres(ctx, dsn, hc.StoreConfig())
+		o.history, o.historyErr = history.OpenPostgres(ctx, dsn, historyConfig(hc))
 	default:
 		path := hc.Path
 		if path == "" {
 			path = filepath.Join(m.memory.stateDir, "history.db")
 		}
-		o.history, o.historyErr = history.OpenSQLite(ctx, path, hc.StoreConfig())
+		o.history, o.historyErr = history.OpenSQLite(ctx, path, historyConfig(hc))
 	}
 	if o.history != nil {
 		o.historyW = history.NewWriter(o.history, 0, func(err error) { m.Logger.Error("history: recording calls failed", "err", err) })

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +210,50 @@ func TestLogCoalescedAndDropped(t *testing.T) {
 	must(t, l.Output(ctx, "a", tools.Stdout, []byte("ghi")))
 	if coalesced != 2 || dropped != 3 {
 		t.Fatalf("coalesced %d, dropped %d; want 2 and 3", coalesced, dropped)
+	}
+}
+
+// A log at its tail's bound keeps exactly the last TailEvents events,
+// intact and in order, however many pass through it (push reuses the
+// slots trimmed from the front), and a reader that resumes reads them
+// again.
+func TestLogTailAtBound(t *testing.T) {
+	const tail = 100
+	l := events.NewLog(events.LogConfig{TailEvents: tail})
+	for i := range 10_000 {
+		appendOne(t, l, events.Event{CallID: strconv.Itoa(i), Progress: &events.Progress{Message: strconv.Itoa(i)}})
+		if i%7 == 0 {
+			l.TryRead(nil, 0)
+		}
+	}
+	l.TryRead(nil, 0)
+	if from := l.Rewind(0); from != 10_000-tail+1 {
+		t.Fatalf("Rewind(0) = %d, want %d", from, 10_000-tail+1)
+	}
+	evs := l.TryRead(nil, 0)
+	if len(evs) != tail {
+		t.Fatalf("replayed %d events, want %d", len(evs), tail)
+	}
+	for i, ev := range evs {
+		n := 10_000 - tail + i
+		if ev.Seq != uint64(n+1) || ev.CallID != strconv.Itoa(n) || ev.Progress.Message != strconv.Itoa(n) {
+			t.Fatalf("event %d: seq %d call %q message %q, want seq %d call %d", i, ev.Seq, ev.CallID, ev.Progress.Message, n+1, n)
+		}
+	}
+}
+
+// BenchmarkAppendAtTail is a call's three events appended to a log whose
+// tail is full (the default 4096 events) and read, as on a busy stream.
+func BenchmarkAppendAtTail(b *testing.B) {
+	l := events.NewLog(events.LogConfig{})
+	ctx := context.Background()
+	start, end := &events.Start{Tool: "think"}, &events.End{}
+	var buf []events.Event
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Append(ctx, events.Event{CallID: "c", Start: start}, events.Event{CallID: "c", Progress: &events.Progress{}}, events.Event{CallID: "c", End: end}); err != nil {
+			b.Fatal(err)
+		}
+		buf = l.TryRead(buf[:0], 0)
 	}
 }

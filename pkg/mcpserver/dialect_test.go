@@ -11,7 +11,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcpserver"
@@ -40,7 +39,7 @@ func TestDialectOverMCP(t *testing.T) {
 	}
 	t.Cleanup(func() { ws.Close() })
 	reg := tools.NewRegistry()
-	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, nil, nil)...); err != nil {
+	if err := reg.Register(daemon.BuiltinTools(ws, tools.Limits{}.WithDefaults(), authz.Capabilities{}, nil, nil)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterDialect(dialect.All()...); err != nil {

@@ -23,6 +23,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/pkg/procgroup"
 )
 
 // Cgroups runs commands without a helper: each command is a direct child of
@@ -349,7 +351,7 @@ func startErrorOf(spec Spec, err error) error {
 // and returns once the command is reaped and the cgroup is empty.
 func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan struct{}) Exit {
 	cmdDone := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(cmdDone) }()
+	go func() { _ = procgroup.Wait(cmd); close(cmdDone) }() // no OS thread per command
 	var (
 		exit     Exit
 		exited   bool

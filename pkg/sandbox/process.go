@@ -209,7 +209,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 // final report.
 func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
 	defer close(p.done)
-	werr := p.cmd.Wait()
+	werr := procgroup.Wait(p.cmd) // parked in the poller: no OS thread per command
 	// The helper has exited: its report, if any, is in the pipe.
 	rest, _ := io.ReadAll(br)
 	statR.Close()

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/sandbox"
@@ -106,7 +105,7 @@ func TestCorpus(t *testing.T) {
 	if len(cases) < 150 {
 		t.Fatalf("corpus has %d cases, want at least 150", len(cases))
 	}
-	limits := config.Default().Output.ToolLimits()
+	limits := tools.Limits{}.WithDefaults()
 	type tally struct{ pass, recovered, explained, total int }
 	byClass := map[string]*tally{}
 	byAgent := map[string]*tally{}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
@@ -21,7 +20,7 @@ func TestSuggestionsStayInTheFamily(t *testing.T) {
 	}
 	t.Cleanup(func() { ws.Close() })
 	reg := tools.NewRegistry()
-	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, newTerminal(t, ws), nil)...); err != nil {
+	if err := reg.Register(daemon.BuiltinTools(ws, tools.Limits{}.WithDefaults(), authz.Capabilities{}, newTerminal(t, ws), nil)...); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

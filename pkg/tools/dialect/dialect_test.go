@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/toold/toold/pkg/authz"
-	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
@@ -25,7 +24,7 @@ func registry(t *testing.T) *tools.Registry {
 	// A toold with every tool a dialect maps to: web_search needs a
 	// provider (never contacted here).
 	more := daemon.MoreOptions{Web: web.Options{Search: web.SearchConfig{Provider: "searxng", URL: "http://127.0.0.1:9"}}}
-	if err := reg.Register(daemon.BuiltinTools(ws, config.Default().Output.ToolLimits(), authz.Capabilities{}, nil, nil, more)...); err != nil {
+	if err := reg.Register(daemon.BuiltinTools(ws, tools.Limits{}.WithDefaults(), authz.Capabilities{}, nil, nil, more)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.RegisterDialect(dialect.All()...); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,20 +12,11 @@ import (
 	"strings"
 
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/tools/web/webconfig"
 )
 
-// SearchConfig configures web_search (toold's config key web.search).
-type SearchConfig struct {
-	// Provider is "searxng", "brave" or "tavily"; empty disables web_search.
-	Provider string `yaml:"provider"`
-	// URL is the provider's endpoint: required for SearXNG (the instance's
-	// base URL); Brave and Tavily default to their public APIs.
-	URL string `yaml:"url"`
-	// APIKeyEnv names the environment variable holding the API key (Brave
-	// and Tavily; optional for SearXNG). The key itself is never in the
-	// config file.
-	APIKeyEnv string `yaml:"api_key_env"`
-}
+// SearchConfig configures web_search (see webconfig.Search).
+type SearchConfig = webconfig.Search
 
 // Default endpoints.
 const (
@@ -34,33 +24,8 @@ const (
 	TavilyURL = "https://api.tavily.com/search"
 )
 
-// Validate checks the configuration; an empty Provider is valid (off).
-func (c SearchConfig) Validate() error {
-	switch c.Provider {
-	case "":
-		return nil
-	case "searxng":
-		if c.URL == "" {
-			return fmt.Errorf("web.search.url: SearXNG needs the instance's URL")
-		}
-	case "brave", "tavily":
-		if c.APIKeyEnv == "" {
-			return fmt.Errorf("web.search.api_key_env: %s needs the name of the environment variable that holds the API key", c.Provider)
-		}
-	default:
-		return fmt.Errorf("web.search.provider: unknown provider %q (want searxng, brave or tavily)", c.Provider)
-	}
-	if c.URL != "" {
-		u, err := url.Parse(c.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("web.search.url: %q is not an http(s) URL", c.URL)
-		}
-	}
-	return nil
-}
-
 // endpoint is the URL requests go to.
-func (c SearchConfig) endpoint() string {
+func endpoint(c SearchConfig) string {
 	if c.URL != "" {
 		return c.URL
 	}
@@ -110,7 +75,7 @@ func (t *Web) search(ctx context.Context, req searchRequest) ([]SearchResult, er
 	}
 	switch c.Provider {
 	case "searxng":
-		u, _ := url.Parse(strings.TrimSuffix(c.endpoint(), "/") + "/search")
+		u, _ := url.Parse(strings.TrimSuffix(endpoint(c), "/") + "/search")
 		v := url.Values{"q": {q}, "format": {"json"}}
 		u.RawQuery = v.Encode()
 		hr, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -118,7 +83,7 @@ func (t *Web) search(ctx context.Context, req searchRequest) ([]SearchResult, er
 			hr.Header.Set("Authorization", "Bearer "+key)
 		}
 	case "brave":
-		u, _ := url.Parse(c.endpoint())
+		u, _ := url.Parse(endpoint(c))
 		v := url.Values{"q": {q}, "count": {strconv.Itoa(min(req.Limit, 20))}}
 		u.RawQuery = v.Encode()
 		hr, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -131,7 +96,7 @@ func (t *Web) search(ctx context.Context, req searchRequest) ([]SearchResult, er
 			body["include_domains"] = []string{req.Site}
 		}
 		b, _ := json.Marshal(body)
-		hr, err = http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(), bytes.NewReader(b))
+		hr, err = http.NewRequestWithContext(ctx, http.MethodPost, endpoint(c), bytes.NewReader(b))
 		if err == nil {
 			hr.Header.Set("Content-Type", "application/json")
 			hr.Header.Set("Authorization", "Bearer "+key)

@@ -78,7 +78,7 @@ func New(opts Options) *Web {
 	// The search provider is the operator's choice: its host may be on a
 	// private network (a self-hosted SearXNG). Metadata stays refused.
 	sg := *opts.Guard
-	if u, err := url.Parse(opts.Search.endpoint()); err == nil && u.Host != "" {
+	if u, err := url.Parse(endpoint(opts.Search)); err == nil && u.Host != "" {
 		provider := hostOf(u)
 		prev := opts.Guard.AllowPrivate
 		sg.AllowPrivate = func(h string) bool { return h == provider || (prev != nil && prev(h)) }
@@ -177,7 +177,7 @@ func (t *Web) Describe(call *tools.Call) tools.Effect {
 	case "web_search":
 		q, _ := call.Args["query"].(string)
 		e := tools.Effect{Display: "Searching the web: " + tools.Clip(q, 60)}
-		if u, err := url.Parse(t.opts.Search.endpoint()); err == nil && u.Host != "" {
+		if u, err := url.Parse(endpoint(t.opts.Search)); err == nil && u.Host != "" {
 			e.Hosts = []string{hostOf(u)}
 		}
 		return e

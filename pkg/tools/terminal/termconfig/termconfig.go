@@ -1,14 +1,18 @@
-package config
+// Package termconfig is the terminal plugin's configuration section
+// ("terminal:" in toold's YAML: shell commands, background processes,
+// sessions and their sandbox). It is owned by pkg/tools/terminal and imports
+// nothing of toold's but the value types every section uses, so pkg/config
+// and toolctl do not link the terminal, the sandbox or the shell reader.
+// The daemon's wiring turns a Terminal into the manager's terminal.Config.
+package termconfig
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/toold/toold/pkg/sandbox"
-	"github.com/toold/toold/pkg/tools"
-	"github.com/toold/toold/pkg/tools/terminal"
-	"github.com/toold/toold/pkg/workspace"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/pkg/config/value"
 )
 
 // Terminal configures shell commands, background processes and terminal
@@ -67,7 +71,7 @@ type Terminal struct {
 	Env map[string]string `yaml:"env"`
 	// KillGrace is the time a stopped process tree gets between SIGTERM
 	// and SIGKILL (default 2s).
-	KillGrace Duration `yaml:"kill_grace"`
+	KillGrace value.Duration `yaml:"kill_grace"`
 	// Dir is where toold keeps command outputs and the sandbox's temp dir,
 	// in a fresh subdirectory removed at shutdown (default $TMPDIR).
 	Dir string `yaml:"dir"`
@@ -79,8 +83,8 @@ type Terminal struct {
 	// KeepCount bounds how many finished commands' outputs are kept
 	// (default 1000); KeepAge how long after its command ended one is
 	// kept (default 1h). The oldest go first.
-	KeepCount int      `yaml:"keep_count"`
-	KeepAge   Duration `yaml:"keep_age"`
+	KeepCount int            `yaml:"keep_count"`
+	KeepAge   value.Duration `yaml:"keep_age"`
 	// SessionBuffer is how many bytes of output a session keeps (default
 	// 1 MiB).
 	SessionBuffer int `yaml:"session_buffer"`
@@ -101,49 +105,6 @@ type Terminal struct {
 	Supervision string `yaml:"supervision"`
 }
 
-// ManagerConfig returns the terminal manager's configuration for these
-// settings over the workspace ws.
-func (t Terminal) ManagerConfig(ws *workspace.Workspace, limits tools.Limits, log *slog.Logger) (terminal.Config, error) {
-	c := terminal.Config{
-		Workspace:     ws,
-		Shell:         t.Shell,
-		SessionArgs:   t.SessionArgs,
-		PassEnv:       t.PassEnv,
-		Env:           t.Env,
-		Runner:        sandbox.Runner{Helper: t.Helper, Args: t.HelperArgs},
-		Supervision:   t.Supervision,
-		KillGrace:     time.Duration(t.KillGrace),
-		Dir:           t.Dir,
-		KeepPerCall:   t.KeepPerCall,
-		KeepTotal:     t.KeepTotal,
-		KeepCount:     t.KeepCount,
-		KeepAge:       time.Duration(t.KeepAge),
-		SessionBuffer: t.SessionBuffer,
-		MaxProcesses:  t.MaxProcesses,
-		MaxSessions:   t.MaxSessions,
-		Limits:        limits,
-		Logger:        log,
-	}
-	noNet := t.Network.Off
-	switch t.Sandbox {
-	case "off":
-		if noNet || len(t.Writable) > 0 || len(t.Hide) > 0 {
-			return c, fmt.Errorf("terminal: network: false, writable and hide apply to the sandbox, which is off")
-		}
-	case "", "auto", "landlock", "require":
-		// Without isolation (network: true), Landlock's TCP rule is what
-		// network: false means.
-		c.Sandbox = &sandbox.Policy{
-			Writable: t.Writable, Hide: t.Hide, NoNetwork: noNet,
-			Isolate: !t.Network.Direct, Pids: t.PidsMax, Memory: t.MemoryMax,
-		}
-		c.RequireSandbox = t.Sandbox == "require"
-	default:
-		return c, fmt.Errorf("terminal.sandbox %q: want auto, require or off", t.Sandbox)
-	}
-	return c, nil
-}
-
 // Sandboxed reports whether commands run in a sandbox (terminal.sandbox
 // is not off).
 func (t Terminal) Sandboxed() bool { return t.Sandbox != "off" }
@@ -152,4 +113,69 @@ func (t Terminal) Sandboxed() bool { return t.Sandbox != "off" }
 // network: proxy, or the sandbox's default network.
 func (t Terminal) EgressProxy() bool {
 	return t.Network.Proxy || (t.Sandboxed() && !t.Network.Off && !t.Network.Direct)
+}
+
+// Validate checks the section on its own (the sandbox's layers are
+// checked when the terminal starts).
+func (t Terminal) Validate() error {
+	switch t.Sandbox {
+	case "off":
+		if t.Network.Off || len(t.Writable) > 0 || len(t.Hide) > 0 {
+			return fmt.Errorf("terminal: network: false, writable and hide apply to the sandbox, which is off")
+		}
+	case "", "auto", "landlock", "require":
+	default:
+		return fmt.Errorf("terminal.sandbox %q: want auto, require or off", t.Sandbox)
+	}
+	switch {
+	case t.KeepCount < 0:
+		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", t.KeepCount)
+	case t.KeepAge < 0:
+		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(t.KeepAge))
+	}
+	return nil
+}
+
+// NetworkMode is terminal.network: proxy, false or true. proxy: commands
+// get HTTP_PROXY / HTTPS_PROXY pointing at toold's egress proxy, which
+// applies the policy's host rules and refuses private, loopback and
+// metadata addresses; in the sandbox's network namespace it is the only
+// thing reachable (the default with a sandbox). false: no network at all
+// (sandbox only). true: the host's network, unconfined (the default
+// without a sandbox).
+type NetworkMode struct {
+	// Off gives sandboxed commands no network.
+	Off bool
+	// Proxy routes commands through the egress proxy.
+	Proxy bool
+	// Direct (true) gives commands the host's network.
+	Direct bool
+}
+
+// UnmarshalYAML accepts true, false or "proxy".
+func (n *NetworkMode) UnmarshalYAML(v *yaml.Node) error {
+	var b bool
+	if err := v.Decode(&b); err == nil {
+		*n = NetworkMode{Off: !b, Direct: b}
+		return nil
+	}
+	var s string
+	if err := v.Decode(&s); err == nil && s == "proxy" {
+		*n = NetworkMode{Proxy: true}
+		return nil
+	}
+	return fmt.Errorf("terminal.network: want true, false or proxy, not %q", v.Value)
+}
+
+// MarshalYAML writes the mode back as true, false or proxy.
+func (n NetworkMode) MarshalYAML() (any, error) {
+	switch {
+	case n.Proxy:
+		return "proxy", nil
+	case n.Off:
+		return false, nil
+	case n.Direct:
+		return true, nil
+	}
+	return nil, nil
 }
