@@ -27,7 +27,14 @@ type WorkspaceServer struct {
 	access    *Access
 	stopOnce  sync.Once
 	stop      chan struct{}
+	// watches bounds the watches running at once (each holds an inotify
+	// instance, of which a user has 128 by default).
+	watches chan struct{}
 }
+
+// MaxWatches is how many Watch streams a daemon runs at once; more are
+// RESOURCE_EXHAUSTED.
+const MaxWatches = 32
 
 var _ pb.WorkspaceServiceServer = (*WorkspaceServer)(nil)
 
@@ -36,7 +43,13 @@ var _ pb.WorkspaceServiceServer = (*WorkspaceServer)(nil)
 // through explainer (nil: only the workspace boundary is checked); access
 // decides who may ask (the operator, or a conversation's secret).
 func NewWorkspaceServer(ws *workspace.Workspace, x *executor.Executor, explainer authz.Explainer, access *Access) *WorkspaceServer {
-	return &WorkspaceServer{ws: ws, x: x, explainer: explainer, access: access, stop: make(chan struct{})}
+	return NewWorkspaceServerMax(ws, x, explainer, access, MaxWatches)
+}
+
+// NewWorkspaceServerMax is NewWorkspaceServer with at most max watches at
+// once.
+func NewWorkspaceServerMax(ws *workspace.Workspace, x *executor.Executor, explainer authz.Explainer, access *Access, max int) *WorkspaceServer {
+	return &WorkspaceServer{ws: ws, x: x, explainer: explainer, access: access, stop: make(chan struct{}), watches: make(chan struct{}, max)}
 }
 
 // Shutdown ends every Watch stream (with OK); later watches end at once.
@@ -66,6 +79,12 @@ func (s *WorkspaceServer) Watch(req *pb.WatchRequest, stream grpc.ServerStreamin
 	}
 	if err := s.authorize(ctx, conv, loc); err != nil {
 		return err
+	}
+	select {
+	case s.watches <- struct{}{}:
+		defer func() { <-s.watches }()
+	default:
+		return status.Errorf(codes.ResourceExhausted, "%d watches are running, the most toold runs at once; end one first", cap(s.watches))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
