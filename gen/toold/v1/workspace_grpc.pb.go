@@ -44,7 +44,8 @@ type WorkspaceServiceClient interface {
 	// The stream ends when the client cancels it, the daemon shuts down (OK),
 	// or the directory itself is removed (a last notice, then OK). A client
 	// that reads slowly never slows toold: changes are merged meanwhile, up
-	// to a bound, past which a notice says what was dropped.
+	// to a bound, past which a notice says what was dropped. A daemon runs
+	// at most 32 watches at once; more are RESOURCE_EXHAUSTED.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 }
 
@@ -97,7 +98,8 @@ type WorkspaceServiceServer interface {
 	// The stream ends when the client cancels it, the daemon shuts down (OK),
 	// or the directory itself is removed (a last notice, then OK). A client
 	// that reads slowly never slows toold: changes are merged meanwhile, up
-	// to a bound, past which a notice says what was dropped.
+	// to a bound, past which a notice says what was dropped. A daemon runs
+	// at most 32 watches at once; more are RESOURCE_EXHAUSTED.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	mustEmbedUnimplementedWorkspaceServiceServer()
 }

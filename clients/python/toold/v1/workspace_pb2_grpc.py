@@ -43,7 +43,8 @@ class WorkspaceServiceServicer(object):
         The stream ends when the client cancels it, the daemon shuts down (OK),
         or the directory itself is removed (a last notice, then OK). A client
         that reads slowly never slows toold: changes are merged meanwhile, up
-        to a bound, past which a notice says what was dropped.
+        to a bound, past which a notice says what was dropped. A daemon runs
+        at most 32 watches at once; more are RESOURCE_EXHAUSTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
