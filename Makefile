@@ -166,9 +166,11 @@ $(MCP_CONFORMANCE): testdata/conformance/package-lock.json
 .PHONY: mcp-conformance-deps
 mcp-conformance-deps: $(MCP_CONFORMANCE) ## Install the MCP conformance suite and its Node.js (npm ci into .tools/conformance).
 
-# Real MCP hosts the tests drive unmodified (gemini-cli), pinned by
+# Real MCP hosts the tests drive unmodified (codex, Claude Code, gemini-cli), pinned by
 # testdata/hosts/package-lock.json and installed into .tools/hosts; they run
-# on the conformance suite's Node.js.
+# on the conformance suite's Node.js (gemini-cli; codex and Claude Code are
+# native binaries from their platform packages, which npm ci installs as
+# optional dependencies; --ignore-scripts only skips their link step).
 MCP_HOSTS := $(TOOLS)/hosts/node_modules/.package-lock.json
 
 $(MCP_HOSTS): testdata/hosts/package-lock.json

@@ -41,6 +41,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"sessions", b.rowSessions},
 		{"mixed", b.rowMixed},
 		{"replay", b.rowReplay},
+		{"rewind", b.rowRewind},
 	} {
 		if !b.want(r.id) {
 			continue

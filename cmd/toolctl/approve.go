@@ -70,6 +70,13 @@ var _ asker = (*callAsker)(nil)
 
 func (c *callAsker) approve(ctx context.Context, q askInfo, req *pb.RequiresApproval) (*pb.ApprovalDecision, error) {
 	switch {
+	case c.yes && outsideSandbox(req):
+		// Running outside the sandbox is a person's decision, seen.
+		if c.person != nil {
+			return c.person.approve(ctx, q, req)
+		}
+		c.show(approvalText(req, style{}, time.Now()) + "denied: --yes never approves running a command outside the sandbox; run toolctl interactively to decide")
+		return &pb.ApprovalDecision{ApprovalId: req.GetApprovalId(), Approve: false, Reason: "toolctl --yes does not approve running a command outside the sandbox; nobody was asked"}, nil
 	case c.yes:
 		once := onceScope(req.GetScopes())
 		c.show(approvalText(req, style{}, time.Now()) + "approved once (--yes)")
@@ -165,6 +172,9 @@ func (p *personAsker) approve(ctx context.Context, q askInfo, req *pb.RequiresAp
 	}
 	once := onceScope(req.GetScopes())
 	convs := conversationScopes(req.GetScopes())
+	if outsideSandbox(req) {
+		convs = nil // once only (toold offers nothing else)
+	}
 	st := p.style
 	note := ""
 	if q.oneShot && len(convs) > 0 {
@@ -353,7 +363,11 @@ const labelWidth = 10
 func approvalText(req *pb.RequiresApproval, st style, now time.Time) string {
 	var b strings.Builder
 	e := req.GetEffect()
-	fmt.Fprintf(&b, "%s (%s)", st.paint(ansiBold+";"+ansiYellow, "approval needed"), st.risk(req.GetRisk()))
+	if outsideSandbox(req) {
+		fmt.Fprintf(&b, "%s (%s)", st.paint(ansiBold+";"+ansiRed, "approval needed to run OUTSIDE the sandbox"), st.risk(req.GetRisk()))
+	} else {
+		fmt.Fprintf(&b, "%s (%s)", st.paint(ansiBold+";"+ansiYellow, "approval needed"), st.risk(req.GetRisk()))
+	}
 	if s := e.GetSummary(); s != "" {
 		b.WriteString(": " + st.paint(ansiBold, s))
 	}
@@ -368,6 +382,17 @@ func approvalText(req *pb.RequiresApproval, st style, now time.Time) string {
 		field("rule", rule)
 	}
 	writeEffect(&b, e, st, "  ", maxDiffLines)
+	if outsideSandbox(req) {
+		dir := e.GetWorkingDir()
+		if dir == "" {
+			dir = "the workspace root"
+		}
+		env := "toold's minimal command environment"
+		if len(e.GetEnv()) > 0 {
+			env += " and the env above"
+		}
+		field("sandbox", st.paint(ansiBold+";"+ansiRed, "OFF for this call only")+": exactly the command above, in "+dir+", with "+env+"; it may write outside the workspace, read what the sandbox hides and reach the network directly")
+	}
 	if exp := req.GetExpiresAt(); exp != nil {
 		t := exp.AsTime()
 		field("expires", fmt.Sprintf("%s (in %s)", t.Local().Format("15:04:05"), max(t.Sub(now), 0).Round(time.Second)))
@@ -567,4 +592,11 @@ func shellQuote(s string) string {
 		}
 	}
 	return s
+}
+
+// outsideSandbox reports whether approving req runs its command outside
+// toold's sandbox (an approval of its own kind: shown distinctly, once only,
+// never approved by --yes).
+func outsideSandbox(req *pb.RequiresApproval) bool {
+	return req.GetKind() == pb.ApprovalKind_APPROVAL_KIND_OUTSIDE_SANDBOX
 }

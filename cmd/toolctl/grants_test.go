@@ -16,7 +16,11 @@ func TestGrants(t *testing.T) {
 	t.Parallel()
 	d, pol, _ := startGuarded(t)
 
+	// Without the operator credential toolctl sees no other conversation's
+	// grants, and says what it would need.
 	r := runAt(t, d.Socket, "grants")
+	r.check(t, exitUsage, nil, []string{"PermissionDenied", "operator credential", "TOOLD_STATE_DIR"})
+	r = runAsOperator(t, d, "grants")
 	r.check(t, exitOK, nil, []string{"no grants\n"})
 	if r.stdout != "" {
 		t.Errorf("stdout %q, want nothing", r.stdout)
@@ -26,7 +30,7 @@ func TestGrants(t *testing.T) {
 	g1, _ := pol.Grant("c1", conv, false, 5*time.Minute, "toolctl/test")
 	g2, _ := pol.Grant("c2", authz.Scope{Tool: "file_operations", Operation: "write_file", Description: "file_operations.write_file once, granted through user_collaboration"}, true, time.Minute, "user_collaboration")
 
-	r = runAt(t, d.Socket, "grants")
+	r = runAsOperator(t, d, "grants")
 	r.check(t, exitOK, nil, nil)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != 3 {
@@ -51,7 +55,7 @@ func TestGrants(t *testing.T) {
 		t.Errorf("columns not aligned:\n%s", r.stdout)
 	}
 
-	r = runAt(t, d.Socket, "grants", "--conversation", "c2", "--json")
+	r = runAsOperator(t, d, "grants", "--conversation", "c2", "--json")
 	r.check(t, exitOK, nil, nil)
 	resp := &pb.ListGrantsResponse{}
 	if err := protojson.Unmarshal([]byte(r.stdout), resp); err != nil {
@@ -60,15 +64,15 @@ func TestGrants(t *testing.T) {
 	if len(resp.GetGrants()) != 1 || resp.GetGrants()[0].GetGrantId() != g2.ID || !resp.GetGrants()[0].GetOnce() {
 		t.Errorf("grants of c2: %v", resp)
 	}
-	r = runAt(t, d.Socket, "grants", "--conversation", "c3")
+	r = runAsOperator(t, d, "grants", "--conversation", "c3")
 	r.check(t, exitOK, nil, []string{"no grants in conversation c3\n"})
 
-	r = runAt(t, d.Socket, "grants", "revoke", g1.ID)
+	r = runAsOperator(t, d, "grants", "revoke", g1.ID)
 	r.check(t, exitOK, []string{"revoked " + g1.ID + "\n"}, nil)
 	if gs := pol.Grants(""); len(gs) != 1 || gs[0].ID != g2.ID {
 		t.Errorf("grants after revoking %s: %v", g1.ID, gs)
 	}
-	r = runAt(t, d.Socket, "grants", "revoke", g1.ID)
+	r = runAsOperator(t, d, "grants", "revoke", g1.ID)
 	r.check(t, exitFailure, nil, []string{`toolctl: revoke grant: no grant "` + g1.ID + `" (it may have expired or been used)`})
 
 	for _, args := range [][]string{{"grants", "revoke"}, {"grants", "revoke", "a", "b"}, {"grants", "extra"}} {

@@ -35,9 +35,9 @@ func TestMCPUsage(t *testing.T) {
 		})
 	}
 	// toold answered that there is no such server: the command failed (1).
-	r := runAt(t, d.Socket, "mcp", "remove", "nope")
+	r := runAsOperator(t, d, "mcp", "remove", "nope")
 	r.check(t, exitFailure, nil, []string{"remove MCP server nope: ", "nope"})
-	r = runAt(t, d.Socket, "mcp", "list")
+	r = runAsOperator(t, d, "mcp", "list")
 	r.check(t, exitOK, []string{"no MCP servers"}, nil)
 }
 
@@ -48,14 +48,14 @@ func TestMCPAddListRemove(t *testing.T) {
 	peers := mcptest.Require(t)
 	d := daemontest.Start(t)
 
-	r := runAt(t, d.Socket, "mcp", "add", "everything", "--", peers.Node, peers.Everything, "stdio")
+	r := runAsOperator(t, d, "mcp", "add", "everything", "--", peers.Node, peers.Everything, "stdio")
 	if r.code == exitFailure && strings.Contains(r.stderr, "was added but is not connected") {
 		// The first start of node under a loaded machine can fail its
 		// handshake (seen in CI with every package testing at once);
 		// toold keeps retrying, as the message says: wait for it.
 		t.Logf("first connect failed, waiting for toold's retry: %s", r.stdout)
 		testenv.Poll(t, time.Minute, "everything connected after toold's retries", func() bool {
-			l := runAt(t, d.Socket, "mcp", "list")
+			l := runAsOperator(t, d, "mcp", "list")
 			for _, line := range strings.Split(l.stdout, "\n") {
 				if strings.HasPrefix(line, "everything ") && strings.Contains(line, "connected") && !strings.Contains(line, "down") {
 					return true
@@ -67,13 +67,13 @@ func TestMCPAddListRemove(t *testing.T) {
 		r.check(t, exitOK, []string{"everything: connected", "everything__echo"}, nil)
 	}
 
-	r = runAt(t, d.Socket, "mcp", "add", "broken", "--json", `{"command":"/nonexistent/mcp-server"}`)
+	r = runAsOperator(t, d, "mcp", "add", "broken", "--json", `{"command":"/nonexistent/mcp-server"}`)
 	r.check(t, exitFailure, []string{"broken: down:"}, []string{"was added but is not connected"})
 
-	r = runAt(t, d.Socket, "mcp", "list")
+	r = runAsOperator(t, d, "mcp", "list")
 	r.check(t, exitOK, []string{"NAME", "broken", "stdio", "down:", "everything", "connected"}, nil)
 
-	r = runAt(t, d.Socket, "mcp", "list", "--json")
+	r = runAsOperator(t, d, "mcp", "list", "--json")
 	var resp pb.ListMcpServersResponse
 	if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil || len(resp.GetServers()) != 2 {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
@@ -83,7 +83,7 @@ func TestMCPAddListRemove(t *testing.T) {
 	r.check(t, exitOK, []string{"Echo: from toolctl"}, nil)
 
 	for _, name := range []string{"everything", "broken"} {
-		r = runAt(t, d.Socket, "mcp", "remove", name)
+		r = runAsOperator(t, d, "mcp", "remove", name)
 		r.check(t, exitOK, []string{name + " removed"}, nil)
 	}
 	r = runAt(t, d.Socket, "call", "everything__echo", "message=x")

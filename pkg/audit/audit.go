@@ -69,6 +69,11 @@ const (
 	KindCallStart  = "call.start" // a call began running: ArgsDigest
 	KindCallEnd    = "call.end"   // a call ended: Outcome, Code, ResultDigest, ExitCode
 	KindHook       = "hook"       // a pre/post hook ran: Detail, Decision
+	// KindOutsideSandbox: a person answered a request to run one call's
+	// command outside toold's sandbox: Decision, Who, ArgsDigest (of the
+	// exact command, directory and environment shown), Detail (the
+	// command, the directory and the environment's names).
+	KindOutsideSandbox = "approval.outside_sandbox"
 	// KindPeerRefused: a client was refused because it is one of toold's
 	// own commands' processes (or cannot be told from one): Detail says why.
 	KindPeerRefused = "peer.refused"

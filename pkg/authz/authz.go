@@ -129,6 +129,14 @@ type Verdict struct {
 	Outside []string
 	// Grant is the grant that allowed the call, if one did.
 	Grant *Grant
+	// OutsideSandbox says the call's command would run outside toold's
+	// sandbox once a person approves it: the model asked for that
+	// (tools.Effect.OutsideSandbox), or the sandbox would refuse what it
+	// does (a write outside the workspace). Decision is then Ask, in every
+	// mode, or Deny; Scopes offer this call only; no grant covers it. The
+	// executor asks with an approval of its own kind and runs the approved
+	// call with tools.Call.Unsandboxed.
+	OutsideSandbox bool
 }
 
 // Scope is one way a person may approve a call; it says exactly what a

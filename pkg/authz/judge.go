@@ -107,6 +107,13 @@ type judgement struct {
 
 func (e *Engine) decide(req *Request, consume bool) Verdict {
 	j := e.judge(req)
+	if out, why := j.leavesSandbox(); out {
+		// Judged again as it would run: without the sandbox, so the
+		// judge is the boundary; no grant covers it (outside.go).
+		r := *req
+		r.OutsideSandbox = true
+		return e.judge(&r).outsideVerdict(why)
+	}
 	j.applyGrants(consume)
 	return j.verdict()
 }

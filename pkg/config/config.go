@@ -95,6 +95,8 @@ type Config struct {
 	Hooks   HooksConfig `yaml:"hooks"`
 	History History     `yaml:"history"`
 	Audit   Audit       `yaml:"audit"`
+	// Checkpoints: see checkpointconfig.
+	Checkpoints Checkpoints `yaml:"checkpoints"`
 }
 
 // Conversations bounds the conversations no stream is attached to (their
@@ -201,6 +203,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Socket == "" && c.Listen == "" {
 		return errors.New("nothing to listen on: set socket or listen")
+	}
+	if err := c.Checkpoints.Validate(); err != nil {
+		return err
 	}
 	if c.TokenFile != "" {
 		b, err := os.ReadFile(c.TokenFile)

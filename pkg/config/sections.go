@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/toold/toold/pkg/audit/auditconfig"
+	"github.com/toold/toold/pkg/checkpoint/checkpointconfig"
 	"github.com/toold/toold/pkg/history/historyconfig"
 	"github.com/toold/toold/pkg/hooks/hookconfig"
 	"github.com/toold/toold/pkg/memory/memconfig"
@@ -28,4 +29,7 @@ type (
 	History = historyconfig.History
 	// HooksConfig is the "hooks:" section (hookconfig.Config).
 	HooksConfig = hookconfig.Config
+	// Checkpoints is the "checkpoints:" section
+	// (checkpointconfig.Checkpoints).
+	Checkpoints = checkpointconfig.Checkpoints
 )

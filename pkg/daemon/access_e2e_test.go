@@ -210,3 +210,107 @@ func TestOperatorCredentialFile(t *testing.T) {
 		t.Fatalf("the new file's mode is %v", fi.Mode())
 	}
 }
+
+// Issue 25 item 8, the doors that change things: the AdminService (MCP
+// servers: list, add, remove) is the operator's only; a conversation's
+// grants are listed and revoked with its secret or as the operator, every
+// conversation's only as the operator. Each refusal is PERMISSION_DENIED,
+// says what to present, and changes nothing.
+func TestOperatorDoorsEndToEnd(t *testing.T) {
+	d := daemontest.Start(t)
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "alice"}}})
+	w, err := x.s.Recv()
+	if err != nil || w.GetWelcome().GetConversationSecret() == "" {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	alice := w.GetWelcome().GetConversationSecret()
+	os.WriteFile(filepath.Join(d.Workspace, "old.txt"), []byte("x"), 0o644)
+	// A delete asks in AUTO; alice's person grants it for the conversation.
+	res, _ := x.call("rm", "run_command", `{"command":"rm -f old.txt"}`, func(a *pb.RequiresApproval) *pb.ApprovalDecision {
+		for _, s := range a.GetScopes() {
+			if s.GetKind() == pb.ApprovalScope_KIND_CONVERSATION {
+				return &pb.ApprovalDecision{ApprovalId: a.GetApprovalId(), Approve: true, ScopeId: s.GetScopeId()}
+			}
+		}
+		t.Fatalf("no conversation scope offered: %v", a)
+		return nil
+	})
+	if !res.GetSuccess() {
+		t.Fatalf("rm: %v", res)
+	}
+	bg := context.Background()
+	bob := joinedSecret(t, d, "bob")
+	with := func(secret string) context.Context {
+		return metadata.AppendToOutgoingContext(bg, service.SecretMetadata, secret)
+	}
+	pol := pb.NewPolicyServiceClient(d.Conn)
+	adm := pb.NewAdminServiceClient(d.Conn)
+	grants, err := pol.ListGrants(d.AsOperator(bg), &pb.ListGrantsRequest{ConversationId: "alice"})
+	if err != nil || len(grants.GetGrants()) != 1 {
+		t.Fatalf("the operator lists alice's grants: %v %v", grants, err)
+	}
+	grant := grants.GetGrants()[0].GetGrantId()
+
+	refused := func(t *testing.T, err error, want string) {
+		t.Helper()
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), want) {
+			t.Fatalf("got %v, want PERMISSION_DENIED mentioning %q", err, want)
+		}
+	}
+	guessed := metadata.AppendToOutgoingContext(bg, service.OperatorMetadata, strings.Repeat("0", 64))
+	for name, ctx := range map[string]context.Context{"nothing": bg, "bob's secret": with(bob), "a guessed operator credential": guessed, "alice's secret": with(alice)} {
+		t.Run("admin/"+name, func(t *testing.T) {
+			_, err := adm.ListMcpServers(ctx, &pb.ListMcpServersRequest{})
+			refused(t, err, "operator credential")
+			_, err = adm.AddMcpServer(ctx, &pb.AddMcpServerRequest{Name: "evil", Config: &pb.McpServerConfig{Command: "/nonexistent/evil"}})
+			refused(t, err, "operator credential")
+			_, err = adm.RemoveMcpServer(ctx, &pb.RemoveMcpServerRequest{Name: "evil"})
+			refused(t, err, "operator credential")
+		})
+		if name == "alice's secret" {
+			continue
+		}
+		t.Run("grants/"+name, func(t *testing.T) {
+			r, err := pol.ListGrants(ctx, &pb.ListGrantsRequest{ConversationId: "alice"})
+			refused(t, err, "conversation_secret")
+			if strings.Contains(r.String(), grant) {
+				t.Fatalf("refused, yet listed alice's grant: %v", r)
+			}
+			_, err = pol.ListGrants(ctx, &pb.ListGrantsRequest{})
+			refused(t, err, "operator credential")
+			_, err = pol.RevokeGrant(ctx, &pb.RevokeGrantRequest{GrantId: grant})
+			refused(t, err, "conversation_secret")
+		})
+	}
+	// Nothing was added, nothing revoked.
+	if l, err := adm.ListMcpServers(d.AsOperator(bg), &pb.ListMcpServersRequest{}); err != nil || len(l.GetServers()) != 0 {
+		t.Fatalf("the operator lists the servers: %v %v", l, err)
+	}
+	if g, err := pol.ListGrants(with(alice), &pb.ListGrantsRequest{ConversationId: "alice"}); err != nil || len(g.GetGrants()) != 1 || g.GetGrants()[0].GetGrantId() != grant {
+		t.Fatalf("alice lists her grant: %v %v", g, err)
+	}
+	if _, err := pol.ListGrants(with(alice), &pb.ListGrantsRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("alice listed every conversation's grants: %v", err)
+	}
+	// Alice's own secret revokes her grant; the operator may revoke any.
+	if _, err := pol.RevokeGrant(with(alice), &pb.RevokeGrantRequest{GrantId: grant}); err != nil {
+		t.Fatalf("alice revokes her grant: %v", err)
+	}
+	if _, err := pol.RevokeGrant(d.AsOperator(bg), &pb.RevokeGrantRequest{GrantId: grant}); status.Code(err) != codes.NotFound {
+		t.Fatalf("revoked twice: %v", err)
+	}
+}
+
+// joinedSecret opens a conversation and returns its secret; the stream
+// stays open.
+func joinedSecret(t *testing.T, d *daemontest.Daemon, conv string) string {
+	t.Helper()
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: conv}}})
+	w, err := x.s.Recv()
+	if err != nil || w.GetWelcome().GetConversationSecret() == "" {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	return w.GetWelcome().GetConversationSecret()
+}

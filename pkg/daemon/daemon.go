@@ -102,6 +102,7 @@ type Main struct {
 	terminal  *terminal.Manager
 	egress    *netguard.Proxy // terminal.network: proxy
 	leftovers leftoverState   // see leftovers.go
+	checkpts  checkpointState // see checkpoints.go
 	observe   observeState    // see observe.go
 	// healthSrv serves health only on Config.HealthListen (health.go).
 	peers *peerGuard // see peers.go
@@ -213,6 +214,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.openMemory()
 	more := m.moreOptions(toolLimits(cfg.Output))
+	more.JournalDir = m.recoverJournals() // checkpoints.go
 	builtins := BuiltinTools(m.ws, toolLimits(cfg.Output), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered
@@ -223,6 +225,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
+	m.startCheckpoints() // checkpoints.go
 	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
 		Authorizer:        m.Authorizer,
@@ -240,11 +243,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			MaxIdle: cfg.Conversations.MaxIdle,
 			State:   conversationState{term: m.terminal, grants: granter},
 		},
-		Version:   Version,
-		Workspace: m.ws.Dir(),
-		Logger:    m.Logger,
-		Tracer:    tracer,
-		Observe:   m.executorObserve(), // observe.go
+		Version:     Version,
+		Workspace:   m.ws.Dir(),
+		Logger:      m.Logger,
+		Tracer:      tracer,
+		Observe:     m.executorObserve(), // observe.go
+		Checkpoints: m.checkpointer(),
 	})
 	if err != nil {
 		return err
@@ -265,13 +269,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterToolServiceServer(m.grpc, m.svc)
 	// Explain through the PolicyService judges commands as running outside
 	// the sandbox: toolctl hook asks about commands an agent runs itself.
-	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.Logger))
-	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != ""))
+	pb.RegisterPolicyServiceServer(m.grpc, service.NewPolicyServer(m.exec, authz.OutsideSandbox(explainer), m.auditedGranter(granter), m.access, m.Logger))
+	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != "", m.access))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
 	m.wsServer = service.NewWorkspaceServer(m.ws, m.exec, explainer, m.access)
 	pb.RegisterWorkspaceServiceServer(m.grpc, m.wsServer)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
+	m.registerCheckpoints() // checkpoints.go
 	if err := m.registerObserve(); err != nil {
 		return err
 	}
@@ -363,7 +368,7 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard}),
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard, JournalDir: mo.JournalDir}),
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),
@@ -473,6 +478,7 @@ func (m *Main) release() error {
 	m.stopMCP()
 	errs = append(errs, m.closeTerminal())
 	errs = append(errs, m.closeMemory())
+	errs = append(errs, m.closeCheckpoints())
 	errs = append(errs, m.stopObserve())
 	m.stopHealth()
 	for _, l := range m.listeners {

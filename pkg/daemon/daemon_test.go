@@ -36,6 +36,7 @@ import (
 func TestMain(m *testing.M) {
 	// Commands run under a helper process; the test binary stands in.
 	sandbox.RunHelperIfRequested()
+	runAsTooldIfRequested() // crash_e2e_test.go
 	goleak.VerifyTestMain(stopPostgres{m})
 }
 

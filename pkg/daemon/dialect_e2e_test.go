@@ -51,9 +51,13 @@ func TestDialectsEndToEnd(t *testing.T) {
 		{"openhands", []string{"execute_bash", "str_replace_editor", "think"}, []string{"browser", "finish"}, []call{
 			{"execute_bash", `{"command":"echo oh","is_input":"false","security_risk":"LOW"}`, []string{"oh\n[The command completed with exit code 0.]"}},
 		}},
-		{"swe-agent", []string{"bash", "str_replace_editor", "find_file", "search_dir"}, []string{"edit", "submit"}, []call{
+		{"swe-agent", []string{"bash", "str_replace_editor", "find_file", "search_dir", "open", "goto", "edit"}, []string{"submit"}, []call{
 			{"bash", `{"command":"true"}`, []string{"Your command ran successfully and did not produce any output."}},
 			{"find_file", `{"file_name":"main.go"}`, []string{`Found 1 matches for "main.go" in .:`, "main.go"}},
+			// The open-file window is the stream's conversation's.
+			{"open", `{"path":"main.go","line_number":2}`, []string{"[File: main.go (3 lines total)]\n1:package main\n2:\n3:func main() {}"}},
+			{"edit", `{"search":"func main() {}","replace":"func main() { println(1) }"}`, []string{"Text replaced. Please review the changes"}},
+			{"goto", `{"line_number":3}`, []string{"3:func main() { println(1) }"}},
 		}},
 	}
 	for _, c := range cases {

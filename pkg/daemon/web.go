@@ -42,6 +42,9 @@ type MoreOptions struct {
 	Web web.Options
 	// GitHooks lets git run the repository's hooks (vcs.hooks).
 	GitHooks bool
+	// JournalDir is where apply_patch journals its patches
+	// (fileops.Options.JournalDir); empty: not journaled.
+	JournalDir string
 }
 
 // moreOptions builds MoreOptions from the configuration and the policy.

@@ -81,6 +81,10 @@ type ApprovalRequest struct {
 	Scopes []authz.Scope
 	// ExpiresAt is zero when the approval waits indefinitely.
 	ExpiresAt time.Time
+	// OutsideSandbox makes this an approval of its own kind: approving
+	// runs this one call's command (Effect.Command, Effect.Dir,
+	// Effect.Env, exactly as shown) outside toold's sandbox.
+	OutsideSandbox bool
 }
 
 // Question asks the person something on behalf of a tool.

@@ -224,7 +224,9 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
 		if err == nil {
+			endCheckpoint := x.checkpoint(ctx, req, effect)
 			end.Result, err = x.run(ctx, req, target, call, sink)
+			endCheckpoint()
 			// The dialect's result shape (a no-op without one).
 			res, runErr := end.Result, err
 			end.Result, err = guard(call, "Shape", func() (*tools.Result, error) { return target.Shape(res, runErr) })
@@ -254,7 +256,7 @@ func (x *Executor) prepare(ctx context.Context, req *CallRequest) (*tools.Target
 			return nil, nil, nil, err
 		}
 	}
-	target, err := x.cfg.Registry.ResolveIn(req.Dialect, req.Name, args)
+	target, err := x.cfg.Registry.ResolveCall(req.ConversationID, req.Dialect, req.Name, args)
 	if err != nil {
 		spanError(span, err)
 		return nil, nil, nil, err
@@ -365,6 +367,9 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 			return err
 		}
 		call.Outside = v.Outside
+		// Only a person's approval of this kind runs a command outside
+		// the sandbox, and only this call.
+		call.Unsandboxed = v.OutsideSandbox
 		return nil
 	}
 	err = errdefs.New(errdefs.ErrInternal, "internal error; the details are in the toold log")
@@ -396,6 +401,17 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		Rule:       v.Rule,
 		Risk:       v.Risk,
 		Scopes:     v.Scopes,
+
+		OutsideSandbox: v.OutsideSandbox,
+	}
+	if v.OutsideSandbox {
+		// Once only, whatever the policy offered.
+		ar.Scopes = nil
+		for _, sc := range v.Scopes {
+			if !sc.Conversation {
+				ar.Scopes = append(ar.Scopes, sc)
+			}
+		}
 	}
 	if len(ar.Scopes) == 0 {
 		ar.Scopes = []authz.Scope{{ID: "once", Tool: target.ToolName, Operation: target.Operation, Description: "this call only"}}
@@ -427,6 +443,11 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 		return err
 	}
 	answered(map[bool]string{true: "approve", false: "deny"}[ans.Approve])
+	if ar.OutsideSandbox {
+		if err := x.outsideSandboxAnswer(ctx, req, target, ar, &ans); err != nil {
+			return err
+		}
+	}
 	x.auditApproval(ctx, req, target, ans, ans.ScopeID)
 	answer := []attribute.KeyValue{
 		attribute.Bool("toold.approved", ans.Approve),
@@ -625,4 +646,22 @@ func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End
 		return
 	}
 	x.cfg.Logger.Info("call failed", attrs...)
+}
+
+// checkpoint opens the checkpoint window of a call that may change the
+// workspace: one that runs a command (every change in the workspace while
+// it runs is its own) or writes paths (the changes at and below them). A
+// call that does neither is not recorded. It returns the function that
+// closes the window.
+func (x *Executor) checkpoint(ctx context.Context, req *CallRequest, effect tools.Effect) func() {
+	cp := x.cfg.Checkpoints
+	switch {
+	case cp == nil:
+		return func() {}
+	case effect.Command != "":
+		return cp.Begin(ctx, req.ConversationID, req.CallID, nil)
+	case len(effect.Writes) > 0:
+		return cp.Begin(ctx, req.ConversationID, req.CallID, effect.Writes)
+	}
+	return func() {}
 }

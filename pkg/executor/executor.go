@@ -71,6 +71,18 @@ type Config struct {
 	Tracer trace.Tracer
 	// Observe holds hooks, the audit log, history and metrics (observe.go).
 	Observe Observe
+	// Checkpoints records what each call that may change the workspace
+	// changed (a *checkpoint.Recorder); nil records nothing.
+	Checkpoints Checkpointer
+}
+
+// Checkpointer records the workspace changes of calls (a
+// *checkpoint.Recorder). Begin opens the window of a call before it runs
+// and returns the function that closes it once the call has ended; scope
+// lists the paths the call may write (the effect's Writes), nil everything
+// (a command).
+type Checkpointer interface {
+	Begin(ctx context.Context, conversation, callID string, scope []string) (end func())
 }
 
 func (c Config) withDefaults() Config {

@@ -165,7 +165,9 @@ func (o *callObs) decided(v authz.Verdict, target *tools.Target) authz.Verdict {
 		return v
 	}
 	switch {
-	case o.hook.Decision == hooks.Allow && v.Decision == authz.Ask:
+	case o.hook.Decision == hooks.Allow && v.Decision == authz.Ask && !v.OutsideSandbox:
+		// A hook allows what policy asks, but never running a command
+		// outside the sandbox: only a person does that.
 		v.Decision, v.Rule, v.Reason = authz.Allow, "hook", "a pre-tool hook allowed it: "+o.hook.Reason
 	case o.hook.Decision == hooks.Ask && v.Decision == authz.Allow:
 		v.Decision, v.Rule = authz.Ask, "hook"

@@ -443,12 +443,15 @@ func todoPayload(workspace, conversation string, version uint64) string {
 const pgReconnect = 5 * time.Second
 
 // ListenTodos implements Backend with LISTEN on its own connection (taken
-// out of the pool), reconnecting after a pause when it is lost; after each
-// reconnect changed gets a Resync.
+// out of the pool), reconnecting after a pause when it is lost. Each time
+// LISTEN is in force — the first time too — changed gets a Resync: a change
+// another toold saved before it (while the watch that started the listener
+// was being set up, or while the connection was down) sent its NOTIFY to
+// nobody.
 func (p *Postgres) ListenTodos(ctx context.Context, changed func(TodoChange)) error {
 	pause := 100 * time.Millisecond
-	for first := true; ; first = false {
-		err := p.listenOnce(ctx, changed, !first)
+	for {
+		err := p.listenOnce(ctx, changed)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -466,7 +469,7 @@ func (p *Postgres) ListenTodos(ctx context.Context, changed func(TodoChange)) er
 
 // listenOnce listens on one connection until it fails; it returns nil
 // when it had listened (the failure came later).
-func (p *Postgres) listenOnce(ctx context.Context, changed func(TodoChange), resync bool) error {
+func (p *Postgres) listenOnce(ctx context.Context, changed func(TodoChange)) error {
 	c, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -476,9 +479,7 @@ func (p *Postgres) listenOnce(ctx context.Context, changed func(TodoChange), res
 	if _, err := conn.Exec(ctx, "LISTEN "+todoChannel); err != nil {
 		return err
 	}
-	if resync {
-		changed(TodoChange{Resync: true})
-	}
+	changed(TodoChange{Resync: true})
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

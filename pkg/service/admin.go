@@ -37,19 +37,27 @@ type Admin struct {
 	// tokenRequired says toold checks a bearer token on every RPC; then the
 	// changing RPCs are allowed over TCP too.
 	tokenRequired bool
+	// access recognises the operator, the only caller of every RPC here.
+	access *Access
 }
 
 var _ pb.AdminServiceServer = (*Admin)(nil)
 
-// NewAdmin returns the AdminService. tokenRequired tells whether the
-// daemon's auth interceptor requires a bearer token: without one, servers
-// may be added and removed only over the unix socket.
-func NewAdmin(m MCPAdmin, tokenRequired bool) *Admin {
-	return &Admin{mcp: m, tokenRequired: tokenRequired}
+// NewAdmin returns the AdminService. Every RPC needs the operator
+// credential (access; a nil access refuses every caller): the servers'
+// configurations name commands and their environment, and a server added
+// runs outside toold's sandbox as the operator's own. tokenRequired tells
+// whether the daemon's auth interceptor requires a bearer token: without
+// one, servers may be added and removed only over the unix socket.
+func NewAdmin(m MCPAdmin, tokenRequired bool, access *Access) *Admin {
+	return &Admin{mcp: m, tokenRequired: tokenRequired, access: access}
 }
 
 // ListMcpServers implements pb.AdminServiceServer.
-func (a *Admin) ListMcpServers(context.Context, *pb.ListMcpServersRequest) (*pb.ListMcpServersResponse, error) {
+func (a *Admin) ListMcpServers(ctx context.Context, _ *pb.ListMcpServersRequest) (*pb.ListMcpServersResponse, error) {
+	if err := a.access.RequireOperator(ctx, "listing MCP servers"); err != nil {
+		return nil, err
+	}
 	resp := &pb.ListMcpServersResponse{}
 	for _, st := range a.mcp.List() {
 		resp.Servers = append(resp.Servers, mcpStatusToPB(st))
@@ -59,6 +67,9 @@ func (a *Admin) ListMcpServers(context.Context, *pb.ListMcpServersRequest) (*pb.
 
 // AddMcpServer implements pb.AdminServiceServer.
 func (a *Admin) AddMcpServer(ctx context.Context, req *pb.AddMcpServerRequest) (*pb.AddMcpServerResponse, error) {
+	if err := a.access.RequireOperator(ctx, "adding an MCP server"); err != nil {
+		return nil, err
+	}
 	if err := a.mayChange(ctx); err != nil {
 		return nil, err
 	}
@@ -74,6 +85,9 @@ func (a *Admin) AddMcpServer(ctx context.Context, req *pb.AddMcpServerRequest) (
 
 // RemoveMcpServer implements pb.AdminServiceServer.
 func (a *Admin) RemoveMcpServer(ctx context.Context, req *pb.RemoveMcpServerRequest) (*pb.RemoveMcpServerResponse, error) {
+	if err := a.access.RequireOperator(ctx, "removing an MCP server"); err != nil {
+		return nil, err
+	}
 	if err := a.mayChange(ctx); err != nil {
 		return nil, err
 	}

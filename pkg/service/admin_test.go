@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func serveAdmin(t *testing.T, tokenRequired bool) (unix, tcp pb.AdminServiceClie
 	m = mcp.NewManager(mcp.Options{Registry: tools.NewRegistry(), MinBackoff: time.Hour})
 	t.Cleanup(func() { m.Close() })
 	s := grpc.NewServer()
-	pb.RegisterAdminServiceServer(s, service.NewAdmin(m, tokenRequired))
+	pb.RegisterAdminServiceServer(s, service.NewAdmin(m, tokenRequired, service.NewAccess(testOperator, nil)))
 	dir, err := os.MkdirTemp("", "admin-test")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func serveAdmin(t *testing.T, tokenRequired bool) (unix, tcp pb.AdminServiceClie
 
 func TestAdminService(t *testing.T) {
 	unix, tcp, _ := serveAdmin(t, false)
-	ctx := context.Background()
+	ctx := asOperator(context.Background())
 	// A server that cannot start: added, reported in backoff with the
 	// error, listed, removed. (The MCP peers are exercised in pkg/mcp.)
 	add := &pb.AddMcpServerRequest{Name: "broken", Config: &pb.McpServerConfig{
@@ -132,8 +133,36 @@ func TestAdminService(t *testing.T) {
 // With a token (checked by the daemon's interceptor), TCP may change too.
 func TestAdminServiceTCPWithToken(t *testing.T) {
 	_, tcp, _ := serveAdmin(t, true)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "bearer t")
+	ctx := metadata.AppendToOutgoingContext(asOperator(context.Background()), "authorization", "bearer t")
 	if _, err := tcp.AddMcpServer(ctx, &pb.AddMcpServerRequest{Name: "z", Config: &pb.McpServerConfig{Command: "/nonexistent"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 25 item 8: every AdminService RPC needs the operator credential,
+// on the unix socket too; a refused add starts nothing.
+func TestAdminServiceNeedsTheOperator(t *testing.T) {
+	unix, _, m := serveAdmin(t, false)
+	bg := context.Background()
+	wrong := metadata.AppendToOutgoingContext(bg, service.OperatorMetadata, "not-the-key")
+	secret := metadata.AppendToOutgoingContext(bg, service.SecretMetadata, "some-conversation-secret")
+	for name, ctx := range map[string]context.Context{"nothing": bg, "a wrong key": wrong, "a conversation secret": secret} {
+		t.Run(name, func(t *testing.T) {
+			_, err := unix.ListMcpServers(ctx, &pb.ListMcpServersRequest{})
+			if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "operator credential") {
+				t.Fatalf("list: %v", err)
+			}
+			_, err = unix.AddMcpServer(ctx, &pb.AddMcpServerRequest{Name: "evil", Config: &pb.McpServerConfig{Command: "/nonexistent/evil"}})
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("add: %v", err)
+			}
+			if len(m.List()) != 0 {
+				t.Fatalf("a refused add added %v", m.List())
+			}
+			_, err = unix.RemoveMcpServer(ctx, &pb.RemoveMcpServerRequest{Name: "evil"})
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("remove: %v", err)
+			}
+		})
 	}
 }

@@ -213,6 +213,10 @@ func approvalToPB(a *events.ApprovalRequest) *pb.RequiresApproval {
 	if !a.ExpiresAt.IsZero() {
 		out.ExpiresAt = timestamppb.New(a.ExpiresAt)
 	}
+	out.Kind = pb.ApprovalKind_APPROVAL_KIND_CALL
+	if a.OutsideSandbox {
+		out.Kind = pb.ApprovalKind_APPROVAL_KIND_OUTSIDE_SANDBOX
+	}
 	return out
 }
 

@@ -20,6 +20,7 @@ type PolicyServer struct {
 	x         *executor.Executor
 	explainer authz.Explainer
 	granter   authz.Granter
+	access    *Access
 	log       *slog.Logger
 }
 
@@ -27,11 +28,16 @@ var _ pb.PolicyServiceServer = (*PolicyServer)(nil)
 
 // NewPolicyServer returns the PolicyService of x. Explain answers
 // UNIMPLEMENTED without an explainer, the grant RPCs without a granter.
-func NewPolicyServer(x *executor.Executor, explainer authz.Explainer, granter authz.Granter, log *slog.Logger) *PolicyServer {
+// Explain is open to every client (it judges a hypothetical call and
+// changes nothing); a conversation's grants are listed and revoked only by
+// a client holding its secret or the operator credential (access; nil
+// refuses every caller), and every conversation's at once only by the
+// operator.
+func NewPolicyServer(x *executor.Executor, explainer authz.Explainer, granter authz.Granter, access *Access, log *slog.Logger) *PolicyServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &PolicyServer{x: x, explainer: explainer, granter: granter, log: log}
+	return &PolicyServer{x: x, explainer: explainer, granter: granter, access: access, log: log}
 }
 
 // Explain implements pb.PolicyServiceServer.
@@ -68,10 +74,13 @@ func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb
 }
 
 // ListGrants implements pb.PolicyServiceServer.
-func (p *PolicyServer) ListGrants(_ context.Context, req *pb.ListGrantsRequest) (*pb.ListGrantsResponse, error) {
+func (p *PolicyServer) ListGrants(ctx context.Context, req *pb.ListGrantsRequest) (*pb.ListGrantsResponse, error) {
 	g := p.granter
 	if g == nil {
 		return nil, status.Error(codes.Unimplemented, "the configured authorizer keeps no grants")
+	}
+	if err := p.access.Conversation(ctx, req.GetConversationId(), "the grants"); err != nil {
+		return nil, err
 	}
 	resp := &pb.ListGrantsResponse{}
 	for _, gr := range g.Grants(req.GetConversationId()) {
@@ -81,10 +90,24 @@ func (p *PolicyServer) ListGrants(_ context.Context, req *pb.ListGrantsRequest) 
 }
 
 // RevokeGrant implements pb.PolicyServiceServer.
-func (p *PolicyServer) RevokeGrant(_ context.Context, req *pb.RevokeGrantRequest) (*pb.RevokeGrantResponse, error) {
+func (p *PolicyServer) RevokeGrant(ctx context.Context, req *pb.RevokeGrantRequest) (*pb.RevokeGrantResponse, error) {
 	g := p.granter
 	if g == nil {
 		return nil, status.Error(codes.Unimplemented, "the configured authorizer keeps no grants")
+	}
+	if !p.access.Operator(ctx) {
+		// The grant's own conversation's secret may revoke it; a grant
+		// that does not exist is refused the same way, so that ids cannot
+		// be probed.
+		conv := "(unknown)"
+		for _, gr := range g.Grants("") {
+			if gr.ID == req.GetGrantId() {
+				conv = gr.ConversationID
+			}
+		}
+		if err := p.access.Conversation(ctx, conv, "revoking a grant"); err != nil {
+			return nil, err
+		}
 	}
 	if !g.Revoke(req.GetGrantId()) {
 		return nil, status.Errorf(codes.NotFound, "no grant %q (it may have expired or been used)", req.GetGrantId())

@@ -62,6 +62,15 @@ type DialectTool struct {
 	// Map). Nil leaves toold's result as it is. It must not fail a call
 	// that succeeded, only reword it.
 	Shape func(orig map[string]any, res *Result, err error) (*Result, error)
+	// MapIn and ShapeIn, when set, replace Map and Shape for a tool whose
+	// calls depend on the conversation's earlier calls (SWE-agent's open
+	// file window): they receive the call's conversation id. MapIn must not
+	// change the conversation's state — the call may still be refused —;
+	// ShapeIn runs once the call ran and may. A stateful tool's result is
+	// always shaped, with or without a chosen dialect: its answer is the
+	// state it shows.
+	MapIn   func(conversation string, args map[string]any) ([]Coercion, error)
+	ShapeIn func(conversation string, orig map[string]any, res *Result, err error) (*Result, error)
 
 	// props caches properties, set by RegisterDialect: matching a call
 	// against the dialects runs on every call, and parsing each candidate's
@@ -171,6 +180,14 @@ func (r *Registry) dialectLocked(name string) (*Dialect, error) {
 // fails with ErrToolNotFound saying what toold offers instead. Other names
 // resolve as Resolve does (toold's own names keep working).
 func (r *Registry) ResolveIn(dialect, name string, args map[string]any) (*Target, error) {
+	return r.ResolveCall("", dialect, name, args)
+}
+
+// ResolveCall is ResolveIn for a call of conversation (the stream's
+// conversation id, "" for none): the tools whose calls depend on the
+// conversation's earlier calls (DialectTool.MapIn) see that conversation's
+// state. The executor resolves every call with it.
+func (r *Registry) ResolveCall(conversation, dialect, name string, args map[string]any) (*Target, error) {
 	r.mu.RLock()
 	d, err := r.dialectLocked(dialect)
 	var dt *DialectTool
@@ -182,9 +199,9 @@ func (r *Registry) ResolveIn(dialect, name string, args map[string]any) (*Target
 		return nil, err
 	}
 	if dt == nil {
-		return r.Resolve(name, args)
+		return r.resolve(conversation, name, args)
 	}
-	return r.resolveDialectTool(d, dt, name, args, true)
+	return r.resolveDialectTool(conversation, d, dt, name, args, true)
 }
 
 // lookup finds the dialect's tool by name as written, or after the name
@@ -208,15 +225,19 @@ func (d *Dialect) lookup(name string) *DialectTool {
 // resolveDialectTool maps a call to dt of d onto its toold target. shape
 // says whether the target reshapes the result for the dialect (a chosen
 // dialect) or leaves toold's (a call matched to a dialect without one).
-func (r *Registry) resolveDialectTool(d *Dialect, dt *DialectTool, name string, args map[string]any, shape bool) (*Target, error) {
+func (r *Registry) resolveDialectTool(conversation string, d *Dialect, dt *DialectTool, name string, args map[string]any, shape bool) (*Target, error) {
 	if !dt.Available() {
 		return nil, &errdefs.Error{Class: errdefs.ErrToolNotFound, Msg: fmt.Sprintf("%s is %s's tool %q; toold has no counterpart: %s", name, d.Agent, dt.Name, dt.Missing)}
 	}
 	fixes := takeRepairs(args)
 	orig := cloneArgs(args)
 	var mapped []Coercion
-	if dt.Map != nil {
-		cs, err := dt.Map(args)
+	mapArgs := dt.Map
+	if dt.MapIn != nil {
+		mapArgs = func(args map[string]any) ([]Coercion, error) { return dt.MapIn(conversation, args) }
+	}
+	if mapArgs != nil {
+		cs, err := mapArgs(args)
 		if err != nil {
 			if e, ok := err.(*errdefs.Error); ok {
 				e.Msg = fmt.Sprintf("%s (%s's %s): %s", name, d.Agent, dt.Name, e.Msg)
@@ -237,7 +258,10 @@ func (r *Registry) resolveDialectTool(d *Dialect, dt *DialectTool, name string, 
 	rule := fmt.Sprintf("tool name %q is %s's %s, run as toold's %s", name, d.Agent, dt.Name, t.callableName())
 	t.fixes = append(append(append(fixes, t.fixes...), Coercion{Field: NameField, From: toJSON(name), To: toJSON(t.callableName()), Rule: rule}), mapped...)
 	t.Dialect = d.Name
-	if shape && dt.Shape != nil {
+	switch {
+	case dt.ShapeIn != nil:
+		t.shape = func(res *Result, err error) (*Result, error) { return dt.ShapeIn(conversation, orig, res, err) }
+	case shape && dt.Shape != nil:
 		t.shape = func(res *Result, err error) (*Result, error) { return dt.Shape(orig, res, err) }
 	}
 	return t, nil

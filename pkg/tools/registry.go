@@ -298,8 +298,13 @@ func (t *Target) Repairs() []Coercion { return slices.Clone(t.fixes) }
 // for it as sent. The result keeps toold's shape (choose the dialect with
 // ResolveIn for the agent's).
 func (r *Registry) Resolve(name string, args map[string]any) (*Target, error) {
+	return r.resolve("", name, args)
+}
+
+// resolve is Resolve for a call of conversation (see ResolveCall).
+func (r *Registry) resolve(conversation, name string, args map[string]any) (*Target, error) {
 	if d, dt := r.dialectFor(name, args); dt != nil {
-		return r.resolveDialectTool(d, dt, name, args, false)
+		return r.resolveDialectTool(conversation, d, dt, name, args, false)
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -84,6 +84,12 @@ type Call struct {
 	// allowed this call to touch (a path equal to one of them, or below
 	// one). Tools refuse every other path outside the workspace.
 	Outside []string
+	// Unsandboxed says a person approved running this one call's command
+	// outside toold's sandbox (Effect.OutsideSandbox, approved once, for
+	// exactly the command, directory and environment it was shown). Only
+	// the executor sets it, after that approval; a tool runs the command
+	// without the sandbox only when it is set.
+	Unsandboxed bool
 	// Described is what the tool's Describe recorded about the state it
 	// described (a terminal session's typed but not yet submitted input),
 	// so that Run can refuse when that state changed before the call ran:
@@ -141,6 +147,11 @@ type Effect struct {
 	// interpreter run code ask in every mode and are never covered by a
 	// grant) and approvals show them.
 	Env map[string]string
+	// OutsideSandbox says the call asks to run Command outside toold's
+	// sandbox (run_command's outside_sandbox). Policy never allows that by
+	// itself: a person approves it for this one call, in every mode (see
+	// Call.Unsandboxed).
+	OutsideSandbox bool
 	// Hosts are the network hosts a call reaches.
 	Hosts []string
 }

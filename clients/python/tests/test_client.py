@@ -168,6 +168,28 @@ class ClientTest(AsyncTestCase):
             r.raise_for_error()
         await s.close()
 
+    async def test_outside_sandbox_is_its_own_kind(self):
+        # The model asks to run one command outside toold's sandbox: the
+        # request is its own kind, shows the exact command, and runs nothing
+        # unless approved (here denied; the canary outside the workspace is
+        # not written).
+        import tempfile
+
+        outside = tempfile.mkdtemp()
+        canary = os.path.join(outside, "canary")
+        self.answer = toold.Decision.deny("not outside")
+        async with self.client.session(on_approval=self.on_approval) as s:
+            r = await s.call("run_command", {"command": f"echo x > {canary}", "outside_sandbox": True, "env": {"A": "1"}})
+        self.assertEqual(r.error.code, "REJECTED_BY_USER", r)
+        req = self.approvals[-1]
+        self.assertEqual(req.kind, "OUTSIDE_SANDBOX")
+        self.assertTrue(req.outside_sandbox)
+        self.assertEqual(req.command, f"echo x > {canary}")
+        self.assertEqual(req.env, {"A": "1"})
+        self.assertEqual([sc.kind for sc in req.scopes], ["ONCE"])
+        self.assertFalse(os.path.exists(canary))
+        os.rmdir(outside)
+
     async def test_no_handler_denies(self):
         async with self.client.session() as s:
             r = await s.call("write_file", {"path": "nohandler.txt", "content": "x"})

@@ -176,6 +176,21 @@ class ApprovalRequest:
     scopes: List[Scope]
     #: The RequiresApproval message as received (fields added later show here).
     raw: Any = field(repr=False, compare=False, default=None)
+    #: What approving does: "CALL" (run the call as usual, a command inside
+    #: toold's sandbox) or "OUTSIDE_SANDBOX" (run this one call's command
+    #: outside toold's sandbox: show it to a person distinctly, with
+    #: ``command``, ``working_dir`` and ``env`` exactly; once only).
+    kind: str = "CALL"
+    #: The directory the command runs in (relative to the workspace; "" is
+    #: its root).
+    working_dir: str = ""
+    #: The environment variables the call sets for its command.
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def outside_sandbox(self) -> bool:
+        """Approving runs this one call's command outside toold's sandbox."""
+        return self.kind == "OUTSIDE_SANDBOX"
 
     def scope(self, kind: str = "CONVERSATION") -> Optional[Scope]:
         """The first offered scope of this kind, if any."""
@@ -285,4 +300,7 @@ def approval_from_pb(call_id: str, name: str, arguments: Any, ra) -> ApprovalReq
             for s in ra.scopes
         ],
         raw=ra,
+        kind=_enum_name(tool_pb2.ApprovalKind, ra.kind, "APPROVAL_KIND_") if ra.kind else "CALL",
+        working_dir=e.working_dir,
+        env=dict(e.env),
     )

@@ -5,6 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { errorClass } from "./errors.js";
 import {
+  ApprovalKind,
   ApprovalScope_Kind,
   ErrorCode,
   OutputChunk_Stream,
@@ -150,6 +151,19 @@ export interface ApprovalRequest {
   writes: string[];
   diff: string;
   scopes: Scope[];
+  /**
+   * What approving does: "CALL" (run the call as usual, a command inside
+   * toold's sandbox) or "OUTSIDE_SANDBOX" (run this one call's command
+   * outside toold's sandbox: show it to a person distinctly, with command,
+   * workingDir and env exactly; once only).
+   */
+  kind: "CALL" | "OUTSIDE_SANDBOX";
+  /** Approving runs this one call's command outside toold's sandbox. */
+  outsideSandbox: boolean;
+  /** The directory the command runs in (relative to the workspace; "" is its root). */
+  workingDir: string;
+  /** The environment variables the call sets for its command. */
+  env: Record<string, string>;
   /** The RequiresApproval message as received (fields added later show here). */
   raw: RequiresApproval;
   /** Aborted when the call ends first (canceled, timed out, the stream gone): stop asking. */
@@ -237,6 +251,10 @@ export function approvalOf(callId: string, name: string, args: unknown, ra: Requ
       ttlMs: durationMs(s.ttl),
       description: s.description,
     })),
+    kind: ra.kind === ApprovalKind.OUTSIDE_SANDBOX ? "OUTSIDE_SANDBOX" : "CALL",
+    outsideSandbox: ra.kind === ApprovalKind.OUTSIDE_SANDBOX,
+    workingDir: e?.workingDir ?? "",
+    env: { ...(e?.env ?? {}) },
     raw: ra,
     signal,
   };

@@ -158,6 +158,25 @@ describe("client on a unix socket (AUTO mode)", () => {
     await client.close();
   });
 
+  test("a request to run outside the sandbox is its own kind; denied, nothing runs", async () => {
+    const seen: ApprovalRequest[] = [];
+    const outside = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? "/tmp"), "outside-"));
+    const canary = path.join(outside, "canary");
+    const client = connect({ socket: d.socket });
+    const s = client.session({ onApproval: (req) => (seen.push(req), { approve: false, reason: "not outside" }) });
+    const r = await s.call("run_command", { command: `echo x > ${canary}`, outside_sandbox: true, env: { A: "1" } });
+    assert.equal(r.error?.code, "REJECTED_BY_USER");
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0].kind, "OUTSIDE_SANDBOX");
+    assert.ok(seen[0].outsideSandbox);
+    assert.equal(seen[0].command, `echo x > ${canary}`);
+    assert.deepEqual(seen[0].env, { A: "1" });
+    assert.deepEqual(seen[0].scopes.map((sc) => sc.kind), ["ONCE"]);
+    assert.equal(fs.existsSync(canary), false);
+    fs.rmSync(outside, { recursive: true });
+    await client.close();
+  });
+
   test("AbortSignal cancels a running command", async () => {
     const client = connect({ socket: d.socket });
     const s = client.session({ onApproval: () => true });

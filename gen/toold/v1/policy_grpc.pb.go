@@ -36,10 +36,15 @@ type PolicyServiceClient interface {
 	// validation errors are reported in the response, not as RPC errors.
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 	// ListGrants lists the live grants, oldest first. Expired grants are
-	// removed and never listed.
+	// removed and never listed. One conversation's grants need its secret
+	// (metadata "toold-conversation-secret") or the operator credential
+	// (metadata "toold-operator"); every conversation's need the operator.
+	// Otherwise PERMISSION_DENIED.
 	ListGrants(ctx context.Context, in *ListGrantsRequest, opts ...grpc.CallOption) (*ListGrantsResponse, error)
 	// RevokeGrant removes a grant at once; later calls it covered are judged
-	// afresh. Revoking an unknown grant_id is NOT_FOUND.
+	// afresh. It needs the secret of the grant's conversation or the operator
+	// credential (PERMISSION_DENIED otherwise, also for an unknown grant_id);
+	// the operator revoking an unknown grant_id gets NOT_FOUND.
 	RevokeGrant(ctx context.Context, in *RevokeGrantRequest, opts ...grpc.CallOption) (*RevokeGrantResponse, error)
 }
 
@@ -93,10 +98,15 @@ type PolicyServiceServer interface {
 	// validation errors are reported in the response, not as RPC errors.
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	// ListGrants lists the live grants, oldest first. Expired grants are
-	// removed and never listed.
+	// removed and never listed. One conversation's grants need its secret
+	// (metadata "toold-conversation-secret") or the operator credential
+	// (metadata "toold-operator"); every conversation's need the operator.
+	// Otherwise PERMISSION_DENIED.
 	ListGrants(context.Context, *ListGrantsRequest) (*ListGrantsResponse, error)
 	// RevokeGrant removes a grant at once; later calls it covered are judged
-	// afresh. Revoking an unknown grant_id is NOT_FOUND.
+	// afresh. It needs the secret of the grant's conversation or the operator
+	// credential (PERMISSION_DENIED otherwise, also for an unknown grant_id);
+	// the operator revoking an unknown grant_id gets NOT_FOUND.
 	RevokeGrant(context.Context, *RevokeGrantRequest) (*RevokeGrantResponse, error)
 	mustEmbedUnimplementedPolicyServiceServer()
 }

@@ -250,6 +250,67 @@ func (ErrorCode) EnumDescriptor() ([]byte, []int) {
 	return file_toold_v1_tool_proto_rawDescGZIP(), []int{2}
 }
 
+// ApprovalKind says what approving a RequiresApproval does.
+type ApprovalKind int32
+
+const (
+	// Not set (a server that predates the field): as APPROVAL_KIND_CALL.
+	ApprovalKind_APPROVAL_KIND_UNSPECIFIED ApprovalKind = 0
+	// Run the call as usual: a command inside toold's sandbox (where one is
+	// in force), with the scopes offered.
+	ApprovalKind_APPROVAL_KIND_CALL ApprovalKind = 1
+	// Run this one call's command OUTSIDE toold's sandbox: it may write
+	// outside the workspace, read what the sandbox hides and reach the
+	// network directly. The model asked for it (run_command's
+	// outside_sandbox) or the sandbox would refuse what the command does (a
+	// write outside the workspace). Asked in every mode, YOLO included;
+	// offered once only (a conversation scope or edited arguments approve
+	// nothing); audited as kind "approval.outside_sandbox". A client that
+	// cannot show it to a person must deny it.
+	ApprovalKind_APPROVAL_KIND_OUTSIDE_SANDBOX ApprovalKind = 2
+)
+
+// Enum value maps for ApprovalKind.
+var (
+	ApprovalKind_name = map[int32]string{
+		0: "APPROVAL_KIND_UNSPECIFIED",
+		1: "APPROVAL_KIND_CALL",
+		2: "APPROVAL_KIND_OUTSIDE_SANDBOX",
+	}
+	ApprovalKind_value = map[string]int32{
+		"APPROVAL_KIND_UNSPECIFIED":     0,
+		"APPROVAL_KIND_CALL":            1,
+		"APPROVAL_KIND_OUTSIDE_SANDBOX": 2,
+	}
+)
+
+func (x ApprovalKind) Enum() *ApprovalKind {
+	p := new(ApprovalKind)
+	*p = x
+	return p
+}
+
+func (x ApprovalKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_toold_v1_tool_proto_enumTypes[3].Descriptor()
+}
+
+func (ApprovalKind) Type() protoreflect.EnumType {
+	return &file_toold_v1_tool_proto_enumTypes[3]
+}
+
+func (x ApprovalKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalKind.Descriptor instead.
+func (ApprovalKind) EnumDescriptor() ([]byte, []int) {
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{3}
+}
+
 // ToolFormat selects how ListTools renders schemas.
 type ToolFormat int32
 
@@ -295,11 +356,11 @@ func (x ToolFormat) String() string {
 }
 
 func (ToolFormat) Descriptor() protoreflect.EnumDescriptor {
-	return file_toold_v1_tool_proto_enumTypes[3].Descriptor()
+	return file_toold_v1_tool_proto_enumTypes[4].Descriptor()
 }
 
 func (ToolFormat) Type() protoreflect.EnumType {
-	return &file_toold_v1_tool_proto_enumTypes[3]
+	return &file_toold_v1_tool_proto_enumTypes[4]
 }
 
 func (x ToolFormat) Number() protoreflect.EnumNumber {
@@ -308,7 +369,7 @@ func (x ToolFormat) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolFormat.Descriptor instead.
 func (ToolFormat) EnumDescriptor() ([]byte, []int) {
-	return file_toold_v1_tool_proto_rawDescGZIP(), []int{3}
+	return file_toold_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 // Kind of scope.
@@ -348,11 +409,11 @@ func (x ApprovalScope_Kind) String() string {
 }
 
 func (ApprovalScope_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_toold_v1_tool_proto_enumTypes[4].Descriptor()
+	return file_toold_v1_tool_proto_enumTypes[5].Descriptor()
 }
 
 func (ApprovalScope_Kind) Type() protoreflect.EnumType {
-	return &file_toold_v1_tool_proto_enumTypes[4]
+	return &file_toold_v1_tool_proto_enumTypes[5]
 }
 
 func (x ApprovalScope_Kind) Number() protoreflect.EnumNumber {
@@ -405,11 +466,11 @@ func (x OutputChunk_Stream) String() string {
 }
 
 func (OutputChunk_Stream) Descriptor() protoreflect.EnumDescriptor {
-	return file_toold_v1_tool_proto_enumTypes[5].Descriptor()
+	return file_toold_v1_tool_proto_enumTypes[6].Descriptor()
 }
 
 func (OutputChunk_Stream) Type() protoreflect.EnumType {
-	return &file_toold_v1_tool_proto_enumTypes[5]
+	return &file_toold_v1_tool_proto_enumTypes[6]
 }
 
 func (x OutputChunk_Stream) Number() protoreflect.EnumNumber {
@@ -2090,7 +2151,12 @@ type RequiresApproval struct {
 	// The scopes the client may choose from; the first is always ONCE.
 	Scopes []*ApprovalScope `protobuf:"bytes,6,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// When the approval times out; unset when it waits indefinitely.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// What approving does. APPROVAL_KIND_OUTSIDE_SANDBOX runs this one call's
+	// command outside toold's sandbox: show it distinctly, with
+	// effect.command, effect.working_dir and effect.env exactly. Unset from
+	// servers that predate the field (then it is APPROVAL_KIND_CALL).
+	Kind          ApprovalKind `protobuf:"varint,8,opt,name=kind,proto3,enum=toold.v1.ApprovalKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2172,6 +2238,13 @@ func (x *RequiresApproval) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *RequiresApproval) GetKind() ApprovalKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ApprovalKind_APPROVAL_KIND_UNSPECIFIED
 }
 
 // InputRequired asks the person a question on behalf of the tool. Answer with
@@ -3686,7 +3759,7 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"workingDir\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x02\n" +
 	"\x10RequiresApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12(\n" +
@@ -3696,7 +3769,8 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x04risk\x18\x05 \x01(\x0e2\x13.toold.v1.RiskLevelR\x04risk\x12/\n" +
 	"\x06scopes\x18\x06 \x03(\v2\x17.toold.v1.ApprovalScopeR\x06scopes\x129\n" +
 	"\n" +
-	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe7\x01\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12*\n" +
+	"\x04kind\x18\b \x01(\x0e2\x16.toold.v1.ApprovalKindR\x04kind\"\xe7\x01\n" +
 	"\rInputRequired\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
@@ -3833,7 +3907,11 @@ const file_toold_v1_tool_proto_rawDesc = "" +
 	"\x12 \n" +
 	"\x1cERROR_CODE_DUPLICATE_CALL_ID\x10\v\x12\x1f\n" +
 	"\x1bERROR_CODE_APPROVAL_TIMEOUT\x10\f\x12\x1b\n" +
-	"\x17ERROR_CODE_DISCONNECTED\x10\r*\x89\x01\n" +
+	"\x17ERROR_CODE_DISCONNECTED\x10\r*h\n" +
+	"\fApprovalKind\x12\x1d\n" +
+	"\x19APPROVAL_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12APPROVAL_KIND_CALL\x10\x01\x12!\n" +
+	"\x1dAPPROVAL_KIND_OUTSIDE_SANDBOX\x10\x02*\x89\x01\n" +
 	"\n" +
 	"ToolFormat\x12\x1b\n" +
 	"\x17TOOL_FORMAT_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -3857,118 +3935,120 @@ func file_toold_v1_tool_proto_rawDescGZIP() []byte {
 	return file_toold_v1_tool_proto_rawDescData
 }
 
-var file_toold_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_toold_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_toold_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_toold_v1_tool_proto_goTypes = []any{
 	(ApprovalMode)(0),             // 0: toold.v1.ApprovalMode
 	(RiskLevel)(0),                // 1: toold.v1.RiskLevel
 	(ErrorCode)(0),                // 2: toold.v1.ErrorCode
-	(ToolFormat)(0),               // 3: toold.v1.ToolFormat
-	(ApprovalScope_Kind)(0),       // 4: toold.v1.ApprovalScope.Kind
-	(OutputChunk_Stream)(0),       // 5: toold.v1.OutputChunk.Stream
-	(*ClientMessage)(nil),         // 6: toold.v1.ClientMessage
-	(*Hello)(nil),                 // 7: toold.v1.Hello
-	(*ToolCall)(nil),              // 8: toold.v1.ToolCall
-	(*ApprovalDecision)(nil),      // 9: toold.v1.ApprovalDecision
-	(*Cancel)(nil),                // 10: toold.v1.Cancel
-	(*Input)(nil),                 // 11: toold.v1.Input
-	(*ServerEvent)(nil),           // 12: toold.v1.ServerEvent
-	(*Welcome)(nil),               // 13: toold.v1.Welcome
-	(*SandboxStatus)(nil),         // 14: toold.v1.SandboxStatus
-	(*SandboxLayer)(nil),          // 15: toold.v1.SandboxLayer
-	(*ToolCallStart)(nil),         // 16: toold.v1.ToolCallStart
-	(*ApprovalScope)(nil),         // 17: toold.v1.ApprovalScope
-	(*ParsedCommand)(nil),         // 18: toold.v1.ParsedCommand
-	(*Effect)(nil),                // 19: toold.v1.Effect
-	(*RequiresApproval)(nil),      // 20: toold.v1.RequiresApproval
-	(*InputRequired)(nil),         // 21: toold.v1.InputRequired
-	(*Executing)(nil),             // 22: toold.v1.Executing
-	(*OutputChunk)(nil),           // 23: toold.v1.OutputChunk
-	(*Progress)(nil),              // 24: toold.v1.Progress
-	(*Content)(nil),               // 25: toold.v1.Content
-	(*Blob)(nil),                  // 26: toold.v1.Blob
-	(*Truncation)(nil),            // 27: toold.v1.Truncation
-	(*Coercion)(nil),              // 28: toold.v1.Coercion
-	(*ToolError)(nil),             // 29: toold.v1.ToolError
-	(*ToolResult)(nil),            // 30: toold.v1.ToolResult
-	(*ToolCallEnd)(nil),           // 31: toold.v1.ToolCallEnd
-	(*Keepalive)(nil),             // 32: toold.v1.Keepalive
-	(*MessageRejected)(nil),       // 33: toold.v1.MessageRejected
-	(*ListToolsRequest)(nil),      // 34: toold.v1.ListToolsRequest
-	(*Operation)(nil),             // 35: toold.v1.Operation
-	(*ToolSpec)(nil),              // 36: toold.v1.ToolSpec
-	(*ListToolsResponse)(nil),     // 37: toold.v1.ListToolsResponse
-	(*UnavailableTool)(nil),       // 38: toold.v1.UnavailableTool
-	nil,                           // 39: toold.v1.ToolCall.TraceContextEntry
-	nil,                           // 40: toold.v1.Effect.EnvEntry
-	(*structpb.Struct)(nil),       // 41: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 42: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
+	(ApprovalKind)(0),             // 3: toold.v1.ApprovalKind
+	(ToolFormat)(0),               // 4: toold.v1.ToolFormat
+	(ApprovalScope_Kind)(0),       // 5: toold.v1.ApprovalScope.Kind
+	(OutputChunk_Stream)(0),       // 6: toold.v1.OutputChunk.Stream
+	(*ClientMessage)(nil),         // 7: toold.v1.ClientMessage
+	(*Hello)(nil),                 // 8: toold.v1.Hello
+	(*ToolCall)(nil),              // 9: toold.v1.ToolCall
+	(*ApprovalDecision)(nil),      // 10: toold.v1.ApprovalDecision
+	(*Cancel)(nil),                // 11: toold.v1.Cancel
+	(*Input)(nil),                 // 12: toold.v1.Input
+	(*ServerEvent)(nil),           // 13: toold.v1.ServerEvent
+	(*Welcome)(nil),               // 14: toold.v1.Welcome
+	(*SandboxStatus)(nil),         // 15: toold.v1.SandboxStatus
+	(*SandboxLayer)(nil),          // 16: toold.v1.SandboxLayer
+	(*ToolCallStart)(nil),         // 17: toold.v1.ToolCallStart
+	(*ApprovalScope)(nil),         // 18: toold.v1.ApprovalScope
+	(*ParsedCommand)(nil),         // 19: toold.v1.ParsedCommand
+	(*Effect)(nil),                // 20: toold.v1.Effect
+	(*RequiresApproval)(nil),      // 21: toold.v1.RequiresApproval
+	(*InputRequired)(nil),         // 22: toold.v1.InputRequired
+	(*Executing)(nil),             // 23: toold.v1.Executing
+	(*OutputChunk)(nil),           // 24: toold.v1.OutputChunk
+	(*Progress)(nil),              // 25: toold.v1.Progress
+	(*Content)(nil),               // 26: toold.v1.Content
+	(*Blob)(nil),                  // 27: toold.v1.Blob
+	(*Truncation)(nil),            // 28: toold.v1.Truncation
+	(*Coercion)(nil),              // 29: toold.v1.Coercion
+	(*ToolError)(nil),             // 30: toold.v1.ToolError
+	(*ToolResult)(nil),            // 31: toold.v1.ToolResult
+	(*ToolCallEnd)(nil),           // 32: toold.v1.ToolCallEnd
+	(*Keepalive)(nil),             // 33: toold.v1.Keepalive
+	(*MessageRejected)(nil),       // 34: toold.v1.MessageRejected
+	(*ListToolsRequest)(nil),      // 35: toold.v1.ListToolsRequest
+	(*Operation)(nil),             // 36: toold.v1.Operation
+	(*ToolSpec)(nil),              // 37: toold.v1.ToolSpec
+	(*ListToolsResponse)(nil),     // 38: toold.v1.ListToolsResponse
+	(*UnavailableTool)(nil),       // 39: toold.v1.UnavailableTool
+	nil,                           // 40: toold.v1.ToolCall.TraceContextEntry
+	nil,                           // 41: toold.v1.Effect.EnvEntry
+	(*structpb.Struct)(nil),       // 42: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 43: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
 }
 var file_toold_v1_tool_proto_depIdxs = []int32{
-	7,  // 0: toold.v1.ClientMessage.hello:type_name -> toold.v1.Hello
-	8,  // 1: toold.v1.ClientMessage.call:type_name -> toold.v1.ToolCall
-	9,  // 2: toold.v1.ClientMessage.approval:type_name -> toold.v1.ApprovalDecision
-	10, // 3: toold.v1.ClientMessage.cancel:type_name -> toold.v1.Cancel
-	11, // 4: toold.v1.ClientMessage.input:type_name -> toold.v1.Input
+	8,  // 0: toold.v1.ClientMessage.hello:type_name -> toold.v1.Hello
+	9,  // 1: toold.v1.ClientMessage.call:type_name -> toold.v1.ToolCall
+	10, // 2: toold.v1.ClientMessage.approval:type_name -> toold.v1.ApprovalDecision
+	11, // 3: toold.v1.ClientMessage.cancel:type_name -> toold.v1.Cancel
+	12, // 4: toold.v1.ClientMessage.input:type_name -> toold.v1.Input
 	0,  // 5: toold.v1.Hello.approval_mode:type_name -> toold.v1.ApprovalMode
-	41, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
-	42, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
-	39, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
-	42, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
-	43, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
-	13, // 11: toold.v1.ServerEvent.welcome:type_name -> toold.v1.Welcome
-	16, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
-	20, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
-	21, // 14: toold.v1.ServerEvent.input_required:type_name -> toold.v1.InputRequired
-	22, // 15: toold.v1.ServerEvent.executing:type_name -> toold.v1.Executing
-	24, // 16: toold.v1.ServerEvent.progress:type_name -> toold.v1.Progress
-	31, // 17: toold.v1.ServerEvent.end:type_name -> toold.v1.ToolCallEnd
-	32, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
-	33, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
+	42, // 6: toold.v1.ToolCall.arguments_struct:type_name -> google.protobuf.Struct
+	43, // 7: toold.v1.ToolCall.timeout:type_name -> google.protobuf.Duration
+	40, // 8: toold.v1.ToolCall.trace_context:type_name -> toold.v1.ToolCall.TraceContextEntry
+	43, // 9: toold.v1.ApprovalDecision.ttl:type_name -> google.protobuf.Duration
+	44, // 10: toold.v1.ServerEvent.time:type_name -> google.protobuf.Timestamp
+	14, // 11: toold.v1.ServerEvent.welcome:type_name -> toold.v1.Welcome
+	17, // 12: toold.v1.ServerEvent.start:type_name -> toold.v1.ToolCallStart
+	21, // 13: toold.v1.ServerEvent.requires_approval:type_name -> toold.v1.RequiresApproval
+	22, // 14: toold.v1.ServerEvent.input_required:type_name -> toold.v1.InputRequired
+	23, // 15: toold.v1.ServerEvent.executing:type_name -> toold.v1.Executing
+	25, // 16: toold.v1.ServerEvent.progress:type_name -> toold.v1.Progress
+	32, // 17: toold.v1.ServerEvent.end:type_name -> toold.v1.ToolCallEnd
+	33, // 18: toold.v1.ServerEvent.keepalive:type_name -> toold.v1.Keepalive
+	34, // 19: toold.v1.ServerEvent.rejected:type_name -> toold.v1.MessageRejected
 	0,  // 20: toold.v1.Welcome.approval_mode:type_name -> toold.v1.ApprovalMode
-	42, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
-	14, // 22: toold.v1.Welcome.sandbox:type_name -> toold.v1.SandboxStatus
-	15, // 23: toold.v1.SandboxStatus.layers:type_name -> toold.v1.SandboxLayer
+	43, // 21: toold.v1.Welcome.max_timeout:type_name -> google.protobuf.Duration
+	15, // 22: toold.v1.Welcome.sandbox:type_name -> toold.v1.SandboxStatus
+	16, // 23: toold.v1.SandboxStatus.layers:type_name -> toold.v1.SandboxLayer
 	1,  // 24: toold.v1.ToolCallStart.risk:type_name -> toold.v1.RiskLevel
-	4,  // 25: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
-	42, // 26: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
-	18, // 27: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
-	40, // 28: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
-	19, // 29: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
+	5,  // 25: toold.v1.ApprovalScope.kind:type_name -> toold.v1.ApprovalScope.Kind
+	43, // 26: toold.v1.ApprovalScope.ttl:type_name -> google.protobuf.Duration
+	19, // 27: toold.v1.Effect.commands:type_name -> toold.v1.ParsedCommand
+	41, // 28: toold.v1.Effect.env:type_name -> toold.v1.Effect.EnvEntry
+	20, // 29: toold.v1.RequiresApproval.effect:type_name -> toold.v1.Effect
 	1,  // 30: toold.v1.RequiresApproval.risk:type_name -> toold.v1.RiskLevel
-	17, // 31: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
-	43, // 32: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 33: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
-	23, // 34: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
-	41, // 35: toold.v1.Progress.data:type_name -> google.protobuf.Struct
-	26, // 36: toold.v1.Content.blob:type_name -> toold.v1.Blob
-	2,  // 37: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
-	25, // 38: toold.v1.ToolResult.content:type_name -> toold.v1.Content
-	41, // 39: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
-	29, // 40: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
-	27, // 41: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
-	42, // 42: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
-	28, // 43: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
-	41, // 44: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
-	30, // 45: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
-	2,  // 46: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
-	3,  // 47: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
-	1,  // 48: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
-	35, // 49: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
-	1,  // 50: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
-	36, // 51: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
-	38, // 52: toold.v1.ListToolsResponse.unavailable:type_name -> toold.v1.UnavailableTool
-	14, // 53: toold.v1.ListToolsResponse.sandbox:type_name -> toold.v1.SandboxStatus
-	34, // 54: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
-	6,  // 55: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
-	37, // 56: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
-	12, // 57: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
-	56, // [56:58] is the sub-list for method output_type
-	54, // [54:56] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	18, // 31: toold.v1.RequiresApproval.scopes:type_name -> toold.v1.ApprovalScope
+	44, // 32: toold.v1.RequiresApproval.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 33: toold.v1.RequiresApproval.kind:type_name -> toold.v1.ApprovalKind
+	6,  // 34: toold.v1.OutputChunk.stream:type_name -> toold.v1.OutputChunk.Stream
+	24, // 35: toold.v1.Progress.output:type_name -> toold.v1.OutputChunk
+	42, // 36: toold.v1.Progress.data:type_name -> google.protobuf.Struct
+	27, // 37: toold.v1.Content.blob:type_name -> toold.v1.Blob
+	2,  // 38: toold.v1.ToolError.code:type_name -> toold.v1.ErrorCode
+	26, // 39: toold.v1.ToolResult.content:type_name -> toold.v1.Content
+	42, // 40: toold.v1.ToolResult.structured:type_name -> google.protobuf.Struct
+	30, // 41: toold.v1.ToolResult.error:type_name -> toold.v1.ToolError
+	28, // 42: toold.v1.ToolResult.truncation:type_name -> toold.v1.Truncation
+	43, // 43: toold.v1.ToolResult.duration:type_name -> google.protobuf.Duration
+	29, // 44: toold.v1.ToolResult.coercions:type_name -> toold.v1.Coercion
+	42, // 45: toold.v1.ToolResult.metadata:type_name -> google.protobuf.Struct
+	31, // 46: toold.v1.ToolCallEnd.result:type_name -> toold.v1.ToolResult
+	2,  // 47: toold.v1.MessageRejected.code:type_name -> toold.v1.ErrorCode
+	4,  // 48: toold.v1.ListToolsRequest.format:type_name -> toold.v1.ToolFormat
+	1,  // 49: toold.v1.Operation.risk:type_name -> toold.v1.RiskLevel
+	36, // 50: toold.v1.ToolSpec.operations:type_name -> toold.v1.Operation
+	1,  // 51: toold.v1.ToolSpec.risk:type_name -> toold.v1.RiskLevel
+	37, // 52: toold.v1.ListToolsResponse.tools:type_name -> toold.v1.ToolSpec
+	39, // 53: toold.v1.ListToolsResponse.unavailable:type_name -> toold.v1.UnavailableTool
+	15, // 54: toold.v1.ListToolsResponse.sandbox:type_name -> toold.v1.SandboxStatus
+	35, // 55: toold.v1.ToolService.ListTools:input_type -> toold.v1.ListToolsRequest
+	7,  // 56: toold.v1.ToolService.ExecuteTool:input_type -> toold.v1.ClientMessage
+	38, // 57: toold.v1.ToolService.ListTools:output_type -> toold.v1.ListToolsResponse
+	13, // 58: toold.v1.ToolService.ExecuteTool:output_type -> toold.v1.ServerEvent
+	57, // [57:59] is the sub-list for method output_type
+	55, // [55:57] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_tool_proto_init() }
@@ -4014,7 +4094,7 @@ func file_toold_v1_tool_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_tool_proto_rawDesc), len(file_toold_v1_tool_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -19,7 +19,9 @@ const ClaudeCodeVersion = "@anthropic-ai/claude-code 2.1.197 (sdk-tools.d.ts)"
 // AskUserQuestion, and the tools toold has no counterpart for (Agent,
 // NotebookEdit, plan mode, MCP resources), listed as such.
 func ClaudeCode() tools.Dialect {
-	const filePath = `"file_path":{"type":"string","description":"The absolute path to the file"}`
+	filePath := func(what string) string {
+		return `"file_path":{"type":"string","description":"The absolute path to the file ` + what + `"}`
+	}
 	return tools.Dialect{
 		Name: "claude-code", Agent: "Claude Code", Version: ClaudeCodeVersion,
 		Tools: []tools.DialectTool{
@@ -38,7 +40,7 @@ func ClaudeCode() tools.Dialect {
 					msToSeconds("timeout", "timeout"),
 					drop("description", "Claude Code's description of the command, for the person; toold shows the command itself"),
 					rename("run_in_background", "is_background"),
-					drop("dangerouslyDisableSandbox", "ignored: a model cannot turn toold's sandbox off (a person can approve one call outside it)"),
+					rename("dangerouslyDisableSandbox", "outside_sandbox"), // only asks: a person approves that one call outside the sandbox
 				),
 				Shape: claudeBashShape,
 			},
@@ -50,7 +52,7 @@ func ClaudeCode() tools.Dialect {
 "task_id":{"type":"string","description":"The task ID to get output from"},
 "block":{"type":"boolean","description":"Whether to wait for completion"},
 "timeout":{"type":"number","description":"Max wait time in ms"}},
-"required":["task_id"],"additionalProperties":false}`),
+"required":["task_id","block","timeout"],"additionalProperties":false}`),
 				Legacy: []string{"bash_id", "filter"},
 				Target: "get_output",
 				Map: steps(
@@ -72,10 +74,10 @@ func ClaudeCode() tools.Dialect {
 			{
 				Name:        "Read",
 				Description: "Reads a file from the local filesystem. Results are returned using cat -n format, with line numbers starting at 1 (number, then \"→\", then the line). offset and limit read part of a large file.",
-				Schema: schema(`{"type":"object","properties":{` + filePath + `,
+				Schema: schema(`{"type":"object","properties":{` + filePath("to read") + `,
 "offset":{"type":"number","description":"The line number to start reading from. Only provide if the file is too large to read at once"},
 "limit":{"type":"number","description":"The number of lines to read. Only provide if the file is too large to read at once."},
-"pages":{"type":"string","description":"Page range for PDF files (e.g., \"1-5\"). Only applicable to PDF files."}},
+"pages":{"type":"string","description":"Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request."}},
 "required":["file_path"],"additionalProperties":false}`),
 				Target: "read_file",
 				Map: steps(rename("file_path", "path"), zeroOffset,
@@ -85,7 +87,7 @@ func ClaudeCode() tools.Dialect {
 			{
 				Name:        "Write",
 				Description: "Writes a file to the local filesystem, overwriting an existing file.",
-				Schema: schema(`{"type":"object","properties":{` + filePath + `,
+				Schema: schema(`{"type":"object","properties":{` + filePath("to write (must be absolute, not relative)") + `,
 "content":{"type":"string","description":"The content to write to the file"}},
 "required":["file_path","content"],"additionalProperties":false}`),
 				Target: "write_file",
@@ -94,7 +96,7 @@ func ClaudeCode() tools.Dialect {
 			{
 				Name:        "Edit",
 				Description: "Performs exact string replacements in files: old_string must be unique in the file unless replace_all is true.",
-				Schema: schema(`{"type":"object","properties":{` + filePath + `,
+				Schema: schema(`{"type":"object","properties":{` + filePath("to modify") + `,
 "old_string":{"type":"string","description":"The text to replace"},
 "new_string":{"type":"string","description":"The text to replace it with (must be different from old_string)"},
 "replace_all":{"type":"boolean","default":false,"description":"Replace all occurrences of old_string (default false)"}},
@@ -119,18 +121,18 @@ func ClaudeCode() tools.Dialect {
 "path":{"type":"string","description":"File or directory to search in (rg PATH). Defaults to current working directory."},
 "glob":{"type":"string","description":"Glob pattern to filter files (e.g. \"*.js\", \"*.{ts,tsx}\") - maps to rg --glob"},
 "output_mode":{"type":"string","enum":["content","files_with_matches","count"],"description":"\"content\" shows matching lines, \"files_with_matches\" shows file paths, \"count\" shows match counts. Defaults to \"files_with_matches\"."},
-"-B":{"type":"number","description":"Number of lines to show before each match (rg -B)."},
-"-A":{"type":"number","description":"Number of lines to show after each match (rg -A)."},
+"-B":{"type":"number","description":"Number of lines to show before each match (rg -B). Requires output_mode: \"content\", ignored otherwise."},
+"-A":{"type":"number","description":"Number of lines to show after each match (rg -A). Requires output_mode: \"content\", ignored otherwise."},
 "-C":{"type":"number","description":"Alias for context."},
-"context":{"type":"number","description":"Number of lines to show before and after each match (rg -C)."},
-"-n":{"type":"boolean","description":"Show line numbers in output (rg -n). Defaults to true."},
+"context":{"type":"number","description":"Number of lines to show before and after each match (rg -C). Requires output_mode: \"content\", ignored otherwise."},
+"-n":{"type":"boolean","description":"Show line numbers in output (rg -n). Requires output_mode: \"content\", ignored otherwise. Defaults to true."},
+"-o":{"type":"boolean","description":"Print only the matched parts of each matching line, one match per output line (rg -o). Requires output_mode: \"content\"; default false."},
 "-i":{"type":"boolean","description":"Case insensitive search (rg -i)"},
 "type":{"type":"string","description":"File type to search (rg --type). Common types: js, py, rust, go, java, etc."},
 "head_limit":{"type":"number","description":"Limit output to first N lines/entries, equivalent to \"| head -N\". Defaults to 250; 0 for unlimited."},
 "offset":{"type":"number","description":"Skip first N lines/entries before applying head_limit. Defaults to 0."},
-"multiline":{"type":"boolean","description":"Enable multiline mode where . matches newlines and patterns can span lines. Default: false."}},
+"multiline":{"type":"boolean","description":"Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false."}},
 "required":["pattern"],"additionalProperties":false}`),
-				Legacy: []string{"-o"},
 				Target: "grep_search",
 				Map:    claudeGrepMap,
 				Shape:  claudeGrepShape,
@@ -172,10 +174,15 @@ func ClaudeCode() tools.Dialect {
 				Description: "Asks the user a question with options to choose from.",
 				Schema: schema(`{"type":"object","properties":{"questions":{"type":"array","minItems":1,"maxItems":4,"description":"Questions to ask the user (1-4 questions)","items":{"type":"object","properties":{
 "question":{"type":"string"},"header":{"type":"string"},"multiSelect":{"type":"boolean"},
-"options":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"description":{"type":"string"}},"required":["label"]}}},"required":["question"]}}},
+"options":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"description":{"type":"string"}},"required":["label"]}}},"required":["question"]}},
+"answers":{"type":"object","description":"User answers collected by the permission component"},
+"annotations":{"type":"object","description":"Optional per-question annotations from the user (e.g., notes on preview selections). Keyed by question text."},
+"metadata":{"type":"object","description":"Optional metadata for tracking and analytics purposes. Not displayed to user."}},
 "required":["questions"],"additionalProperties":false}`),
 				Target: "user_collaboration",
-				Map:    askMap,
+				Map: steps(drop("answers", "filled in by Claude Code's permission component, not the model; removed"),
+					drop("annotations", "filled in by Claude Code's permission component, not the model; removed"),
+					drop("metadata", "analytics metadata; removed"), askMap),
 			},
 			{
 				Name: "Agent", Aliases: []string{"Task"},

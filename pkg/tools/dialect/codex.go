@@ -2,22 +2,29 @@ package dialect
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/toold/toold/pkg/errdefs"
 
 	"github.com/toold/toold/pkg/tools"
 )
 
-// CodexVersion is what the codex dialect follows: openai/codex's codex-rs
-// tool specs (shell with an argv array, workdir and timeout_ms;
-// shell_command; apply_patch; update_plan) and its shell result, the JSON
-// {"output", "metadata": {"exit_code", "duration_seconds"}} of
-// format_exec_output_for_model_structured in codex-rs/core/src/tools/mod.rs
-// (codex-rs 0.5x, 2025).
-const CodexVersion = "openai/codex codex-rs 0.5x (core/src/tools/spec.rs, core/src/tools/mod.rs)"
+// CodexVersion is what the codex dialect follows: openai/codex at commit
+// b8a1c8f8c4671c9a534eede7f32f11f5c9a5f938, codex-rs/core/src/tools/spec.rs
+// (shell with an argv array, workdir, timeout_ms and the sandbox
+// approval parameters; shell_command; view_image) and handlers/plan.rs
+// (update_plan), as checked in under upstream/codex.json; its shell result
+// is the JSON {"output", "metadata": {"exit_code", "duration_seconds"}} of
+// format_exec_output_for_model_structured (codex-rs/core/src/tools/mod.rs),
+// with "command timed out after N milliseconds" first when the command
+// ran out of time (build_content_with_timeout).
+const CodexVersion = "openai/codex@b8a1c8f8c4671c9a534eede7f32f11f5c9a5f938 (codex-rs/core/src/tools/spec.rs, handlers/plan.rs, tools/mod.rs)"
 
 // Codex is codex's tool set.
 func Codex() tools.Dialect {
-	return tools.Dialect{
+	return adopt(tools.Dialect{
 		Name: "codex", Agent: "codex", Version: CodexVersion,
 		Tools: []tools.DialectTool{
 			{
@@ -26,9 +33,8 @@ func Codex() tools.Dialect {
 				Schema: schema(`{"type":"object","properties":{
 "command":{"type":"array","items":{"type":"string"},"description":"The command to execute"},
 "workdir":{"type":"string","description":"The working directory to execute the command in"},
-"timeout_ms":{"type":"number","description":"The timeout for the command in milliseconds"},
-"with_escalated_permissions":{"type":"boolean","description":"Whether to request escalated permissions."},
-"justification":{"type":"string","description":"Only set if with_escalated_permissions is true."}},"required":["command"],"additionalProperties":false}`),
+"timeout_ms":{"type":"number","description":"The timeout for the command in milliseconds"}},"required":["command"],"additionalProperties":false}`),
+				Legacy: []string{"sandbox_permissions", "justification", "prefix_rule", "with_escalated_permissions"},
 				Target: "run_command",
 				Map:    steps(argvCommand, codexCommon),
 				Shape:  codexShape,
@@ -40,7 +46,7 @@ func Codex() tools.Dialect {
 "command":{"type":"string","description":"The shell script to execute"},
 "workdir":{"type":"string","description":"The working directory to execute the command in"},
 "timeout_ms":{"type":"number","description":"The timeout for the command in milliseconds"}},"required":["command"],"additionalProperties":false}`),
-				Legacy: []string{"with_escalated_permissions", "justification", "login"},
+				Legacy: []string{"sandbox_permissions", "justification", "prefix_rule", "with_escalated_permissions", "login"},
 				Target: "run_command",
 				Map:    steps(codexCommon, drop("login", "toold's bash runs without a login shell's profile")),
 				Shape:  codexShape,
@@ -75,7 +81,7 @@ func Codex() tools.Dialect {
 				Missing:     "toold returns text only: it cannot attach images (read_file describes a binary file)",
 			},
 		},
-	}
+	})
 }
 
 // argvCommand joins shell's argv into one command line for bash: a
@@ -132,16 +138,28 @@ func shellQuote(s string) string {
 var codexCommon = steps(
 	rename("workdir", "working_dir"),
 	msToSeconds("timeout_ms", "timeout"),
-	drop("with_escalated_permissions", "ignored: a model cannot leave toold's sandbox (a person can approve one call outside it)"),
-	drop("justification", "the justification goes with with_escalated_permissions; removed"),
+	rename("with_escalated_permissions", "outside_sandbox"), // only asks: a person approves that one call outside the sandbox
+	codexSandboxPermissions,
+	drop("justification", "the justification goes with sandbox_permissions; removed (toold shows the person the exact command)"),
+	drop("prefix_rule", "toold's policy decides which commands run unasked; removed"),
 )
 
 // codexShape gives shell's result as codex returns it to the model: JSON
 // {"output": ..., "metadata": {"exit_code": N, "duration_seconds": S}}.
 func codexShape(orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
 	out, exit, _, secs, ok := commandOutput(res)
-	if err != nil || !ok {
+	timedOut := errors.Is(err, errdefs.ErrTimeout)
+	if !ok || err != nil && !timedOut {
 		return res, err
+	}
+	if timedOut {
+		// build_content_with_timeout: the limit first, then what the
+		// command printed; the call still ends TIMEOUT.
+		ms := secs * 1000
+		if n, has := number(orig["timeout_ms"]); has {
+			ms = n
+		}
+		out = fmt.Sprintf("command timed out after %d milliseconds\n%s", int64(ms), out)
 	}
 	type meta struct {
 		ExitCode        int     `json:"exit_code"`
@@ -151,5 +169,25 @@ func codexShape(orig map[string]any, res *tools.Result, err error) (*tools.Resul
 		Output   string `json:"output"`
 		Metadata meta   `json:"metadata"`
 	}{out, meta{exit, secs}})
-	return withText(res, string(b)), nil
+	return withText(res, string(b)), err
+}
+
+// codexSandboxPermissions maps codex's sandbox_permissions:
+// "require_escalated" asks to run outside the sandbox (toold's
+// outside_sandbox, which only asks a person for that one call); the
+// default ("use_default") is removed.
+func codexSandboxPermissions(args map[string]any) ([]tools.Coercion, error) {
+	v, ok := args["sandbox_permissions"]
+	if !ok {
+		return nil, nil
+	}
+	delete(args, "sandbox_permissions")
+	if v == "require_escalated" {
+		if _, both := args["outside_sandbox"]; !both {
+			args["outside_sandbox"] = true
+			return []tools.Coercion{{Field: "/sandbox_permissions", From: js(v), To: "true",
+				Rule: `"require_escalated" is toold's outside_sandbox: a person approves this one call outside the sandbox`}}, nil
+		}
+	}
+	return []tools.Coercion{{Field: "/sandbox_permissions", From: js(v), Rule: "at its default; removed"}}, nil
 }

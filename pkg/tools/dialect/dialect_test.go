@@ -7,6 +7,7 @@ import (
 
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/daemon"
+	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/tools/dialect"
 	"github.com/toold/toold/pkg/tools/web"
@@ -104,8 +105,8 @@ func TestDialectMapping(t *testing.T) {
 		{"openhands", "task_tracker", `{"command":"plan","task_list":[{"id":"1","title":"a","status":"done","notes":"n"}]}`, "manage_todos", `{"action":"write","todos":[{"id":"1","status":"completed","title":"a"}]}`, []string{"/todos"}, ""},
 		{"swe-agent", "find_file", `{"file_name":"*.py","dir":"src"}`, "glob", `{"path":"src","pattern":"**/*.py"}`, []string{"/file_name", "/dir"}, ""},
 		{"swe-agent", "search_dir", `{"search_term":"a.b("}`, "grep_search", `{"pattern":"a\\.b\\("}`, []string{"/search_term"}, ""},
-		{"swe-agent", "open", `{"path":"a.py","line_number":120}`, "read_file", `{"limit":100,"offset":70,"path":"a.py"}`, []string{"/line_number"}, ""},
-		{"swe-agent", "edit", `{"search":"a","replace":"b"}`, "", "", nil, "str_replace_editor"},
+		{"swe-agent", "open", `{"path":"a.py","line_number":120}`, "read_file", `{"limit":200,"offset":3,"path":"a.py"}`, []string{"/open"}, ""},
+		{"swe-agent", "edit", `{"search":"a","replace":"b"}`, "", "", nil, "open` or `create` a file first"},
 	}
 	for _, c := range cases {
 		t.Run(c.dialect+"/"+c.name, func(t *testing.T) {
@@ -173,9 +174,18 @@ func TestDialectShapes(t *testing.T) {
 			t.Errorf("%s %s: %q %v, want %q", c.dialect, c.name, res.Text, err, c.want)
 		}
 	}
+	// codex reports a command that ran out of time as
+	// build_content_with_timeout does; the call still ends TIMEOUT.
+	args, _ := tools.DecodeArguments(`{"command":["sleep","9"],"timeout_ms":1500}`)
+	target, _ := reg.ResolveIn("codex", "shell", args)
+	timeout := errdefs.New(errdefs.ErrTimeout, "the command ran longer than its timeout")
+	slow := &tools.Result{Text: "signal KILL · 1.5s · 6 B of output\npartial\n", Structured: map[string]any{"exit_code": -1, "duration_ms": int64(1502), "signal": "KILL"}}
+	if res, err := target.Shape(slow, timeout); err != timeout || res.Text != `{"output":"command timed out after 1500 milliseconds\npartial\n","metadata":{"exit_code":-1,"duration_seconds":1.5}}` {
+		t.Errorf("codex timeout: %q %v", res.Text, err)
+	}
 	// Claude Code's Read numbers lines with "→".
-	args, _ := tools.DecodeArguments(`{"file_path":"a"}`)
-	target, _ := reg.ResolveIn("claude-code", "Read", args)
+	args, _ = tools.DecodeArguments(`{"file_path":"a"}`)
+	target, _ = reg.ResolveIn("claude-code", "Read", args)
 	if res, _ := target.Shape(&tools.Result{Text: "     1\tpackage a\n    10\tx\tq\n"}, nil); res.Text != "     1→package a\n    10→x\tq\n" {
 		t.Errorf("claude Read: %q", res.Text)
 	}

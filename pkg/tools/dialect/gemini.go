@@ -19,7 +19,7 @@ const GeminiCLIVersion = "google-gemini/gemini-cli@00edcf0372af4280a31e57dc76f68
 
 // GeminiCLI is gemini-cli's tool set.
 func GeminiCLI() tools.Dialect {
-	return tools.Dialect{
+	return adopt(tools.Dialect{
 		Name: "gemini-cli", Agent: "gemini-cli", Version: GeminiCLIVersion,
 		Tools: []tools.DialectTool{
 			{
@@ -189,13 +189,27 @@ func GeminiCLI() tools.Dialect {
 				Map:         askMap,
 			},
 			{
-				Name: "activate_skill", Aliases: []string{"enter_plan_mode", "exit_plan_mode", "get_internal_docs"},
-				Description: "Activates a gemini-cli skill (plan mode and internal docs likewise).",
-				Schema:      schema(`{"type":"object","properties":{"name":{"type":"string"}}}`),
-				Missing:     "toold has no skills, plan mode or gemini-cli documentation: use the tools listed",
+				Name: "activate_skill", Description: "Activates a gemini-cli skill.",
+				Schema:  schema(`{"type":"object","properties":{"name":{"type":"string"}}}`),
+				Missing: "toold has no skills: use the tools listed",
+			},
+			{
+				Name: "enter_plan_mode", Description: "Enters (or leaves) gemini-cli's plan mode.",
+				Schema:  schema(`{"type":"object","properties":{"reason":{"type":"string"}}}`),
+				Missing: "toold has no plan mode: present the plan to the user in your reply (write_todos keeps the steps)",
+			},
+			{
+				Name: "exit_plan_mode", Description: "Leaves gemini-cli's plan mode.",
+				Schema:  schema(`{"type":"object","properties":{"plan_path":{"type":"string"}}}`),
+				Missing: "toold has no plan mode: present the plan to the user in your reply (write_todos keeps the steps)",
+			},
+			{
+				Name: "get_internal_docs", Description: "Reads gemini-cli's own documentation.",
+				Schema:  schema(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+				Missing: "toold has no gemini-cli documentation: use the tools listed",
 			},
 		},
-	}
+	})
 }
 
 // geminiReadMap maps read_file's line range (and the older absolute_path,

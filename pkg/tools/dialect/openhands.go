@@ -28,7 +28,7 @@ var editorSchema = `{"type":"object","properties":{
 func OpenHands() tools.Dialect {
 	risk := `,"security_risk":{"type":"string","enum":["LOW","MEDIUM","HIGH"],"description":"The LLM's assessment of the safety risk of this action."}`
 	dropRisk := drop("security_risk", "toold's policy judges the risk itself")
-	return tools.Dialect{
+	return adopt(tools.Dialect{
 		Name: "openhands", Agent: "OpenHands", Version: OpenHandsVersion,
 		Tools: []tools.DialectTool{
 			{
@@ -86,7 +86,7 @@ func OpenHands() tools.Dialect {
 				Missing:     "toold has no Python kernel: run python3 with execute_bash (python3 -c '...', or a script written with str_replace_editor create)",
 			},
 		},
-	}
+	})
 }
 
 // taskTrackerMap maps task_tracker onto manage_todos (view is read).

@@ -18,8 +18,7 @@ const SWEAgentVersion = "SWE-agent/SWE-agent 1.x (tools/ bundles; tools/search@1
 
 // SWEAgent is SWE-agent's tool set.
 func SWEAgent() tools.Dialect {
-	window := "toold keeps no open file window: read lines with str_replace_editor view (path, view_range [start, end]) or open with a line_number"
-	return tools.Dialect{
+	return adopt(tools.Dialect{
 		Name: "swe-agent", Agent: "SWE-agent", Version: SWEAgentVersion,
 		Tools: []tools.DialectTool{
 			{
@@ -56,52 +55,43 @@ func SWEAgent() tools.Dialect {
 			},
 			{
 				Name:        "search_file",
-				Description: "searches for search_term in file",
+				Description: "searches for search_term in file. If file is not provided, searches in the current open file",
 				Schema: schema(`{"type":"object","properties":{
 "search_term":{"type":"string","description":"the term to search for"},
-"file":{"type":"string","description":"the file to search in"}},"required":["search_term","file"]}`),
+"file":{"type":"string","description":"the file to search in (if not provided, searches in the current open file)"}},"required":["search_term"]}`),
 				Target: "grep_search",
-				Map: func(args map[string]any) ([]tools.Coercion, error) {
-					if _, ok := args["file"]; !ok {
-						return nil, invalid("file", "toold keeps no open file: give \"file\", the file to search")
-					}
-					return steps(literalTerm, rename("file", "path"))(args)
-				},
+				MapIn:  searchFileMap,
 			},
-			{
-				Name:        "open",
-				Description: "opens the file at the given path and shows 100 lines around line_number",
-				Schema: schema(`{"type":"object","properties":{
-"path":{"type":"string","description":"the path to the file to open"},
-"line_number":{"type":"integer","description":"the line number to move the window to (if not provided, the window will start at the top of the file)"}},"required":["path"]}`),
-				Target: "read_file",
-				Map:    openMap,
-			},
+			windowTool("goto", `{"type":"object","properties":{"line_number":{"type":"integer"}},"required":["line_number"]}`),
+			windowTool("open", `{"type":"object","properties":{"path":{"type":"string"},"line_number":{"type":"integer"}},"required":["path"]}`),
 			{
 				Name:        "create",
-				Description: "creates a new empty file with the given name",
+				Description: "creates and opens a new file with the given name",
 				Schema:      schema(`{"type":"object","properties":{"filename":{"type":"string","description":"the name of the file to create"}},"required":["filename"]}`),
 				Target:      "create_file",
 				Map:         steps(rename("filename", "path"), set("content", "", "an empty file, as SWE-agent's create makes")),
+				ShapeIn:     createShape,
 			},
+			windowTool("scroll_up", `{"type":"object"}`),
+			windowTool("scroll_down", `{"type":"object"}`),
 			{
 				Name:        "edit",
-				Aliases:     []string{"insert"},
-				Description: "replaces search with replace in the open file (insert adds text to it)",
+				Description: "Replace first occurrence of <search> with <replace> in the currently displayed lines.",
 				Schema: schema(`{"type":"object","properties":{
-"search":{"type":"string","description":"the text to search for"},
-"replace":{"type":"string","description":"the text to replace the search with"},
-"replace-all":{"type":"boolean","description":"replace all occurrences rather than the first occurrence within the displayed lines"}},"required":["search","replace"]}`),
-				// The windowed_edit_linting (start_line, end_line,
-				// replacement_text) and insert (text, line) forms.
-				Legacy:  []string{"start_line", "end_line", "replacement_text", "text", "line"},
-				Missing: "SWE-agent's edit changes the file open in its window and toold keeps no open file: call str_replace_editor with command \"str_replace\", path (the file), old_str (your search) and new_str (your replace)",
+"search":{"type":"string"},"replace":{"type":"string"},"replace-all":{"type":"boolean"}},"required":["search","replace"]}`),
+				// The windowed_edit_linting form (start_line, end_line,
+				// replacement_text) is refused with the fix.
+				Legacy:  []string{"start_line", "end_line", "replacement_text"},
+				Target:  "edit_file",
+				MapIn:   windowEditLines,
+				ShapeIn: editShape(editDone),
 			},
 			{
-				Name: "goto", Aliases: []string{"scroll_up", "scroll_down"},
-				Description: "moves the window of the open file",
-				Schema:      schema(`{"type":"object","properties":{"line_number":{"type":"integer"}}}`),
-				Missing:     window,
+				Name:        "insert",
+				Description: "Insert <text> at the end of the currently opened file or after <line> if specified.",
+				Schema:      schema(`{"type":"object","properties":{"text":{"type":"string"},"line":{"type":"integer"}},"required":["text"]}`),
+				Target:      "str_replace_based_edit_tool",
+				MapIn:       windowInsert,
 			},
 			{
 				Name:        "submit",
@@ -110,7 +100,7 @@ func SWEAgent() tools.Dialect {
 				Missing:     "there is no submit tool: the changes are in the workspace already; answer the user when the task is done",
 			},
 		},
-	}
+	})
 }
 
 // findFileMap turns find_file's name or wildcard into a glob at any depth.
@@ -139,22 +129,21 @@ func literalTerm(args map[string]any) ([]tools.Coercion, error) {
 	return []tools.Coercion{{Field: "/search_term", From: js(t), To: js(q), Rule: "the term, literally, as toold's regular expression pattern"}}, nil
 }
 
-// openMap shows 100 lines around line_number, as SWE-agent's window does.
-func openMap(args map[string]any) ([]tools.Coercion, error) {
-	v, ok := args["line_number"]
-	if !ok {
-		args["limit"] = 100
-		return []tools.Coercion{{Field: "/limit", To: "100", Rule: "SWE-agent's window shows 100 lines"}}, nil
+// windowTool is one of the window's moves (open, goto, scroll_up,
+// scroll_down): read_file of the lines around the window, shaped as
+// SWE-agent shows the window.
+func windowTool(name, params string) tools.DialectTool {
+	return tools.DialectTool{Name: name, Schema: schema(params), Target: "read_file", MapIn: windowMap(name), ShapeIn: windowShape(name)}
+}
+
+// windowEditLines refuses the windowed_edit_linting form of edit (a line
+// range and its replacement) with the fix, and maps the search/replace
+// form (windowEdit).
+func windowEditLines(conv string, args map[string]any) ([]tools.Coercion, error) {
+	if _, ok := args["replacement_text"]; ok {
+		return nil, invalid("replacement_text", "toold's edit replaces text, not a line range: call edit with search (the lines to change, exactly) and replace (the new text), or str_replace_editor str_replace")
 	}
-	delete(args, "line_number")
-	n, isNum := number(v)
-	if !isNum || n < 1 {
-		return nil, invalid("line_number", "\"line_number\" is a line number from 1, got %s", js(v))
-	}
-	start := max(1, int(n)-50)
-	args["offset"] = start
-	args["limit"] = 100
-	return []tools.Coercion{{Field: "/line_number", From: js(v), To: js(start), Rule: "the 100-line window around line_number: toold's offset and limit 100"}}, nil
+	return windowEdit(conv, args)
 }
 
 // sweBashShape gives bash's result as SWE-agent shows it: the output, or a

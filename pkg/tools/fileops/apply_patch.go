@@ -203,6 +203,8 @@ type patchPlan struct {
 	added, modified, deleted []string
 	// diffs are the sections' changes, in the patch's order.
 	diffs []patchDiff
+	// steps counts the files committed (testCrashStep).
+	steps int
 }
 
 type patchDiff struct {
@@ -466,7 +468,22 @@ func (f *FileOperations) applyPatch(ctx context.Context, call *tools.Call, _ *to
 	if testHookPatchPlanned != nil {
 		testHookPatchPlanned()
 	}
-	if err := f.commitPatch(pl); err != nil {
+	testCrashStep(0)
+	// The journal (journal.go) makes the patch all or nothing across a
+	// crash too.
+	forget, err := f.beginJournal(pl)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrFailed, err, "the patch's journal could not be written, so the patch was not applied: %v. Nothing was changed.", err)
+	}
+	testCrashStep(1)
+	err = f.commitPatch(pl)
+	if err == nil {
+		testCrashStep(2 + pl.steps)
+	}
+	// Committed, or undone: either way the journal is done with (should the
+	// undo itself have failed, the error says which files are left).
+	forget()
+	if err != nil {
 		return nil, err
 	}
 	return patchResult(pl), nil
@@ -515,6 +532,8 @@ func (f *FileOperations) commitPatch(pl *patchPlan) error {
 		if _, err := p.write([]byte(pf.cur), !pf.existed); err != nil {
 			return fail(pf, f.writeError(pf.loc, err, "apply_patch"))
 		}
+		pl.steps++
+		testCrashStep(1 + pl.steps)
 		if pf.existed {
 			orig := pf.orig
 			done = append(done, undoStep{name: display(pf.loc), undo: func() error {
@@ -542,6 +561,8 @@ func (f *FileOperations) commitPatch(pl *patchPlan) error {
 			return err
 		}})
 		_ = unix.Fsync(p.fd)
+		pl.steps++
+		testCrashStep(1 + pl.steps)
 	}
 	return nil
 }

@@ -85,6 +85,8 @@ type FileOperations struct {
 	spec   tools.Spec
 	ops    map[string]*operation
 	locks  pathLocks
+	// journalDir holds apply_patch's journals ("": none).
+	journalDir string
 	// history is the undo history of str_replace_based_edit_tool.
 	history editHistory
 	// readLocated and fileSearched, when set (by a test, on its own tool),
@@ -117,6 +119,11 @@ type Options struct {
 	// before anything is read or changed. The daemon passes the policy
 	// engine.
 	Guard tools.UseChecker
+	// JournalDir is where apply_patch writes the journal that makes a
+	// patch all or nothing across a crash (journal.go; RecoverJournals
+	// rolls back what a killed toold left there). Empty: patches are not
+	// journaled. The daemon passes a directory in its state directory.
+	JournalDir string
 }
 
 // operation is one operation of FileOperations.
@@ -174,11 +181,12 @@ const toolDescription = "Read, search and change the files of the workspace. " +
 // caller, who must keep it open while the tool is in use.
 func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperations {
 	f := &FileOperations{
-		ws:        ws,
-		limits:    limits.WithDefaults(),
-		sensitive: opts.Sensitive,
-		guard:     opts.Guard,
-		ops:       make(map[string]*operation, len(operations)),
+		ws:         ws,
+		limits:     limits.WithDefaults(),
+		sensitive:  opts.Sensitive,
+		guard:      opts.Guard,
+		journalDir: opts.JournalDir,
+		ops:        make(map[string]*operation, len(operations)),
 	}
 	specs := make([]tools.OperationSpec, 0, len(operations))
 	for _, op := range operations {

@@ -27,7 +27,8 @@ var runCommandOp = &operation{
     "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds the command may run before it and everything it started are stopped; the output so far is returned. Default: the call's own timeout, which also caps it. For a background process: its lifetime (default: unlimited)."},
     "idle_timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Stop the command when it prints nothing for this many seconds (default: no limit)."},
     "is_background": {"type": "boolean", "description": "Start the command in the background and return its process_id at once (for servers and watchers). Default false."},
-    "stdin": {"type": "string", "enum": ["none", "pipe"], "description": "none (default): stdin is empty. pipe: the client feeds the command's stdin while it runs (for programs that read input); only for foreground commands, and only when the client can send input."}
+    "stdin": {"type": "string", "enum": ["none", "pipe"], "description": "none (default): stdin is empty. pipe: the client feeds the command's stdin while it runs (for programs that read input); only for foreground commands, and only when the client can send input."},
+    "outside_sandbox": {"type": "boolean", "description": "Ask a person to run this one command outside toold's sandbox (it then may write outside the workspace, read what the sandbox hides and reach the network directly). Only for a command that cannot work inside it; the person sees the exact command, directory and environment and approves this call only, in every mode. Default false."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -45,6 +46,10 @@ var runCommandOp = &operation{
 			// What the client feeds the command is not seen by policy: a
 			// shell or interpreter would run it. So a person decides.
 			e.Unknown = "the command reads input the client sends while it runs (stdin: pipe), which policy does not see"
+		}
+		if out, _ := call.Args["outside_sandbox"].(bool); out {
+			e.OutsideSandbox = true
+			e.Display = "Asking to run OUTSIDE the sandbox: " + tools.Clip(cmd, 60)
 		}
 		if env, ok := call.Args["env"].(map[string]any); ok && len(env) > 0 {
 			e.Env = make(map[string]string, len(env))
@@ -64,6 +69,9 @@ var runCommandOp = &operation{
 			IdleTimeout  float64           `json:"idle_timeout"`
 			IsBackground bool              `json:"is_background"`
 			Stdin        string            `json:"stdin"`
+			// OutsideSandbox only asks (see describe); what runs outside
+			// is call.Unsandboxed, set by a person's approval.
+			OutsideSandbox bool `json:"outside_sandbox"`
 		}
 		if err := bind(call, &a); err != nil {
 			return nil, err
@@ -71,6 +79,7 @@ var runCommandOp = &operation{
 		cs := commandSpec{
 			conv: call.ConversationID, callID: call.ID, command: a.Command, workingDir: a.WorkingDir, env: a.Env,
 			timeout: secondsArg(a.Timeout), idle: secondsArg(a.IdleTimeout), background: a.IsBackground,
+			unsandboxed: call.Unsandboxed,
 		}
 		if a.Stdin == "pipe" {
 			if sink != nil && sink.Stdin != nil {

@@ -9,8 +9,12 @@ class AdminServiceStub(object):
     """AdminService changes what toold offers while it runs. For now: the MCP
     servers whose tools toold registers as "SERVER__TOOL".
 
+    Every RPC here needs the operator credential (metadata "toold-operator",
+    the contents of operator.key in toold's state directory); any other
+    client gets PERMISSION_DENIED saying so.
+
     Servers added here last until toold stops; to keep one, put it in the
-    configuration ("mcpServers"). The RPCs that change servers are refused
+    configuration ("mcpServers"). The RPCs that change servers are also refused
     with PERMISSION_DENIED on a TCP connection unless toold has a token
     (adding a stdio server runs a command, outside the tool policy); over the
     unix socket, whose file only its owner can open, they are allowed.
@@ -43,8 +47,12 @@ class AdminServiceServicer(object):
     """AdminService changes what toold offers while it runs. For now: the MCP
     servers whose tools toold registers as "SERVER__TOOL".
 
+    Every RPC here needs the operator credential (metadata "toold-operator",
+    the contents of operator.key in toold's state directory); any other
+    client gets PERMISSION_DENIED saying so.
+
     Servers added here last until toold stops; to keep one, put it in the
-    configuration ("mcpServers"). The RPCs that change servers are refused
+    configuration ("mcpServers"). The RPCs that change servers are also refused
     with PERMISSION_DENIED on a TCP connection unless toold has a token
     (adding a stdio server runs a command, outside the tool policy); over the
     unix socket, whose file only its owner can open, they are allowed.
@@ -108,8 +116,12 @@ class AdminService(object):
     """AdminService changes what toold offers while it runs. For now: the MCP
     servers whose tools toold registers as "SERVER__TOOL".
 
+    Every RPC here needs the operator credential (metadata "toold-operator",
+    the contents of operator.key in toold's state directory); any other
+    client gets PERMISSION_DENIED saying so.
+
     Servers added here last until toold stops; to keep one, put it in the
-    configuration ("mcpServers"). The RPCs that change servers are refused
+    configuration ("mcpServers"). The RPCs that change servers are also refused
     with PERMISSION_DENIED on a TCP connection unless toold has a token
     (adding a stdio server runs a command, outside the tool policy); over the
     unix socket, whose file only its owner can open, they are allowed.

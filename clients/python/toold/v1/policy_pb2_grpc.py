@@ -49,7 +49,10 @@ class PolicyServiceServicer(object):
 
     def ListGrants(self, request, context):
         """ListGrants lists the live grants, oldest first. Expired grants are
-        removed and never listed.
+        removed and never listed. One conversation's grants need its secret
+        (metadata "toold-conversation-secret") or the operator credential
+        (metadata "toold-operator"); every conversation's need the operator.
+        Otherwise PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -57,7 +60,9 @@ class PolicyServiceServicer(object):
 
     def RevokeGrant(self, request, context):
         """RevokeGrant removes a grant at once; later calls it covered are judged
-        afresh. Revoking an unknown grant_id is NOT_FOUND.
+        afresh. It needs the secret of the grant's conversation or the operator
+        credential (PERMISSION_DENIED otherwise, also for an unknown grant_id);
+        the operator revoking an unknown grant_id gets NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

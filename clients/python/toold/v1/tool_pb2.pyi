@@ -7,6 +7,9 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+APPROVAL_KIND_CALL: ApprovalKind
+APPROVAL_KIND_OUTSIDE_SANDBOX: ApprovalKind
+APPROVAL_KIND_UNSPECIFIED: ApprovalKind
 APPROVAL_MODE_ASK: ApprovalMode
 APPROVAL_MODE_AUTO: ApprovalMode
 APPROVAL_MODE_UNSPECIFIED: ApprovalMode
@@ -316,10 +319,11 @@ class Progress(_message.Message):
     def __init__(self, message: _Optional[str] = ..., fraction: _Optional[float] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RequiresApproval(_message.Message):
-    __slots__ = ["approval_id", "effect", "expires_at", "reason", "risk", "rule", "scopes"]
+    __slots__ = ["approval_id", "effect", "expires_at", "kind", "reason", "risk", "rule", "scopes"]
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     EFFECT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     RISK_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
@@ -327,11 +331,12 @@ class RequiresApproval(_message.Message):
     approval_id: str
     effect: Effect
     expires_at: _timestamp_pb2.Timestamp
+    kind: ApprovalKind
     reason: str
     risk: RiskLevel
     rule: str
     scopes: _containers.RepeatedCompositeFieldContainer[ApprovalScope]
-    def __init__(self, approval_id: _Optional[str] = ..., effect: _Optional[_Union[Effect, _Mapping]] = ..., reason: _Optional[str] = ..., rule: _Optional[str] = ..., risk: _Optional[_Union[RiskLevel, str]] = ..., scopes: _Optional[_Iterable[_Union[ApprovalScope, _Mapping]]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, approval_id: _Optional[str] = ..., effect: _Optional[_Union[Effect, _Mapping]] = ..., reason: _Optional[str] = ..., rule: _Optional[str] = ..., risk: _Optional[_Union[RiskLevel, str]] = ..., scopes: _Optional[_Iterable[_Union[ApprovalScope, _Mapping]]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[ApprovalKind, str]] = ...) -> None: ...
 
 class SandboxLayer(_message.Message):
     __slots__ = ["detail", "in_force", "name"]
@@ -537,6 +542,9 @@ class RiskLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ApprovalKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class ToolFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

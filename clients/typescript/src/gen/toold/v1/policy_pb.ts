@@ -371,7 +371,10 @@ export const PolicyService: GenService<{
   },
   /**
    * ListGrants lists the live grants, oldest first. Expired grants are
-   * removed and never listed.
+   * removed and never listed. One conversation's grants need its secret
+   * (metadata "toold-conversation-secret") or the operator credential
+   * (metadata "toold-operator"); every conversation's need the operator.
+   * Otherwise PERMISSION_DENIED.
    *
    * @generated from rpc toold.v1.PolicyService.ListGrants
    */
@@ -382,7 +385,9 @@ export const PolicyService: GenService<{
   },
   /**
    * RevokeGrant removes a grant at once; later calls it covered are judged
-   * afresh. Revoking an unknown grant_id is NOT_FOUND.
+   * afresh. It needs the secret of the grant's conversation or the operator
+   * credential (PERMISSION_DENIED otherwise, also for an unknown grant_id);
+   * the operator revoking an unknown grant_id gets NOT_FOUND.
    *
    * @generated from rpc toold.v1.PolicyService.RevokeGrant
    */
