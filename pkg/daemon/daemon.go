@@ -157,10 +157,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.memory.stateDir, err = config.StateDir(cfg.StateDir); err != nil {
 		return err
 	}
+	stateLocked := false
 	if held, err := m.lockStateDir(m.memory.stateDir); held && err != nil {
 		return err
 	} else if err != nil {
 		m.Logger.Warn("state directory unusable", "dir", m.memory.stateDir, "err", err)
+	} else {
+		stateLocked = true
 	}
 	// Without a usable state directory toold still runs (as memory does):
 	// then nobody is the operator, and a conversation's records need its
@@ -200,6 +203,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.sandboxHide(&tcfg) // sandbox.go
+	if stateLocked {
+		// Background processes and sessions outlive this toold; the next
+		// one on the state directory adopts them (docs/terminal.md).
+		tcfg.StateDir = m.memory.stateDir
+		tcfg.ConversationSecret = func(conv string) string {
+			if m.exec == nil {
+				return ""
+			}
+			secret, _ := m.exec.Conversations().Secret(conv)
+			return secret
+		}
+	}
 	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
 		if !errors.Is(err, terminal.ErrNoShell) {
 			return err
@@ -253,6 +268,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.adoptTerminal() // survive.go
 	m.svc = service.New(m.exec, service.Options{
 		KeepaliveInterval: time.Duration(cfg.Keepalive),
 		MaxMessageBytes:   cfg.Limits.MessageBytes,

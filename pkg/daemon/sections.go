@@ -8,6 +8,8 @@ import (
 
 	"github.com/toold/toold/pkg/audit"
 	"github.com/toold/toold/pkg/audit/auditconfig"
+	"github.com/toold/toold/pkg/checkpoint"
+	"github.com/toold/toold/pkg/checkpoint/checkpointconfig"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/history"
 	"github.com/toold/toold/pkg/history/historyconfig"
@@ -36,24 +38,26 @@ func toolLimits(o config.Output) tools.Limits {
 // terminal section over the workspace ws.
 func terminalConfig(t termconfig.Terminal, ws *workspace.Workspace, limits tools.Limits, log *slog.Logger) (terminal.Config, error) {
 	c := terminal.Config{
-		Workspace:     ws,
-		Shell:         t.Shell,
-		SessionArgs:   t.SessionArgs,
-		PassEnv:       t.PassEnv,
-		Env:           t.Env,
-		Runner:        sandbox.Runner{Helper: t.Helper, Args: t.HelperArgs},
-		Supervision:   t.Supervision,
-		KillGrace:     time.Duration(t.KillGrace),
-		Dir:           t.Dir,
-		KeepPerCall:   t.KeepPerCall,
-		KeepTotal:     t.KeepTotal,
-		KeepCount:     t.KeepCount,
-		KeepAge:       time.Duration(t.KeepAge),
-		SessionBuffer: t.SessionBuffer,
-		MaxProcesses:  t.MaxProcesses,
-		MaxSessions:   t.MaxSessions,
-		Limits:        limits,
-		Logger:        log,
+		Workspace:      ws,
+		Shell:          t.Shell,
+		SessionArgs:    t.SessionArgs,
+		PassEnv:        t.PassEnv,
+		Env:            t.Env,
+		Runner:         sandbox.Runner{Helper: t.Helper, Args: t.HelperArgs},
+		Supervision:    t.Supervision,
+		KillGrace:      time.Duration(t.KillGrace),
+		Dir:            t.Dir,
+		KeepPerCall:    t.KeepPerCall,
+		KeepTotal:      t.KeepTotal,
+		KeepCount:      t.KeepCount,
+		KeepAge:        time.Duration(t.KeepAge),
+		SessionBuffer:  t.SessionBuffer,
+		OrphanTimeout:  time.Duration(t.OrphanTimeout),
+		KeepOnShutdown: t.KeepOnShutdown(),
+		MaxProcesses:   t.MaxProcesses,
+		MaxSessions:    t.MaxSessions,
+		Limits:         limits,
+		Logger:         log,
 	}
 	if err := t.Validate(); err != nil {
 		return c, err
@@ -101,4 +105,10 @@ func memoryEmbedder(m memconfig.Memory) memory.Embedder {
 		e.APIKey = os.Getenv(m.Embeddings.APIKeyEnv)
 	}
 	return e
+}
+
+// checkpointConfig returns the checkpoint recorder's configuration for the
+// checkpoints section over the workspace directory ws, its store in dir.
+func checkpointConfig(c checkpointconfig.Checkpoints, ws, dir string, log *slog.Logger) checkpoint.Config {
+	return checkpoint.Config{Workspace: ws, StoreDir: dir, MaxBytes: c.MaxBytes, MaxFileBytes: c.MaxFileBytes, MaxCalls: c.MaxCalls, Logger: log}
 }

@@ -115,6 +115,40 @@ func (r *Conversations) Check(id, secret string) (string, error) {
 	return c.secret, nil
 }
 
+// Secret returns the secret of conversation id, and whether the registry
+// holds it. The terminal keeps it with the conversation's processes, so
+// that a toold that adopts them after a restart (Restore) lets the same
+// client reach them.
+func (r *Conversations) Secret(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.m[id]
+	if c == nil {
+		return "", false
+	}
+	return c.secret, true
+}
+
+// Restore registers conversation id, bound to secret, with nothing
+// attached: what a toold before this one left of it (processes adopted
+// after a restart) is reached again with the secret its client had, and is
+// reaped after IdleTTL like any idle conversation. An id the registry
+// holds already is left as it is.
+func (r *Conversations) Restore(id, secret string) {
+	if id == "" || secret == "" {
+		return
+	}
+	r.mu.Lock()
+	if r.closed || r.m[id] != nil {
+		r.mu.Unlock()
+		return
+	}
+	c := &conversation{id: id, secret: secret, attached: 1}
+	r.m[id] = c
+	r.mu.Unlock()
+	r.leave(c) // idle from now on
+}
+
 func (r *Conversations) join(id, secret, prefix string, existing bool) (convID, convSecret string, leave func(), err error) {
 	if prefix == "" {
 		prefix = "conv-"

@@ -53,7 +53,8 @@ func ParseMark(m string) (pid int, start uint64, ok bool) {
 }
 
 // Dead reports whether the process a mark names is certainly gone: its
-// pid does not run, or runs a process that started at another time. When
+// pid does not run, runs a process that started at another time, or is
+// the same process exited and not yet reaped (a zombie). When
 // it cannot tell (no /proc, a malformed mark, an unreadable entry), Dead
 // says false, so nothing is removed on a guess.
 func Dead(m string) bool {
@@ -64,31 +65,44 @@ func Dead(m string) bool {
 	if m == Mark() {
 		return false
 	}
-	got, err := startTime(pid)
+	got, state, err := stat(pid)
 	if err != nil {
 		return os.IsNotExist(err)
 	}
-	return start != 0 && got != start
+	if start != 0 && got != start {
+		return true
+	}
+	// A killed toold its parent has not reaped yet (a zombie) is gone
+	// all the same: it runs nothing and removes nothing.
+	return start != 0 && (state == "Z" || state == "X")
 }
 
 // startTime returns field 22 of /proc/PID/stat: when the process started,
 // in clock ticks after boot.
 func startTime(pid int) (uint64, error) {
+	start, _, err := stat(pid)
+	return start, err
+}
+
+// stat returns fields 22 (the start time, in clock ticks after boot) and
+// 3 (the state: R, S, D, Z...) of /proc/PID/stat.
+func stat(pid int) (start uint64, state string, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	// The command name (field 2) is in parentheses and may contain
 	// anything; the fields after its last ')' start with field 3.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("leftover: /proc/%d/stat: malformed", pid)
+		return 0, "", fmt.Errorf("leftover: /proc/%d/stat: malformed", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0, fmt.Errorf("leftover: /proc/%d/stat: malformed", pid)
+		return 0, "", fmt.Errorf("leftover: /proc/%d/stat: malformed", pid)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	return start, f[0], err
 }
 
 // MarkOf returns the owner mark of the running process pid.

@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/pkg/leftover"
 )
@@ -51,5 +53,33 @@ func TestMarks(t *testing.T) {
 		if got := leftover.Dead(tt.mark); got != tt.dead {
 			t.Errorf("Dead(%q) = %v, want %v", tt.mark, got, tt.dead)
 		}
+	}
+}
+
+// A toold that was killed and that its parent has not reaped yet (a
+// zombie) is dead: what it left is removed by a toold that restarts before
+// the reaping.
+func TestZombieIsDead(t *testing.T) {
+	z := exec.Command("sh", "-c", "kill -9 $$")
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer z.Wait()
+	mark := ""
+	// The process is a zombie until Wait reaps it: its mark stays readable.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(z.Process.Pid) + "/stat")
+		if err == nil && strings.Contains(string(b), ") Z ") {
+			mark, _ = leftover.MarkOf(z.Process.Pid)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if mark == "" {
+		t.Fatal("the killed process never showed as a zombie")
+	}
+	if !leftover.Dead(mark) {
+		t.Errorf("Dead(%q) of a zombie = false", mark)
 	}
 }

@@ -218,12 +218,18 @@ func (h *host) Approve(ctx context.Context, _ string, req *events.ApprovalReques
 	return executor.Approval{Reason: "the approval request was dismissed in " + h.client}, nil
 }
 
-// approvalMessage says what the call would do, for the person.
+// approvalMessage says what the call would do, for the person; an
+// approval of the outside-sandbox kind says so first (the executor offers
+// it once only, so no conversation choice is shown).
 func approvalMessage(tool string, req *events.ApprovalRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "toold asks for approval to run %s", tool)
 	if d := orText(req.Summary, req.Effect.Display); d != "" {
 		fmt.Fprintf(&b, ": %s", d)
+	}
+	if req.OutsideSandbox {
+		b.WriteString("\nOUTSIDE toold's sandbox: approving runs this one command exactly as shown without the sandbox " +
+			"(your files beyond the workspace, your credentials, the network); it is asked every time, never for the conversation")
 	}
 	fmt.Fprintf(&b, "\nRisk: %s", req.Risk)
 	if req.Reason != "" {

@@ -321,9 +321,13 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 		Logger:         mcp.SDKLogger(s.opts.Logger),
 		SessionTimeout: 30 * time.Minute,
 	})
+	// In 2026-07-28 a client cancels a call over HTTP by closing its
+	// request's response stream (no notifications/cancelled is expected):
+	// the request's end must end the call (round cancels a parked call).
 	stateless := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
-		Logger:    mcp.SDKLogger(s.opts.Logger),
-		Stateless: true,
+		Logger:                       mcp.SDKLogger(s.opts.Logger),
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
 	})
 	// A 2026-07-28 client names its version in a header on every request
 	// and has no session; an older client starts with initialize (no

@@ -17,6 +17,7 @@ import (
 	"github.com/toold/toold/pkg/authz"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcpserver"
+	"github.com/toold/toold/pkg/testenv"
 	"github.com/toold/toold/pkg/tools"
 )
 
@@ -40,11 +41,18 @@ func simple(name string, risk tools.Risk, run func(context.Context, *tools.Call,
 	}}}, run: run}
 }
 
-// askRisky is a func-field fake policy: it asks before "risky" and allows
-// everything else.
+// askRisky is a fake policy: it asks before "risky", asks to run
+// "escape" outside the sandbox, and allows everything else.
 type askRisky struct{}
 
 func (askRisky) Authorize(_ context.Context, r *authz.Request) (authz.Verdict, error) {
+	if r.Tool == "escape" {
+		return authz.Verdict{Decision: authz.Ask, Risk: tools.RiskHigh, Reason: "it asked to run outside the sandbox", Rule: "test-outside", OutsideSandbox: true,
+			Scopes: []authz.Scope{
+				{ID: "once", Tool: "escape", Description: "this call only"},
+				{ID: "conv", Conversation: true, Tool: "escape", Description: "escape, for this conversation"},
+			}}, nil
+	}
 	if r.Tool != "risky" {
 		return authz.Verdict{Decision: authz.Allow, Risk: r.Risk}, nil
 	}
@@ -200,46 +208,134 @@ func TestToolsList(t *testing.T) {
 	}
 }
 
+// Progress reaches the client in both protocol eras, as
+// notifications/progress for the request's progress token.
 func TestProgressAndResult(t *testing.T) {
 	srv, _ := newServer(t)
-	var mu sync.Mutex
-	var got []*sdk.ProgressNotificationParams
-	cs := connect(t, srv, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-		mu.Lock()
-		got = append(got, r.Params)
-		mu.Unlock()
-	}})
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Meta: sdk.Meta{"progressToken": "p1"}})
-	if err != nil || res.IsError || text(res) != "done" {
-		t.Fatalf("%q %v", text(res), err)
-	}
-	if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) || m[mcpserver.StructuredTextKey] != "done" {
-		t.Fatalf("structuredContent %v", res.StructuredContent)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 3 {
-		t.Fatalf("%d progress notifications, want 3", len(got))
-	}
-	for i, p := range got {
-		if want := []float64{25, 50, 100}[i]; p.Progress != want || p.Total != 100 || p.ProgressToken != "p1" {
-			t.Fatalf("notification %d: %+v", i, p)
-		}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []*sdk.ProgressNotificationParams
+			cs := connectEra(t, srv, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				got = append(got, r.Params)
+				mu.Unlock()
+			}}, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Meta: sdk.Meta{"progressToken": "p1"}})
+			if err != nil || res.IsError || text(res) != "done" {
+				t.Fatalf("%q %v", text(res), err)
+			}
+			if m, _ := res.StructuredContent.(map[string]any); m["steps"] != float64(3) || m[mcpserver.StructuredTextKey] != "done" {
+				t.Fatalf("structuredContent %v", res.StructuredContent)
+			}
+			n := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+			testenv.Poll(t, 5*time.Second, "3 progress notifications", func() bool { return n() >= 3 })
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 3 {
+				t.Fatalf("%d progress notifications, want 3", len(got))
+			}
+			for i, p := range got {
+				if want := []float64{25, 50, 100}[i]; p.Progress != want || p.Total != 100 || p.ProgressToken != "p1" {
+					t.Fatalf("notification %d: %+v", i, p)
+				}
+			}
+		})
 	}
 	// Invalid arguments are a result for the model, not a protocol error.
-	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"n": "x"}})
+	res, err := connect(t, srv, nil).CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"n": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "Error (INVALID_ARGUMENTS)") || res.Meta[mcpserver.MetaErrorCode] != "INVALID_ARGUMENTS" {
 		t.Fatalf("bad arguments: %q %v %v", text(res), res.Meta, err)
+	}
+}
+
+// A client that gives up on a call (its context canceled: the go-sdk
+// client sends notifications/cancelled, in both eras) ends the running
+// tool's context, and the session stays usable.
+func TestCancellationEndsTheCall(t *testing.T) {
+	srv, reg := newServer(t)
+	started := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	if err := reg.Register(simple("block", tools.RiskLow, func(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	srv.Sync()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs := connectEra(t, srv, nil, era)
+			ctx, cancel := context.WithCancel(context.Background())
+			called := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Meta: sdk.Meta{"progressToken": "c1"}})
+				called <- err
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the tool never started")
+			}
+			cancel()
+			select {
+			case err := <-ended:
+				if err == nil {
+					t.Fatal("the tool's context ended without a cause")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("canceling the call did not end the tool's context")
+			}
+			if err := <-called; err == nil {
+				t.Fatal("a canceled call returned no error to the client")
+			}
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow"})
+			if err != nil || text(res) != "done" {
+				t.Fatalf("after the cancel, the session: %q %v", text(res), err)
+			}
+		})
+	}
+}
+
+// An approval of the outside-sandbox kind reaches an MCP client as an
+// elicitation that says so, with no conversation choice, in both eras;
+// approved once, the call runs.
+func TestOutsideSandboxApproval(t *testing.T) {
+	srv, reg := newServer(t)
+	if err := reg.Register(simple("escape", tools.RiskHigh, func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+		return &tools.Result{Text: "ran outside"}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	srv.Sync()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var msg string
+			var choices []any
+			cs := connectEra(t, srv, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				msg = r.Params.Message
+				schema, _ := json.Marshal(r.Params.RequestedSchema)
+				var s struct {
+					Properties struct {
+						Decision struct {
+							Enum []any `json:"enum"`
+						} `json:"decision"`
+					} `json:"properties"`
+				}
+				json.Unmarshal(schema, &s)
+				choices = s.Properties.Decision.Enum
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve once"}}, nil
+			}}, era)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "escape"})
+			if err != nil || res.IsError || text(res) != "ran outside" {
+				t.Fatalf("approved once: %q %v", text(res), err)
+			}
+			if !strings.Contains(msg, "OUTSIDE toold's sandbox") || !slices.Equal(choices, []any{"approve once", "deny"}) {
+				t.Fatalf("the question: %q, choices %v", msg, choices)
+			}
+		})
 	}
 }
 

@@ -57,6 +57,9 @@ type Spec struct {
 	// SharedNetns says the helper got a network namespace to join as fd 5
 	// (Stdio.Netns); Start sets it.
 	SharedNetns bool `json:"shared_netns,omitempty"`
+	// Shim, when set, makes the helper a shim that outlives toold (see
+	// shim.go).
+	Shim *ShimSpec `json:"shim,omitempty"`
 }
 
 // Exit is how a command's process tree ended.
@@ -174,10 +177,29 @@ func HelperMain() int {
 	if spec.Stage == stageInit {
 		run = initMain
 	}
-	exit, err := run(spec, func(pid int) { _ = enc.Encode(message{Started: &started{PID: pid}}) })
+	var sh *shim
+	if spec.Shim != nil && spec.Stage == "" {
+		if sh, err = openShim(*spec.Shim); err != nil {
+			_ = enc.Encode(message{Error: err.Error()})
+			return 0
+		}
+	}
+	exit, err := run(spec, func(pid int) {
+		_ = enc.Encode(message{Started: &started{PID: pid}})
+		if sh != nil {
+			sh.started()
+		}
+	})
 	if err != nil {
+		if sh != nil {
+			sh.finish(nil)
+		}
 		_ = enc.Encode(message{Error: err.Error()})
 		return 0
+	}
+	if sh != nil {
+		// Recorded first: toold may be gone, and the next one reads it.
+		sh.finish(&exit)
 	}
 	_ = enc.Encode(message{Exit: &exit})
 	status.Close()

@@ -221,6 +221,11 @@ func removeStaleLimits(base string) {
 // removeLimitDir kills every process in dir and below and removes the
 // directories, children first.
 func removeLimitDir(dir string) {
+	if holdsShim(dir) {
+		// A shim's tree outlives toold (shim.go); the sweep after its end
+		// removes the directory.
+		return
+	}
 	killGroup(dir)
 	var dirs []string
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

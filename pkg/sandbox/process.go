@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -56,6 +57,9 @@ type Stdio struct {
 	// Slot, when set, is the cgroup the helper is born in (Limits.Take);
 	// the caller releases it once the Process is done.
 	Slot *Slot
+	// Master, for a terminal run by a shim (Spec.Shim), is the terminal's
+	// master: the shim appends what the terminal writes to ShimSpec.Log.
+	Master *os.File
 }
 
 // attach sets cmd's standard streams to the files that are set (a nil
@@ -98,6 +102,11 @@ type Process struct {
 	cgroupDir string
 	stopOnce  sync.Once
 	stopReq   chan struct{}
+
+	// Under a shim (Spec.Shim): toold's connection to it, held while
+	// toold owns the tree.
+	shimConn *net.UnixConn
+	shimPid  int
 }
 
 // Start starts spec's command under a helper and returns once it runs.
@@ -125,7 +134,11 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	if path == "" {
 		path = "/proc/self/exe"
 	}
-	args := append([]string{HelperName}, r.Args...)
+	args := []string{HelperName}
+	if spec.Shim != nil {
+		args = append(args, shimArg) // marks it in /proc (holdsShim)
+	}
+	args = append(args, r.Args...)
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -148,13 +161,22 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Netns) // fd 5: netnsFD
 		spec.SharedNetns = true
 	}
+	if spec.Shim != nil {
+		sh := *spec.Shim
+		if stdio.Master != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Master)
+			sh.MasterFD = 2 + len(cmd.ExtraFiles)
+		}
+		spec.Shim = &sh
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:  true,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 	}
-	if !guard {
-		// If the daemon dies, the helper stops the tree.
+	if !guard && spec.Shim == nil {
+		// If the daemon dies, the helper stops the tree (a shim's tree
+		// outlives the daemon).
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -198,6 +220,16 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		return nil, nil, &StartError{Msg: first.Error}
 	}
 	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{})}
+	if spec.Shim != nil {
+		// toold owns the shim while this connection is open.
+		c, master, _, err := dialShim(spec.Shim.Dir)
+		if err == nil {
+			if master != nil {
+				master.Close() // the caller has its own
+			}
+			p.shimConn, p.shimPid = c, cmd.Process.Pid
+		}
+	}
 	go p.wait(br, statR, cancel)
 	if !guard {
 		specW = nil
@@ -214,6 +246,9 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 	rest, _ := io.ReadAll(br)
 	statR.Close()
 	cancel()
+	if p.shimConn != nil {
+		p.shimConn.Close()
+	}
 	for _, line := range bytes.Split(rest, []byte{'\n'}) {
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Exit != nil {

@@ -27,7 +27,16 @@ from ._types import (
     approval_from_pb,
 )
 from ._textcalls import ParsedText, parsed_from_pb, text_format
-from .v1 import textcalls_pb2, textcalls_pb2_grpc, tool_pb2, tool_pb2_grpc, workspace_pb2, workspace_pb2_grpc
+from .v1 import (
+    checkpoint_pb2,
+    checkpoint_pb2_grpc,
+    textcalls_pb2,
+    textcalls_pb2_grpc,
+    tool_pb2,
+    tool_pb2_grpc,
+    workspace_pb2,
+    workspace_pb2_grpc,
+)
 
 log = logging.getLogger("toold")
 
@@ -627,3 +636,50 @@ class Session:
         finally:
             await gen.aclose()
         raise errors.StreamError("the call ended without a result")  # not reached
+
+    # --- checkpoints: what calls changed, and rewind --------------------------
+
+    def _secret_metadata(self):
+        return self._client._metadata + (("toold-conversation-secret", self.welcome.conversation_secret),)
+
+    async def changes(self, call_id: Optional[str] = None, *, diff: bool = False, timeout: float = 30) -> List[Any]:
+        """What this conversation's calls changed in the workspace, oldest first.
+
+        Returns CallChanges messages (call_id, changes: path, before, after,
+        and with ``diff=True`` a unified diff of each text file): every
+        recorded call's, or only ``call_id``'s. Calls that cannot change the
+        workspace have no record. Raises TooldError when toold has no record
+        of ``call_id`` or keeps no checkpoints.
+        """
+        await self.open()
+        try:
+            resp = await checkpoint_pb2_grpc.CheckpointServiceStub(self._client._channel).Changes(
+                checkpoint_pb2.ChangesRequest(conversation_id=self.conversation_id, call_id=call_id or "", diff=diff),
+                metadata=self._secret_metadata(),
+                timeout=timeout,
+            )
+        except grpc.aio.AioRpcError as e:
+            raise errors.TooldError(f"changes: {e.code().name}: {e.details()}") from e
+        return list(resp.calls)
+
+    async def rewind(self, call_id: str, *, dry_run: bool = False, force: bool = False, timeout: float = 60):
+        """Rewinds the workspace to before ``call_id``: that call and this
+        conversation's later calls are undone, newest first.
+
+        Returns the RewindResponse: undone_call_ids, actions (path, op,
+        conflict, error, done) and conflicts. A path changed since by
+        anything outside the conversation is a conflict, left alone unless
+        ``force=True``; ``dry_run=True`` changes nothing. Raises TooldError
+        when toold has no record of the call (or it was dropped to keep
+        within the store's bounds), while a call of the conversation runs,
+        or when toold keeps no checkpoints.
+        """
+        await self.open()
+        try:
+            return await checkpoint_pb2_grpc.CheckpointServiceStub(self._client._channel).Rewind(
+                checkpoint_pb2.RewindRequest(conversation_id=self.conversation_id, call_id=call_id, dry_run=dry_run, force=force),
+                metadata=self._secret_metadata(),
+                timeout=timeout,
+            )
+        except grpc.aio.AioRpcError as e:
+            raise errors.TooldError(f"rewind: {e.code().name}: {e.details()}") from e

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// The policy the hook tests give toold: deleting denied.txt is denied by
-// a rule whose reason the model must read.
+// The policy the hook tests give toold: deleting denied.txt (and making
+// touched.txt) is denied by a rule whose reason the model must read.
 const (
 	hookDenyReason = "HOOKDENY: denied.txt is kept by the project's policy"
 	hookPolicy     = `rules:
@@ -20,6 +20,10 @@ const (
     decision: deny
     reason: "` + hookDenyReason + `"
     commands: ["rm -f denied.txt"]
+  - name: no-touch
+    decision: deny
+    reason: "HOOKDENY: touched.txt must not be made"
+    commands: ["touch touched.txt"]
 `
 )
 
@@ -40,11 +44,11 @@ func hookFixture(t *testing.T, ns *netns) (*fixture, string) {
 }
 
 // hookSteps are the host's own shell tool (name, its command argument)
-// called three times: reading a file, which toold allows (its text must
+// called four times: reading a file, which toold allows (its text must
 // reach the model; outside toold's sandbox AUTO allows what only inspects
 // files), a delete the policy denies (the rule's reason must reach the
 // model), a delete toold asks about (ask says how the host's answer
-// reads).
+// reads), and a touch the policy denies (as the delete).
 func (f *fixture) hookSteps(tool, arg string, extra map[string]any, ask ...string) []step {
 	args := func(cmd string) map[string]any {
 		a := map[string]any{arg: cmd}
@@ -57,6 +61,7 @@ func (f *fixture) hookSteps(tool, arg string, extra map[string]any, ask ...strin
 		{tool: tool, own: true, args: args("cat notes.txt"), want: []string{f.fileMarker}},
 		{tool: tool, own: true, args: args("rm -f denied.txt"), want: []string{"HOOKDENY"}},
 		{tool: tool, own: true, args: args("rm -f canary.txt"), want: ask},
+		{tool: tool, own: true, args: args("touch touched.txt"), want: []string{"touched.txt must not be made"}},
 	}
 }
 
@@ -66,6 +71,9 @@ func (f *fixture) checkHookCanaries(t *testing.T) {
 	f.checkCanary(t)
 	if _, err := os.Stat(filepath.Join(f.ws, "denied.txt")); err != nil {
 		t.Errorf("the delete toold's policy denied ran anyway: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "touched.txt")); err == nil {
+		t.Error("the touch toold's policy denied ran anyway")
 	}
 }
 
@@ -116,36 +124,55 @@ func TestClaudeCodeHook(t *testing.T) {
 	}
 }
 
-// codex's PreToolUse hook (with --dangerously-bypass-hook-trust, without
-// which headless codex skips hooks) runs `toolctl hook --format codex`
-// and toold's policy decides codex's own shell calls: allowed, denied with
-// the rule's reason, and a call toold would ask about denied (codex's
-// hooks cannot ask), each answer reaching the model.
+// codex's PreToolUse hook (with --dangerously-bypass-hook-trust) runs
+// `toolctl hook --format codex` and toold's policy decides codex's own
+// shell calls: allowed, denied with the rule's reason, and a call toold
+// would ask about denied (codex's hooks cannot ask), each answer reaching
+// the model. Without that flag headless codex skips the hook silently: a
+// command the policy denies (and codex's own rules let through) runs,
+// which docs/hosts/codex.md warns of.
 func TestCodexHook(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs codex")
 	}
 	codex := need(t, codexBin)[0]
 	_, toolctl := binaries(t)
-	ns := newNetns(t)
-	f, sock := hookFixture(t, ns)
-	m := newModel(openAIResponses{}, f.final, f.hookSteps("exec_command", "cmd", nil, "this agent's hooks cannot ask")...)
-	ns.serve(t, m)
-	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(ns.addr(), "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	writeJSON(t, filepath.Join(home, "hooks.json"), map[string]any{
-		"hooks": hookConfig("PreToolUse", "*", fmt.Sprintf("%s --socket %s hook --format codex", toolctl, sock))})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := ns.command(ctx, f.ws, []string{"CODEX_HOME=" + home, "HOME=" + home, "SCRIPTED_API_KEY=sk-scripted", "NO_COLOR=1", "RUST_LOG=warn"},
-		codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "Run the commands you need.")
-	out, err := run(t, cmd)
-	m.check(t)
-	f.checkHookCanaries(t)
-	if err != nil || !strings.Contains(out, f.final) {
-		t.Errorf("codex exec: %v\n%s", err, out)
+	for _, bypass := range []bool{true, false} {
+		t.Run(map[bool]string{true: "bypass hook trust", false: "hooks untrusted"}[bypass], func(t *testing.T) {
+			ns := newNetns(t)
+			f, sock := hookFixture(t, ns)
+			steps := f.hookSteps("exec_command", "cmd", nil, "this agent's hooks cannot ask")
+			if !bypass {
+				steps = []step{{tool: "exec_command", own: true, args: map[string]any{"cmd": "touch touched.txt"}}}
+			}
+			m := newModel(openAIResponses{}, f.final, steps...)
+			ns.serve(t, m)
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(ns.addr(), "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			writeJSON(t, filepath.Join(home, "hooks.json"), map[string]any{
+				"hooks": hookConfig("PreToolUse", "*", fmt.Sprintf("%s --socket %s hook --format codex", toolctl, sock))})
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			args := []string{"exec", "--skip-git-repo-check", "Run the commands you need."}
+			if bypass {
+				args = append(args[:2], append([]string{"--dangerously-bypass-hook-trust"}, args[2:]...)...)
+			}
+			cmd := ns.command(ctx, f.ws, []string{"CODEX_HOME=" + home, "HOME=" + home, "SCRIPTED_API_KEY=sk-scripted", "NO_COLOR=1", "RUST_LOG=warn"}, codex, args...)
+			out, err := run(t, cmd)
+			m.check(t)
+			if err != nil || !strings.Contains(out, f.final) {
+				t.Errorf("codex exec: %v\n%s", err, out)
+			}
+			if bypass {
+				f.checkHookCanaries(t)
+				return
+			}
+			if _, err := os.Stat(filepath.Join(f.ws, "touched.txt")); err != nil {
+				t.Errorf("without --dangerously-bypass-hook-trust codex did not run the command toold's policy denies (%v): did it run the hook after all? (update docs/hosts/codex.md)", err)
+			}
+		})
 	}
 }
 

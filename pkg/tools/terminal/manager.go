@@ -70,6 +70,23 @@ type Config struct {
 	// KillGrace is how long a process tree gets between SIGTERM and
 	// SIGKILL when it is stopped (default 2s).
 	KillGrace time.Duration
+	// StateDir, when set, is toold's state directory (held by this toold
+	// alone, masked in the sandbox): background processes and sessions
+	// then run under shims that outlive toold, with their output in
+	// StateDir/procs, and NewManager adopts what a toold before it left
+	// there (survive.go). Empty: they end with toold.
+	StateDir string
+	// OrphanTimeout is how long a shim's tree runs on with no toold
+	// owning it before it is stopped (default 1h).
+	OrphanTimeout time.Duration
+	// KeepOnShutdown keeps background processes and sessions running at
+	// Close, for the next toold to adopt; by default Close stops them.
+	KeepOnShutdown bool
+	// ConversationSecret returns the secret of a conversation, kept with
+	// its processes so that an adopting toold can let the conversation's
+	// client reach them again (Adopted). Nil: adopted processes are
+	// reachable by no client until their conversation is reaped.
+	ConversationSecret func(conv string) string
 	// Dir is where the Manager creates its directory of kept outputs and
 	// the commands' temp dir (default os.TempDir()). The directory is
 	// removed by Close.
@@ -118,6 +135,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionBuffer <= 0 {
 		c.SessionBuffer = 1 << 20
+	}
+	if c.OrphanTimeout <= 0 {
+		c.OrphanTimeout = defaultOrphanTimeout
 	}
 	if c.MaxProcesses <= 0 {
 		c.MaxProcesses = 16
@@ -196,6 +216,19 @@ type Manager struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // goroutines of processes and sessions
 
+	// procsDir holds the directories of the shims of background processes
+	// and sessions (survive.go), "" when they do not outlive toold.
+	procsDir string
+	// detach is closed by Close when it keeps shims running: their
+	// goroutines let go of them.
+	detach  chan struct{}
+	adopted map[string]string // conversation -> secret, of what adopt found
+	// interrupted are the foreground commands a toold that died ran.
+	interrupted []InterruptedCall
+	// keepHomes are directories of earlier toolds' Managers that adopted
+	// trees still use (their TMPDIR): the leftover sweep leaves them.
+	keepHomes map[string]bool
+
 	mu       sync.Mutex
 	closed   bool
 	procs    map[string]*process // running and recently ended, by id
@@ -230,6 +263,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, ws: cfg.Workspace, shell: shell, dir: dir, tmp: filepath.Join(dir, "tmp"), cache: filepath.Join(dir, "cache"),
 		env: baseEnv(cfg.PassEnv, cfg.Env), procs: map[string]*process{}, sessions: map[string]*Session{},
+		detach: make(chan struct{}), adopted: map[string]string{}, keepHomes: map[string]bool{},
+	}
+	if cfg.StateDir != "" {
+		m.procsDir = filepath.Join(cfg.StateDir, "procs")
+		if err := os.MkdirAll(m.procsDir, 0o700); err != nil {
+			cfg.Logger.Warn("terminal: background processes and sessions end with toold", "err", err)
+			m.procsDir = ""
+		}
 	}
 	for _, d := range []string{m.tmp, m.cache} {
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -267,12 +308,15 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
 	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	if m.shims() {
+		m.adopt()
+	}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.ctx, leftoverBudget)
 		defer cancel()
-		if n := removeLeftoverDirs(ctx, cfg.Dir); n > 0 {
+		if n := removeLeftoverDirs(ctx, cfg.Dir, m.keepHomes); n > 0 {
 			cfg.Logger.Info("terminal: removed the output directories of toolds that are gone", "dir", cfg.Dir, "removed", n)
 		}
 	}()
@@ -290,7 +334,7 @@ const leftoverBudget = 30 * time.Second
 // longer run (see pkg/leftover) from dir, until ctx ends; it returns how
 // many it removed. Only directories (not symlinks) owned by this user and
 // named by dirPrefix with a dead owner's mark are touched.
-func removeLeftoverDirs(ctx context.Context, dir string) int {
+func removeLeftoverDirs(ctx context.Context, dir string, keep map[string]bool) int {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
@@ -309,6 +353,9 @@ func removeLeftoverDirs(ctx context.Context, dir string) int {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		if keep[p] {
+			continue
+		}
 		fi, err := os.Lstat(p)
 		if err != nil || !fi.IsDir() {
 			continue
@@ -403,7 +450,31 @@ func (m *Manager) findHelper() string {
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
+	var shimProcs []*process
+	for _, p := range m.procs {
+		if p.shimDir != "" {
+			shimProcs = append(shimProcs, p)
+		}
+	}
+	var shimSessions []*Session
+	for _, s := range m.sessions {
+		if s.shimDir != "" {
+			shimSessions = append(shimSessions, s)
+		}
+	}
 	m.mu.Unlock()
+	if m.cfg.KeepOnShutdown {
+		// The shims' trees run on for the next toold.
+		close(m.detach)
+	} else {
+		// Not bound to the Manager's context: they outlive toold's death.
+		for _, p := range shimProcs {
+			p.stop(stopShutdown)
+		}
+		for _, s := range shimSessions {
+			s.h.Stop()
+		}
+	}
 	m.cancel(errManagerClosed)
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -433,7 +504,20 @@ func (m *Manager) Close(ctx context.Context) error {
 			go func() { <-done; _ = m.limits.Close() }()
 		}
 	}
+	if !m.cfg.KeepOnShutdown && err == nil {
+		for _, p := range shimProcs {
+			m.removeShimDir(p.shimDir)
+		}
+		for _, s := range shimSessions {
+			m.removeShimDir(s.shimDir)
+		}
+	}
 	m.store.close()
+	if m.cfg.KeepOnShutdown && (len(shimProcs) > 0 || len(shimSessions) > 0) {
+		// Kept trees use its TMPDIR; the toold that adopts them removes
+		// it once they are gone (as a leftover).
+		return err
+	}
 	if rerr := os.RemoveAll(m.dir); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -548,11 +632,13 @@ func (m *Manager) ForgetConversation(ctx context.Context, conv string) error {
 	for _, p := range procs {
 		if m.procs[p.id] == p && p.isDone() {
 			delete(m.procs, p.id)
+			m.removeShimDir(p.shimDir)
 		}
 	}
 	for _, s := range sessions {
 		if m.sessions[s.id] == s && s.isExited() {
 			delete(m.sessions, s.id)
+			m.removeShimDir(s.shimDir)
 		}
 	}
 	m.mu.Unlock()

@@ -79,6 +79,13 @@ type process struct {
 	delivering atomic.Int32
 	done       chan struct{}
 
+	// shimDir is the directory of a process under a shim (survive.go),
+	// or "".
+	shimDir string
+	// journal is the file that records a running foreground command
+	// (survive.go), or "".
+	journal string
+
 	mu     sync.Mutex
 	why    string // why it was stopped, if it was
 	exit   sandbox.Exit
@@ -134,6 +141,9 @@ func (m *Manager) start(ctx context.Context, cs commandSpec, sink *tools.Sink) (
 }
 
 func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, sink *tools.Sink) (*process, error) {
+	if cs.background && m.shims() {
+		return m.launchShim(ctx, cs, abs, rel)
+	}
 	rec := m.store.create(cs.conv, cs.callID, cs.command)
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -226,6 +236,11 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		h: h, rec: rec, sink: sink, done: make(chan struct{}),
 	}
 	p.lastOutput.Store(now.UnixNano())
+	if m.shims() {
+		// Should toold die, its helper stops the command; the next toold
+		// reports the call as interrupted (survive.go).
+		p.journal = m.journalCall(p)
+	}
 	m.mu.Lock()
 	m.procs[p.id] = p
 	m.mu.Unlock()
@@ -269,34 +284,7 @@ func (p *process) run(outR, errR *os.File, release func()) {
 	go func() { defer readers.Done(); p.pump(tools.Stdout, outR, readSize) }()
 	go func() { defer readers.Done(); p.pump(tools.Stderr, errR, 64<<10) }()
 
-	var wall, tick <-chan time.Time
-	if p.timeout > 0 {
-		t := time.NewTimer(p.timeout)
-		defer t.Stop()
-		wall = t.C
-	}
-	if p.idle > 0 {
-		t := time.NewTicker(min(p.idle/4, 250*time.Millisecond))
-		defer t.Stop()
-		tick = t.C
-	}
-wait:
-	for {
-		select {
-		case <-p.h.Done():
-			break wait
-		case <-wall:
-			wall, tick = nil, nil
-			p.stop(stopTimeout)
-		case <-tick:
-			quiet := time.Since(time.Unix(0, p.lastOutput.Load()))
-			if p.delivering.Load() == 0 && quiet >= p.idle {
-				wall, tick = nil, nil
-				p.stop(stopIdle)
-			}
-		}
-	}
-	exit := p.h.Exit()
+	p.watch(nil)
 	// The tree is gone, so every write end of the pipes is closed and the
 	// readers reach EOF. Should a process have escaped holding a pipe, stop
 	// reading after a moment.
@@ -312,7 +300,49 @@ wait:
 	outR.Close()
 	errR.Close()
 	release()
+	p.end()
+}
 
+// watch waits until the tree is gone, stopping it at its timeouts; it
+// returns false when detach was closed first.
+func (p *process) watch(detach <-chan struct{}) bool {
+	var wall, tick <-chan time.Time
+	if p.timeout > 0 {
+		// Counted from the start (an adopted process's, too).
+		t := time.NewTimer(max(0, p.timeout-time.Since(p.started)))
+		defer t.Stop()
+		wall = t.C
+	}
+	if p.idle > 0 {
+		t := time.NewTicker(min(p.idle/4, 250*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-p.h.Done():
+			return true
+		case <-detach:
+			return false
+		case <-wall:
+			wall, tick = nil, nil
+			p.stop(stopTimeout)
+		case <-tick:
+			quiet := time.Since(time.Unix(0, p.lastOutput.Load()))
+			if p.delivering.Load() == 0 && quiet >= p.idle {
+				wall, tick = nil, nil
+				p.stop(stopIdle)
+			}
+		}
+	}
+}
+
+// end finishes the record of a process whose tree is gone.
+func (p *process) end() {
+	if p.journal != "" {
+		_ = os.Remove(p.journal)
+	}
+	exit := p.h.Exit()
 	p.mu.Lock()
 	if exit.Stopped && p.why == "" {
 		p.why = stopCanceled
@@ -426,6 +456,7 @@ func (m *Manager) forget(p *process) {
 	slices.SortFunc(ended, func(a, b *process) int { return a.started.Compare(b.started) })
 	for _, q := range ended[:len(ended)-maxEndedPerConversation] {
 		delete(m.procs, q.id)
+		m.removeShimDir(q.shimDir)
 	}
 }
 
@@ -517,4 +548,84 @@ func putReadBuf(b []byte) {
 	if pool, ok := readBufs.Load(len(b)); ok {
 		pool.(*sync.Pool).Put(&b)
 	}
+}
+
+// launchShim starts a background process under a shim (survive.go): its
+// stdout and stderr are the file the shim's directory keeps, which toold
+// follows into the record.
+func (m *Manager) launchShim(ctx context.Context, cs commandSpec, abs, rel string) (*process, error) {
+	id := newID("proc-")
+	dir, err := m.newShimDir(id)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
+	}
+	fail := func(err error) (*process, error) {
+		m.removeShimDir(dir)
+		return nil, err
+	}
+	out, err := os.OpenFile(filepath.Join(dir, shimLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fail(errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log"))
+	}
+	follow, err := os.Open(out.Name())
+	if err != nil {
+		out.Close()
+		return fail(errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log"))
+	}
+	spec := sandbox.Spec{
+		Path:     m.shell,
+		Args:     []string{filepath.Base(m.shell), "-c", cs.command},
+		Env:      environ(m.env, map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}, cs.env),
+		Dir:      abs,
+		Grace:    m.cfg.KillGrace,
+		Policy:   m.policyFor(),
+		KeepTree: true,
+		Shim:     &sandbox.ShimSpec{Dir: dir, Orphan: m.cfg.OrphanTimeout},
+	}
+	stdio := sandbox.Stdio{Stdout: out, Stderr: out}
+	var inW *os.File
+	if cs.stdin != nil {
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			out.Close()
+			follow.Close()
+			return fail(errdefs.Wrap(errdefs.ErrResourceExhausted, err, "cannot create a pipe: %v", err))
+		}
+		stdio.Stdin = inR
+		defer inR.Close()
+	}
+	// The shim's tree is stopped by kill, its timeouts, the conversation's
+	// end or toold's shutdown (unless it keeps processes) — never by a
+	// context: it outlives this toold.
+	h, err := m.startHelper(context.Background(), spec, stdio)
+	out.Close()
+	if err != nil {
+		follow.Close()
+		if inW != nil {
+			inW.Close()
+		}
+		return fail(m.startError(ctx, err))
+	}
+	if inW != nil {
+		go feedStdin(inW, cs.stdin)
+	}
+	now := time.Now()
+	if err := writeMeta(dir, shimMetaData{
+		Kind: "process", ID: id, Conv: cs.conv, Secret: m.secretOf(cs.conv), CallID: cs.callID, Command: cs.command,
+		Dir: rel, PID: h.Pid(), Started: now, Timeout: cs.timeout, Idle: cs.idle, Home: m.dir,
+	}); err != nil {
+		m.cfg.Logger.Warn("terminal: a background process will not survive a restart of toold", "process_id", id, "err", err)
+	}
+	p := &process{
+		m: m, id: id, conv: cs.conv, callID: cs.callID, command: cs.command, dir: rel,
+		background: true, timeout: cs.timeout, idle: cs.idle, started: now,
+		h: h, rec: m.store.create(cs.conv, cs.callID, cs.command), done: make(chan struct{}), shimDir: dir,
+	}
+	p.lastOutput.Store(now.UnixNano())
+	m.mu.Lock()
+	m.procs[p.id] = p
+	m.mu.Unlock()
+	go p.runShim(follow, func() {})
+	m.cfg.Logger.Debug("command started under a shim", "process_id", p.id, "pid", h.Pid(), "conversation_id", cs.conv, "call_id", cs.callID)
+	return p, nil
 }

@@ -305,8 +305,18 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			<-h.Done()
-			slot.Release()
+			select {
+			case <-h.Done():
+				slot.Release()
+			case <-m.detach:
+				// A shim's tree runs on in the slot after toold (Close
+				// keeps it); the sweep of a later toold removes the slot
+				// once the shim is gone. Other trees are stopping.
+				if spec.Shim == nil {
+					<-h.Done()
+					slot.Release()
+				}
+			}
 		}()
 	}
 	return h, nil

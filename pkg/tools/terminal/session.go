@@ -84,9 +84,13 @@ type Session struct {
 	dir     string // relative to the workspace
 	argv    []string
 	created time.Time
-	master  *os.File
+	master  *os.File // nil for an adopted session whose shim is gone
 	h       *sandbox.Process
 	done    chan struct{} // closed once the tree is gone and the output drained
+	// Under a shim (survive.go): its directory, and the file of the
+	// terminal's output the shim writes, which run follows.
+	shimDir string
+	log     *os.File
 	writeMu sync.Mutex
 	// typed is the text typed on the current line and not yet submitted
 	// (guarded by writeMu): a line is judged when it is submitted, however
@@ -214,8 +218,8 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		tty.Close()
 		return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
 	}
-	pctx, cancel := context.WithCancel(m.ctx)
-	h, err := m.startHelper(pctx, sandbox.Spec{
+	id := newID("sess-")
+	spec := sandbox.Spec{
 		Path:     path,
 		Args:     argv,
 		Env:      environ(m.env, map[string]string{"TERM": "xterm-256color"}),
@@ -223,17 +227,57 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 		Terminal: true,
 		Grace:    m.cfg.KillGrace,
 		Policy:   m.policyFor(),
-	}, sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true})
+	}
+	stdio := sandbox.Stdio{Stdin: tty, Stdout: tty, Stderr: tty, Terminal: true}
+	pctx, cancel := context.WithCancel(m.ctx)
+	var shimDir string
+	var log *os.File
+	if m.shims() {
+		// Under a shim the session outlives toold: the shim holds the
+		// master and writes the output to a file toold follows; it is
+		// stopped by close_session, the conversation's end or toold's
+		// shutdown (unless it keeps sessions), never by a context.
+		cancel()
+		pctx, cancel = context.WithCancel(context.Background())
+		if shimDir, err = m.newShimDir(id); err == nil {
+			logPath := filepath.Join(shimDir, shimLog)
+			if err = os.WriteFile(logPath, nil, 0o600); err == nil {
+				log, err = os.Open(logPath)
+			}
+		}
+		if err != nil {
+			cancel()
+			master.Close()
+			tty.Close()
+			m.removeShimDir(shimDir)
+			return nil, errdefs.Wrap(errdefs.ErrInternal, err, "internal error; the details are in the toold log")
+		}
+		spec.Shim = &sandbox.ShimSpec{Dir: shimDir, Log: filepath.Join(shimDir, shimLog), Orphan: m.cfg.OrphanTimeout}
+		stdio.Master = master
+	}
+	h, err := m.startHelper(pctx, spec, stdio)
 	tty.Close()
 	if err != nil {
 		cancel()
 		master.Close()
+		if log != nil {
+			log.Close()
+			m.removeShimDir(shimDir)
+		}
 		return nil, m.startError(context.Background(), err)
 	}
 	s := &Session{
-		m: m, id: newID("sess-"), conv: conv, name: opts.Name, dir: rel, argv: argv, created: time.Now(),
-		master: master, h: h, done: make(chan struct{}),
+		m: m, id: id, conv: conv, name: opts.Name, dir: rel, argv: argv, created: time.Now(),
+		master: master, h: h, done: make(chan struct{}), shimDir: shimDir, log: log,
 		out: newRing(m.cfg.SessionBuffer), changed: make(chan struct{}), rows: opts.Rows, cols: opts.Cols,
+	}
+	if shimDir != "" {
+		if err := writeMeta(shimDir, shimMetaData{
+			Kind: "session", ID: id, Conv: conv, Secret: m.secretOf(conv), Dir: rel, PID: h.Pid(), Started: s.created,
+			Name: opts.Name, Argv: argv, Rows: opts.Rows, Cols: opts.Cols, Home: m.dir,
+		}); err != nil {
+			m.cfg.Logger.Warn("terminal: a session will not survive a restart of toold", "session_id", id, "err", err)
+		}
 	}
 	m.mu.Lock()
 	m.sessions[s.id] = s
@@ -282,33 +326,57 @@ func setSize(f *os.File, rows, cols int) error {
 // until the shell's tree is gone.
 func (s *Session) run(release func()) {
 	defer s.m.wg.Done()
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := s.master.Read(buf)
-			if n > 0 {
-				s.mu.Lock()
-				s.out.write(buf[:n])
-				s.lastOut = time.Now()
-				s.notifyLocked()
-				s.mu.Unlock()
-			}
-			if err != nil { // EIO once no process holds the terminal
-				return
-			}
-		}
-	}()
-	<-s.h.Done()
-	select {
-	case <-readerDone:
-	case <-time.After(2 * time.Second):
-		// Something outside the tree holds the terminal; stop reading.
-		s.master.Close()
-		<-readerDone
+	got := func(b []byte) {
+		s.mu.Lock()
+		s.out.write(b)
+		s.lastOut = time.Now()
+		s.notifyLocked()
+		s.mu.Unlock()
 	}
-	s.master.Close()
+	if s.log != nil {
+		// Under a shim: the shim reads the terminal into the log.
+		defer s.log.Close()
+		if !follow(s.log, s.h.Done(), s.m.detach, got) {
+			select {
+			case <-s.m.detach:
+				// toold shuts down and keeps the session for the next.
+				s.h.Detach()
+				if s.master != nil {
+					s.master.Close()
+				}
+				release()
+				return
+			default:
+			}
+			<-s.h.Done()
+		}
+	} else {
+		readerDone := make(chan struct{})
+		go func() {
+			defer close(readerDone)
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := s.master.Read(buf)
+				if n > 0 {
+					got(buf[:n])
+				}
+				if err != nil { // EIO once no process holds the terminal
+					return
+				}
+			}
+		}()
+		<-s.h.Done()
+		select {
+		case <-readerDone:
+		case <-time.After(2 * time.Second):
+			// Something outside the tree holds the terminal; stop reading.
+			s.master.Close()
+			<-readerDone
+		}
+	}
+	if s.master != nil {
+		s.master.Close()
+	}
 	release()
 	s.mu.Lock()
 	s.exit, s.exited = s.h.Exit(), true
@@ -349,6 +417,7 @@ func (m *Manager) pruneSessions(conv string) {
 	slices.SortFunc(exited, func(a, b *Session) int { return a.created.Compare(b.created) })
 	for _, s := range exited[:len(exited)-maxExitedSessions] {
 		delete(m.sessions, s.id)
+		m.removeShimDir(s.shimDir)
 	}
 }
 
@@ -447,7 +516,7 @@ func (s *Session) TypeJudged(text string, known bool, p []byte) error {
 }
 
 func (s *Session) writeLocked(p []byte) error {
-	if s.isExited() {
+	if s.isExited() || s.master == nil {
 		return errdefs.Failed("terminal session %s has exited (%s); create_session starts a new one", s.id, s.Info().Outcome)
 	}
 	_ = s.master.SetWriteDeadline(time.Now().Add(inputTimeout))
@@ -521,7 +590,7 @@ func (s *Session) Resize(rows, cols int) error {
 	if rows <= 0 || cols <= 0 || rows > 0xffff || cols > 0xffff {
 		return errdefs.Invalid("/rows", "minimum", "rows and cols must be positive, got %dx%d", rows, cols)
 	}
-	if s.isExited() {
+	if s.isExited() || s.master == nil {
 		return errdefs.Failed("terminal session %s has exited", s.id)
 	}
 	if err := setSize(s.master, rows, cols); err != nil {
@@ -545,6 +614,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.m.mu.Lock()
 	delete(s.m.sessions, s.id)
+	s.m.removeShimDir(s.shimDir)
 	s.m.mu.Unlock()
 	return nil
 }
@@ -696,7 +766,7 @@ func (s *Session) Cwd() (string, bool) {
 // the shell (shell true) or another program in the foreground (a REPL, an
 // editor), whose name is returned. ok is false when it cannot be told.
 func (s *Session) Foreground() (name string, shell, ok bool) {
-	if s.h == nil || s.isExited() {
+	if s.h == nil || s.master == nil || s.isExited() {
 		return "", false, false
 	}
 	rc, err := s.master.SyscallConn()

@@ -103,6 +103,17 @@ type Terminal struct {
 	// the kernel and toold's privileges allow it, and under a helper
 	// otherwise; "helper" always uses a helper.
 	Supervision string `yaml:"supervision"`
+	// Survive says what happens to background processes and terminal
+	// sessions when toold exits (docs/terminal.md, "What survives a
+	// restart"): "stop" (default) stops them at an ordinary shutdown
+	// (SIGTERM, Ctrl-C) — they survive only toold's death (SIGKILL, a
+	// crash) — and "keep" keeps them at a shutdown too (a rolling upgrade
+	// on the same state directory). Either way the next toold on the
+	// state directory adopts what runs.
+	Survive string `yaml:"survive"`
+	// OrphanTimeout is how long a background process or session runs on
+	// with no toold to adopt it before it is stopped (default 1h).
+	OrphanTimeout value.Duration `yaml:"orphan_timeout"`
 }
 
 // Sandboxed reports whether commands run in a sandbox (terminal.sandbox
@@ -132,9 +143,20 @@ func (t Terminal) Validate() error {
 		return fmt.Errorf("terminal.keep_count %d: want a positive number (0: the default, 1000)", t.KeepCount)
 	case t.KeepAge < 0:
 		return fmt.Errorf("terminal.keep_age %s: want a positive duration (0: the default, 1h)", time.Duration(t.KeepAge))
+	case t.OrphanTimeout < 0:
+		return fmt.Errorf("terminal.orphan_timeout %s: want a positive duration (0: the default, 1h)", time.Duration(t.OrphanTimeout))
+	}
+	switch t.Survive {
+	case "", "stop", "keep":
+	default:
+		return fmt.Errorf("terminal.survive %q: want stop or keep", t.Survive)
 	}
 	return nil
 }
+
+// KeepOnShutdown reports whether background processes and sessions keep
+// running at an ordinary shutdown (survive: keep).
+func (t Terminal) KeepOnShutdown() bool { return t.Survive == "keep" }
 
 // NetworkMode is terminal.network: proxy, false or true. proxy: commands
 // get HTTP_PROXY / HTTPS_PROXY pointing at toold's egress proxy, which
