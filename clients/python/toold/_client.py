@@ -27,7 +27,16 @@ from ._types import (
     approval_from_pb,
 )
 from ._textcalls import ParsedText, parsed_from_pb, text_format
-from .v1 import checkpoint_pb2, checkpoint_pb2_grpc, textcalls_pb2, textcalls_pb2_grpc, tool_pb2, tool_pb2_grpc
+from .v1 import (
+    checkpoint_pb2,
+    checkpoint_pb2_grpc,
+    textcalls_pb2,
+    textcalls_pb2_grpc,
+    tool_pb2,
+    tool_pb2_grpc,
+    workspace_pb2,
+    workspace_pb2_grpc,
+)
 
 log = logging.getLogger("toold")
 
@@ -82,6 +91,38 @@ def _stream_error(err: BaseException) -> errors.StreamError:
             f"toold stream failed: {err.code().name}: {err.details()}", err.code().name
         )
     return errors.StreamError(f"toold stream failed: {err!r}")
+
+
+#: WorkspaceService file change kinds by enum value.
+_CHANGE_KINDS = {
+    workspace_pb2.FILE_CHANGE_KIND_CREATED: "created",
+    workspace_pb2.FILE_CHANGE_KIND_CHANGED: "changed",
+    workspace_pb2.FILE_CHANGE_KIND_REMOVED: "removed",
+}
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One path's change in a watch window: ``kind`` is "created", "changed" or "removed"."""
+
+    path: str
+    kind: str
+    directory: bool = False
+
+
+@dataclass(frozen=True)
+class WatchBatch:
+    """What a watch reports: the start (``started``), or one window's changes.
+
+    ``notice`` says what was not reported (directories beyond the cap, a
+    queue overflow) or why the watch ends.
+    """
+
+    changes: List[FileChange]
+    started: bool = False
+    path: str = ""
+    directories: int = 0
+    notice: str = ""
 
 
 @dataclass(frozen=True)
@@ -536,6 +577,40 @@ class Session:
                 c.finish()
                 self._calls.pop(cid, None)
                 self._send(tool_pb2.ClientMessage(cancel=tool_pb2.Cancel(call_id=cid, reason="client canceled")))
+
+    async def watch(
+        self, path: str = "", *, recursive: bool = True, coalesce: float = 0.1, max_directories: int = 0
+    ) -> AsyncIterator[WatchBatch]:
+        """Watches a workspace directory (default the workspace) as this conversation.
+
+        Yields a WatchBatch with ``started`` set once the watch is in place,
+        then one per window of ``coalesce`` seconds in which files changed
+        (merged per path; what .gitignore ignores is left out). Leaving the
+        loop ends the watch. It is judged like reading the directory: a path
+        outside the workspace, or one the policy does not allow, raises
+        StreamError (PERMISSION_DENIED). The iteration ends when toold
+        stops or the directory is removed.
+        """
+        await self.open()
+        w = self.welcome
+        stub = workspace_pb2_grpc.WorkspaceServiceStub(self._client._channel)
+        md = self._client._metadata + (("toold-conversation-secret", w.conversation_secret),)
+        req = workspace_pb2.WatchRequest(
+            path=path, recursive=recursive, conversation_id=w.conversation_id,
+            coalesce_ms=int(coalesce * 1000), max_directories=max_directories,
+        )
+        rpc = stub.Watch(req, metadata=md)
+        try:
+            async for r in rpc:
+                changes = [FileChange(c.path, _CHANGE_KINDS.get(c.kind, "unknown"), c.directory) for c in r.changes]
+                yield WatchBatch(
+                    changes=changes, started=r.HasField("started"), path=r.started.path,
+                    directories=r.started.directories, notice=r.notice,
+                )
+        except grpc.aio.AioRpcError as e:
+            raise _stream_error(e) from None
+        finally:
+            rpc.cancel()
 
     async def call(
         self,
