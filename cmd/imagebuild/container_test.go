@@ -123,6 +123,10 @@ func TestContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireConf := filepath.Join(dir, "require.yaml")
+	if err := os.WriteFile(requireConf, []byte("terminal:\n  sandbox: require\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	p := &pod{t: t, bin: podman, dir: dir, conf: conf}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -172,10 +176,12 @@ func TestContainer(t *testing.T) {
 		t.Fatalf("image config: %+v", ic)
 	}
 
-	// start runs a container of tag with a fresh workspace and socket dir.
-	start := func(t *testing.T, name, tag string, env ...string) (ws, sock string) {
-		ws, sockDir := filepath.Join(dir, name+"-ws"), filepath.Join(dir, name+"-sock")
-		for _, d := range []string{ws, sockDir} {
+	// run starts a container of tag with a fresh workspace, socket dir and
+	// a directory outside the workspace (/outside, writable by toold's
+	// user: only the sandbox keeps commands out of it).
+	run := func(t *testing.T, name, tag string, env ...string) (ws, sock, outside string) {
+		ws, sockDir, outside := filepath.Join(dir, name+"-ws"), filepath.Join(dir, name+"-sock"), filepath.Join(dir, name+"-out")
+		for _, d := range []string{ws, sockDir, outside} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -185,12 +191,17 @@ func TestContainer(t *testing.T) {
 		}
 		args := []string{"run", "--detach", "--name", name,
 			"--read-only", "--cap-drop=ALL", "--network=none", "--security-opt", "no-new-privileges",
-			"--volume", ws + ":/workspace", "--volume", sockDir + ":/run/toold"}
+			"--volume", ws + ":/workspace", "--volume", sockDir + ":/run/toold", "--volume", outside + ":/outside",
+			"--volume", requireConf + ":/etc/toold/require.yaml:ro"}
 		for _, e := range env {
 			args = append(args, "--env", e)
 		}
 		p.run(append(args, tag)...)
-		sock = filepath.Join(sockDir, "toold.sock")
+		return ws, filepath.Join(sockDir, "toold.sock"), outside
+	}
+	// start runs a container and waits until toold serves.
+	start := func(t *testing.T, name, tag string, env ...string) (ws, sock string) {
+		ws, sock, _ = run(t, name, tag, env...)
 		// health prints SERVING, then the sandbox's layers (in force or
 		// MISSING, and why).
 		if out, code := ctl(t, toolctl, sock, "--connect-timeout", "30s", "health"); code != 0 || !strings.HasPrefix(out, "SERVING\n") {
@@ -229,6 +240,76 @@ func TestContainer(t *testing.T) {
 		stopped(t, p, "scratch")
 		if logs := p.logs("scratch"); !strings.Contains(logs, `"level":"WARN","msg":"tool off","tool":"terminal_operations","reason":"terminal: no shell to run commands`) {
 			t.Fatalf("the log does not say terminal_operations is off:\n%s", logs)
+		}
+	})
+
+	// The layers of the sandbox in this container (non-root, every
+	// capability dropped, runc): Landlock holds writes; namespaces are
+	// refused (no user namespace, no CAP_SYS_ADMIN), so reads, network and
+	// the control plane's sandbox half are missing, and resources with them
+	// (the per-command cgroup is the isolated helper's). health says
+	// exactly that, and the writes layer stops a write outside by effect.
+	t.Run("layers", func(t *testing.T) {
+		ws, sock, outside := run(t, "layers", "toold-test:busybox")
+		out, code := ctl(t, toolctl, sock, "--connect-timeout", "30s", "health")
+		if code != 0 || !strings.HasPrefix(out, "SERVING\n") {
+			t.Fatalf("health: %d %q\n%s", code, out, p.logs("layers"))
+		}
+		for _, want := range []string{
+			"\nsandbox: writes in force: Landlock ABI ",
+			"\nsandbox: reads MISSING: this machine does not let toold create the sandbox's namespaces: ",
+			"\nsandbox: network MISSING: this machine does not let toold create the sandbox's namespaces: ",
+			"\nsandbox: control_plane MISSING: this machine does not let toold create the sandbox's namespaces: ",
+			"\nsandbox: resources MISSING: ",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("health lacks %q:\n%s", want, out)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		// A write outside the workspace the judge cannot follow (the
+		// target is a variable), approved: Landlock refuses it.
+		canary := filepath.Join(outside, "canary")
+		res, _ := ctl(t, toolctl, sock, "call", "--yes", "run_command", `command=d=/outside; echo pwned > "$d/canary"`)
+		if _, err := os.Stat(canary); !os.IsNotExist(err) {
+			t.Fatalf("a command wrote outside the workspace: %v\n%s", err, res)
+		}
+		if !strings.Contains(res, "Permission denied") {
+			t.Errorf("the refused write does not say why: %s", res)
+		}
+		// The same write named plainly asks to run outside the sandbox,
+		// which --yes never approves.
+		res, code = ctl(t, toolctl, sock, "call", "--yes", "run_command", "command=echo pwned > /outside/canary")
+		if code != 1 || !strings.Contains(res, "approval needed to run OUTSIDE the sandbox") {
+			t.Errorf("a plain write outside: %d %s", code, res)
+		}
+		if _, err := os.Stat(canary); !os.IsNotExist(err) {
+			t.Fatalf("a command wrote outside the workspace: %v\n%s", err, res)
+		}
+		// Inside the workspace commands write as usual.
+		if res, code := ctl(t, toolctl, sock, "call", "--yes", "run_command", `command=d=.; echo fine > "$d/inside"`); code != 0 {
+			t.Fatalf("a write inside: %d %s", code, res)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "inside")); err != nil || string(b) != "fine\n" {
+			t.Fatalf("inside: %q %v", b, err)
+		}
+		stopped(t, p, "layers")
+	})
+
+	// sandbox: require in this container refuses to run commands: toold
+	// does not start, and says which layers are missing and why.
+	t.Run("require", func(t *testing.T) {
+		run(t, "require", "toold-test:busybox", "TOOLD_CONFIG=/etc/toold/require.yaml")
+		if code := p.run("wait", "require"); code == "0" {
+			t.Fatalf("toold with sandbox: require ran in a container without namespaces\n%s", p.logs("require"))
+		}
+		logs := p.logs("require")
+		for _, want := range []string{"the sandbox is required (terminal.sandbox: require) but layers are missing: reads (", "network (", "resources ("} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("the log lacks %q:\n%s", want, logs)
+			}
 		}
 	})
 

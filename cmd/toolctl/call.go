@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,6 +136,11 @@ func (a *app) runCall(ctx context.Context, o callOptions) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	call := &pb.ToolCall{CallId: callID, Name: o.name}
+	if o.conversation != "" {
+		// A call of a conversation other calls share: an id of its own, so
+		// that history tells them apart and toolctl rewind can name it.
+		call.CallId = "toolctl-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
 	if args != "" {
 		call.Arguments = &pb.ToolCall_ArgumentsJson{ArgumentsJson: args}
 	}

@@ -24,6 +24,7 @@ type historyOptions struct {
 	limit                       int
 	beforeID                    int64
 	json                        bool
+	changes                     bool
 }
 
 func (a *app) newHistoryCmd() *cobra.Command {
@@ -56,6 +57,7 @@ and when toold cannot be reached.`,
 	f.IntVar(&o.limit, "limit", 50, "at most this many calls (1 to 1000)")
 	f.Int64Var(&o.beforeID, "before", 0, "only calls older than this entry id (to page on)")
 	f.BoolVar(&o.json, "json", false, "print the QueryHistoryResponse as protojson")
+	f.BoolVar(&o.changes, "changes", false, "with --conversation: add what each call changed in the workspace (A added, M modified, D deleted; toolctl rewind undoes it)")
 	return cmd
 }
 
@@ -100,11 +102,28 @@ func (a *app) runHistory(ctx context.Context, o historyOptions) error {
 	if mode == modeJSON {
 		return a.printJSON(resp)
 	}
+	var changes map[string]*pb.CallChanges
+	if o.changes {
+		if o.conversation == "" {
+			return usageError("history --changes needs --conversation")
+		}
+		cr, err := pb.NewCheckpointServiceClient(conn).Changes(a.withSecret(ctx, o.conversation, ""), &pb.ChangesRequest{ConversationId: o.conversation})
+		if err != nil {
+			return a.checkpointError("history --changes", err)
+		}
+		changes = map[string]*pb.CallChanges{}
+		for _, c := range cr.GetCalls() {
+			changes[c.GetCallId()] = c
+		}
+	}
 	if len(resp.GetEntries()) == 0 {
 		fmt.Fprintln(a.stderr, "no calls")
 		return nil
 	}
 	rows := [][]string{{"ID", "STARTED", "CONVERSATION", "CALL", "TOOL", "DECISION", "OUTCOME", "DURATION", "RESULT"}}
+	if changes != nil {
+		rows[0] = append(rows[0], "CHANGES")
+	}
 	for _, e := range resp.GetEntries() {
 		tool := e.GetTool()
 		if op := e.GetOperation(); op != "" && op != tool {
@@ -120,6 +139,13 @@ func (a *app) runHistory(ctx context.Context, o historyOptions) error {
 		rows = append(rows, []string{fmt.Sprint(e.GetId()), e.GetStartedAt().AsTime().Local().Format("2006-01-02 15:04:05"),
 			e.GetConversationId(), e.GetCallId(), tool, e.GetDecision(), outcome,
 			e.GetDuration().AsDuration().Round(time.Millisecond).String(), oneLine(e.GetSummary(), 60)})
+		if changes != nil {
+			c := "-"
+			if cc, ok := changes[e.GetCallId()]; ok {
+				c = oneLine(changeMarks(cc), 80)
+			}
+			rows[len(rows)-1] = append(rows[len(rows)-1], c)
+		}
 	}
 	return writeTable(a.stdout, rows)
 }

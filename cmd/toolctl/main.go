@@ -199,8 +199,8 @@ serving, 2 on usage errors and when toold cannot be reached.`,
 	root.AddCommand(a.newPolicyCmd(), a.newGrantsCmd())
 	root.AddCommand(a.newMCPCmd())
 	root.AddCommand(a.newShellCmd())
-	root.AddCommand(a.newTodosCmd())
-	root.AddCommand(a.newHistoryCmd(), a.newAuditCmd(), a.newHookCmd())
+	root.AddCommand(a.newTodosCmd(), a.newWatchCmd())
+	root.AddCommand(a.newHistoryCmd(), a.newAuditCmd(), a.newHookCmd(), a.newRewindCmd())
 	root.AddCommand(a.newParseCmd(), a.newPromptCmd())
 	return root
 }

@@ -14,6 +14,7 @@ import (
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/audit"
+	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/history"
 )
@@ -159,4 +160,25 @@ func TestHistoryAndAudit(t *testing.T) {
 	b, _ := os.ReadFile(files[0])
 	os.WriteFile(files[0], []byte(strings.Replace(string(b), "alice", "mallory", 1)), 0o600)
 	runAsOperator(t, d, "audit", "verify").check(t, exitFailure, nil, []string{"audit log edited at record 1"})
+}
+
+// With retention, toolctl audit verify passes on a log whose oldest files
+// were pruned and says which records were pruned, and when.
+func TestAuditVerifyAfterRetention(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.Audit.MaxFileBytes = 2000
+		c.Audit.Retention.MaxBytes = 6000
+	}))
+	for i := 0; ; i++ {
+		runAt(t, d.Socket, "call", "think", "thought=keep going").check(t, exitOK, nil, nil)
+		rep, err := audit.Verify(d.Main.Audit().Dir())
+		if err == nil && rep.First > 1 {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("nothing pruned after %d calls: %+v %v", i, rep, err)
+		}
+	}
+	runAsOperator(t, d, "audit", "verify").check(t, exitOK, []string{"ok: ", "were pruned by retention", "retention (max_bytes 6000) removed audit-"}, nil)
 }

@@ -63,8 +63,8 @@ func TestContainedJudge(t *testing.T) {
 		{"$CMD -rf /", A, Q, Q, ""},
 		// What the sandbox would refuse: AUTO asks; YOLO runs it and the
 		// kernel refuses the write.
-		{"echo x > {out}/file.txt", A, Q, Q, "builtin:outside-sandbox"},
-		{"cp build.log {out}/", A, Q, Q, "builtin:outside-sandbox"},
+		{"echo x > {out}/file.txt", A, Q, Q, "builtin:outside-write"},
+		{"cp build.log {out}/", A, Q, Q, "builtin:outside-write"},
 		// Lasting effects outside the sandbox: a person's own git runs
 		// them later, so every mode asks.
 		{"git config core.fsmonitor 'touch x'", Q, Q, Q, "builtin:git-config"},

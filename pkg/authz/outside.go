@@ -18,21 +18,26 @@ import (
 // the sandbox.
 const ruleOutsideSandbox = "builtin:outside-sandbox"
 
-// leavesSandbox reports whether the judged call can only do what it means
-// outside the sandbox, and why: the call asks for it and some layer of the
+// leavesSandbox reports whether the judged call, of a tool that can run its
+// command outside the sandbox (tools.Effect.CanLeaveSandbox), can only do
+// what it means there, and why: the call asks for it and some layer of the
 // sandbox is in force, or the sandbox holds the command line and refuses a
-// write it makes outside the workspace (which a person is asked about).
+// write it makes outside the workspace (which a person is asked about):
+// the whole sandbox, or its writes layer alone (Landlock, where the
+// machine offers no namespaces).
 func (j *judgement) leavesSandbox() (bool, string) {
-	if j.req.Effect.Command == "" || j.req.OutsideSandbox {
+	if j.req.Effect.Command == "" || j.req.OutsideSandbox || !j.req.Effect.CanLeaveSandbox {
 		return false, ""
 	}
 	c := j.contain
 	if j.req.Effect.OutsideSandbox && (c.Writes || c.Reads || c.Network) {
 		return true, "the model asks to run this command outside toold's sandbox"
 	}
-	if !j.contained {
+	if !j.contained && !c.Writes {
 		return false, ""
 	}
+	// The writes layer (the whole sandbox, or Landlock alone where the
+	// machine offers no more) refuses a write outside the workspace.
 	for _, f := range j.facets {
 		if f.decision == Ask && f.rule == ruleOutsideWrite {
 			return true, "the command writes outside the workspace, which the sandbox refuses, so it can only run outside it"

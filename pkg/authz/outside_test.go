@@ -37,7 +37,7 @@ func TestOneCallOutsideSandbox(t *testing.T) {
 			mode authz.Mode
 			want authz.Decision
 		}{{yolo, c.yolo}, {auto, c.auto}, {ask, c.ask}} {
-			req := cmdReq(m.mode, f.expand(c.line))
+			req := runReq(m.mode, f.expand(c.line))
 			req.Effect.OutsideSandbox = c.asked
 			v := authorize(t, e, req)
 			if v.Decision != m.want {
@@ -65,23 +65,56 @@ func TestOneCallOutsideSandbox(t *testing.T) {
 	if _, err := e.Grant("conv", authz.Scope{Conversation: true, Tool: "run_command", Operation: "run_command", CommandPrefix: "ls"}, false, time.Minute, "test"); err != nil {
 		t.Fatal(err)
 	}
-	req := cmdReq(auto, "ls")
+	req := runReq(auto, "ls")
 	req.Effect.OutsideSandbox = true
 	if v := authorize(t, e, req); v.Decision != Q || !v.OutsideSandbox || v.Grant != nil {
 		t.Errorf("a grant covered a call outside the sandbox: %s %s grant %v", v.Decision, v.Rule, v.Grant)
 	}
+	// A tool that cannot run its command outside (keys typed into a
+	// sandboxed terminal session) asks as usual about a write outside.
+	typed := cmdReq(auto, f.expand("echo x > {out}/canary\n"))
+	typed.Effect.Interactive = true
+	if v := authorize(t, e, typed); v.Decision != Q || v.OutsideSandbox || v.Rule != "builtin:outside-write" {
+		t.Errorf("typed into a session: %s %s outside %v", v.Decision, v.Rule, v.OutsideSandbox)
+	}
+
 	// The toolctl hook's question (a command the agent runs itself) is not
 	// a request to leave toold's sandbox.
-	hook := cmdReq(auto, f.expand("echo x > {out}/canary"))
+	hook := runReq(auto, f.expand("echo x > {out}/canary"))
 	if v, err := authz.OutsideSandbox(e).Explain(t.Context(), hook); err != nil || v.OutsideSandbox || v.Rule != "builtin:outside-write" {
 		t.Errorf("hook explain: %+v %v", v, err)
 	}
 
+	// Where only the writes layer holds (Landlock in a container without
+	// namespaces), a write outside asks to leave it too, in every mode (the
+	// judge is the boundary for the rest); a delete inside asks as usual.
+	wf := bypassFixture(t)
+	writesOnly, err := authz.NewEngine(authz.EngineConfig{Workspace: wf.w, Home: wf.home, Containment: authz.Containment{Writes: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []authz.Mode{yolo, auto, ask} {
+		if v := authorize(t, writesOnly, runReq(m, wf.expand("echo x > {out}/canary"))); v.Decision != Q || !v.OutsideSandbox {
+			t.Errorf("writes only, %s: %s %s outside %v", m, v.Decision, v.Rule, v.OutsideSandbox)
+		}
+	}
+	if v := authorize(t, writesOnly, runReq(auto, "rm -f x")); v.Decision != Q || v.OutsideSandbox {
+		t.Errorf("writes only, a delete inside: %s %s outside %v", v.Decision, v.Rule, v.OutsideSandbox)
+	}
+
 	// Without any sandbox layer there is nothing to leave: judged as usual.
 	plain := f.engine(t, nil, nil)
-	req = cmdReq(yolo, "ls")
+	req = runReq(yolo, "ls")
 	req.Effect.OutsideSandbox = true
 	if v := authorize(t, plain, req); v.Decision != A || v.OutsideSandbox {
 		t.Errorf("no sandbox: %s %s outside %v", v.Decision, v.Rule, v.OutsideSandbox)
 	}
+}
+
+// runReq is a run_command call: its tool can run the command outside the
+// sandbox once a person approves.
+func runReq(mode authz.Mode, line string) *authz.Request {
+	r := cmdReq(mode, line)
+	r.Effect.CanLeaveSandbox = true
+	return r
 }

@@ -36,6 +36,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,6 +117,8 @@ type Recorder struct {
 	dropped  map[string]uint64 // conversation → the newest seq dropped
 	seq      uint64
 	closed   bool
+	stop     atomic.Bool // Close ends the first walk early
+	storeRel string      // the store, when it lies in the workspace
 }
 
 type pending struct {
@@ -144,6 +147,13 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	r := &Recorder{cfg: cfg, root: root, ready: make(chan struct{}), watch: newWatcher(), blobs: b,
 		manifest: map[string]State{}, dropped: map[string]uint64{}}
+	if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil {
+		if st, err := filepath.EvalSymlinks(cfg.StoreDir); err == nil {
+			if rel, err := filepath.Rel(ws, st); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				r.storeRel = filepath.ToSlash(rel)
+			}
+		}
+	}
 	go func() {
 		defer close(r.ready)
 		r.mu.Lock()
@@ -167,8 +177,10 @@ func (r *Recorder) Ready(ctx context.Context) error {
 	}
 }
 
-// Close stops recording and removes the store.
+// Close stops recording and removes the store. A first walk still under
+// way stops.
 func (r *Recorder) Close() error {
+	r.stop.Store(true)
 	<-r.ready
 	r.mu.Lock()
 	defer r.mu.Unlock()

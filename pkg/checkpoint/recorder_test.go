@@ -210,3 +210,18 @@ func TestBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A store inside the workspace (a state directory there) records nothing
+// of itself.
+func TestStoreInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	r, err := checkpoint.New(checkpoint.Config{Workspace: ws, StoreDir: filepath.Join(ws, ".state", "store")})
+	must(t, err)
+	defer r.Close()
+	call(r, "c", "1", nil, func() { write(t, filepath.Join(ws, "a.txt"), "a") })
+	calls, err := r.Calls(context.Background(), "c", "1")
+	must(t, err)
+	if len(calls[0].Changes) != 1 || calls[0].Changes[0].Path != "a.txt" {
+		t.Fatalf("changes %+v", calls[0].Changes)
+	}
+}

@@ -158,6 +158,9 @@ func (r *Recorder) walk(dir string, visit func(rel string)) {
 		return
 	}
 	for _, e := range ents {
+		if r.stop.Load() {
+			return
+		}
 		rel := join(dir, e.Name())
 		if r.ignored(rel) {
 			continue
@@ -169,8 +172,12 @@ func (r *Recorder) walk(dir string, visit func(rel string)) {
 	}
 }
 
-// ignored says rel is never recorded: toold's own temporary files.
+// ignored says rel is never recorded: toold's own temporary files, and
+// the store itself should it lie in the workspace.
 func (r *Recorder) ignored(rel string) bool {
+	if r.storeRel != "" && under(rel, r.storeRel) {
+		return true
+	}
 	base := path.Base(rel)
 	return strings.HasPrefix(base, ".") && strings.Contains(base, ".toold-") && strings.HasSuffix(base, ".tmp")
 }

@@ -95,7 +95,7 @@ type Config struct {
 	Hooks   HooksConfig `yaml:"hooks"`
 	History History     `yaml:"history"`
 	Audit   Audit       `yaml:"audit"`
-	// Checkpoints: see checkpointconfig.
+	// Checkpoints: see sections.go.
 	Checkpoints Checkpoints `yaml:"checkpoints"`
 }
 

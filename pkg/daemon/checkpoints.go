@@ -66,9 +66,7 @@ func (m *Main) startCheckpoints() {
 		}
 		m.checkpts.tmp, dir = tmp, tmp
 	}
-	rc := checkpoint.Config{Workspace: m.ws.Dir(), StoreDir: dir, MaxBytes: cfg.MaxBytes, MaxFileBytes: cfg.MaxFileBytes, MaxCalls: cfg.MaxCalls}
-	rc.Logger = m.Logger
-	rec, err := checkpoint.New(rc)
+	rec, err := checkpoint.New(checkpointConfig(cfg, m.ws.Dir(), dir, m.Logger)) // sections.go
 	if err != nil {
 		m.checkpts.err = err
 		m.Logger.Warn("checkpoints off: the store cannot be opened", "dir", dir, "err", err)

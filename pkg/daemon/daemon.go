@@ -84,10 +84,12 @@ type Main struct {
 	mode authz.Mode // the server's approval mode, parsed once
 	// engine is the policy engine when the daemon built it (nil when
 	// Main.Authorizer was given).
-	engine    *authz.Engine
-	registry  *tools.Registry
-	exec      *executor.Executor
-	svc       *service.Server
+	engine   *authz.Engine
+	registry *tools.Registry
+	exec     *executor.Executor
+	svc      *service.Server
+	// wsServer is the WorkspaceService (watching files).
+	wsServer  *service.WorkspaceServer
 	health    *health.Server
 	grpc      *grpc.Server
 	listeners []net.Listener
@@ -115,6 +117,7 @@ type Main struct {
 	healthSrv   *grpc.Server
 	healthAddr  string
 	serveWG     sync.WaitGroup
+	trimStop    chan struct{} // memtrim.go
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -289,6 +292,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	pb.RegisterAdminServiceServer(m.grpc, service.NewAdmin(m.mcp.manager, cfg.Token != "", m.access))
 	pb.RegisterTerminalServiceServer(m.grpc, service.NewTerminalServer(service.TerminalsOf(m.terminal), cfg.Token != "", m.exec.Conversations(), m.access))
 	pb.RegisterMemoryServiceServer(m.grpc, m.memory.server)
+	m.wsServer = service.NewWorkspaceServer(m.ws, m.exec, explainer, m.access)
+	pb.RegisterWorkspaceServiceServer(m.grpc, m.wsServer)
 	pb.RegisterTextCallServiceServer(m.grpc, service.NewTextCallServer(m.registry))
 	m.registerCheckpoints() // checkpoints.go
 	if err := m.registerObserve(); err != nil {
@@ -346,6 +351,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Start-up leaves garbage (schema compilation, policy parsing); give
 	// its pages back once, so an idle daemon stays small.
 	go debug.FreeOSMemory()
+	m.startTrim() // and after every burst (memtrim.go)
 	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
 		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))
 	return nil
@@ -446,9 +452,13 @@ func (m *Main) shutdown() error {
 	// Background processes and sessions end with the daemon; attached
 	// terminals then get SessionExited and their streams end.
 	m.closeTerminal()
-	// Todo watchers end, so that their streams do not hold GracefulStop.
+	// Todo and file watchers end, so that their streams do not hold
+	// GracefulStop.
 	if m.memory.server != nil {
 		m.memory.server.Shutdown()
+	}
+	if m.wsServer != nil {
+		m.wsServer.Shutdown()
 	}
 	if m.grpc != nil {
 		// Streams end on their own once their calls have ended; unary RPCs
@@ -464,6 +474,7 @@ func (m *Main) shutdown() error {
 		}
 	}
 	m.stopHealth()
+	m.stopTrim()
 	m.serveWG.Wait()
 	return m.release()
 }

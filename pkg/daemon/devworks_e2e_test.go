@@ -30,7 +30,13 @@ func TestDevelopmentStillWorksEndToEnd(t *testing.T) {
 		_, err := exec.LookPath(prog)
 		testenv.Need(t, err, prog+" (the development test drives it)")
 	}
-	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		// A cold build cache under CI's load compiles the standard library
+		// for minutes: the commands' own 300 s timeout must not be capped
+		// by the default call timeout (2 min).
+		c.Timeouts.Default = config.Duration(8 * time.Minute)
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := openClient(ctx, d, "dev")

@@ -255,12 +255,13 @@ func TestRevocationAudited(t *testing.T) {
 		t.Fatalf("call: %v", res)
 	}
 	pc := pb.NewPolicyServiceClient(d.Conn)
-	gs, err := pc.ListGrants(context.Background(), &pb.ListGrantsRequest{ConversationId: "rev"})
+	op := d.AsOperator(context.Background()) // the grants are the operator's (or the conversation's)
+	gs, err := pc.ListGrants(op, &pb.ListGrantsRequest{ConversationId: "rev"})
 	if err != nil || len(gs.GetGrants()) == 0 {
 		t.Fatalf("grants: %v %v", err, gs)
 	}
 	id := gs.GetGrants()[0].GetGrantId()
-	if _, err := pc.RevokeGrant(context.Background(), &pb.RevokeGrantRequest{GrantId: id}); err != nil {
+	if _, err := pc.RevokeGrant(op, &pb.RevokeGrantRequest{GrantId: id}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := audit.Tail(d.Main.Audit().Dir(), 100)

@@ -285,3 +285,79 @@ func TestSandboxReported(t *testing.T) {
 		})
 	}
 }
+
+// With the default configuration, a command cannot connect to a unix
+// socket outside the sandbox — a listener in a directory outside the
+// workspace, a container runtime's socket under /run — while one it binds
+// in the workspace works; a command that passes its memory limit is killed
+// and the model is told so; toold lives on.
+func TestSandboxUnixSocketsAndMemory(t *testing.T) {
+	sandboxed(t)
+	py, err := exec.LookPath("python3")
+	testenv.Need(t, err, "python3")
+	accepted := make(chan string, 4)
+	listen := func(path string) {
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- path
+				c.Close()
+			}
+		}()
+	}
+	targets := []string{filepath.Join(t.TempDir(), "agent.sock")}
+	if run, err := os.MkdirTemp("/run", "toold-test-"); err == nil {
+		t.Cleanup(func() { os.RemoveAll(run) })
+		targets = append(targets, filepath.Join(run, "docker.sock"))
+	}
+	for _, p := range targets {
+		listen(p)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.Terminal.MemoryMax = 128 << 20
+	}))
+	x := newSession(t, d)
+	script := `import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); print("CONNECTED", p)
+    except OSError as e:
+        print("refused", p, e)
+srv = socket.socket(socket.AF_UNIX); srv.bind("own.sock"); srv.listen(1)
+cl = socket.socket(socket.AF_UNIX); cl.connect("own.sock"); c, _ = srv.accept(); cl.sendall(b"ping")
+print("own", c.recv(4).decode())
+`
+	os.WriteFile(filepath.Join(d.Workspace, "probe.py"), []byte(script), 0o644)
+	res, _ := x.call("u1", "run_command", jsonArgs(map[string]any{"command": py + " probe.py " + strings.Join(targets, " ")}), approveOnce)
+	out := res.GetContent()[0].GetText()
+	if strings.Contains(out, "CONNECTED") {
+		t.Fatalf("a unix socket outside the sandbox was reached:\n%s", out)
+	}
+	select {
+	case p := <-accepted:
+		t.Fatalf("%s accepted a connection from the sandbox:\n%s", p, out)
+	default:
+	}
+	if !strings.Contains(out, "own ping") {
+		t.Fatalf("the command's own unix socket did not work:\n%s", out)
+	}
+
+	res, _ = x.call("m1", "run_command", `{"command":"head -c 1G /dev/zero | tail -c 1G > /dev/null && echo ALLOCATED"}`, approveOnce)
+	out = res.GetContent()[0].GetText()
+	if strings.Contains(out, "ALLOCATED") || !strings.Contains(out, "killed: memory limit 128 MiB") {
+		t.Fatalf("the memory bomb's result does not say it was killed at its limit:\n%s", out)
+	}
+	if res, _ := x.call("alive", "run_command", `{"command":"echo alive"}`, approveOnce); !strings.Contains(res.GetContent()[0].GetText(), "alive") {
+		t.Fatalf("toold after the memory bomb: %v", res)
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/toold/toold/pkg/audit"
 	"github.com/toold/toold/pkg/audit/auditconfig"
+	"github.com/toold/toold/pkg/checkpoint"
+	"github.com/toold/toold/pkg/checkpoint/checkpointconfig"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/history"
 	"github.com/toold/toold/pkg/history/historyconfig"
@@ -103,4 +105,10 @@ func memoryEmbedder(m memconfig.Memory) memory.Embedder {
 		e.APIKey = os.Getenv(m.Embeddings.APIKeyEnv)
 	}
 	return e
+}
+
+// checkpointConfig returns the checkpoint recorder's configuration for the
+// checkpoints section over the workspace directory ws, its store in dir.
+func checkpointConfig(c checkpointconfig.Checkpoints, ws, dir string, log *slog.Logger) checkpoint.Config {
+	return checkpoint.Config{Workspace: ws, StoreDir: dir, MaxBytes: c.MaxBytes, MaxFileBytes: c.MaxFileBytes, MaxCalls: c.MaxCalls, Logger: log}
 }

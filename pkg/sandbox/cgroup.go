@@ -307,9 +307,10 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 		Setsid:  true,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
-		// Should the daemon die, the command gets SIGTERM at once, and the
-		// guard stops the rest of the tree.
-		Pdeathsig:   syscall.SIGTERM,
+		// No parent-death signal: the kernel would send it when the thread
+		// that forked the command ends, not the daemon (and the sandbox
+		// ends locked threads). Should the daemon die, the guard stops the
+		// tree.
 		UseCgroupFD: true,
 		CgroupFD:    cg.fd,
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +58,10 @@ type Spec struct {
 	// SharedNetns says the helper got a network namespace to join as fd 5
 	// (Stdio.Netns); Start sets it.
 	SharedNetns bool `json:"shared_netns,omitempty"`
+	// Lifeline says the helper got the read end of the daemon's lifeline
+	// as fd 6 (dieWithDaemon): when it reads end of file the daemon is
+	// gone, and the helper stops the tree. Start sets it.
+	Lifeline bool `json:"lifeline,omitempty"`
 	// Shim, when set, makes the helper a shim that outlives toold (see
 	// shim.go).
 	Shim *ShimSpec `json:"shim,omitempty"`
@@ -77,11 +82,23 @@ type Exit struct {
 	// Err is set when the helper itself failed (it was killed after not
 	// stopping the tree in time, or crashed); Code is then -1.
 	Err error `json:"-"`
+	// MemoryLimit is set when the kernel killed a process of the tree
+	// because the tree reached its memory limit (Policy.Memory, in
+	// bytes): the daemon sets it from the command's cgroup.
+	MemoryLimit int64 `json:"-"`
 }
 
 // String describes the exit for people and models: "exit code 0",
 // "killed by signal TERM".
 func (e Exit) String() string {
+	if e.MemoryLimit > 0 {
+		oom := fmt.Sprintf("killed: memory limit %d MiB", e.MemoryLimit>>20)
+		if e.Signal == 0 && e.Code >= 0 {
+			// A process below the command was killed; the command went on.
+			return fmt.Sprintf("exit code %d; a process it started was %s", e.Code, oom)
+		}
+		return oom
+	}
 	if e.Signal != 0 {
 		return "killed by signal " + signalName(e.Signal)
 	}
@@ -154,6 +171,7 @@ func HelperMain() int {
 	// exit report), nor the shared network namespace.
 	unix.CloseOnExec(4)
 	unix.CloseOnExec(netnsFD)
+	unix.CloseOnExec(lifelineFD)
 	var spec Spec
 	err := json.NewDecoder(specFile).Decode(&spec)
 	enc := json.NewEncoder(status)
@@ -173,6 +191,9 @@ func HelperMain() int {
 		return 0
 	}
 	specFile.Close()
+	if spec.Lifeline {
+		go watchLifeline()
+	}
 	run := supervise
 	if spec.Stage == stageInit {
 		run = initMain
@@ -209,12 +230,44 @@ func HelperMain() int {
 	return 0
 }
 
+// lifelineFD is the descriptor of the daemon's lifeline in a helper
+// (Spec.Lifeline).
+const lifelineFD = 6
+
+// daemonGone is closed when the helper's lifeline reads end of file: the
+// daemon that started it is gone.
+var daemonGone = make(chan struct{})
+
+// watchLifeline closes daemonGone once the lifeline (fd 6) hangs up: its
+// write end, held by the daemon alone, is closed. Nothing is ever written
+// to it. (The pipe is non-blocking, as the daemon's os.Pipe made it: hence
+// poll, not read.)
+func watchLifeline() {
+	fds := []unix.PollFd{{Fd: lifelineFD, Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			break
+		}
+		fds[0].Revents = 0
+	}
+	close(daemonGone)
+}
+
 // supervise runs spec's command and returns once its whole tree is gone.
 // It calls onStart once the command runs; an error means it did not start.
 func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	if spec.Policy != nil && spec.Policy.Isolate {
 		return superviseIsolated(spec, onStart)
 	}
+	// The command's parent-death signal follows the thread that forks it:
+	// this one, locked for the rest of the helper's life (HelperMain exits
+	// the process after supervise), so the signal comes only when the
+	// helper itself is gone.
+	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return Exit{}, fmt.Errorf("becoming a subreaper: %w", err)
 	}
@@ -232,7 +285,8 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: []uintptr{0, 1, 2},
-		// Should the helper be killed outright, take the command with it.
+		// Should the helper be killed outright, take the command with it
+		// (the thread is locked above: see there).
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
@@ -275,6 +329,7 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	}()
 
 	self := os.Getpid()
+	gone := daemonGone
 	var (
 		exit     Exit
 		stopping bool
@@ -311,6 +366,12 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			return exit, nil
 		case s := <-sigs:
 			if (s == unix.SIGTERM || s == unix.SIGHUP) && !stopping {
+				exit.Stopped = true
+				stop()
+			}
+		case <-gone:
+			gone = nil
+			if !stopping {
 				exit.Stopped = true
 				stop()
 			}

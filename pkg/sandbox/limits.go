@@ -349,15 +349,17 @@ func (g *limitGroup) remove() {
 // time (v1 places threads, and a child starts in its forking thread's
 // cgroups). Take one with Limits.Take, pass it as Stdio.Slot, Release it
 // when the helper is done.
+//
+// On v1 the placed thread leaves the slot's cgroups as soon as the helper
+// is forked, and only then is the slot's OOM killer turned on (until then
+// it could pick toold, whose thread is a member): a command that passes
+// its memory limit is killed, not held at the limit.
 type Slot struct {
-	dirs []string
-	fd   int           // v2: the cgroup directory, for CLONE_INTO_CGROUP
-	run  chan func()   // v1: runs a function on the placed thread, once
-	done chan struct{} // v1: closed when that function returned
-	// hold keeps the placed thread alive until Release: the helper's
-	// parent-death signal follows the thread that forked it.
-	hold     chan struct{}
-	holdOnce sync.Once
+	dirs   []string
+	memory int64         // the memory limit, for Exit.MemoryLimit
+	fd     int           // v2: the cgroup directory, for CLONE_INTO_CGROUP
+	run    chan func()   // v1: runs a function on the placed thread, once
+	done   chan struct{} // v1: closed when that function returned
 }
 
 // slotPoolSize is how many warm slots Limits keeps.
@@ -413,7 +415,7 @@ func (l *Limits) newSlot() (*Slot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Slot{dirs: g.dirs, fd: -1}
+	s := &Slot{dirs: g.dirs, memory: l.Memory, fd: -1}
 	if l.v2 {
 		fd, err := unix.Open(g.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -424,9 +426,8 @@ func (l *Limits) newSlot() (*Slot, error) {
 		return s, nil
 	}
 	// The placed thread is toold's: the memory cgroup's OOM killer, which
-	// picks the largest process among its members, would kill toold. So
-	// it kills nobody; a command at its limit waits (until its timeout or
-	// a kill) instead of being killed.
+	// picks the largest process among its members, could kill toold. So
+	// it is off until the thread has left (leave).
 	for _, d := range s.dirs {
 		if exists(filepath.Join(d, "memory.oom_control")) {
 			if err := os.WriteFile(filepath.Join(d, "memory.oom_control"), []byte("1"), 0); err != nil {
@@ -435,12 +436,13 @@ func (l *Limits) newSlot() (*Slot, error) {
 			}
 		}
 	}
-	s.run, s.done, s.hold = make(chan func(), 1), make(chan struct{}), make(chan struct{})
+	s.run, s.done = make(chan func(), 1), make(chan struct{})
 	placed := make(chan error, 1)
 	go func() {
 		// The thread is placed in the slot's cgroups and never used for
 		// anything else: the goroutine ends locked, and the runtime ends
-		// the thread.
+		// the thread. Nothing it forks depends on it living on (no
+		// parent-death signal is tied to it).
 		runtime.LockOSThread()
 		tid := strconv.Itoa(unix.Gettid())
 		for _, d := range s.dirs {
@@ -451,11 +453,14 @@ func (l *Limits) newSlot() (*Slot, error) {
 			}
 		}
 		placed <- nil
-		if f, ok := <-s.run; ok {
+		f, ok := <-s.run
+		if ok {
 			f()
 		}
 		close(s.done)
-		<-s.hold
+		if ok {
+			s.leave(tid)
+		}
 	}()
 	if err := <-placed; err != nil {
 		g.remove()
@@ -464,11 +469,54 @@ func (l *Limits) newSlot() (*Slot, error) {
 	return s, nil
 }
 
+// leave moves the placed thread tid back to toold's own cgroups (the
+// parents of toold's directories) and then turns the slot's OOM killer on.
+// It runs on the placed thread, after the helper was forked. Should the
+// thread not leave, the OOM killer stays off: the command is then held at
+// its limit rather than toold risked.
+func (s *Slot) leave(tid string) {
+	for _, d := range s.dirs {
+		own := filepath.Dir(filepath.Dir(d))
+		if err := os.WriteFile(filepath.Join(own, "tasks"), []byte(tid), 0); err != nil {
+			return
+		}
+	}
+	for _, d := range s.dirs {
+		if exists(filepath.Join(d, "memory.oom_control")) {
+			_ = os.WriteFile(filepath.Join(d, "memory.oom_control"), []byte("0"), 0)
+		}
+	}
+}
+
+// oomKilled reports whether the kernel's OOM killer killed a process of
+// the slot because it reached its memory limit.
+func (s *Slot) oomKilled() bool {
+	for _, d := range s.dirs {
+		for _, f := range []string{"memory.events", "memory.oom_control"} {
+			b, err := os.ReadFile(filepath.Join(d, f))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // start runs start (which forks the helper) so that the helper is born in
 // the slot: on its placed thread (v1), or with cmd cloned into the cgroup
-// (v2, set up by the caller through CgroupFD).
-func (s *Slot) start(start func() error) error {
+// (v2, set up by the caller through CgroupFD). ownThread says start changes
+// its thread (joins a namespace): on v2 it then runs on a thread of its
+// own (the v1 placed thread is discarded anyway).
+func (s *Slot) start(start func() error, ownThread bool) error {
 	if s.run == nil {
+		if ownThread {
+			return onOwnThread(start)
+		}
 		return start()
 	}
 	var err error
@@ -496,7 +544,6 @@ func (s *Slot) Release() {
 		default:
 			close(s.run) // never used: let the thread end
 		}
-		s.holdOnce.Do(func() { close(s.hold) })
 	}
 	if s.fd >= 0 {
 		unix.Close(s.fd)

@@ -35,6 +35,17 @@ import (
 // daemon's network namespace, and nothing inside can reach it by path),
 // relays stop requests, and reports what stage two reports.
 //
+// When the daemon gives the helper a shared network namespace (Stdio.Netns,
+// as toold always does) and no cgroup parents to make the command's cgroup
+// in (Policy.Cgroups: toold gives it a Slot instead), there is no stage
+// one: the daemon forks the helper from a thread of its own that joined the
+// shared network namespace (the slot's placed thread on cgroup v1), in new
+// mount, pid, IPC and UTS namespaces — the helper is born stage two. That
+// saves a Go program's start (an exec and a runtime start-up, milliseconds)
+// per command; the daemon translates the command's pid itself, and does
+// not wait for the init's reaping (its namespaces' teardown) to call the
+// command done (Process.wait).
+//
 // Stage two is the init (pid 1) of the new pid namespace. It makes every
 // mount private and read-only except the writable directories, masks the
 // hidden paths (an empty read-only tmpfs over a directory, /dev/null over a
@@ -92,8 +103,9 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	initDone := make(chan struct{})
 	// The thread that enters the new network namespace never leaves it:
 	// the goroutine keeps it locked and ends with it (Go then ends the
-	// thread). It also stays alive while stage two runs, because the
-	// parent-death signal of stage two follows the thread that forked it.
+	// thread). It stays alive until stage two has reported its end,
+	// because the parent-death signal of stage two (should stage one be
+	// killed outright) follows the thread that forked it, not the process.
 	go func() {
 		runtime.LockOSThread()
 		var f forked
@@ -142,6 +154,8 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 	} else {
 		inner := spec
 		inner.Stage = stageInit
+		// Stage one watches the daemon's lifeline and stops the init.
+		inner.Lifeline = false
 		_ = json.NewEncoder(specW).Encode(inner)
 		specW.Close()
 	}
@@ -189,6 +203,7 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 		stopSig  syscall.Signal
 		initWS   unix.WaitStatus
 		initGone bool
+		gone     = daemonGone
 	)
 	finish := func() (Exit, error) {
 		close(initDone)
@@ -251,6 +266,13 @@ func superviseIsolated(spec Spec, onStart func(pid int)) (Exit, error) {
 				}
 				_ = unix.Kill(initPid, s.(syscall.Signal))
 			}
+		case <-gone:
+			// The daemon is gone: stop the tree as it would have.
+			gone = nil
+			if stopSig == 0 {
+				stopSig = syscall.SIGTERM
+			}
+			_ = unix.Kill(initPid, syscall.SIGTERM)
 		}
 	}
 }
@@ -463,7 +485,9 @@ func buildView(pol Policy) error {
 		}
 	}
 	for _, h := range pol.Hide {
-		if err := mask(h); err != nil && !errors.Is(err, unix.ENOENT) {
+		// Gone, or no longer where it was (a socket's directory replaced
+		// by a file): nothing to hide there.
+		if err := mask(h); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
 			return fmt.Errorf("sandbox: hiding %s: %w", h, err)
 		}
 	}

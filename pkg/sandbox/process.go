@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -97,7 +98,9 @@ type Process struct {
 	stop func()
 
 	// Under a helper.
-	cmd *exec.Cmd
+	cmd    *exec.Cmd
+	slot   *Slot // the helper's cgroup, or nil
+	direct bool  // the helper is the sandbox's init (see wait)
 	// In a cgroup.
 	cgroupDir string
 	stopOnce  sync.Once
@@ -156,11 +159,9 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	// race-enabled build would sleep a second at every helper's exit.
 	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 	stdio.attach(cmd)
-	cmd.ExtraFiles = []*os.File{specR, statW}
-	if stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, stdio.Netns) // fd 5: netnsFD
-		spec.SharedNetns = true
-	}
+	// fd 3: the spec, 4: the status, 5: netnsFD, 6: lifelineFD, 7: a
+	// shim's terminal master.
+	cmd.ExtraFiles = []*os.File{specR, statW, nil, nil}
 	if spec.Shim != nil {
 		sh := *spec.Shim
 		if stdio.Master != nil {
@@ -174,10 +175,30 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 	}
+	startCmd := cmd.Start
+	// direct: the helper is born the sandbox's init (see ns.go). A shim
+	// is stage one (shim.go): it is never direct.
+	direct := stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate && len(spec.Policy.Cgroups) == 0 && spec.Shim == nil
+	switch {
+	case direct:
+		spec.Stage = stageInit
+		cmd.SysProcAttr.Cloneflags = cloneFlags
+		netns := int(stdio.Netns.Fd())
+		startCmd = func() error {
+			// On a thread of its own (the slot's, or a fresh one), which
+			// ends after the fork: it stays in the sandbox's namespace.
+			if err := joinNetns(netns); err != nil {
+				return err
+			}
+			return cmd.Start()
+		}
+	case stdio.Netns != nil && spec.Policy != nil && spec.Policy.Isolate:
+		cmd.ExtraFiles[netnsFD-3] = stdio.Netns
+		spec.SharedNetns = true
+	}
 	if !guard && spec.Shim == nil {
-		// If the daemon dies, the helper stops the tree (a shim's tree
-		// outlives the daemon).
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+		// A shim's tree outlives the daemon.
+		dieWithDaemon(cmd, &spec)
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = spec.Grace + helperMargin
@@ -185,7 +206,9 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		if fd := s.cgroupFD(); fd >= 0 {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		}
-		err = s.start(cmd.Start)
+		err = s.start(startCmd, direct)
+	} else if direct {
+		err = onOwnThread(startCmd)
 	} else {
 		err = cmd.Start()
 	}
@@ -219,7 +242,17 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		statR.Close()
 		return nil, nil, &StartError{Msg: first.Error}
 	}
-	p := &Process{cmd: cmd, pid: first.Started.PID, stop: cancel, done: make(chan struct{})}
+	pid := first.Started.PID
+	if direct {
+		// The init reported its child's pid in the sandbox's namespace.
+		pid = hostChild(cmd.Process.Pid, pid)
+		if pctx.Err() != nil {
+			// A SIGTERM sent before the init could catch it was lost (the
+			// init of a pid namespace ignores what it does not handle).
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct}
 	if spec.Shim != nil {
 		// toold owns the shim while this connection is open.
 		c, master, _, err := dialShim(spec.Shim.Dir)
@@ -237,9 +270,66 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	return p, specW, nil
 }
 
+// lifeline is a pipe whose write end only the daemon holds (close-on-exec,
+// never written to): each helper gets its read end, which reads end of
+// file once the daemon is gone, however it ended. Unlike a parent-death
+// signal (Pdeathsig), which the kernel sends when the *thread* that forked
+// the child exits — and the sandbox ends locked threads on purpose — it
+// follows the daemon's life.
+var lifeline struct {
+	once sync.Once
+	r, w *os.File
+}
+
+// dieWithDaemon ties the helper cmd starts to the daemon's life: when the
+// daemon is gone (exit, crash, SIGKILL), the helper stops the command's
+// tree as on SIGTERM (Spec.Lifeline). It is the one place that decides
+// that commands die with toold; without it a helper and its tree outlive
+// the daemon.
+func dieWithDaemon(cmd *exec.Cmd, spec *Spec) {
+	lifeline.once.Do(func() {
+		// Held for the daemon's whole life: never closed.
+		lifeline.r, lifeline.w, _ = os.Pipe()
+	})
+	if lifeline.r == nil {
+		return // out of descriptors: Start fails on its own pipes first
+	}
+	cmd.ExtraFiles[lifelineFD-3] = lifeline.r
+	spec.Lifeline = true
+}
+
+// onOwnThread runs f on a thread of its own, which is then discarded:
+// for a fork from a thread that changed its namespace.
+func onOwnThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Ends locked: the runtime ends the thread.
+		runtime.LockOSThread()
+		errc <- f()
+	}()
+	return <-errc
+}
+
 // wait is the Process's goroutine: it waits for the helper and reads its
 // final report.
 func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
+	if p.direct {
+		// The init closes its end as it exits, before the kernel tears its
+		// namespaces down — which takes RCU grace periods (tens of
+		// milliseconds, more on a busy machine) that the command's result
+		// need not wait for: its report comes once its whole tree is
+		// gone, and the init is reaped in the background.
+		rest, _ := io.ReadAll(br)
+		if exit, ok := p.report(rest); ok {
+			p.exit = exit
+			statR.Close()
+			close(p.done)
+			_ = procgroup.Wait(p.cmd)
+			cancel()
+			return
+		}
+		br = bufio.NewReader(bytes.NewReader(rest))
+	}
 	defer close(p.done)
 	werr := procgroup.Wait(p.cmd) // parked in the poller: no OS thread per command
 	// The helper has exited: its report, if any, is in the pipe.
@@ -249,12 +339,9 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 	if p.shimConn != nil {
 		p.shimConn.Close()
 	}
-	for _, line := range bytes.Split(rest, []byte{'\n'}) {
-		var m message
-		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
-			p.exit = *m.Exit
-			return
-		}
+	if exit, ok := p.report(rest); ok {
+		p.exit = exit
+		return
 	}
 	// The helper died without a report: killed after not stopping the tree
 	// in time, or crashed. Its process group is the last handle on what it
@@ -264,6 +351,22 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		werr = errors.New("the helper exited without a report")
 	}
 	p.exit = Exit{Code: -1, Err: werr}
+}
+
+// report returns the exit the helper reported in rest, the rest of its
+// status lines, with the memory limit when the kernel killed for it.
+func (p *Process) report(rest []byte) (Exit, bool) {
+	for _, line := range bytes.Split(rest, []byte{'\n'}) {
+		var m message
+		if json.Unmarshal(line, &m) == nil && m.Exit != nil {
+			exit := *m.Exit
+			if p.slot != nil && p.slot.oomKilled() {
+				exit.MemoryLimit = p.slot.memory
+			}
+			return exit, true
+		}
+	}
+	return Exit{}, false
 }
 
 // Pid returns the command's process id (not the helper's).
@@ -284,7 +387,9 @@ func (p *Process) HelperPid() int {
 func (p *Process) Stop() { p.stop() }
 
 // Done is closed when the tree is gone: every process of it has exited and
-// the command (and its helper, if any) is reaped.
+// the command (and its helper, if any) is reaped — except a helper born the
+// sandbox's init (ns.go), which is reaped in the background while the
+// kernel tears its namespaces down.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exit returns how the command ended; it is valid once Done is closed.

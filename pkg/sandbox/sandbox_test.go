@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(cgroupProbeEnv); mode != "" {
 		cgroupProbe(mode)
 	}
+	if v := os.Getenv(fakeDaemonEnv); v != "" {
+		tok, dir, _ := strings.Cut(v, ":")
+		fakeDaemon(tok, dir)
+	}
 	code := m.Run()
 	if cgroups != nil {
 		cgroups.Close()

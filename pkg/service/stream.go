@@ -37,6 +37,36 @@ type stream struct {
 	recvDone chan error
 	// buf is the sender's batch, reused.
 	buf []events.Event
+	// idle hands work to the stream's idle goroutines (see spawn); ended
+	// is closed when ExecuteTool returns, and ends them.
+	idle  chan func()
+	ended chan struct{}
+}
+
+// spawn runs f on one of the stream's idle goroutines, or a new one. A
+// goroutine that ran a call and the receiver it handed off to waits for
+// the stream's next work instead of exiting: back-to-back calls then
+// alternate between two goroutines whose stacks have already grown, where
+// a fresh goroutine per call grew its stack through gRPC's decoder and the
+// call's JSON every time (a tenth of a no-op call's CPU went to copying
+// stacks). Idle goroutines end with the stream.
+func (st *stream) spawn(f func()) {
+	select {
+	case st.idle <- f:
+	default:
+		go st.work(f)
+	}
+}
+
+func (st *stream) work(f func()) {
+	for {
+		f()
+		select {
+		case f = <-st.idle:
+		case <-st.ended:
+			return
+		}
+	}
 }
 
 // ExecuteTool implements pb.ToolServiceServer. See the proto for the
@@ -50,7 +80,8 @@ type stream struct {
 // the receiver itself is not waited for, because RecvMsg returns only once
 // the handler has returned.
 func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
-	st := &stream{srv: s, ss: ss}
+	st := &stream{srv: s, ss: ss, idle: make(chan func()), ended: make(chan struct{})}
+	defer close(st.ended)
 	var in inbound // reused: the codec resets it
 	first, err := st.open(&in)
 	if err != nil || st.att == nil {
@@ -67,7 +98,7 @@ func (s *Server) ExecuteTool(ss pb.ToolService_ExecuteToolServer) error {
 
 	recvDone := make(chan error, 1)
 	st.recvDone = recvDone
-	go st.receive(&in, true)
+	st.spawn(func() { st.receive(&in, true) })
 	g, gctx := errgroup.WithContext(ss.Context())
 	sent := make(chan struct{})
 	g.Go(func() error {
@@ -250,7 +281,7 @@ func (st *stream) receive(in *inbound, first bool) {
 				st.rejectCall(c, err)
 			}
 			if run != nil {
-				go st.receive(new(inbound), false)
+				st.spawn(func() { st.receive(new(inbound), false) })
 				run()
 				return
 			}

@@ -117,3 +117,21 @@ func TestPrometheusText(t *testing.T) {
 		t.Log(text)
 	}
 }
+
+// BenchmarkCallEnded is the metrics of one ended call (its attribute sets
+// are built once per tool, operation, outcome and code).
+func BenchmarkCallEnded(b *testing.B) {
+	setup, err := SetupMetrics(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewMetrics(setup.Provider)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.CallEnded(ctx, "think", "", "success", "", time.Millisecond)
+	}
+}

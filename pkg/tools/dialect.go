@@ -55,7 +55,10 @@ type DialectTool struct {
 	// Map rewrites the agent's arguments into Target's, in place, and
 	// returns each change as a Coercion (Field the agent's argument). A nil
 	// Map passes the arguments through. An error is the call's error (an
-	// *errdefs.Error saying what to send).
+	// *errdefs.Error saying what to send). Map may set the argument
+	// "operation" to the name of another toold operation of the same risk
+	// that this call runs instead of Target (SWE-agent's edit runs
+	// edit_file or, in its line-range form, replace_lines).
 	Map func(args map[string]any) ([]Coercion, error)
 	// Shape reshapes Target's result (or error) the way the agent's model
 	// expects it; orig are the arguments as the model sent them (before
@@ -249,8 +252,13 @@ func (r *Registry) resolveDialectTool(conversation string, d *Dialect, dt *Diale
 			mapped = append(mapped, c)
 		}
 	}
+	target := dt.Target
+	if op, ok := args[OperationArg].(string); ok && mapArgs != nil {
+		target = op
+		delete(args, OperationArg)
+	}
 	r.mu.RLock()
-	t, err := r.resolveLocked(dt.Target, args, false)
+	t, err := r.resolveLocked(target, args, false)
 	r.mu.RUnlock()
 	if err != nil {
 		return nil, err
@@ -340,6 +348,12 @@ func (r *Registry) matchDialect(name string, args map[string]any) (*Dialect, *Di
 func (r *Registry) dialectFor(name string, args map[string]any) (*Dialect, *DialectTool) {
 	d, dt := r.matchDialect(name, args)
 	if dt == nil {
+		return nil, nil
+	}
+	if dt.Target == name && dt.Map == nil {
+		// The agent's tool is toold's own under its own name, arguments
+		// as they are (OpenHands' think): toold's tool as sent, without
+		// resolving and validating the call twice to find that out.
 		return nil, nil
 	}
 	trial := cloneArgs(args)

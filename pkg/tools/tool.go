@@ -152,6 +152,11 @@ type Effect struct {
 	// itself: a person approves it for this one call, in every mode (see
 	// Call.Unsandboxed).
 	OutsideSandbox bool
+	// CanLeaveSandbox says the tool runs Command outside the sandbox when
+	// a person approves that (Call.Unsandboxed): run_command does; a
+	// terminal session's input, typed into a sandboxed shell, cannot. Only
+	// then does a command the sandbox would refuse ask to run outside it.
+	CanLeaveSandbox bool
 	// Hosts are the network hosts a call reaches.
 	Hosts []string
 }

@@ -90,6 +90,30 @@ class ClientTest(AsyncTestCase):
             self.assertIsNone(r.error)
             self.assertIsNone(r.exit_code)
 
+    async def test_watch(self):
+        os.makedirs(os.path.join(self.d.workspace, "watched"), exist_ok=True)
+        with open(os.path.join(self.d.workspace, ".gitignore"), "w") as f:
+            f.write("*.tmp\n")
+        async with self.client.session(on_approval=self.on_approval) as s:
+            gen = s.watch("watched", coalesce=0.02)
+            first = await asyncio.wait_for(gen.__anext__(), 20)
+            self.assertTrue(first.started)
+            self.assertEqual(first.path, "watched")
+            for name in ("scratch.tmp", "new.txt"):
+                with open(os.path.join(self.d.workspace, "watched", name), "w") as f:
+                    f.write("x")
+            seen = []
+            while not any(c.path == "watched/new.txt" and c.kind == "created" for c in seen):
+                batch = await asyncio.wait_for(gen.__anext__(), 20)
+                seen.extend(batch.changes)
+            self.assertFalse(any(c.path.endswith(".tmp") for c in seen), seen)
+            await gen.aclose()
+            # Outside the workspace: refused.
+            with self.assertRaises(toold.StreamError) as cm:
+                async for _ in s.watch("/etc"):
+                    pass
+            self.assertIn("PERMISSION_DENIED", str(cm.exception))
+
     async def test_coercion(self):
         with open(os.path.join(self.d.workspace, "lines.txt"), "w") as f:
             f.write("".join(f"line {i}\n" for i in range(1, 11)))

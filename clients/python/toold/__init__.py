@@ -8,7 +8,7 @@ The generated protobuf and gRPC modules are ``toold.v1.*_pb2`` and
 ``toold.v1.*_pb2_grpc``.
 """
 
-from ._client import FORMATS, MODES, Client, Session, ToolList
+from ._client import FORMATS, MODES, Client, FileChange, Session, ToolList, WatchBatch
 from ._textcalls import TEXT_FORMATS, ParsedCall, ParsedText
 from ._types import (
     ApprovalRequest,
@@ -36,7 +36,7 @@ from .errors import (
 )
 
 __all__ = [
-    "FORMATS", "MODES", "Client", "Session", "ToolList", "TEXT_FORMATS", "ParsedCall", "ParsedText",
+    "FORMATS", "MODES", "Client", "FileChange", "Session", "ToolList", "WatchBatch", "TEXT_FORMATS", "ParsedCall", "ParsedText",
     "ApprovalRequest", "Coercion", "Decision", "Event", "InputRequest", "Result", "Scope",
     "ToolErrorInfo", "Truncation",
     "CanceledError", "DeniedError", "ExecutionFailedError", "InternalError", "InvalidArgumentsError",

@@ -27,7 +27,16 @@ from ._types import (
     approval_from_pb,
 )
 from ._textcalls import ParsedText, parsed_from_pb, text_format
-from .v1 import textcalls_pb2, textcalls_pb2_grpc, tool_pb2, tool_pb2_grpc
+from .v1 import (
+    checkpoint_pb2,
+    checkpoint_pb2_grpc,
+    textcalls_pb2,
+    textcalls_pb2_grpc,
+    tool_pb2,
+    tool_pb2_grpc,
+    workspace_pb2,
+    workspace_pb2_grpc,
+)
 
 log = logging.getLogger("toold")
 
@@ -82,6 +91,38 @@ def _stream_error(err: BaseException) -> errors.StreamError:
             f"toold stream failed: {err.code().name}: {err.details()}", err.code().name
         )
     return errors.StreamError(f"toold stream failed: {err!r}")
+
+
+#: WorkspaceService file change kinds by enum value.
+_CHANGE_KINDS = {
+    workspace_pb2.FILE_CHANGE_KIND_CREATED: "created",
+    workspace_pb2.FILE_CHANGE_KIND_CHANGED: "changed",
+    workspace_pb2.FILE_CHANGE_KIND_REMOVED: "removed",
+}
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One path's change in a watch window: ``kind`` is "created", "changed" or "removed"."""
+
+    path: str
+    kind: str
+    directory: bool = False
+
+
+@dataclass(frozen=True)
+class WatchBatch:
+    """What a watch reports: the start (``started``), or one window's changes.
+
+    ``notice`` says what was not reported (directories beyond the cap, a
+    queue overflow) or why the watch ends.
+    """
+
+    changes: List[FileChange]
+    started: bool = False
+    path: str = ""
+    directories: int = 0
+    notice: str = ""
 
 
 @dataclass(frozen=True)
@@ -537,6 +578,40 @@ class Session:
                 self._calls.pop(cid, None)
                 self._send(tool_pb2.ClientMessage(cancel=tool_pb2.Cancel(call_id=cid, reason="client canceled")))
 
+    async def watch(
+        self, path: str = "", *, recursive: bool = True, coalesce: float = 0.1, max_directories: int = 0
+    ) -> AsyncIterator[WatchBatch]:
+        """Watches a workspace directory (default the workspace) as this conversation.
+
+        Yields a WatchBatch with ``started`` set once the watch is in place,
+        then one per window of ``coalesce`` seconds in which files changed
+        (merged per path; what .gitignore ignores is left out). Leaving the
+        loop ends the watch. It is judged like reading the directory: a path
+        outside the workspace, or one the policy does not allow, raises
+        StreamError (PERMISSION_DENIED). The iteration ends when toold
+        stops or the directory is removed.
+        """
+        await self.open()
+        w = self.welcome
+        stub = workspace_pb2_grpc.WorkspaceServiceStub(self._client._channel)
+        md = self._client._metadata + (("toold-conversation-secret", w.conversation_secret),)
+        req = workspace_pb2.WatchRequest(
+            path=path, recursive=recursive, conversation_id=w.conversation_id,
+            coalesce_ms=int(coalesce * 1000), max_directories=max_directories,
+        )
+        rpc = stub.Watch(req, metadata=md)
+        try:
+            async for r in rpc:
+                changes = [FileChange(c.path, _CHANGE_KINDS.get(c.kind, "unknown"), c.directory) for c in r.changes]
+                yield WatchBatch(
+                    changes=changes, started=r.HasField("started"), path=r.started.path,
+                    directories=r.started.directories, notice=r.notice,
+                )
+        except grpc.aio.AioRpcError as e:
+            raise _stream_error(e) from None
+        finally:
+            rpc.cancel()
+
     async def call(
         self,
         name: str,
@@ -561,3 +636,50 @@ class Session:
         finally:
             await gen.aclose()
         raise errors.StreamError("the call ended without a result")  # not reached
+
+    # --- checkpoints: what calls changed, and rewind --------------------------
+
+    def _secret_metadata(self):
+        return self._client._metadata + (("toold-conversation-secret", self.welcome.conversation_secret),)
+
+    async def changes(self, call_id: Optional[str] = None, *, diff: bool = False, timeout: float = 30) -> List[Any]:
+        """What this conversation's calls changed in the workspace, oldest first.
+
+        Returns CallChanges messages (call_id, changes: path, before, after,
+        and with ``diff=True`` a unified diff of each text file): every
+        recorded call's, or only ``call_id``'s. Calls that cannot change the
+        workspace have no record. Raises TooldError when toold has no record
+        of ``call_id`` or keeps no checkpoints.
+        """
+        await self.open()
+        try:
+            resp = await checkpoint_pb2_grpc.CheckpointServiceStub(self._client._channel).Changes(
+                checkpoint_pb2.ChangesRequest(conversation_id=self.conversation_id, call_id=call_id or "", diff=diff),
+                metadata=self._secret_metadata(),
+                timeout=timeout,
+            )
+        except grpc.aio.AioRpcError as e:
+            raise errors.TooldError(f"changes: {e.code().name}: {e.details()}") from e
+        return list(resp.calls)
+
+    async def rewind(self, call_id: str, *, dry_run: bool = False, force: bool = False, timeout: float = 60):
+        """Rewinds the workspace to before ``call_id``: that call and this
+        conversation's later calls are undone, newest first.
+
+        Returns the RewindResponse: undone_call_ids, actions (path, op,
+        conflict, error, done) and conflicts. A path changed since by
+        anything outside the conversation is a conflict, left alone unless
+        ``force=True``; ``dry_run=True`` changes nothing. Raises TooldError
+        when toold has no record of the call (or it was dropped to keep
+        within the store's bounds), while a call of the conversation runs,
+        or when toold keeps no checkpoints.
+        """
+        await self.open()
+        try:
+            return await checkpoint_pb2_grpc.CheckpointServiceStub(self._client._channel).Rewind(
+                checkpoint_pb2.RewindRequest(conversation_id=self.conversation_id, call_id=call_id, dry_run=dry_run, force=force),
+                metadata=self._secret_metadata(),
+                timeout=timeout,
+            )
+        except grpc.aio.AioRpcError as e:
+            raise errors.TooldError(f"rewind: {e.code().name}: {e.details()}") from e

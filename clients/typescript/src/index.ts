@@ -25,6 +25,8 @@ import {
   type ToolSpec,
   type Welcome,
 } from "./gen/toold/v1/tool_pb.js";
+import { FileChangeKind, WorkspaceService } from "./gen/toold/v1/workspace_pb.js";
+import { CheckpointService, type CallChanges, type RewindResponse } from "./gen/toold/v1/checkpoint_pb.js";
 import { StreamError, TooldError } from "./errors.js";
 import { parsedOf, TextCallService, textFormat, type ParsedText, type TextCallRpc, type TextFormatName } from "./textcalls.js";
 import { AsyncQueue } from "./queue.js";
@@ -43,6 +45,7 @@ export * from "./errors.js";
 export * from "./types.js";
 export * as pb from "./gen/toold/v1/tool_pb.js";
 export { TEXT_FORMATS, type ParsedCall, type ParsedText, type TextFormatName } from "./textcalls.js";
+export type { CallChanges, PathChange, PathState, RewindAction, RewindResponse } from "./gen/toold/v1/checkpoint_pb.js";
 
 /** ListTools renderings by name. */
 export const FORMATS = {
@@ -130,9 +133,37 @@ export function connect(opts: ConnectOptions = {}): Client {
 }
 
 /** A connection to toold over its unix socket (default) or TCP. */
+/** One path's change in a watch window. */
+export interface FileChange {
+  /** Relative to the workspace, slash-separated. */
+  path: string;
+  kind: "created" | "changed" | "removed";
+  directory: boolean;
+}
+
+/**
+ * What a watch reports: the start (started set), or the changes of one
+ * window; notice says what was not reported or why the watch ends.
+ */
+export interface WatchBatch {
+  started: boolean;
+  path: string;
+  directories: number;
+  changes: FileChange[];
+  notice: string;
+}
+
+const CHANGE_KINDS: Record<number, FileChange["kind"]> = {
+  [FileChangeKind.CREATED]: "created",
+  [FileChangeKind.CHANGED]: "changed",
+  [FileChangeKind.REMOVED]: "removed",
+};
+
 export class Client {
   readonly rpc: RpcClient<typeof ToolService>;
   readonly textRpc: TextCallRpc;
+  readonly workspaceRpc: RpcClient<typeof WorkspaceService>;
+  readonly checkpointRpc: RpcClient<typeof CheckpointService>;
   readonly clientName: string;
   private readonly sessions = new Set<Session>();
   private readonly connection: Http2SessionManager;
@@ -151,6 +182,8 @@ export class Client {
     const transport = createGrpcTransport({ baseUrl, interceptors: [auth], sessionManager: this.connection });
     this.rpc = createClient(ToolService, transport);
     this.textRpc = createClient(TextCallService, transport);
+    this.workspaceRpc = createClient(WorkspaceService, transport);
+    this.checkpointRpc = createClient(CheckpointService, transport);
     this.clientName = opts.clientName ?? "toold-ts/0.1";
   }
 
@@ -288,6 +321,53 @@ export class Session {
   }
   get workspace(): string {
     return this.welcome.workspace;
+  }
+
+  /**
+   * Watches a workspace directory (default the workspace) as this
+   * conversation: yields a batch with started set once the watch is in
+   * place, then one per window of coalesceMs in which files changed (merged
+   * per path; what .gitignore ignores is left out). Leaving the loop (or
+   * signal) ends the watch. It is judged like reading the directory: a path
+   * outside the workspace, or one the policy does not allow, rejects with
+   * StreamError PERMISSION_DENIED. It ends when toold stops or the
+   * directory is removed.
+   */
+  async *watch(
+    path = "",
+    opts: { recursive?: boolean; coalesceMs?: number; maxDirectories?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<WatchBatch> {
+    const w = await this.open();
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    opts.signal?.addEventListener("abort", onAbort);
+    try {
+      const stream = this.client.workspaceRpc.watch(
+        {
+          path,
+          recursive: opts.recursive ?? true,
+          conversationId: w.conversationId,
+          coalesceMs: opts.coalesceMs ?? 100,
+          maxDirectories: opts.maxDirectories ?? 0,
+        },
+        { signal: abort.signal, headers: { "toold-conversation-secret": w.conversationSecret } },
+      );
+      for await (const r of stream) {
+        yield {
+          started: r.started !== undefined,
+          path: r.started?.path ?? "",
+          directories: r.started?.directories ?? 0,
+          changes: r.changes.map((c) => ({ path: c.path, kind: CHANGE_KINDS[c.kind] ?? "changed", directory: c.directory })),
+          notice: r.notice,
+        };
+      }
+    } catch (e) {
+      if (abort.signal.aborted) return;
+      throw streamError(e);
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      abort.abort();
+    }
   }
 
   /** Opens the stream (once) and resolves with the Welcome. */
@@ -511,4 +591,57 @@ export class Session {
     }
     throw new StreamError("the call ended without a result");
   }
+
+  private async secretHeaders(): Promise<Record<string, string>> {
+    await this.open();
+    return { "toold-conversation-secret": this.welcome.conversationSecret };
+  }
+
+  /**
+   * What this conversation's calls changed in the workspace, oldest first:
+   * every recorded call's, or only callId's (CallChanges: callId, changes
+   * with path, before, after, and with opts.diff a unified diff of each
+   * text file). Calls that cannot change the workspace have no record.
+   * Rejects with TooldError when toold has no record of callId or keeps no
+   * checkpoints.
+   */
+  async changes(callId?: string, opts: { diff?: boolean; signal?: AbortSignal } = {}): Promise<CallChanges[]> {
+    const headers = await this.secretHeaders();
+    try {
+      const resp = await this.client.checkpointRpc.changes(
+        { conversationId: this.conversationId, callId: callId ?? "", diff: opts.diff ?? false },
+        { headers, signal: opts.signal },
+      );
+      return resp.calls;
+    } catch (e) {
+      throw checkpointError("changes", e);
+    }
+  }
+
+  /**
+   * Rewinds the workspace to before callId: that call and this
+   * conversation's later calls are undone, newest first. A path changed
+   * since by anything outside the conversation is a conflict, left alone
+   * unless opts.force; opts.dryRun changes nothing. Resolves with the
+   * RewindResponse (undoneCallIds, actions, conflicts). Rejects with
+   * TooldError when toold has no record of the call (or dropped it to keep
+   * within its bounds), while a call of the conversation runs, or when it
+   * keeps no checkpoints.
+   */
+  async rewind(callId: string, opts: { dryRun?: boolean; force?: boolean; signal?: AbortSignal } = {}): Promise<RewindResponse> {
+    const headers = await this.secretHeaders();
+    try {
+      return await this.client.checkpointRpc.rewind(
+        { conversationId: this.conversationId, callId, dryRun: opts.dryRun ?? false, force: opts.force ?? false },
+        { headers, signal: opts.signal },
+      );
+    } catch (e) {
+      throw checkpointError("rewind", e);
+    }
+  }
+}
+
+function checkpointError(what: string, e: unknown): Error {
+  if (e instanceof ConnectError) return new TooldError(`${what}: ${Code[e.code]}: ${e.rawMessage}`);
+  return e instanceof Error ? e : new TooldError(String(e));
 }

@@ -78,6 +78,33 @@ describe("client on a unix socket (AUTO mode)", () => {
     await client.close();
   });
 
+  test("watch: changes under a directory, ignored files left out, outside refused", async () => {
+    fs.mkdirSync(path.join(d.workspace, "watched-ts"), { recursive: true });
+    fs.writeFileSync(path.join(d.workspace, ".gitignore"), "*.tmp\n");
+    const client = connect({ socket: d.socket });
+    const s = client.session();
+    const it = s.watch("watched-ts", { coalesceMs: 20 });
+    const first = await it.next();
+    assert.ok(!first.done && first.value.started && first.value.path === "watched-ts", JSON.stringify(first.value));
+    fs.writeFileSync(path.join(d.workspace, "watched-ts", "scratch.tmp"), "x");
+    fs.writeFileSync(path.join(d.workspace, "watched-ts", "new.txt"), "x");
+    const seen: { path: string; kind: string }[] = [];
+    while (!seen.some((c) => c.path === "watched-ts/new.txt" && c.kind === "created")) {
+      const n = await it.next();
+      assert.ok(!n.done, "the watch ended");
+      seen.push(...n.value.changes);
+    }
+    assert.ok(!seen.some((c) => c.path.endsWith(".tmp")), JSON.stringify(seen));
+    await it.return(undefined);
+    await assert.rejects(
+      (async () => {
+        for await (const _ of s.watch("/etc")) void _;
+      })(),
+      (e: unknown) => e instanceof StreamError && /PERMISSION_DENIED/.test(e.message),
+    );
+    await client.close();
+  });
+
   test("coercion", async () => {
     fs.writeFileSync(path.join(d.workspace, "lines.txt"), Array.from({ length: 10 }, (_, i) => `line ${i + 1}\n`).join(""));
     const client = connect({ socket: d.socket });

@@ -27,7 +27,9 @@ type ChangesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation (required).
 	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
-	// Only this call's changes; empty: every recorded call's.
+	// Only this call's changes; empty: every recorded call's. Call ids
+	// should be unique in a conversation; of calls that share one, the
+	// latest is meant (here and in RewindRequest).
 	CallId string `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Include a unified diff of each changed text file.
 	Diff          bool `protobuf:"varint,3,opt,name=diff,proto3" json:"diff,omitempty"`

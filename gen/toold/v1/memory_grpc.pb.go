@@ -42,7 +42,8 @@ type MemoryServiceClient interface {
 	GetTodos(ctx context.Context, in *GetTodosRequest, opts ...grpc.CallOption) (*GetTodosResponse, error)
 	// WatchTodos streams todo lists as they change: first the current lists
 	// (as GetTodos returns them), then each list again whenever a call on
-	// this daemon changes it. The stream ends when the client cancels it or
+	// this daemon — or, with PostgreSQL, on any toold sharing the database
+	// and the workspace id — changes it. The stream ends when the client cancels it or
 	// the daemon shuts down (OK). A client that reads slowly never slows the
 	// agents: it may miss intermediate versions of a list (version numbers
 	// show the gap), never the latest.
@@ -105,7 +106,8 @@ type MemoryServiceServer interface {
 	GetTodos(context.Context, *GetTodosRequest) (*GetTodosResponse, error)
 	// WatchTodos streams todo lists as they change: first the current lists
 	// (as GetTodos returns them), then each list again whenever a call on
-	// this daemon changes it. The stream ends when the client cancels it or
+	// this daemon — or, with PostgreSQL, on any toold sharing the database
+	// and the workspace id — changes it. The stream ends when the client cancels it or
 	// the daemon shuts down (OK). A client that reads slowly never slows the
 	// agents: it may miss intermediate versions of a list (version numbers
 	// show the gap), never the latest.

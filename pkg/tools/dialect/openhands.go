@@ -8,11 +8,12 @@ import (
 )
 
 // OpenHandsVersion is what the openhands dialect follows: the CodeAct
-// agent's function-calling tools in All-Hands-AI/OpenHands
-// (openhands/agenthub/codeact_agent/tools: bash.py execute_bash,
-// str_replace_editor.py, think.py, finish.py, browser.py, ipython.py,
-// task_tracker.py; OpenHands 0.5x, 2025).
-const OpenHandsVersion = "All-Hands-AI/OpenHands 0.5x (openhands/agenthub/codeact_agent/tools)"
+// agent's function-calling tools of All-Hands-AI/OpenHands at commit
+// 156d0686c46aafb0fa9d291da6421fb6f64dddc0 (0.62.0),
+// openhands/agenthub/codeact_agent/tools (bash.py execute_bash,
+// str_replace_editor.py, think.py, finish.py, ipython.py, task_tracker.py;
+// browser.py by name), as checked in under upstream/openhands.json.
+const OpenHandsVersion = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0 (0.62.0, openhands/agenthub/codeact_agent/tools)"
 
 var editorSchema = `{"type":"object","properties":{
 "command":{"type":"string","enum":["view","create","str_replace","insert","undo_edit"],"description":"The commands to run. Allowed options are: view, create, str_replace, insert, undo_edit."},

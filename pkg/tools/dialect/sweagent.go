@@ -9,12 +9,13 @@ import (
 )
 
 // SWEAgentVersion is what the swe-agent dialect follows: the tool bundles
-// of SWE-agent/SWE-agent (tools/registry bash, tools/edit_anthropic
-// str_replace_editor, tools/search find_file/search_dir/search_file at
-// commit 18d5c11f159a81750942197003bff5452e228230, tools/windowed
-// open/goto/scroll/create, tools/windowed_edit_replace edit/insert,
-// tools/submit; SWE-agent 1.x).
-const SWEAgentVersion = "SWE-agent/SWE-agent 1.x (tools/ bundles; tools/search@18d5c11f159a81750942197003bff5452e228230)"
+// of SWE-agent/SWE-agent at commit 3ea751c087f32b16e039a2233dd6eefecef325d5
+// as get_function_calling_tool presents them (the built-in bash,
+// tools/edit_anthropic str_replace_editor, tools/search, tools/windowed,
+// tools/windowed_edit_replace, tools/submit), as checked in under
+// upstream/swe-agent.json; edit's line-range form is
+// tools/windowed_edit_linting's.
+const SWEAgentVersion = "SWE-agent/SWE-agent@3ea751c087f32b16e039a2233dd6eefecef325d5 (tools/ bundles)"
 
 // SWEAgent is SWE-agent's tool set.
 func SWEAgent() tools.Dialect {
@@ -80,11 +81,11 @@ func SWEAgent() tools.Dialect {
 				Schema: schema(`{"type":"object","properties":{
 "search":{"type":"string"},"replace":{"type":"string"},"replace-all":{"type":"boolean"}},"required":["search","replace"]}`),
 				// The windowed_edit_linting form (start_line, end_line,
-				// replacement_text) is refused with the fix.
+				// replacement_text), run as replace_lines.
 				Legacy:  []string{"start_line", "end_line", "replacement_text"},
 				Target:  "edit_file",
 				MapIn:   windowEditLines,
-				ShapeIn: editShape(editDone),
+				ShapeIn: editShape,
 			},
 			{
 				Name:        "insert",
@@ -136,12 +137,12 @@ func windowTool(name, params string) tools.DialectTool {
 	return tools.DialectTool{Name: name, Schema: schema(params), Target: "read_file", MapIn: windowMap(name), ShapeIn: windowShape(name)}
 }
 
-// windowEditLines refuses the windowed_edit_linting form of edit (a line
-// range and its replacement) with the fix, and maps the search/replace
-// form (windowEdit).
+// windowEditLines maps both forms of edit: windowed_edit_linting's line
+// range (start_line, end_line, replacement_text: toold's replace_lines of
+// the open file) and windowed_edit_replace's search/replace (windowEdit).
 func windowEditLines(conv string, args map[string]any) ([]tools.Coercion, error) {
 	if _, ok := args["replacement_text"]; ok {
-		return nil, invalid("replacement_text", "toold's edit replaces text, not a line range: call edit with search (the lines to change, exactly) and replace (the new text), or str_replace_editor str_replace")
+		return windowEditRange(conv, args)
 	}
 	return windowEdit(conv, args)
 }

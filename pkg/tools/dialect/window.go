@@ -311,17 +311,41 @@ const editDone = `Text replaced. Please review the changes and make sure they ar
 
 Edit the file again if necessary.`
 
-// editShape answers a successful edit as SWE-agent does, then toold's
-// account of the change (SWE-agent shows the window; toold's edit_file
-// shows the changed lines).
-func editShape(msg string) func(conv string, orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
-	return func(conv string, orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
-		if err != nil || res == nil {
-			return res, err
-		}
-		return withText(res, msg+"\n"+res.Text), nil
+// editRangeDone is windowed_edit_linting's answer to a successful edit
+// (_EDIT_SUCCESS_MSG).
+const editRangeDone = `File updated. Please review the changes and make sure they are correct
+(correct indentation, no duplicate lines, etc). Edit the file again if necessary.`
+
+// editShape answers a successful edit as SWE-agent does (the line-range
+// form's message or the search/replace form's), then toold's account of
+// the change (SWE-agent shows the window; toold shows the diff).
+func editShape(conv string, orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	if err != nil || res == nil {
+		return res, err
 	}
+	msg := editDone
+	if _, ok := orig["replacement_text"]; ok {
+		msg = editRangeDone
+	}
+	return withText(res, msg+"\n"+res.Text), nil
 }
+
+// windowEditRange is windowed_edit_linting's edit START:END: the lines of
+// the open file replaced, as toold's replace_lines.
+var windowEditRange = openFileMap("replacement_text", func(st windowState, args map[string]any) ([]tools.Coercion, error) {
+	text, ok := args["replacement_text"].(string)
+	start, okS := number(args["start_line"])
+	end, okE := number(args["end_line"])
+	if !ok || !okS || !okE {
+		return nil, invalid("replacement_text", "Usage: edit <start_line>:<end_line>\n<replacement_text>\nend_of_edit")
+	}
+	for k := range args {
+		delete(args, k)
+	}
+	args["operation"] = "replace_lines"
+	args["path"], args["start_line"], args["end_line"], args["new_text"] = st.path, int(start), int(end), text
+	return []tools.Coercion{{Field: "/replacement_text", To: js(st.path), Rule: fmt.Sprintf("SWE-agent's edit %d:%d replaces those lines of the open file: toold's replace_lines", int(start), int(end))}}, nil
+})
 
 // searchFileMap is search_file: in file, or in the open file.
 func searchFileMap(conv string, args map[string]any) ([]tools.Coercion, error) {

@@ -132,6 +132,14 @@ func TestSWEAgentWindow(t *testing.T) {
 	if got := run("search_file", `{"search_term":"round to nearest"}`); !strings.Contains(got, "1474") {
 		t.Fatalf("search_file in the open file: %s", got)
 	}
+	// The line-range form (windowed_edit_linting) replaces lines of it.
+	if got := run("edit", `{"start_line":1475,"end_line":1476,"replacement_text":"line 1475 # fixed\n"}`); !strings.HasPrefix(got, "File updated. Please review the changes and make sure they are correct\n(correct indentation") {
+		t.Fatalf("edit 1475:1476: %s", got)
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, fields))
+	if !strings.Contains(string(data), "line 1474 # round to nearest int\nline 1475 # fixed\nline 1477\n") {
+		t.Fatalf("the line-range edit did not replace lines 1475-1476")
+	}
 	// create makes the file and opens it; insert adds to it.
 	if got := run("create", `{"filename":"reproduce.py"}`); got != "[File: reproduce.py (0 lines total)]" {
 		t.Fatalf("create: %q", got)

@@ -1,7 +1,7 @@
 // Package fileops implements file_operations, the consolidated built-in tool
 // that reads, searches and changes the files of the workspace: read_file,
 // read_many_files, list_dir, glob and grep_search read; write_file,
-// create_file, edit_file (and its alias replace_string), delete_path,
+// create_file, edit_file (and its alias replace_string), replace_lines, delete_path,
 // move_path, make_dir, apply_patch (codex's patch format, apply_patch.go)
 // and str_replace_based_edit_tool (Anthropic's text editor,
 // text_editor.go) change. The write side is described in place.go
@@ -153,6 +153,7 @@ var operations = []*operation{
 	createFileOp,
 	editFileOp,
 	replaceStringOp,
+	replaceLinesOp,
 	deletePathOp,
 	movePathOp,
 	makeDirOp,
@@ -166,7 +167,7 @@ const toolDescription = "Read, search and change the files of the workspace. " +
 	"glob finds files by a path pattern such as **/*_test.go; " +
 	"grep_search searches file contents with a regular expression, like ripgrep; " +
 	"write_file writes a whole file, create_file creates a new one without overwriting, " +
-	"edit_file replaces an exact string in a file (replace_string is the same); " +
+	"edit_file replaces an exact string in a file (replace_string is the same), replace_lines a range of lines by number; " +
 	"delete_path deletes a file or directory, move_path moves or renames one, make_dir creates a directory; " +
 	"apply_patch applies a patch in codex's *** Begin Patch format to several files at once, all or nothing; " +
 	"str_replace_based_edit_tool takes Anthropic's text editor commands (view, create, str_replace, insert, undo_edit). " +

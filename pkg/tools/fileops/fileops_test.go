@@ -151,10 +151,10 @@ func TestSpec(t *testing.T) {
 		t.Error("file_operations should be a consolidated tool")
 	}
 	wantOps := []string{"read_file", "list_dir", "glob", "grep_search", "read_many_files",
-		"write_file", "create_file", "edit_file", "replace_string", "delete_path", "move_path", "make_dir", "apply_patch", "str_replace_based_edit_tool"}
+		"write_file", "create_file", "edit_file", "replace_string", "replace_lines", "delete_path", "move_path", "make_dir", "apply_patch", "str_replace_based_edit_tool"}
 	wantRisk := map[string]tools.Risk{
 		"write_file": tools.RiskMedium, "create_file": tools.RiskMedium, "edit_file": tools.RiskMedium,
-		"replace_string": tools.RiskMedium, "make_dir": tools.RiskMedium, "apply_patch": tools.RiskMedium,
+		"replace_string": tools.RiskMedium, "replace_lines": tools.RiskMedium, "make_dir": tools.RiskMedium, "apply_patch": tools.RiskMedium,
 		"str_replace_based_edit_tool": tools.RiskMedium,
 		"delete_path":                 tools.RiskHigh, "move_path": tools.RiskHigh,
 	}

@@ -41,7 +41,7 @@ var runCommandOp = &operation{
 		if bg, _ := call.Args["is_background"].(bool); bg {
 			d = "Starting in the background: " + tools.Clip(cmd, 60)
 		}
-		e := tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir}
+		e := tools.Effect{Display: d, Risk: tools.RiskHigh, Command: cmd, Dir: dir, CanLeaveSandbox: true}
 		if in, _ := call.Args["stdin"].(string); in == "pipe" {
 			// What the client feeds the command is not seen by policy: a
 			// shell or interpreter would run it. So a person decides.

@@ -153,12 +153,14 @@ func (m *Manager) Layers() []sandbox.Layer {
 }
 
 // policyFor returns the policy of a command starting now: the sandbox's,
-// with the workspace's secrets as they are now added to its masks.
+// with the workspace's secrets and the unix sockets outside the sandbox's
+// writable directories as they are now (sandbox.UnixSockets) added to its
+// masks.
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
-	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir)
+	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable)
 	if len(secrets) == 0 {
 		return m.policy
 	}
@@ -185,10 +187,11 @@ type hiddenCache struct {
 // the operator's credentials, and can be huge.
 var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true, "target": true, "vendor": true, "__pycache__": true}
 
-// get returns the sensitive files and directories of the workspace dir.
-// Symbolic links are not followed (what one points to is masked where it
-// is, when it is sensitive there).
-func (h *hiddenCache) get(dir string, s Sensitivity, own string) []string {
+// get returns the sensitive files and directories of the workspace dir,
+// and the unix sockets outside the writable directories. Symbolic links
+// are not followed (what one points to is masked where it is, when it is
+// sensitive there).
+func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.at) < hiddenTTL {
@@ -197,6 +200,7 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string) []string {
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
+	out = append(out, sandbox.UnixSockets(writable)...)
 	budget := hiddenBudget
 	if s == nil {
 		budget = 0

@@ -548,9 +548,11 @@ func TestDescribe(t *testing.T) {
 		want tools.Effect
 	}{
 		{"run_command", "run_command", map[string]any{"command": "git status && rm -rf build", "working_dir": "src"},
-			tools.Effect{Display: "Running: git status && rm -rf build", Risk: tools.RiskHigh, Command: "git status && rm -rf build", Dir: "src"}},
+			tools.Effect{Display: "Running: git status && rm -rf build", Risk: tools.RiskHigh, Command: "git status && rm -rf build", Dir: "src", CanLeaveSandbox: true}},
 		{"run_command default dir", "run_command", map[string]any{"command": "ls"},
-			tools.Effect{Display: "Running: ls", Risk: tools.RiskHigh, Command: "ls", Dir: "."}},
+			tools.Effect{Display: "Running: ls", Risk: tools.RiskHigh, Command: "ls", Dir: ".", CanLeaveSandbox: true}},
+		{"run_command asking to leave the sandbox", "run_command", map[string]any{"command": "ls", "outside_sandbox": true},
+			tools.Effect{Display: "Asking to run OUTSIDE the sandbox: ls", Risk: tools.RiskHigh, Command: "ls", Dir: ".", OutsideSandbox: true, CanLeaveSandbox: true}},
 		{"send_input", "send_input", map[string]any{"session_id": sid, "data": "curl x | sh\r"},
 			tools.Effect{Display: "Typing into terminal " + sid + ": curl x | sh⏎", Risk: tools.RiskHigh, Command: "curl x | sh\n", Dir: e.ws, Interactive: true}},
 		{"create_session", "create_session", map[string]any{"working_dir": "app"},

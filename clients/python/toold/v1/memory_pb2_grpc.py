@@ -56,7 +56,8 @@ class MemoryServiceServicer(object):
     def WatchTodos(self, request, context):
         """WatchTodos streams todo lists as they change: first the current lists
         (as GetTodos returns them), then each list again whenever a call on
-        this daemon changes it. The stream ends when the client cancels it or
+        this daemon — or, with PostgreSQL, on any toold sharing the database
+        and the workspace id — changes it. The stream ends when the client cancels it or
         the daemon shuts down (OK). A client that reads slowly never slows the
         agents: it may miss intermediate versions of a list (version numbers
         show the gap), never the latest.

@@ -256,3 +256,10 @@ func (g *Glob) Match(s string) bool {
 	}
 	return false
 }
+
+// IgnoresFor returns the .gitignore rules in force in the workspace
+// directory dir (workspace-relative, "." for the root): those of the
+// directories above it and its own.
+func IgnoresFor(root *os.Root, dir string) *IgnoreList {
+	return LoadAncestorIgnores(root, dir).push(dir, readIgnoreFile(root, path.Join(dir, ".gitignore")))
+}

@@ -28,7 +28,9 @@ export type ChangesRequest = Message<"toold.v1.ChangesRequest"> & {
   conversationId: string;
 
   /**
-   * Only this call's changes; empty: every recorded call's.
+   * Only this call's changes; empty: every recorded call's. Call ids
+   * should be unique in a conversation; of calls that share one, the
+   * latest is meant (here and in RewindRequest).
    *
    * @generated from field: string call_id = 2;
    */
