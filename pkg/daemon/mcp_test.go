@@ -134,7 +134,7 @@ func TestMCPServersFromConfigFile(t *testing.T) {
 	if first <= 0 {
 		t.Fatalf("no MCP tools after the built-ins: %v", names)
 	}
-	list, err := pb.NewAdminServiceClient(d.Conn).ListMcpServers(context.Background(), &pb.ListMcpServersRequest{})
+	list, err := pb.NewAdminServiceClient(d.Conn).ListMcpServers(d.AsOperator(context.Background()), &pb.ListMcpServersRequest{})
 	if err != nil || len(list.GetServers()) != 1 || list.GetServers()[0].GetState() != pb.McpServerState_MCP_SERVER_STATE_CONNECTED {
 		t.Fatalf("ListMcpServers: %v %v", list, err)
 	}
