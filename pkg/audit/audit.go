@@ -209,9 +209,20 @@ type Log struct {
 	kick        chan struct{}
 	done        chan struct{}
 
-	// epoch counts failed writes: an appender whose record was queued in
-	// epoch e and finds the epoch moved on knows its record was dropped.
+	// epoch counts failed writes: a waiting appender wakes when it moves.
 	epoch uint64
+	// ticket numbers every queued line and is never given twice (a failed
+	// write gives sequence numbers again); writtenTicket is the last line
+	// written. A failed write that ends epoch e writes nothing past
+	// writtenTicket and drops every line queued: endTicket[e] keeps
+	// writtenTicket at that moment for the appenders of epoch e (waiting[e]
+	// counts those still waiting; the entry goes with the last, or at the
+	// next failure when none waits). An
+	// appender's record was written exactly when its ticket is at most
+	// writtenTicket in its epoch, or endTicket of its epoch once it ended.
+	ticket, writtenTicket uint64
+	endTicket             map[uint64]uint64
+	waiting               map[uint64]int
 	// bad: a failed write may have left bytes past size that could not be
 	// cut off yet; the next append cuts them before writing.
 	bad bool
@@ -386,6 +397,7 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 			}
 			l.seq, l.hash, l.recoverySeq = rec.Seq, lineHash(b), rec.Seq
 			l.queued = append(append(l.queued, b...), '\n')
+			l.ticket++
 		}
 		// The record is chained to the last one now, after any wait.
 		r.Seq = l.seq + 1
@@ -415,14 +427,32 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
 	l.queued = append(append(l.queued, line...), '\n')
-	epoch := l.epoch
+	l.ticket++
+	ticket, epoch := l.ticket, l.epoch
 	if !l.writing {
 		l.writeQueuedLocked()
 	}
-	for l.written < r.Seq && l.epoch == epoch {
-		l.cond.Wait()
+	if l.writtenTicket < ticket && l.epoch == epoch {
+		if l.waiting == nil {
+			l.waiting = map[uint64]int{}
+		}
+		l.waiting[epoch]++
+		for l.writtenTicket < ticket && l.epoch == epoch {
+			l.cond.Wait()
+		}
+		if l.waiting[epoch]--; l.waiting[epoch] == 0 {
+			delete(l.waiting, epoch)
+		}
 	}
+	written := l.writtenTicket
 	if l.epoch != epoch {
+		written = l.endTicket[epoch]
+		if l.waiting[epoch] == 0 {
+			delete(l.endTicket, epoch)
+		}
+	}
+	if written < ticket {
+		// The failed write that ended the record's epoch dropped it.
 		return Record{}, l.unavailable(l.epochErr)
 	}
 	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
@@ -472,7 +502,7 @@ func (l *Log) repair() error {
 func (l *Log) writeQueuedLocked() {
 	l.writing = true
 	for len(l.queued) > 0 {
-		buf, upto, hash, f := l.queued, l.seq, l.hash, l.f
+		buf, upto, hash, f, ticket := l.queued, l.seq, l.hash, l.f, l.ticket
 		l.queued = l.spare[:0]
 		l.mu.Unlock()
 		n, err := f.Write(buf)
@@ -489,6 +519,15 @@ func (l *Log) writeQueuedLocked() {
 			l.failErr, l.epochErr = err, err
 			l.seq, l.hash, l.queued = l.written, l.writtenHash, l.queued[:0]
 			l.recoverySeq = 0
+			if l.endTicket == nil {
+				l.endTicket = map[uint64]uint64{}
+			}
+			for e := range l.endTicket {
+				if l.waiting[e] == 0 {
+					delete(l.endTicket, e) // nobody left to read it
+				}
+			}
+			l.endTicket[l.epoch] = l.writtenTicket
 			l.epoch++
 			if n > 0 {
 				// A short write: cut the torn line off now, or before the
@@ -500,7 +539,7 @@ func (l *Log) writeQueuedLocked() {
 			break
 		}
 		l.size += int64(n)
-		l.written, l.writtenHash = upto, hash
+		l.written, l.writtenHash, l.writtenTicket = upto, hash, ticket
 		if l.recoverySeq != 0 && upto >= l.recoverySeq {
 			// The audit.recovered record is written: the failure is told.
 			l.failErr, l.lost, l.recoverySeq = nil, 0, 0

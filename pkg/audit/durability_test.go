@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,12 +92,20 @@ func TestFullDisk(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	var recovered *Record
+	told := 0 // the records the audit.recovered records say were lost
 	for i, rec := range recs {
 		switch {
 		case rec.Kind == KindRecovered:
+			// A small record can fit while the disk is nearly full: then an
+			// audit.recovered record is written before the disk frees, and
+			// the next one counts only what was lost after it.
 			recovered = &recs[i]
+			if m := regexp.MustCompile(`^(\d+) records could not be written`).FindStringSubmatch(rec.Detail); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				told += n
+			}
 		case failed[rec.CallID] != nil:
-			t.Errorf("record %s is in the log, but its Append failed", rec.CallID)
+			t.Errorf("record %s is in the log, but its Append failed: %v", rec.CallID, failed[rec.CallID])
 		}
 		seen[rec.CallID] = true
 	}
@@ -105,9 +114,8 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("record %s is not in the log, but its Append returned", id)
 		}
 	}
-	if recovered == nil || recovered.Seq != r.Seq-1 || !strings.Contains(recovered.Detail, strconv.Itoa(lost)+" records could not be written") ||
-		!strings.Contains(recovered.Detail, "no space left on device") {
-		t.Fatalf("want an audit.recovered record right before %d saying %d records were lost: %+v", r.Seq, lost, recovered)
+	if recovered == nil || recovered.Seq != r.Seq-1 || told != lost || !strings.Contains(recovered.Detail, "no space left on device") {
+		t.Fatalf("want audit.recovered records, the last right before %d, saying %d records were lost (they say %d): %+v", r.Seq, lost, told, recovered)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

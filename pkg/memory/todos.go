@@ -210,8 +210,11 @@ func (h *hub) publish(l *TodoList) {
 		if s.workspace != l.Workspace || (s.conversation != "" && s.conversation != l.Conversation) {
 			continue
 		}
-		if v, ok := s.seen[l.Conversation]; ok && l.Version <= v {
-			continue // delivered already (through this toold and by notification)
+		if l.Version <= s.seen[l.Conversation] {
+			// Delivered already (through this toold and by notification),
+			// or version 0: a list never written, which a resync reads
+			// too and which is no change to report.
+			continue
 		}
 		s.seen[l.Conversation] = l.Version
 		c := l.clone()
