@@ -100,7 +100,7 @@ func (b *bench) rowRewind(ctx context.Context, _ string) []*Row {
 			if k[i] == 1 {
 				old = "var x10 = 10"
 			}
-			return call(convs[i], "edit_file", fmt.Sprintf(`{"path":"pkg250/sub/f10.go","old_string":%q,"new_string":%q}`, old, new))()
+			return call(convs[i], "edit_file", fmt.Sprintf(`{"path":"pkg%03d/sub/f10.go","old_string":%q,"new_string":%q}`, files/40, old, new))()
 		}
 	}
 	if dt, db, err = rounds(n, 20, editOn(0), editOn(1)); err != nil {
