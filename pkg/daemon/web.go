@@ -21,8 +21,9 @@ import (
 	"github.com/toold/toold/pkg/workspace"
 )
 
-// webOptions wires web_operations: a host that a policy rule allows by name
-// may reach private addresses (never metadata). A redirect to another host
+// webOptions wires web_operations: the policy's host rules (a host that a
+// rule allows by name may reach private addresses, never metadata; see
+// web.Options.Rules). A redirect to another host
 // is not judged here: the tool asks its call's sink (tools.Sink.Authorize),
 // and the executor judges it with the stream's mode, traced and audited.
 // Proxies come from toold's environment (HTTP_PROXY, HTTPS_PROXY,
@@ -34,7 +35,7 @@ func (m *Main) webOptions(limits tools.Limits) web.Options {
 	pf := httpproxy.FromEnvironment().ProxyFunc()
 	opts.Proxy = func(u *url.URL) (*url.URL, error) { return pf(u) }
 	if eng := m.Capabilities.Hosts; eng != nil {
-		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows("web_operations", "web_fetch", h) }
+		opts.Rules = eng
 	}
 	return opts
 }
@@ -82,7 +83,7 @@ func (m *Main) startEgress(tcfg *terminal.Config) error {
 	g := &netguard.Guard{Refuse: m.self.refuse}
 	p := &netguard.Proxy{Guard: g, Logger: m.Logger}
 	if eng := m.Capabilities.Hosts; eng != nil {
-		g.AllowPrivate = func(h string) bool { return eng.HostRuleAllows(terminal.ToolName, "run_command", h) }
+		g.AllowPrivate = netguard.AllowByRules(eng, terminal.ToolName, "run_command")
 		mode := m.mode
 		p.Judge = func(ctx context.Context, host string) error {
 			v, err := eng.Explain(ctx, &authz.Request{Mode: mode, Tool: terminal.ToolName, Operation: "run_command",

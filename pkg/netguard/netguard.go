@@ -208,6 +208,24 @@ type Guard struct {
 	Refuse func(ap netip.AddrPort) bool
 }
 
+// HostRules is the policy's answer to whether a rule names a host
+// explicitly and allows it for a tool's operation (authz.Engine's
+// HostRuleAllows): only such a rule opens private and loopback addresses to
+// a host.
+type HostRules interface {
+	HostRuleAllows(tool, op, host string) bool
+}
+
+// AllowByRules returns a Guard.AllowPrivate that lets a host reach private
+// addresses when rules name it for tool's op; nil when rules is nil (no
+// host may).
+func AllowByRules(rules HostRules, tool, op string) func(host string) bool {
+	if rules == nil {
+		return nil
+	}
+	return func(host string) bool { return rules.HostRuleAllows(tool, op, host) }
+}
+
 // Check returns a *BlockedError when host (as asked for) may not reach ap.
 func (g *Guard) Check(host string, ap netip.AddrPort) error {
 	if g.Refuse != nil && g.Refuse(ap) {

@@ -256,3 +256,49 @@ func TestGuardDialerControl(t *testing.T) {
 		t.Fatalf("dial: %v, want a loopback BlockedError", err)
 	}
 }
+
+// hostRules is a func-field netguard.HostRules.
+type hostRules struct {
+	allows func(tool, op, host string) bool
+}
+
+func (r hostRules) HostRuleAllows(tool, op, host string) bool { return r.allows(tool, op, host) }
+
+// TestRulesOpenPrivateToNamedHost: Options.Rules (the policy's host rules)
+// open a loopback server to the host a rule names for web_fetch, and only
+// to it; what the Guard itself allows still holds.
+func TestRulesOpenPrivateToNamedHost(t *testing.T) {
+	can := newCanary(t, "127.0.0.1:0")
+	res := &fakeResolver{}
+	res.set("intranet.test", addrs("127.0.0.1"))
+	res.set("other.test", addrs("127.0.0.1"))
+	res.set("guard.test", addrs("127.0.0.1"))
+	var asked []string
+	rules := hostRules{allows: func(tool, op, host string) bool {
+		asked = append(asked, tool+"/"+op)
+		return tool == ToolName && op == "web_fetch" && host == "intranet.test"
+	}}
+	g := &netguard.Guard{Resolver: res, AllowPrivate: func(h string) bool { return h == "guard.test" }}
+	w := newTool(t, g, Options{Rules: rules})
+	ctx := context.Background()
+	for _, host := range []string{"intranet.test", "guard.test"} {
+		r, err := w.Run(ctx, fetchCall("a", map[string]any{"url": "http://" + host + ":" + can.port() + "/", "format": "raw"}), nopSink())
+		if err != nil || !strings.Contains(r.Text, "SECRET") {
+			t.Fatalf("%s: %v %v", host, r, err)
+		}
+	}
+	if _, err := w.Run(ctx, fetchCall("b", map[string]any{"url": "http://other.test:" + can.port() + "/"}), nopSink()); !errors.Is(err, errdefs.ErrDenied) {
+		t.Fatalf("other.test: %v, want denied", err)
+	}
+	if can.hits.Load() != 2 {
+		t.Fatalf("canary hits %d, want 2", can.hits.Load())
+	}
+	for _, a := range asked {
+		if a != "web_operations/web_fetch" {
+			t.Fatalf("the rules were asked about %s", a)
+		}
+	}
+	if g.AllowPrivate("intranet.test") {
+		t.Fatal("New changed the caller's Guard")
+	}
+}

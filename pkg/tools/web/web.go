@@ -24,6 +24,11 @@ type Options struct {
 	// Guard refuses private and metadata addresses; nil means a zero Guard
 	// (refuse them all).
 	Guard *netguard.Guard
+	// Rules, when set, open private and loopback addresses (never
+	// metadata) to a host that a policy rule names explicitly for
+	// web_fetch (netguard.AllowByRules), besides what Guard.AllowPrivate
+	// allows. The daemon passes the policy's.
+	Rules netguard.HostRules
 	// Proxy returns the proxy for a URL (nil: none). The daemon passes the
 	// environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), read once.
 	Proxy func(*url.URL) (*url.URL, error)
@@ -57,10 +62,19 @@ type Web struct {
 
 var _ tools.Tool = (*Web)(nil)
 
+// ToolName is the web tool's name.
+const ToolName = "web_operations"
+
 // New builds the tool.
 func New(opts Options) *Web {
 	if opts.Guard == nil {
 		opts.Guard = &netguard.Guard{}
+	}
+	if byRule := netguard.AllowByRules(opts.Rules, ToolName, "web_fetch"); byRule != nil {
+		g := *opts.Guard
+		prev := g.AllowPrivate
+		g.AllowPrivate = func(h string) bool { return byRule(h) || (prev != nil && prev(h)) }
+		opts.Guard = &g
 	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "toold-web_fetch/1 (+https://github.com/toold/toold)"
@@ -86,7 +100,7 @@ func New(opts Options) *Web {
 	t.search_ = newFetcher(&sg, opts.Proxy, opts.UserAgent)
 	t.search_.budget = t.fetch_.budget
 	t.spec = tools.Spec{
-		Name:        "web_operations",
+		Name:        ToolName,
 		Description: "Reach the web: fetch a page as Markdown (web_fetch), read more of a fetched page (read_page), search the web (web_search).",
 		Source:      "builtin",
 		Operations: []tools.OperationSpec{
