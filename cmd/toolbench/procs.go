@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -71,15 +72,27 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 		return nil, err
 	}
 	d.cmd = cmd
-	// Retry the connection every millisecond while toold starts, so the
-	// measured startup is toold's, not the client's reconnect backoff.
+	conn, err := waitServing(ctx, sock)
+	if err != nil {
+		d.stop()
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("toold did not become SERVING: %v\n%s", err, log)
+	}
+	d.startup = time.Since(t0)
+	d.conn, d.client = conn, pb.NewToolServiceClient(conn)
+	return d, nil
+}
+
+// waitServing connects to the gRPC server starting on sock and returns once
+// its health check answers SERVING (within 20 s). It retries every
+// millisecond, so that a measured start-up is the server's, not the
+// client's reconnect backoff.
+func waitServing(ctx context.Context, sock string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: time.Millisecond, Multiplier: 1, MaxDelay: time.Millisecond}, MinConnectTimeout: time.Second}))
 	if err != nil {
-		d.stop()
 		return nil, err
 	}
-	d.conn, d.client = conn, pb.NewToolServiceClient(conn)
 	hc := healthpb.NewHealthClient(conn)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -87,16 +100,40 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
 		cancel()
 		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			d.startup = time.Since(t0)
-			return d, nil
+			return conn, nil
 		}
 		if time.Now().After(deadline) {
-			d.stop()
-			log, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("toold did not become SERVING: %v\n%s", err, log)
+			conn.Close()
+			return nil, err
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// startBareIdle starts a bare gRPC server (serve-bare, answering nothing
+// but health) and measures it as startToold measures toold: from exec to
+// health SERVING. It is the floor of a Go gRPC daemon's start-up and
+// memory on this machine, measured in the same run.
+func (b *bench) startBareIdle(ctx context.Context) (*bareServer, time.Duration, error) {
+	sock := filepath.Join(b.tmp, fmt.Sprintf("bare%d.sock", sockSeq.Add(1)))
+	replyPath := sock + ".reply"
+	if err := os.WriteFile(replyPath, nil, 0o600); err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(b.self, "serve-bare", "-socket", sock, "-reply", replyPath)
+	cmd.Stderr = os.Stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	conn, err := waitServing(ctx, sock)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, 0, fmt.Errorf("bare server did not become SERVING: %v", err)
+	}
+	d := time.Since(t0)
+	return &bareServer{cmd: cmd, conn: conn, client: pb.NewToolServiceClient(conn)}, d, nil
 }
 
 // pid returns the daemon's process id.
@@ -141,6 +178,38 @@ func (d *daemon) keepProfiles(id string) {
 }
 
 // rssMB reads a process's resident set size.
+// rssParts returns a process's resident memory in MB by kind (RssAnon: what
+// it allocated; RssFile: mapped files, its executable's pages above all).
+func rssParts(pid int) (anon, file float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "RssAnon:":
+			anon = float64(kb) / 1024
+		case "RssFile:":
+			file = float64(kb) / 1024
+		}
+	}
+	return anon, file, nil
+}
+
+// fileMB is the size of a file in MB (0 when it cannot be read).
+func fileMB(path string) float64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return float64(fi.Size()) / (1 << 20)
+}
+
 func rssMB(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -334,6 +403,7 @@ func serveBare(args []string) error {
 		return err
 	}
 	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health.NewServer()) // SERVING
 	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies, stream: *stream, chunk: make([]byte, streamChunk)})
 	go func() {
 		sigs := make(chan os.Signal, 1)
