@@ -219,6 +219,9 @@ type Manager struct {
 	// procsDir holds the directories of the shims of background processes
 	// and sessions (survive.go), "" when they do not outlive toold.
 	procsDir string
+	// journal records the foreground commands running (survive.go); in
+	// procsDir.
+	journal callJournal
 	// detach is closed by Close when it keeps shims running: their
 	// goroutines let go of them.
 	detach     chan struct{}
@@ -284,11 +287,12 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
 	m.store.maxRecords, m.store.maxAge = cfg.KeepCount, cfg.KeepAge
+	var isolation *error // the isolation probe's result through the helper found, if made
 	if m.cfg.Runner.Helper == "" {
-		m.cfg.Runner.Helper = m.findHelper()
+		m.cfg.Runner.Helper, isolation = m.findHelper(cfg.Sandbox != nil && cfg.Sandbox.Isolate)
 	}
 	if cfg.Sandbox != nil {
-		if err := m.setupSandbox(*cfg.Sandbox); err != nil {
+		if err := m.setupSandbox(*cfg.Sandbox, isolation); err != nil {
 			m.store.close()
 			os.RemoveAll(dir)
 			return nil, err
@@ -311,6 +315,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	if m.shims() {
 		m.adopt()
+		m.journal.dir = m.procsDir
 	}
 	m.wg.Add(1)
 	go func() {
@@ -417,14 +422,27 @@ func (m *Manager) openCgroups() {
 
 // findHelper returns the path of a toold-helper next to the running
 // executable that runs a command correctly, or "" (re-execute this binary).
-func (m *Manager) findHelper() string {
+// With isolate (the sandbox wants namespaces) it first probes isolation
+// through that helper (sandbox.ProbeIsolation), which runs a command through
+// it too: one process at start instead of two when both work. isolation is
+// then that probe's result for the helper returned (nil: not probed).
+func (m *Manager) findHelper(isolate bool) (helper string, isolation *error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	path := filepath.Join(filepath.Dir(exe), sandbox.HelperName)
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return ""
+		return "", nil
+	}
+	if isolate {
+		err := sandbox.ProbeIsolation(sandbox.Runner{Helper: path, Args: m.cfg.Runner.Args})
+		if err == nil {
+			m.cfg.Logger.Debug("command helper", "path", path)
+			return path, &err
+		}
+		// Isolation or the helper fails: the probe below tells which.
+		isolation = &err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -438,10 +456,10 @@ func (m *Manager) findHelper() string {
 	}
 	if err != nil {
 		m.cfg.Logger.Warn("ignoring the command helper next to toold; toold runs as its own helper", "helper", path, "err", err)
-		return ""
+		return "", nil
 	}
 	m.cfg.Logger.Debug("command helper", "path", path)
-	return path
+	return path, isolation
 }
 
 // Close stops every command, background process and session (SIGTERM to
@@ -486,6 +504,11 @@ func (m *Manager) Close(ctx context.Context) error {
 		// The helpers are killed by their own deadline (grace + margin);
 		// the goroutines end shortly after.
 		err = fmt.Errorf("terminal: processes still stopping at close: %w", context.Cause(ctx))
+	}
+	if err == nil {
+		m.journal.close()
+	} else {
+		go func() { <-done; m.journal.close() }()
 	}
 	if m.cgroups != nil {
 		// Only once every process is done: Close kills what is left.

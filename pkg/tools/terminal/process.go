@@ -82,9 +82,9 @@ type process struct {
 	// shimDir is the directory of a process under a shim (survive.go),
 	// or "".
 	shimDir string
-	// journal is the file that records a running foreground command
-	// (survive.go), or "".
-	journal string
+	// journaled: the Manager's call journal records this foreground
+	// command as running (survive.go), until end.
+	journaled bool
 
 	mu     sync.Mutex
 	why    string // why it was stopped, if it was
@@ -239,7 +239,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	if m.shims() {
 		// Should toold die, its helper stops the command; the next toold
 		// reports the call as interrupted (survive.go).
-		p.journal = m.journalCall(p)
+		p.journaled = m.journal.start(p)
 	}
 	m.mu.Lock()
 	m.procs[p.id] = p
@@ -339,8 +339,8 @@ func (p *process) watch(detach <-chan struct{}) bool {
 
 // end finishes the record of a process whose tree is gone.
 func (p *process) end() {
-	if p.journal != "" {
-		_ = os.Remove(p.journal)
+	if p.journaled {
+		p.m.journal.end(p.id)
 	}
 	exit := p.h.Exit()
 	p.mu.Lock()

@@ -27,8 +27,9 @@ type Sensitivity interface {
 // directories, finds out which layers this machine offers (isolation needs
 // namespaces, limits a delegated cgroup, Landlock the kernel's LSM) and
 // says so in the log; with RequireSandbox it fails unless every layer is
-// in force.
-func (m *Manager) setupSandbox(p sandbox.Policy) error {
+// in force. isolation, when not nil, is the result of the isolation probe
+// already made through m.cfg.Runner (findHelper).
+func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 	log := m.cfg.Logger
 	p.Writable = append([]string{m.ws.Dir(), m.tmp, m.cache}, p.Writable...)
 	// The kept outputs of every conversation are read through read_output,
@@ -37,7 +38,11 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 	p.Require = m.cfg.RequireSandbox
 	var isolateWhy, limitsWhy string
 	if p.Isolate {
-		if err := sandbox.ProbeIsolation(m.cfg.Runner); err != nil {
+		if isolation == nil {
+			err := sandbox.ProbeIsolation(m.cfg.Runner)
+			isolation = &err
+		}
+		if err := *isolation; err != nil {
 			isolateWhy = "this machine does not let toold create the sandbox's namespaces: " + err.Error()
 			p.Isolate = false
 		}

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -335,7 +337,9 @@ func (m *Manager) Adopted() map[string]string {
 }
 
 // journalPrefix starts the names of the files that record running
-// foreground commands: "call-<process id>.json".
+// foreground commands: "call-journal-<random>.jsonl", one per Manager
+// (callJournal). Files named "call-<process id>.json" (one command each)
+// are read too: older toolds wrote those.
 const journalPrefix = "call-"
 
 // InterruptedCall is a foreground command that was running when the toold
@@ -345,30 +349,114 @@ type InterruptedCall struct {
 	Started                       time.Time
 }
 
-// journalCall records that foreground command p runs, and returns the
-// file's path ("" when it cannot).
-func (m *Manager) journalCall(p *process) string {
-	b, err := json.Marshal(InterruptedCall{Conversation: p.conv, CallID: p.callID, Command: p.command, Started: p.started})
-	if err != nil {
-		return ""
-	}
-	path := filepath.Join(m.procsDir, journalPrefix+p.id+".json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return ""
-	}
-	return path
+// callJournal records the foreground commands that run, so that the next
+// toold reports them as interrupted should this one die (their helpers
+// stop them with it). It is one append-only file per Manager, a line when
+// a command starts and one when it ends: a write(2) each, where a file per
+// command cost a create and an unlink on the state directory's file system
+// (the largest part of starting `true`, by profile). When no command runs
+// and the file has grown past journalCompact, it is emptied.
+type callJournal struct {
+	mu      sync.Mutex
+	dir     string
+	f       *os.File // opened with the first command
+	failed  bool     // the file could not be opened: nothing is recorded
+	running int      // commands started and not ended
+	size    int64
 }
 
-// interruptedCall takes the record of a foreground command left by a
-// toold that died.
+// journalCompact is the size past which an idle journal is emptied.
+const journalCompact = 1 << 20
+
+// journalLine is a line of the journal: a start (Op empty) or an end.
+type journalLine struct {
+	Op string `json:"op,omitempty"`
+	ID string `json:"id,omitempty"`
+	InterruptedCall
+}
+
+// start records that foreground command p runs; it reports whether it did
+// (then end must follow).
+func (j *callJournal) start(p *process) bool {
+	b, err := json.Marshal(journalLine{ID: p.id, InterruptedCall: InterruptedCall{Conversation: p.conv, CallID: p.callID, Command: p.command, Started: p.started}})
+	if err != nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil && !j.failed {
+		j.f, err = os.OpenFile(filepath.Join(j.dir, journalPrefix+"journal-"+newID("")+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		j.failed = err != nil
+	}
+	if j.f == nil || !j.write(append(b, '\n')) {
+		return false
+	}
+	j.running++
+	return true
+}
+
+// end records that a command start recorded has ended.
+func (j *callJournal) end(id string) {
+	b, _ := json.Marshal(journalLine{Op: "end", ID: id})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return // closed: the Manager gave up waiting for its commands
+	}
+	j.running--
+	if j.running == 0 && j.size > journalCompact && j.f.Truncate(0) == nil {
+		j.size = 0 // O_APPEND: the next line is written at 0
+		return
+	}
+	j.write(append(b, '\n'))
+}
+
+func (j *callJournal) write(line []byte) bool {
+	n, err := j.f.Write(line)
+	j.size += int64(n)
+	return err == nil
+}
+
+// close removes the journal when no recorded command runs.
+func (j *callJournal) close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return
+	}
+	_ = j.f.Close()
+	if j.running == 0 {
+		_ = os.Remove(j.f.Name())
+	}
+	j.f, j.failed = nil, true
+}
+
+// interruptedCall takes the records of foreground commands left by a
+// toold that died: the commands a journal shows started and not ended.
 func (m *Manager) interruptedCall(path string) {
 	b, err := os.ReadFile(path)
 	_ = os.Remove(path)
-	var c InterruptedCall
-	if err != nil || json.Unmarshal(b, &c) != nil {
+	if err != nil {
 		return
 	}
-	m.interrupted = append(m.interrupted, c)
+	var started []journalLine
+	ended := map[string]bool{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var l journalLine
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &l) != nil {
+			continue // a line cut short by the crash
+		}
+		if l.Op == "end" {
+			ended[l.ID] = true
+		} else {
+			started = append(started, l)
+		}
+	}
+	for _, l := range started {
+		if l.ID == "" || !ended[l.ID] {
+			m.interrupted = append(m.interrupted, l.InterruptedCall)
+		}
+	}
 }
 
 // Interrupted returns the foreground commands that were running when the
