@@ -100,6 +100,8 @@ type Main struct {
 	mcp       mcpState    // see mcp.go
 	memory    memoryState // see memory.go
 	terminal  *terminal.Manager
+	// terminalOff is why there is no terminal (no shell), or nil.
+	terminalOff error
 	// stateLocked says this toold holds its state directory (statelock.go):
 	// what outlives it (processes, the egress proxy's port) is kept there.
 	stateLocked bool
@@ -180,13 +182,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.operatorKey = key
 	m.access = service.NewAccess(key, heldConversations{m})
-	if err := m.startObserve(ctx); err != nil {
-		return err
-	}
-	m.registry = tools.NewRegistry()
-	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
-		return err
-	}
 	if m.Authorizer == nil {
 		eng, err := m.newEngine()
 		if err != nil {
@@ -198,41 +193,27 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// (Main.Capabilities; a test's replacement policy brings its own).
 	granter := m.Capabilities.Granter
 	explainer := m.Capabilities.Explainer
-	tcfg, err := terminalConfig(cfg.Terminal, m.ws, toolLimits(cfg.Output), m.Logger)
-	if err != nil {
+	// The terminal (its sandbox probes start processes and wait for them)
+	// is set up while the rest is built; startTerminal's wait joins it
+	// before the tools are registered (startup.go).
+	waitTerminal := m.startTerminal()
+	defer waitTerminal()
+	m.registry = tools.NewRegistry()
+	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
 		return err
 	}
-	if err := m.startEgress(&tcfg); err != nil {
+	if err := m.startObserve(ctx); err != nil {
 		return err
-	}
-	m.sandboxHide(&tcfg) // sandbox.go
-	if m.stateLocked {
-		// Background processes and sessions outlive this toold; the next
-		// one on the state directory adopts them (docs/terminal.md).
-		tcfg.StateDir = m.memory.stateDir
-		tcfg.ConversationSecret = func(conv string) string {
-			if m.exec == nil {
-				return ""
-			}
-			secret, _ := m.exec.Conversations().Secret(conv)
-			return secret
-		}
-	}
-	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
-		if !errors.Is(err, terminal.ErrNoShell) {
-			return err
-		}
-		// Without a shell (a minimal container image) every other tool
-		// still works: start without terminal_operations and say why.
-		m.terminal = nil
-		m.registry.SetUnavailable(terminalOff(err))
-		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
-	} else {
-		m.containCommands(&tcfg) // policy.go
 	}
 	m.openMemory()
 	more := m.moreOptions(toolLimits(cfg.Output))
 	more.JournalDir = m.recoverJournals() // checkpoints.go
+	if err := waitTerminal(); err != nil {
+		return err
+	}
+	if m.terminalOff != nil {
+		m.registry.SetUnavailable(terminalOff(m.terminalOff))
+	}
 	builtins := BuiltinTools(m.ws, toolLimits(cfg.Output), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered

@@ -33,6 +33,11 @@ type mcpState struct {
 	http     *http.Server // nil unless /mcp is served
 	token    string       // what /mcp requires: the token, or mcp.token's
 	stopOnce sync.Once
+	// mu guards server, which is built when first offered (mcp.http, or
+	// toold mcp's ServeMCP; offerMCPTools): converting every tool's schema
+	// for MCP is not worth a start-up that serves only gRPC.
+	mu        sync.Mutex
+	newServer func() *mcpserver.Server
 }
 
 // defaultMCPStartupWait bounds the wait for configured MCP servers at start.
@@ -70,22 +75,25 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if _, err := m.registry.Dialect(m.MCPDialect); err != nil {
 		return err
 	}
-	m.mcp.server = mcpserver.New(mcpserver.Options{
-		Dialect:  m.MCPDialect,
-		Executor: m.exec,
-		Registry: m.registry,
-		Logger:   m.Logger.With("component", "mcp-server"),
-		Version:  Version,
-		Instructions: fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
-			"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
-			m.ws.Dir(), m.mode),
-	})
+	instructions := fmt.Sprintf("toold runs these tools in the workspace %s under its policy (approval mode %s). "+
+		"Paths are relative to the workspace. A call the policy asks about is shown to the user for approval when this client supports elicitation.",
+		m.ws.Dir(), m.mode)
+	m.mcp.newServer = func() *mcpserver.Server {
+		return mcpserver.New(mcpserver.Options{
+			Dialect:      m.MCPDialect,
+			Executor:     m.exec,
+			Registry:     m.registry,
+			Logger:       m.Logger.With("component", "mcp-server"),
+			Version:      Version,
+			Instructions: instructions,
+		})
+	}
 	m.mcp.manager = mcp.NewManager(mcp.Options{
 		Registry: m.registry,
 		Logger:   m.Logger.With("component", "mcp-client"),
 		Limits:   toolLimits(m.Config.Output),
 		Version:  Version,
-		OnChange: m.mcp.server.Sync,
+		OnChange: m.syncMCPTools,
 	})
 	wait := time.Duration(cfg.StartupWait)
 	if wait <= 0 {
@@ -96,8 +104,32 @@ func (m *Main) startMCP(ctx context.Context) error {
 	if err := m.mcp.manager.Start(wctx, servers); err != nil {
 		return err
 	}
-	m.mcp.server.Sync()
+	if cfg.HTTP {
+		m.offerMCPTools()
+	}
 	return nil
+}
+
+// offerMCPTools builds the MCP server (once), which lists the registry's
+// tools, and keeps its tools in step from now on (syncMCPTools). It returns
+// the server.
+func (m *Main) offerMCPTools() *mcpserver.Server {
+	m.mcp.mu.Lock()
+	defer m.mcp.mu.Unlock()
+	if m.mcp.server == nil {
+		m.mcp.server = m.mcp.newServer()
+	}
+	return m.mcp.server
+}
+
+// syncMCPTools brings the MCP server's tools in step with the registry once
+// it is offered (the MCP manager's OnChange).
+func (m *Main) syncMCPTools() {
+	m.mcp.mu.Lock()
+	defer m.mcp.mu.Unlock()
+	if m.mcp.server != nil {
+		m.mcp.server.Sync()
+	}
 }
 
 // shareTCP returns the listener gRPC serves on. With mcp.http it splits l
@@ -114,7 +146,7 @@ func (m *Main) shareTCP(l net.Listener) net.Listener {
 	grpcL := mux.Match(cmux.HTTP2())
 	httpL := mux.Match(cmux.Any())
 	hmux := http.NewServeMux()
-	hmux.Handle("/mcp", m.peers.http(m.mcp.server.HTTPHandler(m.mcp.token)))
+	hmux.Handle("/mcp", m.peers.http(m.offerMCPTools().HTTPHandler(m.mcp.token)))
 	m.mcp.http = &http.Server{Handler: hmux, ReadHeaderTimeout: 10 * time.Second, ConnContext: m.peers.connContext}
 	m.serveWG.Add(2)
 	go func() {
@@ -156,8 +188,11 @@ func (m *Main) stopMCP() {
 			}
 			cancel()
 		}
-		if m.mcp.server != nil {
-			m.mcp.server.Close()
+		m.mcp.mu.Lock()
+		srv := m.mcp.server
+		m.mcp.mu.Unlock()
+		if srv != nil {
+			srv.Close()
 		}
 		if m.mcp.manager != nil {
 			_ = m.mcp.manager.Close()
@@ -172,10 +207,10 @@ func (m *Main) MCP() *mcp.Manager { return m.mcp.manager }
 // `toold mcp`) until the client closes in or ctx ends. Call it after Run;
 // Close the Main afterwards. Nothing else may write to out.
 func (m *Main) ServeMCP(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	if m.mcp.server == nil {
+	if m.mcp.newServer == nil {
 		return errors.New("ServeMCP before Run")
 	}
-	return m.mcp.server.ServeStdio(ctx, in, out)
+	return m.offerMCPTools().ServeStdio(ctx, in, out)
 }
 
 // MCPTokenFile is the file in toold's state directory holding the token

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/toold/toold/pkg/tools/terminal"
+)
+
+// startTerminal sets up terminal_operations in a goroutine of its own: the
+// egress proxy, the sandbox's policy and the terminal manager, whose probes
+// (the command helper, the sandbox's namespaces) start processes and wait
+// for them. Meanwhile Run opens memory, the journals and the rest; it calls
+// the returned wait before it registers the tools, and again (deferred) on
+// every return, so that nothing it started outlives a failed Run unseen.
+// wait returns the set-up's error (later calls: the same). Without a shell
+// m.terminal stays nil and m.terminalOff says why: every other tool still
+// works.
+//
+// Run has built the policy (m.Capabilities) before; nothing else reads or
+// writes what this goroutine sets (m.terminal, m.egress, m.terminalOff)
+// until wait returns.
+func (m *Main) startTerminal() (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- m.setupTerminal() }()
+	return sync.OnceValue(func() error { return <-done })
+}
+
+// setupTerminal is startTerminal's work.
+func (m *Main) setupTerminal() error {
+	cfg := &m.Config
+	tcfg, err := terminalConfig(cfg.Terminal, m.ws, toolLimits(cfg.Output), m.Logger)
+	if err != nil {
+		return err
+	}
+	if err := m.startEgress(&tcfg); err != nil {
+		return err
+	}
+	m.sandboxHide(&tcfg) // sandbox.go
+	if m.stateLocked {
+		// Background processes and sessions outlive this toold; the next
+		// one on the state directory adopts them (docs/terminal.md).
+		tcfg.StateDir = m.memory.stateDir
+		tcfg.ConversationSecret = func(conv string) string {
+			if m.exec == nil {
+				return ""
+			}
+			secret, _ := m.exec.Conversations().Secret(conv)
+			return secret
+		}
+	}
+	if m.terminal, err = terminal.NewManager(tcfg); err != nil {
+		m.terminal = nil
+		if !errors.Is(err, terminal.ErrNoShell) {
+			return err
+		}
+		// Without a shell (a minimal container image) every other tool
+		// still works: start without terminal_operations and say why.
+		m.terminalOff = err
+		m.Logger.Warn("tool off", "tool", terminal.ToolName, "reason", err.Error())
+		return nil
+	}
+	m.containCommands(&tcfg) // policy.go
+	return nil
+}
