@@ -8,7 +8,8 @@
 // the call's Host: progress goes out as notifications/progress when the
 // client sent a progress token, and a policy "ask" becomes an elicitation
 // request when the client declares that capability (else the call is
-// denied with a message saying how to allow it).
+// denied with a message saying how to allow it). In 2026-07-28 a long call
+// of a client that declares the tasks extension runs as a task (tasks.go).
 package mcpserver
 
 import (
