@@ -132,9 +132,10 @@ func TestServerConformance(t *testing.T) {
 	}
 }
 
-// resultDir is a scenario's results directory: "server-NAME-" and the
-// run's timestamp.
-var resultDir = regexp.MustCompile(`^(server|client)-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+// resultDir is a scenario's results directory below the run's: "server-"
+// or "client-" (or neither), the scenario's name (auth/NAME for the
+// authorization scenarios) and the run's timestamp.
+var resultDir = regexp.MustCompile(`^(?:server-|client-)?(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
 // exactGate fails the test unless the scenarios that failed (a check
 // FAILURE or WARNING, as the suite counts them) are exactly those of the
@@ -157,9 +158,11 @@ func exactGate(t *testing.T, dir, baseline, key string) {
 		expected[s] = true
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", "*", "checks.json"))
 	ran := 0
-	for _, f := range files {
-		m := resultDir.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
+	for _, f := range append(files, more...) {
+		rel, _ := filepath.Rel(dir, filepath.Dir(f))
+		m := resultDir.FindStringSubmatch(filepath.ToSlash(rel))
 		if m == nil {
 			continue
 		}
@@ -174,12 +177,12 @@ func exactGate(t *testing.T, dir, baseline, key string) {
 		}
 		failed := slices.ContainsFunc(checks, func(c struct{ Status string }) bool { return c.Status == "FAILURE" || c.Status == "WARNING" })
 		switch {
-		case failed && !expected[m[2]]:
-			t.Errorf("scenario %s fails and is not in %s", m[2], filepath.Base(baseline))
-		case !failed && expected[m[2]]:
-			t.Errorf("scenario %s passes: remove it from %s", m[2], filepath.Base(baseline))
+		case failed && !expected[m[1]]:
+			t.Errorf("scenario %s fails and is not in %s", m[1], filepath.Base(baseline))
+		case !failed && expected[m[1]]:
+			t.Errorf("scenario %s passes: remove it from %s", m[1], filepath.Base(baseline))
 		}
-		delete(expected, m[2])
+		delete(expected, m[1])
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario results in %s", dir)
@@ -254,7 +257,7 @@ func TestClientConformance(t *testing.T) {
 				"--expected-failures", filepath.Join(s.baselines, "client-"+run.name+".yaml"), "-o", results}, "' '")
 			cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", "ip link set lo up && exec '"+suite+"'")
 			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1",
-				"TOOLD_BIN="+filepath.Join(bin, "toold"), "TOOLCTL_BIN="+filepath.Join(bin, "toolctl"))
+				"TOOLD_BIN="+filepath.Join(bin, "toold"), "TOOLCTL_BIN="+filepath.Join(bin, "toolctl"), "NODE_BIN="+s.node)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()
@@ -263,6 +266,7 @@ func TestClientConformance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the suite does not match the baseline: %v", err)
 			}
+			exactGate(t, results, filepath.Join(s.baselines, "client-"+run.name+".yaml"), "client")
 		})
 	}
 }
