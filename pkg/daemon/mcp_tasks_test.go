@@ -17,6 +17,8 @@ import (
 
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
+	"github.com/toold/toold/pkg/mcp/mcpconfig"
+	"github.com/toold/toold/pkg/mcp/mcptest"
 	"github.com/toold/toold/pkg/testenv"
 )
 
@@ -338,4 +340,45 @@ func TestMCPTasks(t *testing.T) {
 		}
 		pollTask(t, c, id, "the task to complete", taskStatus("completed"))
 	})
+}
+
+// A tool of one of toold's MCP servers (server-everything, over stdio) is a
+// long call too: through toold as a gateway it runs as a task, its progress
+// becomes the task's statusMessage, it completes with the server's result,
+// and a cancelled one settles to cancelled while the server stays usable.
+func TestMCPTasksOfUpstreamTools(t *testing.T) {
+	peers := mcptest.Require(t)
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.Listen = "127.0.0.1:0"
+		c.Token = "s3cret"
+		c.MCP.HTTP = true
+		c.ApprovalMode = "yolo"
+		c.MCP.Servers = map[string]mcpconfig.Server{"everything": peers.EverythingStdio()}
+	}))
+	c := &httpRPC{url: "http://" + d.Main.TCPAddr() + "/mcp", token: "s3cret", caps: tasksCaps}
+	call := func(name string, args map[string]any) string {
+		res, rerr := c.call(t, "tools/call", map[string]any{"name": name, "arguments": args})
+		id, _ := res["taskId"].(string)
+		if rerr != nil || res["resultType"] != "task" || id == "" {
+			t.Fatalf("tools/call %s: not a task: %v %+v", name, res, rerr)
+		}
+		return id
+	}
+	id := call("everything__echo", map[string]any{"message": "upstream-task-marker"})
+	if done := pollTask(t, c, id, "the echo task to complete", taskStatus("completed")); !strings.Contains(resultText(done), "upstream-task-marker") {
+		t.Fatalf("echo task: %v", done)
+	}
+	long := call("everything__trigger-long-running-operation", map[string]any{"duration": 60, "steps": 120})
+	pollTask(t, c, long, "the long operation's progress as statusMessage", func(m map[string]any) bool {
+		msg, _ := m["statusMessage"].(string)
+		return m["status"] == "working" && msg != ""
+	})
+	if _, rerr := c.call(t, "tasks/cancel", map[string]any{"taskId": long}); rerr != nil {
+		t.Fatalf("tasks/cancel: %+v", rerr)
+	}
+	pollTask(t, c, long, "the long operation to be cancelled", taskStatus("cancelled"))
+	id = call("everything__echo", map[string]any{"message": "after-the-cancel"})
+	if done := pollTask(t, c, id, "the next task to complete", taskStatus("completed")); !strings.Contains(resultText(done), "after-the-cancel") {
+		t.Fatalf("after the cancel: %v", done)
+	}
 }

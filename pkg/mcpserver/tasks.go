@@ -306,6 +306,10 @@ func (t *task) answer(responses map[string]json.RawMessage) error {
 		}
 		in.answer <- a
 	}
+	if len(answers) > 0 && len(t.inputs) == 0 && t.status == taskInputRequired {
+		t.status = taskWorking
+		t.touch()
+	}
 	return nil
 }
 
