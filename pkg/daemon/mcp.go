@@ -205,12 +205,9 @@ func (m *Main) MCP() *mcp.Manager { return m.mcp.manager }
 
 // SyncMCP brings the tools toold serves over MCP in step with Registry:
 // a test that registers tools after Run calls it (MCP servers' changes
-// are synced by toold itself).
-func (m *Main) SyncMCP() {
-	if m.mcp.server != nil {
-		m.mcp.server.Sync()
-	}
-}
+// are synced by toold itself). Before the MCP server is built (it is when
+// first served) there is nothing to bring in step.
+func (m *Main) SyncMCP() { m.syncMCPTools() }
 
 // ServeMCP serves one MCP session over in and out (stdin and stdout for
 // `toold mcp`) until the client closes in or ctx ends. Call it after Run;
