@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,53 @@ func TestShimSocketsRefuseCommandsEndToEnd(t *testing.T) {
 			})
 			victim.call("close", "close_session", mustJSON(t, map[string]any{"session_id": sid}))
 		})
+	}
+}
+
+// A unix socket bound outside the workspace just before a command starts
+// — after the command before it, so that whatever toold remembers of the
+// sockets it saw is fresh — is out of the command's reach, like one bound
+// long before (issue 25: the masks of the moment).
+func TestFreshUnixSocketMaskedEndToEnd(t *testing.T) {
+	sandboxed(t)
+	py := requireTool(t, "python3")
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	x := newSession(t, d)
+	probe := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); s.sendall(b"x"); print("CONNECTED")
+except OSError as e:
+    print("refused", e)
+`
+	os.WriteFile(filepath.Join(d.Workspace, "probe.py"), []byte(probe), 0o644)
+	for i := range 3 {
+		// A command runs first: toold has just looked at the sockets.
+		if res, _ := x.call(fmt.Sprint("warm", i), "run_command", `{"command":"true"}`, approveOnce); !res.GetSuccess() {
+			t.Fatalf("true: %v", res)
+		}
+		path := filepath.Join(t.TempDir(), "fresh.sock")
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan struct{}, 1)
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				accepted <- struct{}{}
+				c.Close()
+			}
+		}()
+		res, _ := x.call(fmt.Sprint("probe", i), "run_command", jsonArgs(map[string]any{"command": py + " probe.py " + path}), approveOnce)
+		ln.Close()
+		out := text(res)
+		select {
+		case <-accepted:
+			t.Fatalf("a socket bound just before the command was reached from the sandbox:\n%s", out)
+		default:
+		}
+		if strings.Contains(out, "CONNECTED") {
+			t.Fatalf("a socket bound just before the command was reached from the sandbox:\n%s", out)
+		}
 	}
 }
