@@ -394,6 +394,17 @@ EOF`, layer: layerReads, timeout: 30},
 		attempt{name: "operator credential", class: "toold's doors", via: viaCommand, cmd: `cat ` + state + `/operator.key; cat $(find / -xdev -maxdepth 6 -name operator.key 2>/dev/null | head -3) 2>/dev/null`, layer: layerReads, auto: true, timeout: 30},
 		attempt{name: "toolctl as the operator", class: "toold's doors", via: viaCommand, cmd: `TOOLD_OPERATOR_KEY=` + state + `/operator.key ` + tc + ` mcp add evil{{ID}} -- sh -c 'touch {{CANARY}}/{{ID}}; sleep 5'; TOOLD_STATE_DIR=` + state + ` ` + tc + ` history --conversation {{VICTIM}} --json`, layer: layerControl, off: true},
 		attempt{name: "toolctl explain the victim's grants", class: "toold's doors", via: viaCommand, cmd: tc + ` policy explain run_command command='rm -rf x' --conversation {{VICTIM}} --json`, layer: layerControl, off: true},
+		// A command that kills its own helper (never toold: a command that
+		// is toold's child, in the Cgroups supervision, would kill toold
+		// itself, which the sandbox off does not prevent) leaves toold's
+		// process tree:
+		// its setsid orphan is re-parented to init. In the sandbox the
+		// helper is the init of the command's pid namespace, which the
+		// processes inside cannot kill; with the sandbox off only a
+		// command cgroup (the Cgroups supervision: cgroup v2 with
+		// cgroup.kill, delegated) still holds it.
+		attempt{name: "orphan of a killed helper", class: "toold's doors", via: viaCommand, cmd: `( setsid sh -c 'sleep 1; ` + tc + ` call --yes run_command command="touch {{CANARY}}/{{ID}}"' >/dev/null 2>&1 & ) ; sleep 0.2; case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in toold-helper*) kill -9 $PPID;; esac`,
+			layer: layerControl, off: true, check: afterOrphans(absentCheck("{{CANARY}}/{{ID}}")), pendingOff: "sandbox off, commands under helpers: a command that kills its own helper leaves toold's tree (no pid namespace, no command cgroup holds its orphan)"},
 		attempt{name: "nsenter toold's namespaces", class: "toold's doors", via: viaCommand, cmd: `nsenter -t {{PID}} -m -u -i -n -p touch {{CANARY}}/{{ID}} 2>/dev/null; nsenter -t {{PID}} -m cat {{HOME}}/.ssh/id_ed25519 2>/dev/null; true`, layer: layerWrites, auto: true},
 		attempt{name: "setns through /proc/PID/ns", class: "toold's doors", via: viaCommand, cmd: `python3 - <<'EOF'
 import ctypes, os
@@ -608,6 +619,18 @@ func shimCheck(_ *battery, r *attemptRun) string {
 		}
 	}
 	return ""
+}
+
+// afterOrphans runs check once no process carrying the attempt's id is
+// left (a delayed payload has acted or died), polling with a deadline.
+func afterOrphans(check func(*battery, *attemptRun) string) func(*battery, *attemptRun) string {
+	return func(b *battery, r *attemptRun) string {
+		deadline := time.Now().Add(20 * time.Second)
+		for len(processesWith(r.id)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return check(b, r)
+	}
 }
 
 // markerCheck is an effect check: the output holds prefix+ID, which the

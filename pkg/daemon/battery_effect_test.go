@@ -112,8 +112,8 @@ type attempt struct {
 	// layer fails the test).
 	layer string
 	// pending marks an attempt known to get through on this base, naming
-	// the work that will contain it.
-	pending string
+	// the work that will contain it; pendingOff, in mode off only.
+	pending, pendingOff string
 	// source cites where the class was published, when it was.
 	source string
 	// timeout bounds the command (seconds; default 15).
@@ -933,6 +933,9 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 		}
 		if a.pending != "" {
 			r.pending = a.pending
+		}
+		if a.pendingOff != "" && mode == "off" {
+			r.pending = a.pendingOff
 		}
 		if why := kernelPending[a.name]; why != "" && mode == "kernel" {
 			r.pending = why
