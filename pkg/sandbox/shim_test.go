@@ -186,3 +186,42 @@ func TestShimRefusesCommands(t *testing.T) {
 		t.Fatalf("the probe run by the test: %v %q", err, b)
 	}
 }
+
+// Under Landlock alone (no namespaces: the non-root image), a command
+// cannot kill its own helper — the helper is outside the command's
+// Landlock domain, and the signal scope (ABI >= 6) holds — so its setsid
+// orphan stays below the helper, in toold's tree, where the peer checks
+// see it.
+func TestLandlockCommandCannotKillItsHelper(t *testing.T) {
+	if sandbox.LandlockABI() < 6 {
+		testenv.Need(t, fmt.Errorf("landlock ABI %d", sandbox.LandlockABI()), "landlock's signal scope (ABI 6)")
+	}
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "out")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	script := `( setsid sh -c 'sleep 1; echo orphan-parent $(cut -d" " -f4 /proc/$$/stat) >> out' & ); kill -9 $PPID; echo kill=$?`
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), sandbox.Spec{
+		Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: dir, Grace: time.Second, KeepTree: true,
+		Policy: &sandbox.Policy{Writable: []string{dir}},
+	}, sandbox.Stdio{Stdout: out, Stderr: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	var got string
+	testenv.Poll(t, 20*time.Second, "the orphan's report", func() bool {
+		b, _ := os.ReadFile(outPath)
+		got = string(b)
+		return strings.Contains(got, "orphan-parent")
+	})
+	if strings.Contains(got, "kill=0") || strings.Contains(got, "orphan-parent 1\n") {
+		t.Fatalf("the command killed its helper and its orphan left the tree: %q (exit %+v)", got, p.Exit())
+	}
+	if e := p.Exit(); e.Err != nil {
+		t.Fatalf("the helper did not report the command's end: %+v", e)
+	}
+}
