@@ -270,11 +270,15 @@ def host(dialect, dump, dts=None):
         found = []
         for t in req.get("tools") or []:
             if dialect == "claude-code":
+                if "input_schema" not in t:
+                    continue  # another host's request in the same dump
                 found.append({"name": t["name"], "parameters": claude_facts(t.get("input_schema") or {})})
             elif dialect == "gemini-cli":
                 for f in t.get("functionDeclarations") or []:
                     found.append({"name": f["name"], "description": f.get("description", ""),
                                   "parameters": f.get("parametersJsonSchema") or f.get("parameters") or {"type": "object", "properties": {}}})
+            elif "input_schema" in t or "functionDeclarations" in t:
+                continue  # another host's request in the same dump
             elif t.get("type") == "function":
                 found.append({"name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]})
             elif t.get("type") == "custom":
