@@ -486,14 +486,14 @@ type hostCall struct {
 // yet, with why: they are compared by their effect (the files after
 // them) only.
 var byEffect = map[string]string{
-	"gemini-cli replace": `gemini-cli answers "Successfully modified file: ABSOLUTE PATH (N replacements). Here is the updated code:" and the code; toold answers its own edit report and diff (README "Dialects")`,
+	"claude-code Read long.txt": `Claude Code returns a file of 2500 short lines whole (its limit is the file's size); toold returns 2000 lines and says how to read on (README "Dialects")`,
+	"gemini-cli replace":        `gemini-cli answers "Successfully modified file: ABSOLUTE PATH (N replacements). Here is the updated code:" and the code; toold answers its own edit report and diff (README "Dialects")`,
 }
 
-// layFiles writes the files every comparison starts from. Ranges and
-// offsets past the end are read of nonl.txt, which ends without a
-// newline: Claude Code and gemini-cli count a file's final newline as
-// starting one more (empty) line, which toold cannot tell from a part of
-// the file it read (README "Dialects").
+// layFiles writes the files every comparison starts from. An offset past
+// the end is read of nonl.txt, which ends without a newline: Claude Code
+// counts a file's final newline as starting one more (empty) line, which
+// toold's error for that offset does not tell (docs/dialects.md).
 func layFiles(t *testing.T, ws string) {
 	t.Helper()
 	for name, text := range map[string]string{
@@ -501,12 +501,23 @@ func layFiles(t *testing.T, ws string) {
 		"empty.txt": "",
 		"nonl.txt":  "one\ntwo",
 		"edit.txt":  "keep\nold line\nkeep\n",
+		"long.txt":  longFile,
 	} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
+
+// longFile has more lines than the hosts read at once (Claude Code 2000,
+// gemini-cli 2000): the hosts' truncation notes.
+var longFile = func() string {
+	var b strings.Builder
+	for i := 1; i <= 2500; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}()
 
 // hostCalls are the calls each host's own tools answer: reads (whole,
 // a range, an empty file, past the end), commands (failing with output,
@@ -520,6 +531,7 @@ var hostCalls = map[string][]hostCall{
 		}},
 		{"Read", func(ws string) map[string]any { return map[string]any{"file_path": filepath.Join(ws, "nonl.txt")} }},
 		{"Read", func(ws string) map[string]any { return map[string]any{"file_path": filepath.Join(ws, "empty.txt")} }},
+		{"Read", func(ws string) map[string]any { return map[string]any{"file_path": filepath.Join(ws, "long.txt")} }},
 		{"Read", func(ws string) map[string]any {
 			return map[string]any{"file_path": filepath.Join(ws, "nonl.txt"), "offset": 10}
 		}},
@@ -549,6 +561,7 @@ var hostCalls = map[string][]hostCall{
 			return map[string]any{"file_path": "nonl.txt", "start_line": 1, "end_line": 1}
 		}},
 		{"read_file", func(string) map[string]any { return map[string]any{"file_path": "empty.txt"} }},
+		{"read_file", func(string) map[string]any { return map[string]any{"file_path": "long.txt"} }},
 		{"run_shell_command", func(string) map[string]any { return map[string]any{"command": "echo out; exit 3"} }},
 		{"run_shell_command", func(string) map[string]any { return map[string]any{"command": "printf 'a\\nb\\n'"} }},
 		{"run_shell_command", func(string) map[string]any { return map[string]any{"command": "true"} }},
@@ -623,10 +636,16 @@ func TestHostDialects(t *testing.T) {
 				if got.Text == "(no output)" && !got.IsError {
 					got.Text = "" // toold's MCP server's text for an empty result (MCP content has a text)
 				}
-				if why := byEffect[name+" "+c.tool]; why != "" {
+				key := name + " " + c.tool
+				if p, _ := c.args(ws)["file_path"].(string); p != "" {
+					if why := byEffect[key+" "+filepath.Base(p)]; why != "" {
+						key += " " + filepath.Base(p)
+					}
+				}
+				if why := byEffect[key]; why != "" {
 					t.Logf("%s: compared by effect: %s", c.tool, why)
 				} else if g, w := normalize(got.Text), normalize(want.Text); g != w {
-					t.Errorf("%s %v:\n toold %q\n  host %q", c.tool, c.args(ws), g, w)
+					t.Errorf("%s %v:\n toold %q\n  host %q", c.tool, c.args(ws), fromDiff(g, w), fromDiff(w, g))
 				}
 				// Claude Code marks a failing Bash command's result is_error;
 				// over MCP toold's result is an error only when the call
@@ -643,4 +662,17 @@ func TestHostDialects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fromDiff is a from where it first differs from b (a little before), so
+// that a long result's difference shows.
+func fromDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i < 40 {
+		return a
+	}
+	return "…" + a[i-40:]
 }

@@ -452,8 +452,9 @@ func claudeBashShape(_ map[string]any, res *tools.Result, err error) (*tools.Res
 
 // catN gives Read's result as Claude Code 2.1.332 numbers lines: the
 // line number, a tab, the line ("1\talpha"), lines joined by newlines
-// with none after the last; a file read whole that ends with a newline
-// has its empty last line numbered too, as Claude Code counts lines. A
+// with none after the last; a read to the end of a file that ends with a
+// newline has its empty last line numbered too, as Claude Code counts
+// lines. A
 // range the model asked for (offset, limit) comes without toold's note on
 // how to read on, as Claude Code's does; toold's notes stay when toold
 // cut the file itself. An empty file and an offset past the end answer
@@ -472,12 +473,11 @@ func catN(orig map[string]any, res *tools.Result, err error) (*tools.Result, err
 		return withText(res, "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"), nil
 	}
 	var lines, notes []string
-	last, bytes := 0, 0
+	last := 0
 	for _, l := range strings.Split(strings.TrimRight(res.Text, "\n"), "\n") {
 		if m := numberedLine.FindStringSubmatch(l); m != nil && len(notes) == 0 {
 			lines = append(lines, m[1]+"\t"+m[2])
 			last, _ = strconv.Atoi(m[1])
-			bytes += len(m[2]) + 1
 			continue
 		}
 		notes = append(notes, l)
@@ -490,8 +490,7 @@ func catN(orig map[string]any, res *tools.Result, err error) (*tools.Result, err
 		ranged = true
 	}
 	total, known := number(toNumber(res.Structured["total_lines"]))
-	size, _ := number(toNumber(res.Structured["size"]))
-	if first, _ := number(toNumber(res.Structured["start_line"])); known && first == 1 && int(total) == last && int(size) == bytes {
+	if nl, _ := res.Structured["final_newline"].(bool); known && nl && int(total) == last {
 		lines = append(lines, fmt.Sprintf("%d\t", last+1)) // the file ends with a newline: Claude Code's empty last line
 	}
 	text := strings.Join(lines, "\n")

@@ -327,6 +327,9 @@ func stripLineNumbers(_ map[string]any, res *tools.Result, err error) (*tools.Re
 	if !known || first <= 1 && last >= total {
 		return withText(res, numbered.ReplaceAllString(res.Text, "")), nil
 	}
+	if nl, _ := res.Structured["final_newline"].(bool); nl {
+		total++ // gemini-cli splits the text on newlines: a final one starts an empty last line
+	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(res.Text, "\n"), "\n") {
 		if m := numberedLine.FindStringSubmatch(l); m != nil {
