@@ -70,7 +70,10 @@ func BenchmarkIsolatedTrue(b *testing.B) {
 
 // BenchmarkWarmTrue starts true isolated in a helper prepared ahead of time
 // (Warm, with cgroup limits where they exist): what is left of
-// BenchmarkIsolatedTrue on the command's path.
+// BenchmarkIsolatedTrue on the command's path. Back to back, the pool's
+// refill competes with the commands; with WARM_WAIT=1 the pool is full and
+// idle before each command (the wait is not timed): the command's path
+// alone.
 func BenchmarkWarmTrue(b *testing.B) {
 	dir := b.TempDir()
 	ns, err := sandbox.OpenNetns("")
