@@ -114,3 +114,40 @@ func BenchmarkWarmTrue(b *testing.B) {
 	}
 	b.ReportMetric(float64(cold)/float64(b.N), "cold/op")
 }
+
+// BenchmarkIsolatedParallel starts true isolated from 8 goroutines at once,
+// each with a helper of its own ("cold", as without a pool) or through a
+// pool of 4 ready helpers that falls back to one of its own ("warm"): the
+// pool must not make concurrent commands slower.
+func BenchmarkIsolatedParallel(b *testing.B) {
+	dir := b.TempDir()
+	ns, err := sandbox.OpenNetns("")
+	testenv.Need(b, err, "namespaces for the sandbox")
+	defer ns.Close()
+	pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
+	spec := sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Policy: pol, Grace: time.Second}
+	r := sandbox.Runner{Args: sandbox.TestHelperArgs}
+	for _, warm := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cold", true: "warm"}[warm], func(b *testing.B) {
+			var w *sandbox.Warm
+			if warm {
+				w = sandbox.NewWarm(r, ns.File(), nil, time.Second, 4, func() *sandbox.Policy { return pol })
+				defer w.Close()
+			}
+			b.SetParallelism(4) // 8 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, ok, err := w.Start(b.Context(), spec, sandbox.Stdio{})
+					if !ok {
+						p, err = r.Start(b.Context(), spec, sandbox.Stdio{Netns: ns.File()})
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					<-p.Done()
+				}
+			})
+		})
+	}
+}
