@@ -65,6 +65,12 @@ type Spec struct {
 	// Shim, when set, makes the helper a shim that outlives toold (see
 	// shim.go).
 	Shim *ShimSpec `json:"shim,omitempty"`
+
+	// files are the command's standard files in the helper (nil: its own
+	// 0, 1 and 2); afterFork runs once the command is forked. A warm
+	// helper sets them (warm.go).
+	files     []uintptr
+	afterFork func()
 }
 
 // Exit is how a command's process tree ended.
@@ -133,6 +139,9 @@ type message struct {
 	Error string `json:"error,omitempty"`
 	// Exit reports that the tree is gone.
 	Exit *Exit `json:"exit,omitempty"`
+	// Prep says Error is a warm helper's (warm.go): it could not prepare
+	// the sandbox, and the command did not start.
+	Prep bool `json:"prep,omitempty"`
 }
 
 type started struct {
@@ -164,6 +173,9 @@ func RunHelperIfRequested() {
 func HelperMain() int {
 	if confineRequested() {
 		return confineExec() // confine_exec.go
+	}
+	if warmRequested() {
+		return warmMain()
 	}
 	specFile, status := os.NewFile(3, "spec"), os.NewFile(4, "status")
 	if specFile == nil || status == nil {
@@ -208,6 +220,13 @@ func HelperMain() int {
 			return 0
 		}
 	}
+	return report(spec, sh, run, enc, status)
+}
+
+// report runs spec's command with run, reports its start and its exit with
+// enc (then closes status, when set), and runs afterReport. It returns the
+// helper's exit status.
+func report(spec Spec, sh *shim, run func(Spec, func(int)) (Exit, error), enc *json.Encoder, status *os.File) int {
 	exit, err := run(spec, func(pid int) {
 		_ = enc.Encode(message{Started: &started{PID: pid}})
 		if sh != nil {
@@ -226,7 +245,9 @@ func HelperMain() int {
 		sh.finish(&exit)
 	}
 	_ = enc.Encode(message{Exit: &exit})
-	status.Close()
+	if status != nil {
+		status.Close()
+	}
 	for _, f := range afterReport {
 		f()
 	}
@@ -289,10 +310,14 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			return Exit{}, err
 		}
 	}
+	files := spec.files
+	if files == nil {
+		files = []uintptr{0, 1, 2}
+	}
 	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2},
+		Files: files,
 		// Should the helper be killed outright, take the command with it
 		// (the thread is locked above: see there).
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
@@ -304,6 +329,9 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			}
 		}
 		return Exit{}, fmt.Errorf("starting %s: %w", spec.Path, err)
+	}
+	if spec.afterFork != nil {
+		spec.afterFork()
 	}
 	onStart(pid)
 

@@ -88,6 +88,11 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
 		}
 	}
+	if p.Isolate {
+		// Helpers started ahead of time, their sandbox ready: most of an
+		// isolated command's cost is off its path (sandbox.Warm).
+		m.warm = sandbox.NewWarm(m.cfg.Runner, m.netns.File(), m.limits, m.cfg.KillGrace, warmHelpers, m.warmPolicy)
+	}
 	m.layers = m.describeLayers(p, isolateWhy, limitsWhy)
 	var missing []string
 	for _, l := range m.layers {
@@ -173,6 +178,21 @@ func (m *Manager) policyFor() *sandbox.Policy {
 	return &p
 }
 
+// warmHelpers is how many sandboxed helpers are kept ready (sandbox.Warm):
+// enough for a burst of commands; each is a small idle process.
+const warmHelpers = 4
+
+// warmPolicy is the policy a warm helper prepares its view for: the
+// sandbox's, with the workspace's secrets and the sockets of the last walk
+// (none before the first command). It neither walks nor refreshes the
+// walk: a command's own masks are those of policyFor when it starts, and
+// the helper adds what its view lacks.
+func (m *Manager) warmPolicy() *sandbox.Policy {
+	p := *m.policy
+	p.Hide = append(slices.Clip(p.Hide), m.hidden.last()...)
+	return &p
+}
+
 // hiddenTTL is how long a walk of the workspace for secrets is reused;
 // hiddenBudget bounds the entries one walk looks at.
 const (
@@ -185,6 +205,13 @@ type hiddenCache struct {
 	mu    sync.Mutex
 	at    time.Time
 	paths []string
+}
+
+// last returns the paths of the last walk, without walking.
+func (h *hiddenCache) last() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paths
 }
 
 // skipDirs are not walked for secrets: they hold what tools fetched, not
@@ -296,6 +323,9 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
 	if spec.Policy == nil || !spec.Policy.Isolate {
 		return m.cfg.Runner.Start(ctx, spec, stdio)
+	}
+	if h, ok, err := m.warm.Start(ctx, spec, stdio); ok {
+		return h, err
 	}
 	stdio.Netns = m.netns.File()
 	slot, err := m.limits.Take()
