@@ -31,6 +31,13 @@
 //   - a crash of the machine (power loss, kernel panic) loses at most the last
 //     SyncEvery records, and at most SyncInterval's worth.
 //
+// Enqueue chains a record without waiting for its write (the next write
+// takes it, or the log's writer within SyncInterval): a crash of toold
+// loses the enqueued records not yet written, and a failed write counts
+// them in the next audit.recovered record. AppendAll appends several
+// records with one write. The executor enqueues a call's end and appends
+// its allow decision and start together.
+//
 // AppendSync waits for the fsync as well; use it for a record that must not
 // be lost to a power cut (it costs one fsync, shared by every record
 // written meanwhile).
@@ -367,6 +374,110 @@ func cause(err error) string {
 func (l *Log) append(r Record, wait bool) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	r, p, err := l.chainLocked(r)
+	if err != nil {
+		return Record{}, err
+	}
+	if !l.writing {
+		l.writeQueuedLocked()
+	}
+	if err := l.awaitLocked(p); err != nil {
+		return Record{}, err
+	}
+	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
+		l.kickSync()
+	}
+	for wait && l.synced < r.Seq && !l.closed {
+		if l.syncErr != nil {
+			return Record{}, l.unavailable(l.syncErr)
+		}
+		l.cond.Wait()
+	}
+	if wait && l.synced < r.Seq {
+		return Record{}, ErrClosed
+	}
+	return r, nil
+}
+
+// AppendAll is Append of several records, chained one after the other
+// (another appender's records may come between them) and written together,
+// in one write(2) when nothing else is being written. It returns once every
+// one of them is written, or with the error of the first that could not be
+// (class errdefs.ErrUnavailable, or ErrClosed); then the records before it
+// may be in the log, and the log's next audit.recovered record counts the
+// ones that are not.
+//
+// The executor writes a call's allow decision and its call.start with one
+// AppendAll: one write on the call's path instead of two, and the call runs
+// only once both are written.
+func (l *Log) AppendAll(rs ...Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := make([]pending, 0, len(rs))
+	var err error
+	for _, r := range rs {
+		var p pending
+		if _, p, err = l.chainLocked(r); err != nil {
+			break
+		}
+		// Held, so that a failed write while the next record is chained
+		// keeps what this one's epoch wrote for awaitLocked.
+		l.holdLocked(&p)
+		ps = append(ps, p)
+	}
+	if len(ps) > 0 && !l.writing {
+		l.writeQueuedLocked()
+	}
+	for _, p := range ps {
+		if werr := l.awaitLocked(p); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if len(ps) > 0 && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
+		l.kickSync()
+	}
+	return err
+}
+
+// Enqueue chains r like Append but does not wait for its write: the record
+// goes to the file with the next write — another appender's, or the log's
+// own within Config.SyncInterval (at once when much is queued) — and Close
+// writes what is queued. It is for a record whose loss changes nothing
+// that already happened: the executor's call.end, written after the call's
+// End went to the client. The error is Append's when the record cannot be
+// chained (the log is closed, or cannot sync); a record that is chained
+// but whose write fails (a full disk) is counted in the next audit.recovered
+// record, and the Appends that follow fail as Append says until the log can
+// write again. A crash of toold loses what is enqueued and not yet written
+// (at most SyncInterval's worth).
+func (l *Log) Enqueue(r Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, _, err := l.chainLocked(r); err != nil {
+		return err
+	}
+	if len(l.queued) >= enqueueKick && !l.writing {
+		l.kickSync()
+	}
+	return nil
+}
+
+// enqueueKick is how many queued bytes make Enqueue wake the log's writer
+// rather than leave them to the next write.
+const enqueueKick = 64 << 10
+
+// pending is a chained record's place: its ticket in its epoch; held when
+// it is counted in waiting[epoch].
+type pending struct {
+	ticket, epoch uint64
+	held          bool
+}
+
+// chainLocked chains r to the last record and queues its line, waiting
+// first while SyncEvery records are unsynced and rotating when the file is
+// full (l.mu held; it may be released meanwhile). It returns r with Seq,
+// Time and Prev set.
+func (l *Log) chainLocked(r Record) (Record, pending, error) {
 	var line []byte
 	for {
 		for !l.closed && l.syncErr == nil && l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
@@ -374,16 +485,16 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 			l.cond.Wait()
 		}
 		if l.closed {
-			return Record{}, ErrClosed
+			return Record{}, pending{}, ErrClosed
 		}
 		if l.seq-l.synced >= uint64(l.cfg.SyncEvery) {
 			// The syncer cannot sync: refuse rather than keep more
 			// records unsynced than promised. It retries every interval.
-			return Record{}, l.refuse(l.syncErr)
+			return Record{}, pending{}, l.refuse(l.syncErr)
 		}
 		if l.bad && !l.writing {
 			if err := l.repair(); err != nil {
-				return Record{}, l.refuse(err)
+				return Record{}, pending{}, l.refuse(err)
 			}
 		}
 		if l.failErr != nil && l.recoverySeq == 0 {
@@ -393,7 +504,7 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 					l.lost, l.failedAt.Format(time.RFC3339Nano), l.cfg.Now().UTC().Format(time.RFC3339Nano), cause(l.failErr))}
 			b, err := json.Marshal(rec)
 			if err != nil {
-				return Record{}, err
+				return Record{}, pending{}, err
 			}
 			l.seq, l.hash, l.recoverySeq = rec.Seq, lineHash(b), rec.Seq
 			l.queued = append(append(l.queued, b...), '\n')
@@ -405,7 +516,7 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 		r.Prev = l.hash
 		var err error
 		if line, err = json.Marshal(r); err != nil {
-			return Record{}, err
+			return Record{}, pending{}, err
 		}
 		size := l.size + int64(len(l.queued))
 		if size == 0 || size+int64(len(line))+1 <= l.cfg.MaxFileBytes {
@@ -422,52 +533,51 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 			continue
 		}
 		if err := l.rotate(); err != nil {
-			return Record{}, l.refuse(err)
+			return Record{}, pending{}, l.refuse(err)
 		}
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
 	l.queued = append(append(l.queued, line...), '\n')
 	l.ticket++
-	ticket, epoch := l.ticket, l.epoch
-	if !l.writing {
-		l.writeQueuedLocked()
+	return r, pending{ticket: l.ticket, epoch: l.epoch}, nil
+}
+
+// holdLocked counts p in waiting[p.epoch], so that a failed write that
+// ends its epoch keeps endTicket for it until awaitLocked.
+func (l *Log) holdLocked(p *pending) {
+	if l.waiting == nil {
+		l.waiting = map[uint64]int{}
 	}
-	if l.writtenTicket < ticket && l.epoch == epoch {
-		if l.waiting == nil {
-			l.waiting = map[uint64]int{}
-		}
-		l.waiting[epoch]++
-		for l.writtenTicket < ticket && l.epoch == epoch {
-			l.cond.Wait()
-		}
-		if l.waiting[epoch]--; l.waiting[epoch] == 0 {
-			delete(l.waiting, epoch)
+	l.waiting[p.epoch]++
+	p.held = true
+}
+
+// awaitLocked waits until p's record is written, or dropped by the failed
+// write that ended its epoch (the error). l.mu is held.
+func (l *Log) awaitLocked(p pending) error {
+	if !p.held && l.writtenTicket < p.ticket && l.epoch == p.epoch {
+		l.holdLocked(&p)
+	}
+	for l.writtenTicket < p.ticket && l.epoch == p.epoch {
+		l.cond.Wait()
+	}
+	if p.held {
+		if l.waiting[p.epoch]--; l.waiting[p.epoch] == 0 {
+			delete(l.waiting, p.epoch)
 		}
 	}
 	written := l.writtenTicket
-	if l.epoch != epoch {
-		written = l.endTicket[epoch]
-		if l.waiting[epoch] == 0 {
-			delete(l.endTicket, epoch)
+	if l.epoch != p.epoch {
+		written = l.endTicket[p.epoch]
+		if l.waiting[p.epoch] == 0 {
+			delete(l.endTicket, p.epoch)
 		}
 	}
-	if written < ticket {
+	if written < p.ticket {
 		// The failed write that ended the record's epoch dropped it.
-		return Record{}, l.unavailable(l.epochErr)
+		return l.unavailable(l.epochErr)
 	}
-	if l.seq-l.synced >= uint64(l.cfg.SyncEvery) || wait {
-		l.kickSync()
-	}
-	for wait && l.synced < r.Seq && !l.closed {
-		if l.syncErr != nil {
-			return Record{}, l.unavailable(l.syncErr)
-		}
-		l.cond.Wait()
-	}
-	if wait && l.synced < r.Seq {
-		return Record{}, ErrClosed
-	}
-	return r, nil
+	return nil
 }
 
 // refuse counts a record that could not be recorded and returns the
@@ -617,7 +727,8 @@ func (l *Log) pruner() {
 	}
 }
 
-// syncer fsyncs written records in batches until Close.
+// syncer writes what Enqueue queued and fsyncs written records in
+// batches, until Close.
 func (l *Log) syncer() {
 	defer close(l.done)
 	t := time.NewTicker(l.cfg.SyncInterval)
@@ -632,11 +743,26 @@ func (l *Log) syncer() {
 			case <-t.C:
 			}
 		}
+		l.writeQueued()
 		l.syncOnce()
 		if closed {
 			return
 		}
 	}
+}
+
+// writeQueued writes what Enqueue left queued, unless a write is in
+// progress (it takes the queue).
+func (l *Log) writeQueued() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writing || len(l.queued) == 0 || l.f == nil {
+		return
+	}
+	if l.bad && l.repair() != nil {
+		return // the next Append repairs the file (or says why it cannot)
+	}
+	l.writeQueuedLocked()
 }
 
 // syncOnce fsyncs the current file, writes the head and advances synced.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // write appends n records to a fresh log in dir and closes it.
@@ -132,6 +134,107 @@ func TestConcurrentAppendsChain(t *testing.T) {
 	}
 	if rep.Records != workers*each || rep.Last != workers*each || rep.Files < 2 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// Records enqueued from many goroutines, mixed with Appends and AppendAlls
+// and across rotations, form one intact chain: an Append writes what was
+// enqueued before it, the log's writer writes the rest within
+// SyncInterval, and Close writes what is still queued.
+func TestEnqueueChains(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 4000, SyncInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 16, 50
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				r := Record{Kind: KindCallStart, Conversation: "c", CallID: fmt.Sprint(w, "-", i)}
+				var err error
+				switch i % 10 {
+				case 0:
+					_, err = l.Append(r)
+				case 1:
+					d := r
+					d.Kind = KindDecision
+					err = l.AppendAll(d, r)
+				default:
+					err = l.Enqueue(r)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = workers * (each + each/10) // each AppendAll adds a record
+	// The log's writer writes what is enqueued without another append.
+	testenv.Poll(t, 10*time.Second, "every enqueued record written", func() bool {
+		written, _ := l.Stats()
+		return written == total
+	})
+	for i := range 5 {
+		if err := l.Enqueue(Record{Kind: KindCallEnd, CallID: fmt.Sprint("last-", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Enqueue(Record{Kind: KindCallEnd}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Enqueue after Close: %v, want ErrClosed", err)
+	}
+	if err := l.AppendAll(Record{Kind: KindCallEnd}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AppendAll after Close: %v, want ErrClosed", err)
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != total+5 || rep.Last != total+5 || rep.Files < 2 {
+		t.Fatalf("report %+v, want %d records in several files", rep, total+5)
+	}
+}
+
+// BenchmarkAppend64 is 64 goroutines recording calls at once, as toold's
+// executor does under concurrency 64: Append waits for each write, Enqueue
+// does not.
+func BenchmarkAppend64(b *testing.B) {
+	for _, name := range []string{"Append", "Enqueue"} {
+		b.Run(name, func(b *testing.B) {
+			l, err := Open(Config{Dir: b.TempDir(), SyncEvery: 1 << 30})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				r := Record{Kind: KindCallStart, Conversation: "conv", CallID: "call", Tool: "think", ArgsDigest: Digest([]byte("{}"))}
+				for pb.Next() {
+					var err error
+					if name == "Append" {
+						_, err = l.Append(r)
+					} else {
+						err = l.Enqueue(r)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
 
