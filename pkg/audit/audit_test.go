@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -529,5 +530,35 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A record's line, made from its body (marshaled outside the lock) and its
+// seq, time and prev, is exactly json.Marshal's, whatever the fields hold.
+func TestLineIsJSONMarshal(t *testing.T) {
+	code := 3
+	recs := []Record{
+		{Kind: KindCallStart},
+		{Kind: KindCallEnd, Conversation: "c", CallID: "1", Tool: "terminal_operations", Operation: "run_command", Outcome: "error", Code: "DENIED", ExitCode: &code,
+			ArgsDigest: Digest([]byte("a")), ResultDigest: Digest([]byte("b"))},
+		{Kind: KindApproval, Who: "<script>&\"quoted\"\\", Detail: "line\nbreak\ttab \u2028\u2029 é 😀 \x00\x1f", Scope: "once", Decision: "approve"},
+		{Kind: KindDecision, Detail: "bad utf-8: \xff\xfe", Rule: "r", GrantID: "g"},
+		{Kind: KindPruned, PrunedThrough: 42, PrunedHash: GenesisHash, Detail: "pruned"},
+	}
+	for i, r := range recs {
+		r.Seq = uint64(i*1000 + 1)
+		r.Time = time.Date(2026, 11, 27, 10, 0, i, i*1001, time.UTC)
+		r.Prev = lineHash([]byte(fmt.Sprint(i)))
+		body, err := recordBody(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendLine(nil, r, body); !bytes.Equal(got, want) {
+			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
 	}
 }
