@@ -141,6 +141,15 @@ func TestReadmeShellBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A checkout is a git repository: the git lines run in one, with a new
+	// file (pkg/x.go) the reader wrote.
+	git := exec.Command("sh", "-c", "git init -q && git add -A && git commit -qm 'a checkout' && printf 'package pkg\\n' > pkg/x.go")
+	git.Dir = dir
+	git.Env = append(os.Environ(), "GIT_AUTHOR_NAME=reader", "GIT_AUTHOR_EMAIL=reader@example.com",
+		"GIT_COMMITTER_NAME=reader", "GIT_COMMITTER_EMAIL=reader@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git: %v\n%s", err, out)
+	}
 	// The Python client's install line installs ./clients/python (pip
 	// builds in the source tree: a copy, never the checkout) and runs the
 	// README's Python snippet saved as snippet.py, which reads README.md.
@@ -227,8 +236,14 @@ func TestReadmeShellBlocks(t *testing.T) {
 			cmd.Dir = dir
 			cmd.Env = append(env, "READMETEST_FAILS="+fails)
 			// Not a terminal: toolctl denies its approvals; the Python
-			// snippet's input() reads the "y" that approves its ls.
-			cmd.Stdin = strings.NewReader("y\n")
+			// snippet's input() reads the "y" that approves its ls. The
+			// shell block's toolctl shell reads a line typed into the shell
+			// it opens; at the end of its input the shell exits.
+			stdin, want := "y\n", ""
+			if strings.Contains(b.text, "toolctl shell") {
+				stdin, want = "echo readme-shell-$((6*7))\n", "readme-shell-42"
+			}
+			cmd.Stdin = strings.NewReader(stdin)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if err != nil && !errors.As(err, &ee) {
@@ -259,6 +274,9 @@ func TestReadmeShellBlocks(t *testing.T) {
 				if bad {
 					t.Errorf("%s:%d: %q failed with exit %d", b.doc, b.line+n, line, code)
 				}
+			}
+			if want != "" && !strings.Contains(string(out), want) {
+				t.Errorf("the output has no %q: the line typed into toolctl shell did not run", want)
 			}
 			if strings.Contains(string(out), "command not found") {
 				t.Errorf("a command is missing")

@@ -59,7 +59,8 @@ detach, unless --keep; a session attached with --session keeps running.
 When the session's shell exits, toolctl exits with its exit status.
 
 Without a terminal on stdin, toolctl forwards stdin as it comes; at its end
-a shell toolctl started gets Ctrl-D (so it exits), and --session detaches.
+a shell toolctl started gets Ctrl-D until it exits (as a person presses it
+until the shell ends), and --session detaches.
 
 --list lists the sessions toold holds (--conversation selects one
 conversation's).
@@ -376,8 +377,9 @@ func (a *app) attach(ctx context.Context, client pb.TerminalServiceClient, open 
 }
 
 // forwardInput reads stdin and sends it as input until the detach key or
-// the end of stdin. At the end of stdin it sends Ctrl-D when eot is set
-// (a shell toolctl started should exit), and otherwise detaches.
+// the end of stdin. At the end of stdin it ends the input when eot is set
+// (a shell toolctl started should exit: see endInput), and otherwise
+// detaches.
 func (a *app) forwardInput(ctx context.Context, tty *shellTerminal, detachKey byte, eot bool, send func(*pb.AttachRequest) bool, detached chan<- struct{}) {
 	buf := make([]byte, 4096)
 	for {
@@ -399,12 +401,33 @@ func (a *app) forwardInput(ctx context.Context, tty *shellTerminal, detachKey by
 		}
 		if err != nil {
 			if eot {
-				send(input([]byte{0x04}))
+				endInput(ctx, send)
 				return
 			}
 			close(detached)
 			send(nil)
 			return
+		}
+	}
+}
+
+// eotEvery is how often endInput presses Ctrl-D again.
+const eotEvery = 250 * time.Millisecond
+
+// endInput ends the input of a shell toolctl started: it sends Ctrl-D
+// until the session ends (ctx is done), as a person presses it until the
+// shell exits. One is not enough: a Ctrl-D that arrives while a command
+// runs ends that command's input (or, when nothing reads, is dropped as the
+// shell switches the terminal back to its line editor), and the shell
+// itself must read one at its prompt.
+func endInput(ctx context.Context, send func(*pb.AttachRequest) bool) {
+	t := time.NewTicker(eotEvery)
+	defer t.Stop()
+	for send(input([]byte{0x04})) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

@@ -298,6 +298,24 @@ func TestShellPipe(t *testing.T) {
 	}
 }
 
+// At the end of piped stdin without an exit, the shell toolctl started
+// still ends, also when a command is running as the input ends (its
+// first Ctrl-D reaches the command, not the shell).
+func TestShellPipeEOF(t *testing.T) {
+	t.Parallel()
+	d := startShellDaemon(t)
+	for _, c := range []struct{ stdin, want string }{
+		{"echo piped-eof-$((6*7))\n", "piped-eof-42"},
+		{"sleep 1; echo after-$((2*3))\n", "after-6"},
+		{"cat\n", "[session"},
+	} {
+		r := cli{stdin: c.stdin}.run(t, "--socket", d.Socket, "shell")
+		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("stdin %q: exit %d\nstdout %q\nstderr %q", c.stdin, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
 func TestShellUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -168,6 +168,15 @@ func (m *Main) stopMCP() {
 // MCP returns the manager of the external MCP servers (nil before Run).
 func (m *Main) MCP() *mcp.Manager { return m.mcp.manager }
 
+// SyncMCP brings the tools toold serves over MCP in step with Registry:
+// a test that registers tools after Run calls it (MCP servers' changes
+// are synced by toold itself).
+func (m *Main) SyncMCP() {
+	if m.mcp.server != nil {
+		m.mcp.server.Sync()
+	}
+}
+
 // ServeMCP serves one MCP session over in and out (stdin and stdout for
 // `toold mcp`) until the client closes in or ctx ends. Call it after Run;
 // Close the Main afterwards. Nothing else may write to out.

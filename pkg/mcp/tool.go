@@ -79,6 +79,7 @@ func newTool(u *upstream, rt *sdk.Tool) (*Tool, error) {
 				Description: desc,
 				Risk:        riskOf(u.cfg, rt),
 				Schema:      schema,
+				Long:        true, // a remote tool's time is the server's: offered as an MCP task
 			}},
 		},
 	}

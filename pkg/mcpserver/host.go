@@ -29,6 +29,9 @@ type host struct {
 	client string
 	caps   *sdk.ClientCapabilities
 	elicit func(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error)
+	// status, when set, is told every progress message (a task's
+	// statusMessage); nil for a call that answers in its request.
+	status func(string)
 
 	mu      sync.Mutex
 	ss      *sdk.ServerSession // where progress goes: the latest request's session
@@ -123,6 +126,9 @@ func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) e
 // known fraction is sent as percent of 100 when that increases the value,
 // otherwise the value grows by one and no total is given.
 func (h *host) notify(ctx context.Context, msg string, fraction float64) error {
+	if h.status != nil && msg != "" {
+		h.status(msg)
+	}
 	h.mu.Lock()
 	if h.token == nil {
 		h.mu.Unlock()

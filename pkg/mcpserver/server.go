@@ -8,10 +8,12 @@
 // the call's Host: progress goes out as notifications/progress when the
 // client sent a progress token, and a policy "ask" becomes an elicitation
 // request when the client declares that capability (else the call is
-// denied with a message saying how to allow it).
+// denied with a message saying how to allow it). In 2026-07-28 a long call
+// of a client that declares the tasks extension runs as a task (tasks.go).
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -65,12 +67,14 @@ type Server struct {
 	// and older), so an HTTP client of either era negotiates its own.
 	sdk, legacy *sdk.Server
 	rounds      rounds
+	tasks       tasks
 	// stdioConversation is the conversation of sessions that have no
 	// session id (stdio: one session per process).
 	stdioConversation string
 
 	mu     sync.Mutex
 	served map[string]string // MCP tool name -> fingerprint
+	long   map[string]string // MCP tool name -> registry name, for long operations (tasks.go)
 }
 
 // legacyVersions are the protocol versions before 2026-07-28, which
@@ -102,13 +106,18 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, served: map[string]string{}, stdioConversation: newID("mcp-"), rounds: rounds{calls: map[string]*parkedCall{}}}
+	s := &Server{opts: opts, served: map[string]string{}, long: map[string]string{}, stdioConversation: newID("mcp-"),
+		rounds: rounds{calls: map[string]*parkedCall{}}, tasks: tasks{tasks: map[string]*task{}}}
 	impl := &sdk.Implementation{Name: "toold", Title: "toold", Version: opts.Version}
+	caps := &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}} // the SDK's default, plus:
+	caps.AddExtension(TasksExtension, nil)
 	s.sdk = sdk.NewServer(impl, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       mcp.SDKLogger(opts.Logger),
 		HasTools:     true,
+		Capabilities: caps,
 	})
+	s.registerTasks(s.sdk)
 	s.legacy = sdk.NewServer(impl, &sdk.ServerOptions{
 		Instructions:              opts.Instructions,
 		Logger:                    mcp.SDKLogger(opts.Logger),
@@ -126,6 +135,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 type offered struct {
 	tool   *sdk.Tool
 	target string
+	long   bool // tools.OperationSpec.Long
 }
 
 // toolsFromRegistry lists what the registry offers as MCP tools, in the
@@ -139,7 +149,7 @@ type offered struct {
 func (s *Server) toolsFromRegistry() []offered {
 	var out []offered
 	seen := map[string]bool{}
-	add := func(name, desc string, risk tools.Risk, schema json.RawMessage) {
+	add := func(name, desc string, risk tools.Risk, schema json.RawMessage, long bool) {
 		if !validName.MatchString(name) || seen[name] {
 			s.opts.Logger.Warn("tool not offered over MCP: its name is not a valid, unique MCP tool name", "tool", name)
 			return
@@ -153,7 +163,7 @@ func (s *Server) toolsFromRegistry() []offered {
 			Description: desc,
 			InputSchema: schema,
 			Annotations: annotations(risk),
-		}, target: name})
+		}, target: name, long: long})
 	}
 	if s.opts.Dialect != "" {
 		_, infos, _, err := s.opts.Registry.DialectListing(s.opts.Dialect)
@@ -161,13 +171,13 @@ func (s *Server) toolsFromRegistry() []offered {
 			s.opts.Logger.Warn("no tools offered over MCP", "dialect", s.opts.Dialect, "err", err)
 		}
 		for _, in := range infos {
-			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
+			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema, slices.ContainsFunc(in.Spec.Operations, func(o tools.OperationSpec) bool { return o.Long }))
 		}
 		return out
 	}
 	for _, in := range s.opts.Registry.List() {
 		if !in.Spec.Consolidated() {
-			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema)
+			add(in.Spec.Name, in.Spec.Description, in.Risk, in.Schema, len(in.Spec.Operations) == 1 && in.Spec.Operations[0].Long)
 			continue
 		}
 		for _, op := range in.Spec.Operations {
@@ -179,7 +189,7 @@ func (s *Server) toolsFromRegistry() []offered {
 			if desc == "" {
 				desc = in.Spec.Description
 			}
-			add(name, desc, op.Risk, op.Schema)
+			add(name, desc, op.Risk, op.Schema, op.Long)
 		}
 	}
 	return out
@@ -200,7 +210,11 @@ func (s *Server) Sync() {
 	defer s.mu.Unlock()
 	want := s.toolsFromRegistry()
 	keep := map[string]bool{}
+	clear(s.long)
 	for _, o := range want {
+		if o.long {
+			s.long[o.tool.Name] = o.target
+		}
 		b, _ := json.Marshal(o.tool)
 		fp := string(b)
 		keep[o.tool.Name] = true
@@ -236,21 +250,26 @@ func (s *Server) handler(target string) sdk.ToolHandler {
 			return s.resume(ctx, req)
 		}
 		h := newHost(req, target)
-		creq := &executor.CallRequest{
-			CallID:         newID("mcp-call-"),
-			ConversationID: s.conversation(req),
-			Name:           target,
-			ArgsJSON:       string(req.Params.Arguments),
-			OmitExecuting:  true,
-			Client:         "mcp:" + h.client,
-			TraceContext:   traceContext(req.Params.Meta),
-			Dialect:        s.opts.Dialect,
-		}
+		creq := s.callRequest(req, h, target)
 		if isNewEra(req) {
 			return s.round(ctx, s.newRoundsCall(creq, h))
 		}
 		end := s.opts.Executor.Run(ctx, creq, h)
 		return h.withTrace(toResult(end)), nil
+	}
+}
+
+// callRequest is the executor's request for an MCP call of target.
+func (s *Server) callRequest(req *sdk.CallToolRequest, h *host, target string) *executor.CallRequest {
+	return &executor.CallRequest{
+		CallID:         newID("mcp-call-"),
+		ConversationID: s.conversation(req),
+		Name:           target,
+		ArgsJSON:       string(req.Params.Arguments),
+		OmitExecuting:  true,
+		Client:         "mcp:" + h.client,
+		TraceContext:   traceContext(req.Params.Meta),
+		Dialect:        s.opts.Dialect,
 	}
 }
 
@@ -334,6 +353,9 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 	// header) and then names its session.
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= newEra {
+			if !taskHeaderMatches(w, r) {
+				return
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -359,6 +381,49 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 	})
 }
 
+// maxTaskRequest bounds the body of a tasks/* request read to check its
+// Mcp-Name header; tasks/update's answers are the largest.
+const maxTaskRequest = 1 << 20
+
+// taskHeaderMatches checks, for the tasks methods, what the SDK checks for
+// tools/call (SEP-2243, extended by SEP-2663): the Mcp-Name header names
+// the body's params.taskId. A mismatch (or no header) is answered with 400
+// and a -32020 HeaderMismatch error, and false; every other request is left
+// whole for the SDK.
+func taskHeaderMatches(w http.ResponseWriter, r *http.Request) bool {
+	method := r.Header.Get("Mcp-Method")
+	if r.Method != http.MethodPost || (method != "tasks/get" && method != "tasks/update" && method != "tasks/cancel") {
+		return true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTaskRequest))
+	if err != nil {
+		http.Error(w, "toold could not read the request: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != method {
+		return true // the SDK answers malformed requests and a mismatched Mcp-Method
+	}
+	name := strings.TrimSpace(r.Header.Get("Mcp-Name"))
+	if name == msg.Params.TaskID {
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+		"code":    sdk.CodeHeaderMismatch,
+		"message": fmt.Sprintf("header mismatch: Mcp-Name %q does not name the request's taskId %q", name, msg.Params.TaskID),
+	}})
+	return false
+}
+
 // loopbackOrigin reports whether an Origin header names a page served from
 // this machine's loopback interface (localhost, 127.0.0.0/8, ::1).
 func loopbackOrigin(origin string) bool {
@@ -378,6 +443,7 @@ func loopbackOrigin(origin string) bool {
 // sessions' ends).
 func (s *Server) Close() {
 	s.rounds.closeAll()
+	s.tasks.closeAll()
 	for _, srv := range []*sdk.Server{s.sdk, s.legacy} {
 		for ss := range srv.Sessions() {
 			_ = ss.Close()

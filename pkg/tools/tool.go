@@ -67,6 +67,11 @@ type OperationSpec struct {
 	// Schema is the JSON Schema (an object schema) of the operation's
 	// arguments, without the "operation" selector.
 	Schema json.RawMessage
+	// Long says a call may run for minutes (a command, a project task, a
+	// tool of an MCP server): MCP clients that declare the tasks extension
+	// get such a call as a task they poll, answer and cancel, instead of
+	// waiting on the request.
+	Long bool
 }
 
 // Call is one resolved, validated invocation.

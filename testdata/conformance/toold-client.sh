@@ -5,7 +5,8 @@
 # MCP_CONFORMANCE_SCENARIO. It starts toold with that server in its MCP
 # configuration (toold connects, initializes and lists the tools at start)
 # and calls the scenario's tool with toolctl, as a user would.
-# TOOLD_BIN and TOOLCTL_BIN name the binaries.
+# TOOLD_BIN and TOOLCTL_BIN name the binaries, NODE_BIN the suite's Node.js
+# (to read the scenario's context).
 set -eu
 url=$1
 dir=$(mktemp -d)
@@ -40,6 +41,45 @@ tools_call) "$TOOLCTL_BIN" call conf.add_numbers a=5 b=3 || status=$? ;;
 sse-retry) "$TOOLCTL_BIN" call conf.test_reconnection || status=$? ;;
 # The server asks the person a form; the person accepts the defaults.
 elicitation-sep1034-client-defaults) "$TOOLCTL_BIN" call --answer '' conf.test_client_elicitation_defaults || status=$? ;;
+# SEP-2322: the server asks in input-required rounds (a yes/no form the
+# person confirms); toold's client answers each round, and a call that
+# follows another's rounds carries none of their state.
+sep-2322-client-request-state)
+	"$TOOLCTL_BIN" call --answer true conf.test_mrtr_echo_state || status=$?
+	"$TOOLCTL_BIN" call --answer true conf.test_mrtr_no_state || status=$?
+	"$TOOLCTL_BIN" call conf.test_mrtr_unrelated || status=$?
+	"$TOOLCTL_BIN" call conf.test_mrtr_no_result_type || status=$?
+	;;
+# SEP-2243: the scenario's calls (MCP_CONFORMANCE_CONTEXT's toolCalls), each
+# as a user would make it, its arguments as given.
+http-custom-headers)
+	for i in 0 1; do
+		name=$("$NODE_BIN" -e 'const c=JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).toolCalls['"$i"']; process.stdout.write(c.name)')
+		"$NODE_BIN" -e 'const c=JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).toolCalls['"$i"']; process.stdout.write(JSON.stringify(c.arguments))' |
+			"$TOOLCTL_BIN" call --args - "conf.$name" || status=$?
+	done
+	;;
+# Every tool the server lists, as a user would try them: toold must have
+# refused (not registered) those whose x-mcp-header annotations are invalid.
+http-invalid-tool-headers)
+	"$TOOLCTL_BIN" call conf.valid_tool region=us-west1 || status=$?
+	for t in invalid_empty_header invalid_object_header invalid_array_header invalid_null_header invalid_number_header \
+		invalid_duplicate_same_case invalid_duplicate_diff_case invalid_space_in_name invalid_colon_in_name \
+		invalid_non_ascii_name invalid_control_char_name; do
+		if "$TOOLCTL_BIN" call "conf.$t" value=x 2>/dev/null; then
+			echo "toold called $t, whose x-mcp-header is invalid" >&2
+			status=1
+		fi
+	done
+	;;
+# The 2020-12 schema echo: the focal tool's inputSchema, as toold lists it,
+# sent back verbatim to the echo tool.
+json-schema-2020-12-preservation)
+	"$TOOLCTL_BIN" tools --format mcp >"$dir/tools.json" || status=$?
+	"$NODE_BIN" -e 'const l=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")); const ts=Array.isArray(l)?l:l.tools;
+		const t=ts.find(t=>t.name==="conf__json_schema_2020_12_tool"); process.stdout.write(JSON.stringify({schema:t.inputSchema||t.input_schema}))' "$dir/tools.json" |
+		"$TOOLCTL_BIN" call --args - conf.json_schema_echo || status=$?
+	;;
 *) "$TOOLCTL_BIN" mcp list || status=$? ;;
 esac
 cat "$dir/log" >&2

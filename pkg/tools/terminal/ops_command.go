@@ -17,6 +17,7 @@ var runCommandOp = &operation{
 	description: "Run a shell command line with bash in the workspace and return its exit code and output; " +
 		"with is_background, start it and return a process_id at once.",
 	risk: tools.RiskHigh,
+	long: true,
 	schema: func(l tools.Limits) string {
 		return fmt.Sprintf(`{
   "type": "object",

@@ -80,6 +80,9 @@ func (t *Terminal) StartsProcess(call *tools.Call) bool { return call.Operation 
 type operation struct {
 	name, description string
 	risk              tools.Risk
+	// long marks an operation whose calls may run for minutes
+	// (tools.OperationSpec.Long).
+	long bool
 	// schema returns the JSON Schema of the arguments; it may quote limits.
 	schema func(l tools.Limits) string
 	// describe says what a call would do; it does no I/O.
@@ -127,6 +130,7 @@ func New(m *Manager, limits tools.Limits) *Terminal {
 			Description: op.description,
 			Risk:        op.risk,
 			Schema:      json.RawMessage(op.schema(t.limits)),
+			Long:        op.long,
 		})
 		t.ops[op.name] = op
 	}

@@ -418,6 +418,7 @@ var runTaskOp = &operation{
 	description: "Run one of the project's tasks (see list_tasks) with optional extra arguments, like run_command runs its command line: " +
 		"output streams, long output is kept for read_output, and policy judges the command it expands to (make test, npm run build -- --watch...).",
 	risk: tools.RiskHigh,
+	long: true,
 	schema: `{"type": "object", "properties": {
   "name": {"type": "string", "minLength": 1, "description": "The task: SOURCE:NAME as list_tasks shows it, or NAME when only one source has it."},
   "args": {"type": "array", "items": {"type": "string"}, "description": "Extra arguments, each passed as one word."},

@@ -74,6 +74,7 @@ const ToolName = "build_and_version_control"
 type operation struct {
 	name, description string
 	risk              tools.Risk
+	long              bool // tools.OperationSpec.Long
 	schema            string
 	describe          func(v *VCS, call *tools.Call) tools.Effect
 	run               func(v *VCS, ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error)
@@ -90,7 +91,7 @@ func New(opts Options) *VCS {
 	var specs []tools.OperationSpec
 	for _, op := range operations {
 		v.ops[op.name] = op
-		specs = append(specs, tools.OperationSpec{Name: op.name, Description: op.description, Risk: op.risk, Schema: json.RawMessage(op.schema)})
+		specs = append(specs, tools.OperationSpec{Name: op.name, Description: op.description, Risk: op.risk, Schema: json.RawMessage(op.schema), Long: op.long})
 	}
 	v.spec = tools.Spec{
 		Name:   ToolName,
