@@ -162,6 +162,9 @@ func RunHelperIfRequested() {
 // the command and supervises its tree until it is gone. It returns the
 // helper's exit status: 0 when it reported an outcome on fd 4.
 func HelperMain() int {
+	if confineRequested() {
+		return confineExec() // confine_exec.go
+	}
 	specFile, status := os.NewFile(3, "spec"), os.NewFile(4, "status")
 	if specFile == nil || status == nil {
 		fmt.Fprintln(os.Stderr, HelperName+": started without its spec and status descriptors; this mode is for toold only")
@@ -276,12 +279,17 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	// ignored ones would stay ignored there.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	path, args := spec.Path, spec.Args
 	if spec.Policy != nil {
-		if err := confine(*spec.Policy); err != nil {
+		// Confined in the command's own first process, not here: the
+		// helper stays outside the command's Landlock domain, so that
+		// the command cannot kill it (confine_exec.go).
+		var err error
+		if path, args, err = confinedStage(spec); err != nil {
 			return Exit{}, err
 		}
 	}
-	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: []uintptr{0, 1, 2},

@@ -11,8 +11,10 @@
 //   - marks itself a child subreaper (PR_SET_CHILD_SUBREAPER), so every
 //     process the command starts stays below it, even one that calls setsid
 //     and whose parent exits ("setsid sleep 100 &");
-//   - optionally confines itself with Landlock before it starts the command,
-//     so the command and everything it starts inherit the restriction
+//   - optionally confines the command with Landlock: the command's first
+//     process applies it before it execs the command (confine_exec.go), so
+//     the command and everything it starts inherit the restriction, while
+//     the helper stays outside it and cannot be signalled from inside
 //     (Landlock restricts the calling process and its future children; the
 //     daemon itself is never restricted);
 //   - reaps every process of the tree, so no zombie is left;

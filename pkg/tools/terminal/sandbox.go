@@ -154,18 +154,22 @@ func (m *Manager) Layers() []sandbox.Layer {
 
 // policyFor returns the policy of a command starting now: the sandbox's,
 // with the workspace's secrets and the unix sockets outside the sandbox's
-// writable directories as they are now (sandbox.UnixSockets) added to its
-// masks.
+// writable directories added to its masks. The sockets bound in toold's
+// network namespace are read now, for this command
+// (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
+// bound a moment ago is masked too); the walks (the workspace's secrets,
+// the runtime directories' sockets) are reused for hiddenTTL.
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
 	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable)
-	if len(secrets) == 0 {
+	bound := sandbox.BoundUnixSockets(m.policy.Writable)
+	if len(secrets) == 0 && len(bound) == 0 {
 		return m.policy
 	}
 	p := *m.policy
-	p.Hide = append(slices.Clip(p.Hide), secrets...)
+	p.Hide = append(append(slices.Clip(p.Hide), secrets...), bound...)
 	return &p
 }
 
@@ -188,7 +192,8 @@ type hiddenCache struct {
 var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true, "target": true, "vendor": true, "__pycache__": true}
 
 // get returns the sensitive files and directories of the workspace dir,
-// and the unix sockets outside the writable directories. Symbolic links
+// and the socket files below the runtime directories outside the writable
+// directories. Symbolic links
 // are not followed (what one points to is masked where it is, when it is
 // sensitive there).
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string) []string {
@@ -200,7 +205,7 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
-	out = append(out, sandbox.UnixSockets(writable)...)
+	out = append(out, sandbox.RuntimeUnixSockets(writable)...)
 	budget := hiddenBudget
 	if s == nil {
 		budget = 0
