@@ -32,7 +32,7 @@ with 'toolctl mcp add'; added servers last until toold stops.
 Adding and removing servers is allowed over the unix socket, and over TCP
 only when toold runs with a token.`,
 	}
-	cmd.AddCommand(a.newMCPListCmd(), a.newMCPAddCmd(), a.newMCPRemoveCmd())
+	cmd.AddCommand(a.newMCPListCmd(), a.newMCPAddCmd(), a.newMCPRemoveCmd(), a.newMCPLoginCmd())
 	return cmd
 }
 
@@ -241,6 +241,8 @@ func stateSummary(st *pb.McpServerStatus) string {
 			s += fmt.Sprintf(" (%s %s, MCP %s)", st.GetServerName(), st.GetServerVersion(), st.GetProtocolVersion())
 		}
 		return s
+	case pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING:
+		return "needs authorization: open " + st.GetAuthorizationUrl() + " (or run toolctl mcp login " + st.GetName() + ")"
 	case pb.McpServerState_MCP_SERVER_STATE_BACKOFF:
 		s := "down: " + firstLineOf(st.GetError())
 		if t := st.GetNextAttempt(); t != nil {
