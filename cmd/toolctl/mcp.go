@@ -199,6 +199,9 @@ func (a *app) runMCPAdd(ctx context.Context, req *pb.AddMcpServerRequest, asJSON
 			fmt.Fprintf(a.stdout, "refused: %s: %s\n", r.GetName(), r.GetReason())
 		}
 	}
+	if st.GetState() == pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s was added and needs OAuth authorization: open the URL above in a browser, or run 'toolctl mcp login %s', which waits for it", st.GetName(), st.GetName())}
+	}
 	if st.GetState() != pb.McpServerState_MCP_SERVER_STATE_CONNECTED {
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s was added but is not connected; toold keeps retrying ('toolctl mcp remove %s' stops it)", st.GetName(), st.GetName())}
 	}

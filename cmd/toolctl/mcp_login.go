@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,7 +86,12 @@ func (a *app) runMCPLogin(ctx context.Context, name string) error {
 				shown, asked = u, true
 			}
 		case pb.McpServerState_MCP_SERVER_STATE_BACKOFF:
-			if asked {
+			// An authorization that failed (denied, not completed, refused
+			// by the authorization server: toold's messages say
+			// "authoriz...") ends the wait; another failure of a connection
+			// after the person authorized is retried by toold with the
+			// token it got, so login waits for that.
+			if asked && strings.Contains(st.GetError(), "authoriz") {
 				return &exitError{code: exitFailure, err: fmt.Errorf("%s: %s", name, firstLineOf(st.GetError()))}
 			}
 		case pb.McpServerState_MCP_SERVER_STATE_DISABLED, pb.McpServerState_MCP_SERVER_STATE_STOPPED:

@@ -29,7 +29,7 @@ func TestMCPLoginOAuth(t *testing.T) {
 	}))
 
 	r := runAsOperator(t, d, "mcp", "add", "sec", p.Base+"/mcp")
-	r.check(t, exitFailure, []string{"sec: needs authorization: open " + p.Base + "/authorize?", "toolctl mcp login sec"}, []string{"was added but is not connected"})
+	r.check(t, exitFailure, []string{"sec: needs authorization: open " + p.Base + "/authorize?", "toolctl mcp login sec"}, []string{"was added and needs OAuth authorization", "toolctl mcp login sec"})
 	r = runAsOperator(t, d, "mcp", "list", "--json")
 	var resp pb.ListMcpServersResponse
 	if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil || len(resp.GetServers()) != 1 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
@@ -88,6 +89,14 @@ func (u *upstream) oauthHandler(hc *http.Client, endpoint string, limit *handsha
 		if err := x.err(); err != nil {
 			return nil, fmt.Errorf("oauth: %w", err)
 		}
+	}
+	if cfg.Grant == mcpconfig.GrantClientCredentials {
+		// No person and nothing to store: the client's credentials get a
+		// new token whenever the server asks for one.
+		return extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: cfg.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: cfg.ClientSecret}},
+			HTTPClient:  hc,
+		})
 	}
 	u.mu.Lock()
 	f := u.oauth
@@ -223,6 +232,22 @@ func (f *oauthFlow) authorize(ctx context.Context, req *http.Request, resp *http
 	if len(f.cfg.Scopes) > 0 {
 		scopes := f.cfg.Scopes
 		hc.ScopeFilter = func([]string) []string { return scopes }
+	} else {
+		// A step-up authorization (403 insufficient_scope) asks for the
+		// scopes granted before as well as the new ones (SEP-2350): the
+		// SDK's handler is made per authorization, so toold keeps them.
+		f.mu.Lock()
+		granted := slices.Clone(f.rec.Scopes)
+		f.mu.Unlock()
+		hc.ScopeFilter = func(discovered []string) []string {
+			out := slices.Clone(granted)
+			for _, s := range discovered {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+			return out
+		}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {

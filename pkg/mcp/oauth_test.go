@@ -152,3 +152,31 @@ func testenvPoll(t *testing.T, logs *lockedBuffer, what string, cond func() bool
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The client credentials grant: no person, the server connects at once
+// and a refused token is replaced with the credentials.
+func TestOAuthClientCredentials(t *testing.T) {
+	p := mcptest.StartOAuthServer(t)
+	f := newFixture(t, mcp.Options{TokenDir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	entry := mcpconfig.Server{URL: p.Base + "/mcp", OAuth: &mcpconfig.OAuth{ClientID: "service-1", ClientSecret: "service-secret", Grant: mcpconfig.GrantClientCredentials}}
+	st, err := f.m.Add(ctx, "svc", entry)
+	if err != nil || st.State != mcp.StateConnected {
+		t.Fatalf("add: %v, %v %q", err, st.State, st.Err)
+	}
+	p.Revoke(true)
+	end, _ := f.call(ctx, "svc__whoami", `{}`)
+	if end.Err != nil || !strings.Contains(endText(end), "authorized caller") {
+		t.Fatalf("call with a refused token: %v %q", end.Err, endText(end))
+	}
+	if reg, _ := p.Counts(); reg != 0 {
+		t.Fatalf("registrations: %d", reg)
+	}
+
+	entry.OAuth.ClientSecret = "wrong"
+	st, err = f.m.Add(ctx, "bad", entry)
+	if err != nil || st.State != mcp.StateBackoff || !strings.Contains(st.Err, "invalid_client") {
+		t.Fatalf("wrong secret: %v, %v %q", err, st.State, st.Err)
+	}
+}

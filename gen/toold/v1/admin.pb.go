@@ -547,7 +547,10 @@ type McpServerOAuth struct {
 	// 0 takes an ephemeral port per authorization.
 	CallbackPort int32 `protobuf:"varint,4,opt,name=callback_port,json=callbackPort,proto3" json:"callback_port,omitempty"`
 	// Scopes requested instead of those the server's challenge names.
-	Scopes        []string `protobuf:"bytes,5,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	Scopes []string `protobuf:"bytes,5,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// "authorization_code" (default: a person authorizes) or
+	// "client_credentials" (client_id and client_secret alone, no person).
+	Grant         string `protobuf:"bytes,6,opt,name=grant,proto3" json:"grant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -615,6 +618,13 @@ func (x *McpServerOAuth) GetScopes() []string {
 		return x.Scopes
 	}
 	return nil
+}
+
+func (x *McpServerOAuth) GetGrant() string {
+	if x != nil {
+		return x.Grant
+	}
+	return ""
 }
 
 // McpServerStatus is a snapshot of one server.
@@ -887,13 +897,14 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aP\n" +
 	"\rToolRiskEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
-	"\x05value\x18\x02 \x01(\x0e2\x13.toold.v1.RiskLevelR\x05value:\x028\x01\"\xbf\x01\n" +
+	"\x05value\x18\x02 \x01(\x0e2\x13.toold.v1.RiskLevelR\x05value:\x028\x01\"\xd5\x01\n" +
 	"\x0eMcpServerOAuth\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\x12.\n" +
 	"\x13client_metadata_url\x18\x03 \x01(\tR\x11clientMetadataUrl\x12#\n" +
 	"\rcallback_port\x18\x04 \x01(\x05R\fcallbackPort\x12\x16\n" +
-	"\x06scopes\x18\x05 \x03(\tR\x06scopes\"\xc5\x04\n" +
+	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x14\n" +
+	"\x05grant\x18\x06 \x01(\tR\x05grant\"\xc5\x04\n" +
 	"\x0fMcpServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\x06config\x18\x02 \x01(\v2\x19.toold.v1.McpServerConfigR\x06config\x12\x1c\n" +

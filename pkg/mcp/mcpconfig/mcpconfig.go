@@ -98,7 +98,17 @@ type OAuth struct {
 	// Scopes, when set, are requested instead of those the server's
 	// challenge or metadata name.
 	Scopes []string `yaml:"scopes" json:"scopes,omitempty"`
+	// Grant is "authorization_code" (the default: a person authorizes) or
+	// "client_credentials" (SEP-1046: toold obtains tokens with ClientID and
+	// ClientSecret alone, no person; for a service account).
+	Grant string `yaml:"grant" json:"grant,omitempty"`
 }
+
+// OAuth grants, as OAuth.Grant names them.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
 
 // validate checks the OAuth settings of server name.
 func (o *OAuth) validate(name string) error {
@@ -107,6 +117,15 @@ func (o *OAuth) validate(name string) error {
 	}
 	if o.CallbackPort < 0 || o.CallbackPort > 65535 {
 		return fmt.Errorf("MCP server %s: oauth.callbackPort %d: want 1-65535, or 0 for an ephemeral port", name, o.CallbackPort)
+	}
+	switch o.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if o.ClientID == "" || o.ClientSecret == "" {
+			return fmt.Errorf("MCP server %s: oauth.grant client_credentials needs oauth.clientId and oauth.clientSecret", name)
+		}
+	default:
+		return fmt.Errorf("MCP server %s: oauth.grant %q: want authorization_code or client_credentials", name, o.Grant)
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
 		return fmt.Errorf("MCP server %s: oauth.clientSecret needs oauth.clientId", name)

@@ -24,7 +24,8 @@ import (
 // resource metadata, RFC 8414 metadata, dynamic registration, an
 // authorize endpoint that redirects at once (the "person" approves, or
 // denies when deny is set), and a token endpoint that checks PKCE and
-// refreshes.
+// refreshes; the client credentials grant takes the client "service-1"
+// with the secret "service-secret".
 type OAuthServer struct {
 	// Base is the server's origin; the MCP endpoint is Base + "/mcp".
 	Base string
@@ -70,8 +71,8 @@ func StartOAuthServer(t testing.TB) *OAuthServer {
 		writeJSON(w, map[string]any{
 			"issuer": p.Base, "authorization_endpoint": p.Base + "/authorize", "token_endpoint": p.Base + "/token",
 			"registration_endpoint": p.Base + "/register", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
+			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token", "client_credentials"},
+			"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic"},
 		})
 	})
 	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
@@ -120,6 +121,16 @@ func StartOAuthServer(t testing.TB) *OAuthServer {
 				return
 			}
 			delete(p.codes, r.Form.Get("code"))
+		case "client_credentials":
+			id, secret, ok := r.BasicAuth()
+			if !ok {
+				id, secret = r.Form.Get("client_id"), r.Form.Get("client_secret")
+			}
+			if id != "service-1" || secret != "service-secret" {
+				w.WriteHeader(http.StatusUnauthorized)
+				writeJSON(w, map[string]string{"error": "invalid_client"})
+				return
+			}
 		case "refresh_token":
 			if !p.refresh[r.Form.Get("refresh_token")] {
 				w.WriteHeader(http.StatusBadRequest)

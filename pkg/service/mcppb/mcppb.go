@@ -29,7 +29,7 @@ func ConfigFromPB(c *pb.McpServerConfig) mcpconfig.Server {
 	if o := c.GetOauth(); o != nil {
 		out.OAuth = &mcpconfig.OAuth{
 			ClientID: o.GetClientId(), ClientSecret: o.GetClientSecret(), ClientMetadataURL: o.GetClientMetadataUrl(),
-			CallbackPort: int(o.GetCallbackPort()), Scopes: o.GetScopes(),
+			CallbackPort: int(o.GetCallbackPort()), Scopes: o.GetScopes(), Grant: o.GetGrant(),
 		}
 	}
 	out.Toold.Risk = RiskName(c.GetRisk())
@@ -68,7 +68,7 @@ func ConfigToPB(c mcpconfig.Server) *pb.McpServerConfig {
 	if o := c.OAuth; o != nil {
 		out.Oauth = &pb.McpServerOAuth{
 			ClientId: o.ClientID, ClientSecret: o.ClientSecret, ClientMetadataUrl: o.ClientMetadataURL,
-			CallbackPort: int32(o.CallbackPort), Scopes: o.Scopes,
+			CallbackPort: int32(o.CallbackPort), Scopes: o.Scopes, Grant: o.Grant,
 		}
 	}
 	for tool, r := range c.Toold.ToolRisk {

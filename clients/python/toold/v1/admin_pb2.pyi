@@ -92,18 +92,20 @@ class McpServerConfig(_message.Message):
     def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., type: _Optional[str] = ..., risk: _Optional[_Union[_tool_pb2.RiskLevel, str]] = ..., tool_risk: _Optional[_Mapping[str, _tool_pb2.RiskLevel]] = ..., idle_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., disabled: bool = ..., oauth: _Optional[_Union[McpServerOAuth, _Mapping]] = ...) -> None: ...
 
 class McpServerOAuth(_message.Message):
-    __slots__ = ["callback_port", "client_id", "client_metadata_url", "client_secret", "scopes"]
+    __slots__ = ["callback_port", "client_id", "client_metadata_url", "client_secret", "grant", "scopes"]
     CALLBACK_PORT_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_METADATA_URL_FIELD_NUMBER: _ClassVar[int]
     CLIENT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
     callback_port: int
     client_id: str
     client_metadata_url: str
     client_secret: str
+    grant: str
     scopes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, client_id: _Optional[str] = ..., client_secret: _Optional[str] = ..., client_metadata_url: _Optional[str] = ..., callback_port: _Optional[int] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., client_secret: _Optional[str] = ..., client_metadata_url: _Optional[str] = ..., callback_port: _Optional[int] = ..., scopes: _Optional[_Iterable[str]] = ..., grant: _Optional[str] = ...) -> None: ...
 
 class McpServerStatus(_message.Message):
     __slots__ = ["authorization_url", "config", "error", "name", "next_attempt", "pid", "protocol_version", "refused", "restarts", "server_name", "server_version", "since", "state", "tools", "transport"]
