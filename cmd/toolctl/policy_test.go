@@ -29,6 +29,10 @@ func TestPolicyExplain(t *testing.T) {
 		code   int
 		stdout []string
 		stderr []string
+		// operator: toolctl finds the operator credential (the grants of
+		// a named conversation are consulted only for its holder or the
+		// operator).
+		operator bool
 	}{
 		{name: "allow", args: []string{"guarded", "command=ls -l"}, stdout: []string{
 			"decision: allow (high risk)\nreason:   every sub-command is allowed\ntool:     guarded\nmode:     auto\nsummary:  Run guarded: ls -l\ncommand:  ls -l\n          allow ls -l  rule allow-rest\nwrites:   src/main.go\nhosts:    example.com\n",
@@ -44,10 +48,12 @@ func TestPolicyExplain(t *testing.T) {
 			"decision: deny (high risk)\nreason:   shutdown is never allowed\nrule:     deny-shutdown\n",
 			"          deny  shutdown now  rule deny-shutdown\n",
 		}},
-		{name: "a grant applies", args: []string{"guarded", "command=rm -rf build", "--conversation", "conv-g"}, stdout: []string{
+		{name: "a grant applies", operator: true, args: []string{"guarded", "command=rm -rf build", "--conversation", "conv-g"}, stdout: []string{
 			"decision: allow (high risk)\nreason:   a grant allows it\nrule:     ask-rm\n",
 			"grant:    " + grant.ID + " in conversation conv-g: guarded under src/ for 5m, granted by tester, expires in ",
 		}},
+		{name: "a conversation's grant is not told to another client", args: []string{"guarded", "command=rm -rf build", "--conversation", "conv-g"},
+			stdout: []string{"decision: ask (high risk)\nreason:   rm deletes files\n"}},
 		{name: "another conversation's grant does not", args: []string{"guarded", "command=rm -rf build", "--conversation", "conv-h"},
 			stdout: []string{"decision: ask"}},
 		{name: "stricter mode", args: []string{"think", "thought=hi", "--mode", "ASK"}, stdout: []string{"decision: allow (low risk)\nreason:   not guarded\ntool:     think\nmode:     ask\n"}},
@@ -62,7 +68,11 @@ func TestPolicyExplain(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := cli{stdin: tt.stdin}.run(t, append([]string{"--socket", d.Socket, "policy", "explain"}, tt.args...)...)
+			c := cli{stdin: tt.stdin}
+			if tt.operator {
+				c.env = map[string]string{"TOOLD_STATE_DIR": d.Main.Config.StateDir}
+			}
+			r := c.run(t, append([]string{"--socket", d.Socket, "policy", "explain"}, tt.args...)...)
 			r.check(t, tt.code, tt.stdout, tt.stderr)
 		})
 	}

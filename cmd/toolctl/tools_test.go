@@ -170,7 +170,7 @@ func TestToolsDialect(t *testing.T) {
 	r = runAt(t, d.Socket, "tools", "--dialect", "codex", "--format", "openai")
 	r.check(t, exitOK, nil, nil)
 	var tools []struct{ Function struct{ Name string } }
-	if err := json.Unmarshal([]byte(r.stdout), &tools); err != nil || len(tools) == 0 || tools[0].Function.Name != "shell" {
+	if err := json.Unmarshal([]byte(r.stdout), &tools); err != nil || len(tools) == 0 || tools[0].Function.Name != "exec_command" {
 		t.Errorf("codex rendering: %v %s", err, r.stdout)
 	}
 	r = runAt(t, d.Socket, "tools", "--dialect", "cursor")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // write appends n records to a fresh log in dir and closes it.
@@ -132,6 +135,107 @@ func TestConcurrentAppendsChain(t *testing.T) {
 	}
 	if rep.Records != workers*each || rep.Last != workers*each || rep.Files < 2 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// Records enqueued from many goroutines, mixed with Appends and AppendAlls
+// and across rotations, form one intact chain: an Append writes what was
+// enqueued before it, the log's writer writes the rest within
+// SyncInterval, and Close writes what is still queued.
+func TestEnqueueChains(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 4000, SyncInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 16, 50
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				r := Record{Kind: KindCallStart, Conversation: "c", CallID: fmt.Sprint(w, "-", i)}
+				var err error
+				switch i % 10 {
+				case 0:
+					_, err = l.Append(r)
+				case 1:
+					d := r
+					d.Kind = KindDecision
+					err = l.AppendAll(d, r)
+				default:
+					err = l.Enqueue(r)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = workers * (each + each/10) // each AppendAll adds a record
+	// The log's writer writes what is enqueued without another append.
+	testenv.Poll(t, 10*time.Second, "every enqueued record written", func() bool {
+		written, _ := l.Stats()
+		return written == total
+	})
+	for i := range 5 {
+		if err := l.Enqueue(Record{Kind: KindCallEnd, CallID: fmt.Sprint("last-", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Enqueue(Record{Kind: KindCallEnd}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Enqueue after Close: %v, want ErrClosed", err)
+	}
+	if err := l.AppendAll(Record{Kind: KindCallEnd}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AppendAll after Close: %v, want ErrClosed", err)
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != total+5 || rep.Last != total+5 || rep.Files < 2 {
+		t.Fatalf("report %+v, want %d records in several files", rep, total+5)
+	}
+}
+
+// BenchmarkAppend64 is 64 goroutines recording calls at once, as toold's
+// executor does under concurrency 64: Append waits for each write, Enqueue
+// does not.
+func BenchmarkAppend64(b *testing.B) {
+	for _, name := range []string{"Append", "Enqueue"} {
+		b.Run(name, func(b *testing.B) {
+			l, err := Open(Config{Dir: b.TempDir(), SyncEvery: 1 << 30})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				r := Record{Kind: KindCallStart, Conversation: "conv", CallID: "call", Tool: "think", ArgsDigest: Digest([]byte("{}"))}
+				for pb.Next() {
+					var err error
+					if name == "Append" {
+						_, err = l.Append(r)
+					} else {
+						err = l.Enqueue(r)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
 
@@ -426,5 +530,35 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A record's line, made from its body (marshaled outside the lock) and its
+// seq, time and prev, is exactly json.Marshal's, whatever the fields hold.
+func TestLineIsJSONMarshal(t *testing.T) {
+	code := 3
+	recs := []Record{
+		{Kind: KindCallStart},
+		{Kind: KindCallEnd, Conversation: "c", CallID: "1", Tool: "terminal_operations", Operation: "run_command", Outcome: "error", Code: "DENIED", ExitCode: &code,
+			ArgsDigest: Digest([]byte("a")), ResultDigest: Digest([]byte("b"))},
+		{Kind: KindApproval, Who: "<script>&\"quoted\"\\", Detail: "line\nbreak\ttab \u2028\u2029 é 😀 \x00\x1f", Scope: "once", Decision: "approve"},
+		{Kind: KindDecision, Detail: "bad utf-8: \xff\xfe", Rule: "r", GrantID: "g"},
+		{Kind: KindPruned, PrunedThrough: 42, PrunedHash: GenesisHash, Detail: "pruned"},
+	}
+	for i, r := range recs {
+		r.Seq = uint64(i*1000 + 1)
+		r.Time = time.Date(2026, 11, 27, 10, 0, i, i*1001, time.UTC)
+		r.Prev = lineHash([]byte(fmt.Sprint(i)))
+		body, err := recordBody(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendLine(nil, r, body); !bytes.Equal(got, want) {
+			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
 	}
 }

@@ -247,3 +247,91 @@ func dirBytes(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// On a full disk, records Enqueue left to a later write are not lost
+// silently: the audit.recovered record written once the disk has room
+// counts every one missing from the log; and an AppendAll (a call's
+// decision and start) fails, so the call would not run, and leaves no
+// call.start behind.
+func TestFullDiskEnqueued(t *testing.T) {
+	fs := testenv.SmallFS(t, 256<<10)
+	dir := filepath.Join(fs, "audit")
+	l, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(Record{Kind: KindCallStart, CallID: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	filler := testenv.Fill(t, fs, "filler")
+	attempted := 1 // "before"
+	var enqueued []string
+	failed := map[string]error{}
+	for i := range 50 {
+		id := fmt.Sprint("end-", i)
+		if err := l.Enqueue(Record{Kind: KindCallEnd, CallID: id}); err == nil {
+			enqueued = append(enqueued, id)
+			attempted++
+		}
+		id = fmt.Sprint("call-", i)
+		attempted += 2
+		if err := l.AppendAll(Record{Kind: KindDecision, CallID: id}, Record{Kind: KindCallStart, CallID: id}); err != nil {
+			failed[id] = err
+		}
+	}
+	if len(failed) == 0 {
+		t.Fatal("no AppendAll failed on a full disk")
+	}
+	for id, err := range failed {
+		if !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "no space left on device") {
+			t.Fatalf("%s: %v; want UNAVAILABLE saying the disk is full", id, err)
+		}
+	}
+	assertWhole(t, dir)
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(Record{Kind: KindCallStart, CallID: "after"}); err != nil {
+		t.Fatalf("append after space came back: %v", err)
+	}
+	attempted++
+	if _, err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Tail(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	told, ours := 0, 0
+	for _, rec := range recs {
+		if rec.Kind == KindRecovered {
+			if m := regexp.MustCompile(`^(\d+) records could not be written`).FindStringSubmatch(rec.Detail); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				told += n
+			}
+			continue
+		}
+		ours++
+		seen[rec.Kind+" "+rec.CallID]++
+		if rec.Kind == KindCallStart && failed[rec.CallID] != nil {
+			t.Errorf("call.start %s is in the log, but its AppendAll failed: %v", rec.CallID, failed[rec.CallID])
+		}
+	}
+	missingEnqueued := 0
+	for _, id := range enqueued {
+		if seen[KindCallEnd+" "+id] == 0 {
+			missingEnqueued++
+		}
+	}
+	if missingEnqueued == 0 {
+		t.Fatal("every enqueued record was written on a full disk")
+	}
+	// Every record missing is told (an AppendAll refused before chaining
+	// its second record adds one attempt that was never a record).
+	if told < missingEnqueued || told > attempted-ours {
+		t.Fatalf("audit.recovered records tell %d lost; %d enqueued records are missing, %d of %d records attempted", told, missingEnqueued, attempted-ours, attempted)
+	}
+}

@@ -214,7 +214,8 @@ func TestOperatorCredentialFile(t *testing.T) {
 // Issue 25 item 8, the doors that change things: the AdminService (MCP
 // servers: list, add, remove) is the operator's only; a conversation's
 // grants are listed and revoked with its secret or as the operator, every
-// conversation's only as the operator. Each refusal is PERMISSION_DENIED,
+// conversation's only as the operator, and Explain consults them only for
+// such a client. Each refusal is PERMISSION_DENIED,
 // says what to present, and changes nothing.
 func TestOperatorDoorsEndToEnd(t *testing.T) {
 	d := daemontest.Start(t)
@@ -258,6 +259,7 @@ func TestOperatorDoorsEndToEnd(t *testing.T) {
 			t.Fatalf("got %v, want PERMISSION_DENIED mentioning %q", err, want)
 		}
 	}
+	rmAgain := &pb.ExplainRequest{Name: "run_command", Arguments: &pb.ExplainRequest_ArgumentsJson{ArgumentsJson: `{"command":"rm -f old.txt"}`}, ConversationId: "alice"}
 	guessed := metadata.AppendToOutgoingContext(bg, service.OperatorMetadata, strings.Repeat("0", 64))
 	for name, ctx := range map[string]context.Context{"nothing": bg, "bob's secret": with(bob), "a guessed operator credential": guessed, "alice's secret": with(alice)} {
 		t.Run("admin/"+name, func(t *testing.T) {
@@ -281,7 +283,18 @@ func TestOperatorDoorsEndToEnd(t *testing.T) {
 			refused(t, err, "operator credential")
 			_, err = pol.RevokeGrant(ctx, &pb.RevokeGrantRequest{GrantId: grant})
 			refused(t, err, "conversation_secret")
+			// Explain does not tell what alice's person approved: the
+			// call is judged as one of no conversation.
+			ex, err := pol.Explain(ctx, rmAgain)
+			if err != nil || ex.GetGrant() != nil || strings.Contains(ex.String(), grant) || ex.GetDecision() != pb.Decision_DECISION_ASK {
+				t.Fatalf("Explain showed alice's grant to a client without her secret: %v %v", ex, err)
+			}
 		})
+	}
+	for name, ctx := range map[string]context.Context{"alice's secret": with(alice), "the operator": d.AsOperator(bg)} {
+		if ex, err := pol.Explain(ctx, rmAgain); err != nil || ex.GetGrant().GetGrantId() != grant || ex.GetDecision() != pb.Decision_DECISION_ALLOW {
+			t.Fatalf("Explain with %s does not show alice's grant: %v %v", name, ex, err)
+		}
 	}
 	// Nothing was added, nothing revoked.
 	if l, err := adm.ListMcpServers(d.AsOperator(bg), &pb.ListMcpServersRequest{}); err != nil || len(l.GetServers()) != 0 {

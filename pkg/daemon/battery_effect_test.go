@@ -102,14 +102,18 @@ type attempt struct {
 	tool, args string
 	// auto: also run in the AUTO subset.
 	auto bool
+	// off: also run with the sandbox off (mode off): the attempt aims at
+	// one of toold's listeners or shims, whose peer checks must hold
+	// without the sandbox.
+	off bool
 	// layer names the sandbox layer that must hold the attempt
 	// (layerWrites...): when toold says it is not in force, the attempt is
 	// pending (reported, not failed; with TOOLD_REQUIRE_PEERS the missing
 	// layer fails the test).
 	layer string
 	// pending marks an attempt known to get through on this base, naming
-	// the work that will contain it.
-	pending string
+	// the work that will contain it; pendingOff, in mode off only.
+	pending, pendingOff string
 	// source cites where the class was published, when it was.
 	source string
 	// timeout bounds the command (seconds; default 15).
@@ -130,6 +134,7 @@ type attemptRun struct {
 	id       string
 	dir      string // absolute
 	rel      string // relative to the workspace root
+	state    string // toold's state directory
 	replacer *strings.Replacer
 	ports    []*listener
 	out      bytes.Buffer // every event's text and output bytes
@@ -160,8 +165,8 @@ func (r *attemptRun) t(s string) string {
 var b64Template = regexp.MustCompile(`b64\[\[.*?\]\]`)
 
 // idPattern matches an attempt's id: y0042q in yolo, a0042q in auto,
-// k0042q in kernel, c0042q in calibrate.
-var idPattern = regexp.MustCompile(`[yakc][0-9]{4}q`)
+// k0042q in kernel, o0042q in off, c0042q in calibrate.
+var idPattern = regexp.MustCompile(`[yakoc][0-9]{4}q`)
 
 // battery holds the canaries and the daemon under attack.
 type battery struct {
@@ -755,9 +760,12 @@ func TestBatteryByEffect(t *testing.T) {
 	defer func() { signal.Stop(sigs); close(sigs); <-sigDone }()
 
 	var all []*attemptRun
-	modes := []string{"yolo", "auto", "kernel"}
+	modes := []string{"yolo", "auto", "kernel", "off"}
 	if os.Getenv("TOOLD_BATTERY_CALIBRATE") != "" {
 		modes = []string{"calibrate"}
+	}
+	if m := os.Getenv("TOOLD_BATTERY_MODES"); m != "" {
+		modes = strings.Split(m, ",") // by hand: some modes only (kernel needs yolo before it)
 	}
 	for _, mode := range modes {
 		start := time.Now()
@@ -777,6 +785,10 @@ func TestBatteryByEffect(t *testing.T) {
 //     default sandbox, for every attempt the judge stopped in yolo (asked
 //     about or denied): the sandbox alone must hold what the judge caught
 //     (file tools run in toold, not in the sandbox: not in this mode);
+//   - off: the default configuration in YOLO with the sandbox off, for
+//     the attempts marked off (toold's listeners and shims), every
+//     approval given: the peer checks hold without the sandbox and
+//     without the judge;
 //   - calibrate (TOOLD_BATTERY_CALIBRATE=1, by hand): no judge and no
 //     sandbox, every attempt: each should have its effect, or its vector is
 //     dead and proves nothing; the dead ones are listed, nothing fails.
@@ -786,7 +798,7 @@ func TestBatteryByEffect(t *testing.T) {
 var crossedClasses = map[string]bool{"array-subscript arithmetic": true, "programs run shell": true, "environment poisoning": true,
 	"terminal sessions": true, "background processes": true, "stdin pipe": true, "published judge bypasses": true}
 
-var modePrefix = map[string]string{"yolo": "y", "auto": "a", "kernel": "k", "calibrate": "c"}
+var modePrefix = map[string]string{"yolo": "y", "auto": "a", "kernel": "k", "off": "o", "calibrate": "c"}
 
 // layerNames maps an attempt's layer to the SandboxStatus layer that must
 // hold it.
@@ -800,6 +812,8 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	switch mode {
 	case "yolo", "auto":
 		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = mode }))
+	case "off":
+		opts = append(opts, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo"; c.Terminal.Sandbox = "off" }))
 	case "kernel":
 		// The default engine's capabilities (its sensitive paths, which the
 		// sandbox masks in the workspace; its host rules, which the egress
@@ -842,6 +856,10 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := d.Main.Config.StateDir
+	// The operator credential: no command may print or copy it.
+	if key, err := os.ReadFile(filepath.Join(state, "operator.key")); err == nil && len(strings.TrimSpace(string(key))) > 0 {
+		b.secrets["operator-"+mode] = strings.TrimSpace(string(key))
+	}
 
 	// toolctl where the agent built it.
 	bin := filepath.Join(d.Workspace, ".bin", "toolctl")
@@ -899,6 +917,7 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	for i, a := range batteryAttempts() {
 		switch {
 		case mode == "auto" && !a.auto,
+			mode == "off" && !a.off,
 			mode == "kernel" && (!stopped[a.name] || a.via == viaFile),
 			// A vector crossed with every payload is sent with half of
 			// them in kernel (every layer is still covered), to keep the
@@ -907,13 +926,16 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 			continue
 		}
 		id := fmt.Sprintf("%s%04dq", prefix, i)
-		r := &attemptRun{a: a, mode: mode, id: id, rel: filepath.Join("b", id)}
+		r := &attemptRun{a: a, mode: mode, id: id, rel: filepath.Join("b", id), state: state}
 		// An attempt whose layer toold says is missing here is pending.
-		if a.layer != "" && mode != "calibrate" && !inForce[layerNames[a.layer]] {
+		if a.layer != "" && mode != "calibrate" && mode != "off" && !inForce[layerNames[a.layer]] {
 			r.pending = a.layer + " (not in force)"
 		}
 		if a.pending != "" {
 			r.pending = a.pending
+		}
+		if a.pendingOff != "" && mode == "off" {
+			r.pending = a.pendingOff
 		}
 		if why := kernelPending[a.name]; why != "" && mode == "kernel" {
 			r.pending = why
@@ -957,6 +979,10 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 		if err != nil {
 			t.Fatal(err)
 		}
+		// With the sandbox off the person approves what the judge asks
+		// about (people asked about everything approve everything): the
+		// peer checks alone must hold.
+		c.approve = mode == "off"
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -2,8 +2,11 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -35,9 +38,9 @@ func TestDialectsEndToEnd(t *testing.T) {
 		off     []string // listed as unavailable
 		calls   []call
 	}{
-		{"claude-code", []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "TodoWrite", "TaskOutput", "TaskStop"}, []string{"Agent", "NotebookEdit"}, []call{
+		{"claude-code", []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "TodoWrite", "TaskStop"}, []string{"Agent", "NotebookEdit"}, []call{
 			{"Bash", `{"command":"echo hi; exit 3","description":"Print hi","timeout":120000}`, []string{"Exit code 3\nhi"}},
-			{"Read", `{"file_path":"` + filepath.Join(ws, "main.go") + `"}`, []string{"     1→package main", "     3→func main() {}"}},
+			{"Read", `{"file_path":"` + filepath.Join(ws, "main.go") + `"}`, []string{"1\tpackage main\n2\t\n3\tfunc main() {}\n4\t"}},
 			{"Write", `{"file_path":"notes.txt","content":"from claude\n"}`, nil},
 			{"Grep", `{"pattern":"func","output_mode":"files_with_matches"}`, []string{"Found 1 files\nmain.go"}},
 		}},
@@ -45,7 +48,9 @@ func TestDialectsEndToEnd(t *testing.T) {
 			{"run_shell_command", `{"command":"echo gem","description":"say gem"}`, []string{"Output: gem"}},
 			{"read_file", `{"file_path":"main.go","start_line":3,"end_line":3}`, []string{"func main() {}"}},
 		}},
-		{"codex", []string{"shell", "apply_patch", "update_plan"}, []string{"view_image"}, []call{
+		{"codex", []string{"exec_command", "write_stdin", "apply_patch"}, []string{"view_image", "tool_search"}, []call{
+			{"exec_command", `{"cmd":"echo cx; exit 2","workdir":"."}`, []string{"Process exited with code 2\nOriginal token count: 1\nOutput:\ncx\n"}},
+			// An earlier release's tool, not listed, still runs.
 			{"shell", `{"command":["bash","-lc","echo cx; exit 2"],"timeout_ms":10000}`, []string{`{"output":"cx\n","metadata":{"exit_code":2,"duration_seconds":`}},
 		}},
 		{"openhands", []string{"execute_bash", "str_replace_editor", "think"}, []string{"browser", "finish"}, []call{
@@ -60,6 +65,9 @@ func TestDialectsEndToEnd(t *testing.T) {
 			{"goto", `{"line_number":3}`, []string{"3:func main() { println(1) }"}},
 		}},
 	}
+	// Tools of the agents' earlier releases: run (codex's shell above), never
+	// listed.
+	earlier := map[string][]string{"claude-code": {"TaskOutput"}, "codex": {"shell", "shell_command", "update_plan"}, "gemini-cli": {"save_memory"}}
 	for _, c := range cases {
 		t.Run(c.dialect, func(t *testing.T) {
 			resp, err := d.Client.ListTools(ctx, &pb.ListToolsRequest{Dialect: c.dialect, Format: pb.ToolFormat_TOOL_FORMAT_ANTHROPIC})
@@ -88,6 +96,11 @@ func TestDialectsEndToEnd(t *testing.T) {
 				}
 				if !strings.Contains(resp.GetRenderedJson(), `"name":"`+n+`"`) {
 					t.Errorf("%s not rendered", n)
+				}
+			}
+			for _, n := range earlier[c.dialect] {
+				if slices.Contains(names, n) || slices.Contains(off, n) {
+					t.Errorf("%s, an earlier release's tool, is listed", n)
 				}
 			}
 			for _, n := range c.off {
@@ -163,5 +176,82 @@ func TestDialectsEndToEnd(t *testing.T) {
 	res, _ = y.call("u", "think", `{"thought":"x"}`, approveOnce)
 	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_INVALID_ARGUMENTS {
 		t.Errorf("call in an unknown dialect: %v", res.GetError())
+	}
+}
+
+// hostResults is pkg/tools/dialect/testdata/hosts.json: what the pinned
+// Apache-licensed hosts' own tools answered their model (captured by
+// pkg/mcpserver/mcphosts TestHostDialects, which also compares them live,
+// Claude Code's included).
+type hostResults struct {
+	Files map[string]string `json:"files"`
+	Calls map[string][]struct {
+		Tool       string         `json:"tool"`
+		Args       map[string]any `json:"args"`
+		Result     string         `json:"result"`
+		EffectOnly string         `json:"effect_only"`
+	} `json:"calls"`
+}
+
+// What differs from run to run in a host's result, as the capture
+// normalized it.
+var (
+	chunkID  = regexp.MustCompile(`Chunk ID: [0-9a-f]+`)
+	wallTime = regexp.MustCompile(`Wall time: [0-9.]+ seconds`)
+)
+
+// The calls codex 0.171.0 and gemini-cli 0.61.0 answered with their own
+// tools, made to toold in their dialects through the gRPC stream on the
+// same files, answer with the same text: codex's exec framing (chunk,
+// wall time, exit code, token estimate, output) and apply_patch's,
+// gemini-cli's file text, its notice for a part of a file, its empty
+// file, its shell output in <untrusted_context> with the exit code only
+// when not 0.
+func TestDialectsAnswerAsTheHosts(t *testing.T) {
+	b, err := os.ReadFile("../tools/dialect/testdata/hosts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h hostResults
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	for _, name := range []string{"codex", "gemini-cli"} {
+		t.Run(name, func(t *testing.T) {
+			if len(h.Calls[name]) == 0 {
+				t.Fatal("no calls captured")
+			}
+			for file, text := range h.Files {
+				if err := os.WriteFile(filepath.Join(d.Workspace, file), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Remove(filepath.Join(d.Workspace, "added.txt"))
+			x := newSession(t, d)
+			x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{Dialect: name, ClientName: "hosts-test"}}})
+			for i, c := range h.Calls[name] {
+				args, _ := json.Marshal(c.Args)
+				res, _ := x.call(fmt.Sprintf("%s%d", name, i), c.Tool, string(args), approveOnce)
+				if !res.GetSuccess() {
+					t.Errorf("%d %s %s: %v", i, c.Tool, args, res.GetError())
+					continue
+				}
+				if c.EffectOnly != "" {
+					continue
+				}
+				got := ""
+				if len(res.GetContent()) > 0 {
+					got = res.GetContent()[0].GetText()
+				}
+				got = wallTime.ReplaceAllString(chunkID.ReplaceAllString(got, "Chunk ID: X"), "Wall time: S seconds")
+				if got != c.Result {
+					t.Errorf("%d %s %s:\n toold %q\n  host %q", i, c.Tool, args, got, c.Result)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(d.Workspace, "edit.txt")); string(b) != "keep\nnew line\nkeep\n" {
+				t.Errorf("edit.txt after the edit: %q", b)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -68,4 +69,49 @@ func BenchmarkCallObserved(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCallRate64 is row 2 of toolbench at concurrency 64 in one
+// process: 64 streams each making think calls back to back through a real
+// daemon with the defaults (audit log and history on). Run it with
+// -mutexprofile and -blockprofile to find what serializes calls.
+func BenchmarkCallRate64(b *testing.B) {
+	d := daemontest.Start(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	var streams atomic.Int64
+	b.RunParallel(func(p *testing.PB) {
+		s, err := d.Client.ExecuteTool(ctx)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		prefix := fmt.Sprint(streams.Add(1), "-")
+		i := 0
+		for p.Next() {
+			i++
+			id := prefix + fmt.Sprint(i)
+			if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: id, Name: "think",
+				Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: `{"thought":"x"}`}}}}); err != nil {
+				b.Error(err)
+				return
+			}
+			for {
+				ev, err := s.Recv()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if e := ev.GetEnd(); e != nil && ev.GetCallId() == id {
+					if !e.GetResult().GetSuccess() {
+						b.Error(e)
+						return
+					}
+					break
+				}
+			}
+		}
+		_ = s.CloseSend()
+	})
 }

@@ -176,21 +176,95 @@ func TestApprovalThroughHost(t *testing.T) {
 	}
 }
 
-// A panic in a tool ends that call INTERNAL with a generic message, and
-// the executor goes on serving.
-func TestPanicEndsOnlyTheCall(t *testing.T) {
-	bad := &fnTool{name: "bad", run: func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
-		panic("secret detail of a bug")
-	}}
-	x := newExecutor(t, executor.Config{}, bad, &tools.Think{})
-	defer x.Shutdown(context.Background())
-	end := x.Run(context.Background(), &executor.CallRequest{CallID: "p", Name: "bad", ArgsJSON: `{}`}, &fakeHost{})
-	if !errors.Is(end.Err, errdefs.ErrInternal) || strings.Contains(end.Err.Error(), "secret detail") {
-		t.Fatalf("a panicking call ended %v, want INTERNAL without the panic's text", end.Err)
+// panicky is a tool that panics in the method its call names (argument
+// "in"; ProgressResetsTimeout, which has no call, when progressBug): every
+// method toold calls on a tool.
+type panicky struct {
+	fnTool
+	progressBug bool
+}
+
+func in(c *tools.Call) string { s, _ := c.Args["in"].(string); return s }
+
+func (p *panicky) Describe(c *tools.Call) tools.Effect {
+	if in(c) == "Describe" {
+		panic("secret detail of a bug in Describe")
 	}
-	end = x.Run(context.Background(), &executor.CallRequest{CallID: "t", Name: "think", ArgsJSON: `{"thought":"x"}`}, &fakeHost{})
-	if end.Err != nil {
-		t.Fatalf("the next call: %v", end.Err)
+	return tools.Effect{Display: "panicky"}
+}
+
+func (p *panicky) Preview(_ context.Context, c *tools.Call) (string, error) {
+	if in(c) == "Preview" {
+		panic("secret detail of a bug in Preview")
+	}
+	return "", nil
+}
+
+func (p *panicky) StartsProcess(c *tools.Call) bool {
+	if in(c) == "StartsProcess" {
+		panic("secret detail of a bug in StartsProcess")
+	}
+	return false
+}
+
+func (p *panicky) ProgressResetsTimeout() bool {
+	if p.progressBug {
+		panic("secret detail of a bug in ProgressResetsTimeout")
+	}
+	return false
+}
+
+// A panic in any method the executor calls on a tool, or in the policy,
+// ends that call INTERNAL with a generic message; nothing runs after a
+// panic before Run, and the executor goes on serving.
+func TestPanicEndsOnlyTheCall(t *testing.T) {
+	tests := []struct {
+		in     string
+		policy bool // the policy panics
+		runs   int
+	}{
+		{in: "Describe"},
+		{in: "Preview"},
+		{in: "StartsProcess"},
+		{in: "ProgressResetsTimeout"},
+		{in: "Run", runs: 1},
+		{in: "nothing", policy: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			bad := &panicky{fnTool{name: "bad", run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+				if in(c) == "Run" {
+					panic("secret detail of a bug in Run")
+				}
+				return &tools.Result{Text: "ran"}, nil
+			}}, tt.in == "ProgressResetsTimeout"}
+			// The policy asks for "bad", so that its Preview runs too.
+			pol := askFor("bad")
+			if tt.policy {
+				pol = func(ctx context.Context, r *authz.Request) (authz.Verdict, error) {
+					if r.Tool == "bad" {
+						panic("secret detail of a bug in the policy")
+					}
+					return askFor("bad")(ctx, r)
+				}
+			}
+			x := newExecutor(t, executor.Config{Authorizer: pol}, bad, &tools.Think{})
+			defer x.Shutdown(context.Background())
+			h := &fakeHost{approve: func(context.Context, string, *events.ApprovalRequest) (executor.Approval, error) {
+				return executor.Approval{Approve: true, ScopeID: "once"}, nil
+			}}
+			end := x.Run(context.Background(), &executor.CallRequest{CallID: "p", Name: "bad", ArgsJSON: `{"in":"` + tt.in + `"}`}, h)
+			if !errors.Is(end.Err, errdefs.ErrInternal) || strings.Contains(end.Err.Error(), "secret detail") {
+				t.Fatalf("a panicking call ended %v, want INTERNAL without the panic's text", end.Err)
+			}
+			if bad.ran() != tt.runs {
+				t.Fatalf("the tool ran %d times after a panic in %s, want %d", bad.ran(), tt.in, tt.runs)
+			}
+			end = x.Run(context.Background(), &executor.CallRequest{CallID: "t", Name: "think", ArgsJSON: `{"thought":"x"}`}, &fakeHost{})
+			if end.Err != nil {
+				t.Fatalf("the next call: %v", end.Err)
+			}
+		})
 	}
 }
 

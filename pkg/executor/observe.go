@@ -65,6 +65,11 @@ type callObs struct {
 	hookContext []string
 	// changed tells the model what a person or a hook changed.
 	changed []string
+	// allowed is the policy's allow decision, not yet in the audit log:
+	// callStarted writes it with the call.start in one AppendAll (the
+	// call runs only once both are written), or recordEnd before the
+	// call.end when the call ended before starting.
+	allowed *audit.Record
 }
 
 type obsKey struct{}
@@ -188,6 +193,10 @@ func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *
 	if v.Grant != nil {
 		r.GrantID = v.Grant.ID
 	}
+	if o := obsFrom(ctx); o != nil && v.Decision == authz.Allow && x.cfg.Observe.Audit != nil {
+		o.allowed = &r // written with the call.start (callStarted)
+		return nil
+	}
 	return x.auditAppend(ctx, r)
 }
 
@@ -239,11 +248,23 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 		return nil
 	}
 	o.argsJSON, _ = json.Marshal(call.Args)
-	if x.cfg.Observe.Audit == nil {
+	l := x.cfg.Observe.Audit
+	if l == nil {
 		return nil
 	}
-	return x.auditAppend(ctx, audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
-		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)})
+	start := audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)}
+	if o.allowed == nil {
+		return x.auditAppend(ctx, start)
+	}
+	decision := *o.allowed
+	o.allowed = nil
+	err := l.AppendAll(decision, start)
+	if err == nil {
+		x.cfg.Observe.Metrics.AuditAppended(ctx, decision.Kind)
+		x.cfg.Observe.Metrics.AuditAppended(ctx, start.Kind)
+	}
+	return x.auditFailed(ctx, start, err)
 }
 
 // callEnded runs the post-hooks (their context is added to the result),
@@ -322,8 +343,25 @@ func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *event
 		if resultJSON != nil {
 			r.ResultDigest = audit.Digest(resultJSON)
 		}
-		_ = x.auditAppend(ctx, r) // the call has happened; a failure is logged
+		// The call has happened, so nothing waits for these records'
+		// write: Enqueue leaves it to the next call's or the log's writer.
+		// A failure is logged; a lost record is counted in the log.
+		if o.allowed != nil { // the call ended before it started
+			x.auditEnqueue(ctx, *o.allowed)
+			o.allowed = nil
+		}
+		x.auditEnqueue(ctx, r)
 	}
+}
+
+// auditEnqueue enqueues r (audit.Log.Enqueue); a failure is logged.
+func (x *Executor) auditEnqueue(ctx context.Context, r audit.Record) {
+	err := x.cfg.Observe.Audit.Enqueue(r)
+	if err == nil {
+		x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+		return
+	}
+	x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call had ended", "kind", r.Kind, "call_id", r.CallID, "dir", x.cfg.Observe.Audit.Dir(), "err", err)
 }
 
 func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *CallRequest, start *events.Start, res hooks.Result) {
@@ -352,6 +390,16 @@ func (x *Executor) auditRecord(ctx context.Context, r audit.Record, sync bool) e
 	} else {
 		_, err = l.Append(r)
 	}
+	if err == nil {
+		x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+	}
+	return x.auditFailed(ctx, r, err)
+}
+
+// auditFailed logs a failed append of r (nil: nothing) and returns it
+// unless Observe.AuditContinue.
+func (x *Executor) auditFailed(ctx context.Context, r audit.Record, err error) error {
+	l := x.cfg.Observe.Audit
 	if err != nil {
 		cause := err
 		if e := errdefs.As(err); e.Cause != nil {
@@ -364,7 +412,6 @@ func (x *Executor) auditRecord(ctx context.Context, r audit.Record, sync bool) e
 		x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call is refused (audit.on_failure: refuse)", "kind", r.Kind, "call_id", r.CallID, "dir", l.Dir(), "err", cause)
 		return err
 	}
-	x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
 	return nil
 }
 

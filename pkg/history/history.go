@@ -67,7 +67,7 @@ type Config struct {
 	// MaxAge drops entries older than this (default 30 days).
 	MaxAge time.Duration
 	// MaxEntries keeps at most this many entries, the newest (default
-	// 100000).
+	// 100000; fewer where the database skipped ids, see prune).
 	MaxEntries int
 	// MaxArgBytes cuts stored arguments (default 4096).
 	MaxArgBytes int
@@ -246,11 +246,23 @@ func (s *Store) counted(ctx context.Context, n int) error {
 
 // prune drops entries older than MaxAge and beyond MaxEntries.
 func (s *Store) prune(ctx context.Context) error {
+	// Both deletes find their rows through an index, so a prune costs
+	// what it removes, not the table's size: a full scan every pruneEvery
+	// inserts was a fifth of toold's CPU at a few thousand calls a second
+	// (bench/profiles-2026-11-27.md). An entry ends after it starts, so
+	// "started_us < cutoff" selects no entry that "ended_us < cutoff" does
+	// not, and lets the index on started_us narrow the scan.
 	cutoff := s.cfg.Now().Add(-s.cfg.MaxAge).UnixMicro()
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM toold_history WHERE ended_us < ?`), cutoff); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM toold_history WHERE started_us < ? AND ended_us < ?`), cutoff, cutoff); err != nil {
 		return fmt.Errorf("history: prune: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM toold_history WHERE id <= (SELECT id FROM toold_history ORDER BY id DESC LIMIT 1 OFFSET ?)`), s.cfg.MaxEntries)
+	// Ids grow by one per entry (SQLite's AUTOINCREMENT, PostgreSQL's
+	// bigserial), so the newest MaxEntries entries are those above the
+	// largest id minus MaxEntries: found through the primary key, where an
+	// OFFSET read MaxEntries rows on every prune. Where the database
+	// skipped ids (a PostgreSQL sequence after a rolled-back insert),
+	// fewer than MaxEntries stay.
+	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM toold_history WHERE id <= (SELECT MAX(id) FROM toold_history) - ?`), s.cfg.MaxEntries)
 	if err != nil {
 		return fmt.Errorf("history: prune: %w", err)
 	}

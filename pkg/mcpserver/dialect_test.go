@@ -54,9 +54,9 @@ func TestDialectOverMCP(t *testing.T) {
 		listed, notListed   []string
 		want                string
 	}{
-		{"claude-code", "Read", `{"file_path":"main.go","offset":3,"limit":1}`, []string{"Read", "Edit", "Grep"}, []string{"read_file", "Agent"}, "     3→func main() {}"},
+		{"claude-code", "Read", `{"file_path":"main.go","offset":3,"limit":1}`, []string{"Read", "Edit", "Grep"}, []string{"read_file", "Agent", "TaskOutput"}, "3\tfunc main() {}"},
 		{"gemini-cli", "read_file", `{"file_path":"main.go","start_line":1,"end_line":1}`, []string{"read_file", "replace", "list_directory"}, []string{"Read", "activate_skill"}, "package main"},
-		{"codex", "apply_patch", `{"input":"*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch"}`, []string{"apply_patch", "update_plan"}, []string{"view_image"}, "A hello.txt"},
+		{"codex", "apply_patch", `{"input":"*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch"}`, []string{"apply_patch", "exec_command", "write_stdin"}, []string{"view_image", "shell", "update_plan"}, "A hello.txt"},
 		{"openhands", "str_replace_editor", `{"command":"view","path":"main.go","security_risk":"LOW"}`, []string{"str_replace_editor", "think", "task_tracker"}, []string{"browser"}, "     1\tpackage main"},
 		{"swe-agent", "find_file", `{"file_name":"*.go"}`, []string{"find_file", "search_dir", "open", "edit"}, []string{"submit"}, `Found 1 matches for "*.go" in .:`},
 	}

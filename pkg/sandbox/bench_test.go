@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/testenv"
@@ -63,6 +64,90 @@ func BenchmarkIsolatedTrue(b *testing.B) {
 				}
 				<-p.Done()
 			}
+		})
+	}
+}
+
+// BenchmarkWarmTrue starts true isolated in a helper prepared ahead of time
+// (Warm, with cgroup limits where they exist): what is left of
+// BenchmarkIsolatedTrue on the command's path. Back to back, the pool's
+// refill competes with the commands; with WARM_WAIT=1 the pool is full and
+// idle before each command (the wait is not timed): the command's path
+// alone.
+func BenchmarkWarmTrue(b *testing.B) {
+	dir := b.TempDir()
+	ns, err := sandbox.OpenNetns("")
+	testenv.Need(b, err, "namespaces for the sandbox")
+	defer ns.Close()
+	lim, err := sandbox.OpenLimits(0, 0)
+	if err != nil {
+		lim = nil
+	}
+	defer lim.Close()
+	pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
+	if lim != nil {
+		pol.Pids, pol.Memory = lim.Pids, lim.Memory
+	}
+	w := sandbox.NewWarm(sandbox.Runner{Args: sandbox.TestHelperArgs}, ns.File(), lim, time.Second, 4, func() *sandbox.Policy { return pol })
+	defer w.Close()
+	spec := sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Policy: pol, Grace: time.Second}
+	cold := 0
+	for b.Loop() {
+		if os.Getenv("WARM_WAIT") != "" {
+			b.StopTimer()
+			for w.Ready() < 4 {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			b.StartTimer()
+		}
+		p, ok, err := w.Start(b.Context(), spec, sandbox.Stdio{})
+		if !ok {
+			cold++
+			s := spec
+			p, err = sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(b.Context(), s, sandbox.Stdio{Netns: ns.File()})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-p.Done()
+	}
+	b.ReportMetric(float64(cold)/float64(b.N), "cold/op")
+}
+
+// BenchmarkIsolatedParallel starts true isolated from 8 goroutines at once,
+// each with a helper of its own ("cold", as without a pool) or through a
+// pool of 4 ready helpers that falls back to one of its own ("warm"): the
+// pool must not make concurrent commands slower.
+func BenchmarkIsolatedParallel(b *testing.B) {
+	dir := b.TempDir()
+	ns, err := sandbox.OpenNetns("")
+	testenv.Need(b, err, "namespaces for the sandbox")
+	defer ns.Close()
+	pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
+	spec := sandbox.Spec{Path: "/bin/true", Args: []string{"true"}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Policy: pol, Grace: time.Second}
+	r := sandbox.Runner{Args: sandbox.TestHelperArgs}
+	for _, warm := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cold", true: "warm"}[warm], func(b *testing.B) {
+			var w *sandbox.Warm
+			if warm {
+				w = sandbox.NewWarm(r, ns.File(), nil, time.Second, 4, func() *sandbox.Policy { return pol })
+				defer w.Close()
+			}
+			b.SetParallelism(4) // 8 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, ok, err := w.Start(b.Context(), spec, sandbox.Stdio{})
+					if !ok {
+						p, err = r.Start(b.Context(), spec, sandbox.Stdio{Netns: ns.File()})
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					<-p.Done()
+				}
+			})
 		})
 	}
 }

@@ -65,6 +65,12 @@ type Spec struct {
 	// Shim, when set, makes the helper a shim that outlives toold (see
 	// shim.go).
 	Shim *ShimSpec `json:"shim,omitempty"`
+
+	// files are the command's standard files in the helper (nil: its own
+	// 0, 1 and 2); afterFork runs once the command is forked. A warm
+	// helper sets them (warm.go).
+	files     []uintptr
+	afterFork func()
 }
 
 // Exit is how a command's process tree ended.
@@ -133,6 +139,9 @@ type message struct {
 	Error string `json:"error,omitempty"`
 	// Exit reports that the tree is gone.
 	Exit *Exit `json:"exit,omitempty"`
+	// Prep says Error is a warm helper's (warm.go): it could not prepare
+	// the sandbox, and the command did not start.
+	Prep bool `json:"prep,omitempty"`
 }
 
 type started struct {
@@ -162,6 +171,12 @@ func RunHelperIfRequested() {
 // the command and supervises its tree until it is gone. It returns the
 // helper's exit status: 0 when it reported an outcome on fd 4.
 func HelperMain() int {
+	if confineRequested() {
+		return confineExec() // confine_exec.go
+	}
+	if warmRequested() {
+		return warmMain()
+	}
 	specFile, status := os.NewFile(3, "spec"), os.NewFile(4, "status")
 	if specFile == nil || status == nil {
 		fmt.Fprintln(os.Stderr, HelperName+": started without its spec and status descriptors; this mode is for toold only")
@@ -205,6 +220,13 @@ func HelperMain() int {
 			return 0
 		}
 	}
+	return report(spec, sh, run, enc, status)
+}
+
+// report runs spec's command with run, reports its start and its exit with
+// enc (then closes status, when set), and runs afterReport. It returns the
+// helper's exit status.
+func report(spec Spec, sh *shim, run func(Spec, func(int)) (Exit, error), enc *json.Encoder, status *os.File) int {
 	exit, err := run(spec, func(pid int) {
 		_ = enc.Encode(message{Started: &started{PID: pid}})
 		if sh != nil {
@@ -223,7 +245,9 @@ func HelperMain() int {
 		sh.finish(&exit)
 	}
 	_ = enc.Encode(message{Exit: &exit})
-	status.Close()
+	if status != nil {
+		status.Close()
+	}
 	for _, f := range afterReport {
 		f()
 	}
@@ -276,15 +300,24 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	// ignored ones would stay ignored there.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	path, args := spec.Path, spec.Args
 	if spec.Policy != nil {
-		if err := confine(*spec.Policy); err != nil {
+		// Confined in the command's own first process, not here: the
+		// helper stays outside the command's Landlock domain, so that
+		// the command cannot kill it (confine_exec.go).
+		var err error
+		if path, args, err = confinedStage(spec); err != nil {
 			return Exit{}, err
 		}
 	}
-	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
+	files := spec.files
+	if files == nil {
+		files = []uintptr{0, 1, 2}
+	}
+	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2},
+		Files: files,
 		// Should the helper be killed outright, take the command with it
 		// (the thread is locked above: see there).
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
@@ -296,6 +329,9 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			}
 		}
 		return Exit{}, fmt.Errorf("starting %s: %w", spec.Path, err)
+	}
+	if spec.afterFork != nil {
+		spec.afterFork()
 	}
 	onStart(pid)
 

@@ -291,20 +291,34 @@ func describeWait(ws unix.WaitStatus) string {
 // hostChild returns the pid, in the daemon's pid namespace, of the child of
 // initPid whose pid in the sandbox is inner; initPid when it is gone.
 func hostChild(initPid, inner int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", initPid, initPid))
-	if err != nil {
-		return initPid
+	// The thread that forked it is usually the init's first; any of them
+	// may have.
+	if pid := childOf(initPid, strconv.Itoa(initPid), inner); pid != 0 {
+		return pid
 	}
-	for _, f := range strings.Fields(string(b)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			continue
-		}
-		if nsPid(pid) == inner {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", initPid))
+	for _, e := range ents {
+		if pid := childOf(initPid, e.Name(), inner); pid != 0 {
 			return pid
 		}
 	}
 	return initPid
+}
+
+// childOf returns the host pid of the child of thread tid of process pid
+// whose pid in its namespace is inner, or 0.
+func childOf(pid int, tid string, inner int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, tid))
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(b)) {
+		c, err := strconv.Atoi(f)
+		if err == nil && nsPid(c) == inner {
+			return c
+		}
+	}
+	return 0
 }
 
 // nsPid returns the innermost pid of a process (the last NSpid field of

@@ -2,8 +2,12 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -118,4 +122,144 @@ func ZombieChildren(pid int) []int {
 		}
 	}
 	return out
+}
+
+// A shim's socket (shim.go) is a door into a process of one conversation:
+// a session's shim hands the terminal's master to whoever connects, and a
+// connection keeps a shim from ending as an orphan. Its only rightful
+// client is toold — the one that started it, or the next one on the same
+// state directory — so the shim applies the control plane's rule
+// (pkg/peercred) from where it stands: a peer that is one of toold's
+// commands' processes is refused, whoever's it is, judged by the kernel's
+// view of the peer (its process tree and cgroup), never by a path or by
+// what the peer says.
+//
+// From the shim's place toold's pid is not a fixed point (the shim
+// outlives toold, and is adopted by another one), so the rule is stated by
+// what stands between toold and every command: a helper process. toold
+// never runs a command as its own child except in its Cgroups mode, and
+// every process it places between itself and a command — a helper, a
+// sandbox's init, a shim, a guard — runs with argv[0] == HelperName (see
+// Runner.start, and stage two in ns.go; a new supervisor must keep that).
+// A peer is a command's process when:
+//
+//   - it, or a parent on its chain up to the processes above the shim
+//     itself, is a helper: commands and everything they start stay below
+//     their helper (a child subreaper; in the sandbox, the init of its pid
+//     namespace, which the processes inside cannot kill). The chain stops
+//     at the shim's own ancestors, so that a toold that is itself some
+//     other toold's command still owns its shims;
+//   - or its cgroup lies below one of toold's command cgroups (named
+//     toold-PID-HEX, see OpenCgroups and the limit groups) that the shim's
+//     own cgroup is not below: in the Cgroups mode a command is toold's
+//     direct child, and the kernel keeps everything it starts in its
+//     cgroup.
+//
+// A peer that cannot be read (it exited, or its chain changed while the
+// shim read it) is refused: fail closed.
+
+// peerRefusal returns why the shim must refuse the process pid as its
+// peer, or "" when it may own the shim. self is the shim's pid.
+func peerRefusal(pid, self int) string {
+	if pid <= 0 {
+		return "the peer is outside the shim's pid namespace"
+	}
+	if pid == self {
+		return ""
+	}
+	if cg, ok := procCgroup(pid); !ok {
+		return fmt.Sprintf("process %d cannot be read", pid)
+	} else if c := commandCgroup(cg, ownCgroup(self)); c != "" {
+		return fmt.Sprintf("process %d is in toold's command cgroup %s", pid, c)
+	}
+	above := map[int]bool{}
+	buf := make([]byte, 512)
+	for p, depth := self, 0; p > 1 && depth < maxChain; depth++ {
+		pi, ok := readStat(p, buf)
+		if !ok {
+			break
+		}
+		if p != self {
+			above[p] = true
+		}
+		p = pi.ppid
+	}
+	for p, depth := pid, 0; depth < maxChain; depth++ {
+		if above[p] {
+			return ""
+		}
+		pi, ok := readStat(p, buf)
+		if !ok || pi.state == 'Z' || pi.state == 'X' {
+			if p == pid {
+				return fmt.Sprintf("process %d cannot be read", pid)
+			}
+			return fmt.Sprintf("the parents of process %d changed while the shim read them", pid)
+		}
+		if isHelper(p) {
+			return fmt.Sprintf("process %d runs below toold's helper %d: it is one of toold's commands' processes", pid, p)
+		}
+		if pi.ppid <= 1 {
+			return ""
+		}
+		p = pi.ppid
+	}
+	return fmt.Sprintf("the parents of process %d are deeper than %d", pid, maxChain)
+}
+
+// maxChain bounds a walk up a chain of parents.
+const maxChain = 4096
+
+// isHelper reports whether process pid is a toold helper: its argv[0] is
+// HelperName. A process may name itself so (then it is refused itself);
+// it cannot rename its parents.
+func isHelper(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	arg0, _, _ := bytes.Cut(b, []byte{0})
+	return filepath.Base(string(arg0)) == HelperName
+}
+
+// procCgroup returns pid's cgroup in the unified (v2) hierarchy ("" when
+// it has none) and whether /proc could be read.
+func procCgroup(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return rest, true
+		}
+	}
+	return "", true
+}
+
+func ownCgroup(self int) string {
+	cg, _ := procCgroup(self)
+	return cg
+}
+
+// commandCgroupName matches the cgroups toold makes for commands (and
+// their parents): toold-PID-HEX.
+var commandCgroupName = regexp.MustCompile(`^toold-[0-9]+-[0-9a-f]+$`)
+
+// commandCgroup returns the command cgroup (a prefix of cg) that cg lies
+// in or below and own does not, or "".
+func commandCgroup(cg, own string) string {
+	parts := strings.Split(strings.Trim(cg, "/"), "/")
+	ownParts := strings.Split(strings.Trim(own, "/"), "/")
+	for i, p := range parts {
+		if i < len(ownParts) && ownParts[i] == p {
+			continue
+		}
+		for j := i; j < len(parts); j++ {
+			if commandCgroupName.MatchString(parts[j]) {
+				return "/" + strings.Join(parts[:j+1], "/")
+			}
+		}
+		return ""
+	}
+	return ""
 }

@@ -11,8 +11,10 @@
 //   - marks itself a child subreaper (PR_SET_CHILD_SUBREAPER), so every
 //     process the command starts stays below it, even one that calls setsid
 //     and whose parent exits ("setsid sleep 100 &");
-//   - optionally confines itself with Landlock before it starts the command,
-//     so the command and everything it starts inherit the restriction
+//   - optionally confines the command with Landlock: the command's first
+//     process applies it before it execs the command (confine_exec.go), so
+//     the command and everything it starts inherit the restriction, while
+//     the helper stays outside it and cannot be signalled from inside
 //     (Landlock restricts the calling process and its future children; the
 //     daemon itself is never restricted);
 //   - reaps every process of the tree, so no zombie is left;
@@ -49,14 +51,21 @@
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
 // setuid programs (sudo) do not gain privileges.
+//
+// With Policy.Isolate the helper also makes the namespaces, the cgroup and
+// the file system view of the sandbox (ns.go). Warm (warm.go) starts such
+// helpers ahead of time, so that most of that cost is off the command's
+// path.
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // Policy confines a command's process tree. The zero Policy allows writes
@@ -183,3 +192,90 @@ const (
 	LayerControlPlane = "control_plane"
 	LayerResources    = "resources"
 )
+
+// confineThread applies p to the calling thread only (locked by the
+// caller, never to be unlocked) and the children it forks; ok is false when
+// this kernel's Landlock is older than ABI 5, where only confine (which
+// applies it to every thread of the process) implements p.
+//
+// It builds the same ruleset as confine. It exists because go-landlock
+// applies a ruleset to every thread of the process (a stop-the-world
+// signal to each thread before ABI 8), which on a busy machine costs
+// milliseconds, and because a warm helper (warm.go) needs a thread that
+// keeps its capabilities beside the confined one (Landlock forbids mounts
+// to a confined thread): it confines its forking thread ahead of time and
+// masks late secrets from another.
+func confineThread(p Policy) (ok bool, err error) {
+	abi := LandlockABI()
+	if abi < 5 {
+		return false, nil
+	}
+	const (
+		read  = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+		write = llsys.AccessFSWriteFile | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeChar |
+			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
+			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
+		file = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile
+	)
+	// landlock.V7's file system rights (all of ABI 5 to 8), its TCP
+	// rights with NoNetwork, and its scopes where the kernel has them.
+	attr := llsys.RulesetAttr{HandledAccessFS: (1 << 16) - 1}
+	if p.NoNetwork {
+		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
+	}
+	if abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return true, fmt.Errorf("landlock: creating the ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	add := func(paths []string, access uint64, ignoreMissing bool) error {
+		for _, path := range paths {
+			pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if ignoreMissing && errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return fmt.Errorf("landlock: %s: %w", path, err)
+			}
+			err = llsys.LandlockAddPathBeneathRule(fd, &llsys.PathBeneathAttr{ParentFd: pfd, AllowedAccess: access}, 0)
+			unix.Close(pfd)
+			if err != nil {
+				return fmt.Errorf("landlock: %s: %w", path, err)
+			}
+		}
+		return nil
+	}
+	if err := add([]string{"/"}, read, false); err != nil {
+		return true, err
+	}
+	if err := add(devices, file|llsys.AccessFSIoctlDev, true); err != nil {
+		return true, err
+	}
+	if err := add([]string{"/dev/pts"}, read|write|llsys.AccessFSIoctlDev, true); err != nil {
+		return true, err
+	}
+	if err := add([]string{"/dev/shm"}, read|write, true); err != nil {
+		return true, err
+	}
+	if err := add(p.Writable, read|write|llsys.AccessFSRefer, false); err != nil {
+		return true, err
+	}
+	if p.NoNetwork {
+		for _, port := range p.ConnectPorts {
+			if err := llsys.LandlockAddNetPortRule(fd, &llsys.NetPortAttr{AllowedAccess: llsys.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+				return true, fmt.Errorf("landlock: TCP port %d: %w", port, err)
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return true, fmt.Errorf("landlock: no_new_privs: %w", err)
+	}
+	// Without a thread-sync flag: this thread only.
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return true, fmt.Errorf("landlock: %w", err)
+	}
+	return true, nil
+}

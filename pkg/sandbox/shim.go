@@ -33,8 +33,12 @@ import (
 //     ShimSpec.Log — so nothing written while toold is down is lost; toold
 //     follows the file;
 //   - it listens on a unix socket in the process's directory (toold's state
-//     directory, masked in the sandbox; only this user may connect). A
-//     connection is an owner: the shim sends the terminal's master on it
+//     directory, masked in the sandbox). Only toold may connect: a peer of
+//     another user, or one that is one of toold's commands' processes —
+//     judged by its process tree and cgroup as the control plane judges
+//     its clients (proctree.go, peerRefusal) — is refused, which matters
+//     where the sandbox's reads layer is missing (sandbox: off, a
+//     container without user namespaces). A connection is an owner: the shim sends the terminal's master on it
 //     (SCM_RIGHTS; a byte without one for a background process) and counts
 //     it until it closes. With no owner for ShimSpec.Orphan (toold died
 //     and no toold came back), the shim stops the tree as on SIGTERM;
@@ -169,7 +173,7 @@ func (s *shim) serve() {
 		if err != nil {
 			return
 		}
-		if !sameUser(c) {
+		if !s.admit(c) {
 			c.Close()
 			continue
 		}
@@ -200,10 +204,16 @@ func (s *shim) serve() {
 	}
 }
 
-// sameUser reports whether the peer of c runs as this process's user.
-func sameUser(c *net.UnixConn) bool {
+// admit reports whether the peer of c may own the shim: it runs as this
+// process's user and is not one of toold's commands' processes (see
+// peerRefusal). A refused peer gets nothing — no greeting, no master — and
+// does not count as an owner.
+func (s *shim) admit(c *net.UnixConn) bool {
 	cred, err := peerCred(c)
-	return err == nil && int(cred.Uid) == os.Getuid()
+	if err != nil || int(cred.Uid) != os.Getuid() {
+		return false
+	}
+	return peerRefusal(int(cred.Pid), os.Getpid()) == ""
 }
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // runtimeDirs are walked for socket files besides the kernel's list:
@@ -20,30 +21,29 @@ const runtimeDepth = 4
 
 // UnixSockets returns the pathname unix sockets outside keep (the
 // workspace, the temp and cache directories: the commands' own) that a
-// command could connect to: those bound in the calling process's network
-// namespace (/proc/net/unix — toold's, so the host's sockets and toold's
-// own) and the socket files below the runtime directories (/run, …).
+// command could connect to: BoundUnixSockets and RuntimeUnixSockets.
 // Masked in the sandbox (Policy.Hide), each reads as /dev/null there, so
 // connect fails: the kernel lets a uid-0 process without capabilities
 // connect to root's sockets on a read-only mount, and Landlock (ABI < 9)
 // does not cover pathname sockets.
 //
-// What it cannot see: a socket bound after the call (the caller refreshes
-// it per command, see terminal), and one bound in another network
-// namespace outside the runtime directories.
+// What it cannot see: a socket bound after the call, and one bound in
+// another network namespace outside the runtime directories.
 func UnixSockets(keep []string) []string {
+	return append(BoundUnixSockets(keep), RuntimeUnixSockets(keep)...)
+}
+
+// BoundUnixSockets returns the pathname unix sockets bound in the calling
+// process's network namespace (/proc/net/unix — toold's, so the host's
+// sockets and toold's own) outside keep. It reads one kernel table and no
+// file system: callers call it for every command, as the command starts,
+// and cache nothing (a socket bound a moment before a command would
+// otherwise be missed). A socket bound after the call is not in it: the
+// masks are those of the moment the command starts (docs/policy.md).
+func BoundUnixSockets(keep []string) []string {
+	k := resolveKeep(keep)
 	seen := map[string]bool{}
 	var out []string
-	add := func(p string) {
-		if p == "" || seen[p] || !filepath.IsAbs(p) {
-			return
-		}
-		seen[p] = true
-		if under(p, keep) {
-			return
-		}
-		out = append(out, p)
-	}
 	// The kernel lists the table bucket by bucket across read calls, and
 	// entries added or removed meanwhile can shift it so that one is
 	// skipped: read it in as few calls as possible, twice. (Missing a
@@ -51,9 +51,28 @@ func UnixSockets(keep []string) []string {
 	// see boundUnixPaths.)
 	for range 2 {
 		for _, p := range boundUnixPaths() {
-			add(p)
+			if p == "" || seen[p] || !filepath.IsAbs(p) {
+				continue
+			}
+			seen[p] = true
+			if !k.under(p) {
+				out = append(out, p)
+			}
 		}
 	}
+	return out
+}
+
+// RuntimeUnixSockets returns the socket files below the runtime
+// directories (/run, /var/run, the container runtimes') outside keep:
+// container runtimes and system daemons keep theirs there, and a socket
+// bound in another network namespace (a runtime's, in its own container)
+// is not in this namespace's table. It walks directories, so callers may
+// reuse its answer for a short while.
+func RuntimeUnixSockets(keep []string) []string {
+	k := resolveKeep(keep)
+	seen := map[string]bool{}
+	var out []string
 	for _, root := range runtimeDirs {
 		depth0 := strings.Count(root, "/")
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -66,8 +85,11 @@ func UnixSockets(keep []string) []string {
 			if d.IsDir() && strings.Count(p, "/")-depth0 >= runtimeDepth {
 				return fs.SkipDir
 			}
-			if d.Type()&fs.ModeSocket != 0 {
-				add(p)
+			if d.Type()&fs.ModeSocket != 0 && !seen[p] {
+				seen[p] = true
+				if !k.under(p) {
+					out = append(out, p)
+				}
 			}
 			return nil
 		})
@@ -93,9 +115,13 @@ func boundUnixPaths() []string {
 		}
 	}
 	defer f.Close()
+	// A large reused buffer: few read(2) calls, and no megabyte allocated
+	// per command (this runs at every sandboxed command's start).
+	bp := unixTableBufs.Get().(*[]byte)
+	defer unixTableBufs.Put(bp)
 	var out []string
-	sc := bufio.NewScanner(bufio.NewReaderSize(f, 1<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(*bp, len(*bp))
 	sc.Scan() // the header
 	for sc.Scan() {
 		// Num RefCount Protocol Flags Type St Inode [Path]; an abstract
@@ -108,16 +134,31 @@ func boundUnixPaths() []string {
 	return out
 }
 
-// under reports whether p is one of dirs or below one.
-func under(p string, dirs []string) bool {
+// unixTableBufs are boundUnixPaths' read buffers.
+var unixTableBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// keepDirs are directories whose sockets are the commands' own, as given
+// and with their symbolic links resolved (once per call, not per socket).
+type keepDirs []string
+
+func resolveKeep(dirs []string) keepDirs {
+	var k keepDirs
 	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
-			return true
+		k = append(k, strings.TrimSuffix(d, "/"))
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != d {
+			k = append(k, strings.TrimSuffix(r, "/"))
 		}
-		if r, err := filepath.EvalSymlinks(d); err == nil && r != d && (p == r || strings.HasPrefix(p, r+"/")) {
+	}
+	return k
+}
+
+// under reports whether p is one of k or below one.
+func (k keepDirs) under(p string) bool {
+	for _, d := range k {
+		if p == d || strings.HasPrefix(p, d+"/") {
 			return true
 		}
 	}

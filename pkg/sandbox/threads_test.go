@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,13 +131,37 @@ func fakeDaemon(tok, dir string) {
 			fail(err)
 		}
 	}
-	fmt.Println("ready")
+	// A warm pool (where namespaces can be made): one command run by a
+	// ready helper, and helpers still ready or being prepared, each marked
+	// by tok in its argv.
+	warm := 0
+	if sandbox.ProbeIsolation(sandbox.Runner{Args: sandbox.TestHelperArgs}) == nil {
+		ns, err := sandbox.OpenNetns("")
+		if err != nil {
+			fail(err)
+		}
+		pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
+		w := sandbox.NewWarm(sandbox.Runner{Args: append(slices.Clone(sandbox.TestHelperArgs), "warm."+tok)}, ns.File(), nil, time.Second, 2, func() *sandbox.Policy { return pol })
+		for w.Ready() < 2 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		spec := sandbox.Spec{
+			Path: "/bin/bash", Args: []string{"bash", "-c", "sleep 100." + tok + "; echo never"},
+			Env: []string{"PATH=" + os.Getenv("PATH")}, Grace: time.Second, Dir: dir, Policy: pol,
+		}
+		if _, ok, err := w.Start(context.Background(), spec, sandbox.Stdio{}); !ok || err != nil {
+			fail("warm start", ok, err)
+		}
+		warm = 2 + 1 + 1 // bash and sleep, their helper, one helper ready
+	}
+	fmt.Printf("ready %d\n", warm)
 	select {}
 }
 
 // TestCommandsDieWithDaemon: when toold is killed outright (SIGKILL, no
-// chance to stop anything), the commands it started — under a helper and
-// isolated — are stopped by their helpers.
+// chance to stop anything), the commands it started — under a helper,
+// isolated, and by a warm helper — are stopped by their helpers, and the
+// warm helpers still waiting for a command exit.
 func TestCommandsDieWithDaemon(t *testing.T) {
 	tok := token(t)
 	cmd := exec.Command("/proc/self/exe", "-test.run=^$")
@@ -159,11 +184,12 @@ func TestCommandsDieWithDaemon(t *testing.T) {
 	}
 	t.Cleanup(kill)
 	line, _ := bufio.NewReader(out).ReadString('\n')
-	if line != "ready\n" {
+	var warm int
+	if _, err := fmt.Sscanf(line, "ready %d\n", &warm); err != nil {
 		t.Fatalf("fake daemon: %q", line)
 	}
-	// bash and its sleep, in each mode.
-	want := 2 * len(threadModes(t.Fatal, t.TempDir))
+	// bash and its sleep, in each mode; what the warm pool holds.
+	want := 2*len(threadModes(t.Fatal, t.TempDir)) + warm
 	waitForMsg(t, func() bool { return len(survivors(tok)) >= want }, func() string { return fmt.Sprint(survivors(tok)) })
 	kill()
 	deadline := time.Now().Add(20 * time.Second)

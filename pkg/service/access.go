@@ -85,6 +85,12 @@ func (a *Access) RequireOperator(ctx context.Context, what string) error {
 		what, OperatorMetadata)
 }
 
+// Holds reports whether the RPC presented conversation conv's secret or
+// the operator credential: what Conversation requires, as a yes or no.
+func (a *Access) Holds(ctx context.Context, conv string) bool {
+	return a.Conversation(ctx, conv, "") == nil
+}
+
 // Conversation refuses an RPC that reads conversation conv's records
 // unless it presented conv's secret or the operator credential. An empty
 // conv (every conversation) needs the operator.

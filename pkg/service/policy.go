@@ -29,10 +29,14 @@ var _ pb.PolicyServiceServer = (*PolicyServer)(nil)
 // NewPolicyServer returns the PolicyService of x. Explain answers
 // UNIMPLEMENTED without an explainer, the grant RPCs without a granter.
 // Explain is open to every client (it judges a hypothetical call and
-// changes nothing); a conversation's grants are listed and revoked only by
-// a client holding its secret or the operator credential (access; nil
-// refuses every caller), and every conversation's at once only by the
-// operator.
+// changes nothing), but judges with a named conversation's grants only for
+// a client holding that conversation's secret or the operator credential:
+// for any other client the call is judged as one of no conversation (no
+// grant applies, none is returned), so that a client cannot learn what
+// another conversation's person approved. A conversation's grants are
+// listed and revoked only by a client holding its secret or the operator
+// credential (access; nil refuses every caller), and every conversation's
+// at once only by the operator.
 func NewPolicyServer(x *executor.Executor, explainer authz.Explainer, granter authz.Granter, access *Access, log *slog.Logger) *PolicyServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -54,7 +58,13 @@ func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb
 		creq.Args = a.ArgumentsStruct.AsMap()
 	}
 	resp := &pb.ExplainResponse{ApprovalMode: modeToPB(mode)}
-	ex := p.x.Explain(ctx, p.explainer, creq)
+	// The reason does not say that the grants were left out: it reaches
+	// the agents of toolctl hook, and would say nothing they can act on.
+	explainer := p.explainer
+	if conv := creq.ConversationID; conv != "" && !p.access.Holds(ctx, conv) {
+		explainer = noConversation{p.explainer}
+	}
+	ex := p.x.Explain(ctx, explainer, creq)
 	resp.Tool, resp.Operation = ex.Tool, ex.Operation
 	if ex.Err != nil {
 		resp.Error = toolErrorToPB(ex.Err)
@@ -71,6 +81,18 @@ func (p *PolicyServer) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb
 		resp.Grant = grantToPB(*v.Grant)
 	}
 	return resp, nil
+}
+
+// noConversation judges a request as one of no conversation: no grant of
+// any conversation applies (PolicyServer.Explain, for a client that does
+// not hold the conversation's secret).
+type noConversation struct{ authz.Explainer }
+
+// Explain implements authz.Explainer.
+func (n noConversation) Explain(ctx context.Context, r *authz.Request) (authz.Verdict, error) {
+	q := *r
+	q.ConversationID = ""
+	return n.Explainer.Explain(ctx, &q)
 }
 
 // ListGrants implements pb.PolicyServiceServer.

@@ -505,9 +505,9 @@ func TestListToolsRendering(t *testing.T) {
 	}
 }
 
-// A fast call's Start and Executing go out with its End, as one batch; a
-// slow call's Start still arrives at once (held for at most a few ms).
-func TestStartHeldBriefly(t *testing.T) {
+// A slow call's Start goes out while it runs (nothing holds it back for
+// its End), and a call's events carry consecutive seqs.
+func TestStartGoesOutAtOnce(t *testing.T) {
 	h := start(t, executor.Config{}, testTools(nil)...)
 	c := h.open(nil)
 	c.call("slow", "sleep", `{"ms":1000}`)

@@ -300,7 +300,21 @@ func (m *Metrics) AuditAppended(ctx context.Context, kind string) {
 	if m == nil {
 		return
 	}
-	m.auditRecords.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+	m.auditRecords.Add(ctx, 1, auditAttrsFor(kind))
+}
+
+// auditAttrs caches the attribute set of each audit record kind (a handful:
+// audit's Kind constants), built on every record before (4% of a no-op
+// call's CPU with three records a call).
+var auditAttrs sync.Map // kind -> metric.MeasurementOption
+
+func auditAttrsFor(kind string) metric.MeasurementOption {
+	if a, ok := auditAttrs.Load(kind); ok {
+		return a.(metric.MeasurementOption)
+	}
+	a := metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kind)))
+	auditAttrs.Store(kind, a)
+	return a
 }
 
 // ServerHealth is one MCP server's state for the health gauge.

@@ -43,6 +43,11 @@ type DialectTool struct {
 	// Aliases are the tool's earlier names (Claude Code's Task before it
 	// became Agent): matched, never listed.
 	Aliases []string
+	// Earlier marks a tool of an earlier release of the agent that the
+	// version the dialect follows no longer offers (codex's shell before
+	// exec_command): models trained on it still call it, so it is matched
+	// and run like an alias, but never listed.
+	Earlier bool
 	// Legacy are parameters of earlier versions that Map still handles
 	// (gemini-cli's absolute_path before file_path): matched, never listed.
 	Legacy []string
@@ -385,6 +390,9 @@ func (r *Registry) DialectListing(name string) (*Dialect, []Info, []Unavailable,
 	var infos []Info
 	var off []Unavailable
 	for _, dt := range d.Tools {
+		if dt.Earlier {
+			continue
+		}
 		if !dt.Available() {
 			off = append(off, Unavailable{Name: dt.Name, Reason: dt.Missing})
 			continue

@@ -67,7 +67,7 @@ class ClientTest(AsyncTestCase):
         async with self.client.session(dialect="claude-code", on_approval=self.on_approval) as s:
             r = await s.call("Read", {"file_path": os.path.join(self.d.workspace, "claude.txt"), "offset": 2})
             self.assertTrue(r.success, r)
-            self.assertIn("     2→two", r.text)
+            self.assertIn("2\ttwo", r.text)
             r = await s.call("Bash", {"command": "echo hi; exit 3", "description": "Say hi", "timeout": 60000})
             self.assertTrue(r.success, r)
             self.assertEqual(r.text, "Exit code 3\nhi")

@@ -52,7 +52,7 @@ describe("client on a unix socket (AUTO mode)", () => {
     const s = client.session({ dialect: "claude-code", onApproval: () => true });
     let r = await s.call("Read", { file_path: path.join(d.workspace, "claude-ts.txt"), offset: 2 });
     assert.ok(r.success, r.text);
-    assert.match(r.text, /     2→two/);
+    assert.match(r.text, /^2\ttwo/);
     r = await s.call("Bash", { command: "echo hi; exit 3", description: "Say hi", timeout: 60000 });
     assert.equal(r.text, "Exit code 3\nhi");
     const c = client.session({ dialect: "codex", onApproval: () => true });

@@ -8,7 +8,10 @@
 // of tool calls and checks that every result reached the host's next
 // request to the model. The turn tests run toold as the host's MCP server
 // (stdio and HTTP); the hook tests run toold as the judge of the host's
-// own tools (its pre-tool hook calling `toolctl hook`).
+// own tools (its pre-tool hook calling `toolctl hook`). The dialect test
+// (TestHostDialects) has each host call its own tools and compares the
+// tool definitions and results it sends its model with toold's dialect of
+// that host (`toold mcp --dialect`).
 //
 // MCPHOSTS_DUMP=FILE appends every request the scripted models receive to
 // FILE, whole, for debugging a host's wire format.

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/toold/toold/pkg/tools"
 )
 
 // ClaudeCodeVersion is the Claude Code release whose tool input schemas
-// (sdk-tools.d.ts of the npm package @anthropic-ai/claude-code) the
-// claude-code dialect follows.
-const ClaudeCodeVersion = "@anthropic-ai/claude-code 2.1.197 (sdk-tools.d.ts)"
+// the claude-code dialect follows: those @anthropic-ai/claude-code 2.1.332
+// sends the Messages API (captured from the pinned host by
+// pkg/mcpserver/mcphosts TestHostDialects), and, for the tools a headless
+// run does not offer, sdk-tools.d.ts of the same package.
+const ClaudeCodeVersion = "@anthropic-ai/claude-code 2.1.332 (the tools `claude -p` sends its model, and sdk-tools.d.ts; checked against the release in testdata/hosts)"
 
 // ClaudeCode is Claude Code's tool set: Bash, Read, Write, Edit, Glob,
 // Grep, TodoWrite, WebFetch, WebSearch, TaskOutput, TaskStop,
@@ -30,7 +33,7 @@ func ClaudeCode() tools.Dialect {
 				Description: "Executes a bash command with an optional timeout (in milliseconds, up to 600000). Use run_in_background for long-running processes and read their output with TaskOutput.",
 				Schema: schema(`{"type":"object","properties":{
 "command":{"type":"string","description":"The command to execute"},
-"timeout":{"type":"number","description":"Optional timeout in milliseconds (max 600000)"},
+"timeout":{"type":"number","description":"Optional timeout in milliseconds (max 600000 for a foreground command)"},
 "description":{"type":"string","description":"Clear, concise description of what this command does in 5-10 words, in active voice"},
 "run_in_background":{"type":"boolean","description":"Set to true to run this command in the background."},
 "dangerouslyDisableSandbox":{"type":"boolean","description":"Set this to true to dangerously override sandbox mode and run commands without sandboxing."}},
@@ -45,7 +48,7 @@ func ClaudeCode() tools.Dialect {
 				Shape: claudeBashShape,
 			},
 			{
-				Name:        "TaskOutput",
+				Name: "TaskOutput", Earlier: true,
 				Aliases:     []string{"BashOutput"},
 				Description: "Retrieves output from a running or completed background task (a shell started with run_in_background). block waits for more output, up to timeout milliseconds.",
 				Schema: schema(`{"type":"object","properties":{
@@ -75,12 +78,14 @@ func ClaudeCode() tools.Dialect {
 				Name:        "Read",
 				Description: "Reads a file from the local filesystem. Results are returned using cat -n format, with line numbers starting at 1 (number, then \"→\", then the line). offset and limit read part of a large file.",
 				Schema: schema(`{"type":"object","properties":{` + filePath("to read") + `,
-"offset":{"type":"number","description":"The line number to start reading from. Only provide if the file is too large to read at once"},
-"limit":{"type":"number","description":"The number of lines to read. Only provide if the file is too large to read at once."},
+"offset":{"type":"integer","minimum":0,"description":"The line number to start reading from. Only provide if the file is too large to read at once"},
+"limit":{"type":"integer","exclusiveMinimum":0,"description":"The number of lines to read. Only provide if the file is too large to read at once."},
+"allow_large":{"type":"boolean","description":"Read a file larger than the usual limit in one call."},
 "pages":{"type":"string","description":"Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request."}},
 "required":["file_path"],"additionalProperties":false}`),
 				Target: "read_file",
 				Map: steps(rename("file_path", "path"), zeroOffset,
+					drop("allow_large", "toold reads up to its own limits and says how to read on (offset and limit)"),
 					dropIf("pages", []any{""}, "toold reads text files only: it cannot render PDF pages (run a converter such as pdftotext with Bash)")),
 				Shape: catN,
 			},
@@ -153,10 +158,12 @@ func ClaudeCode() tools.Dialect {
 				Description: "Fetches content from a URL. (Claude Code then runs prompt on it with a small model; toold returns the page as Markdown for you to read.)",
 				Schema: schema(`{"type":"object","properties":{
 "url":{"type":"string","format":"uri","description":"The URL to fetch content from"},
-"prompt":{"type":"string","description":"The prompt to run on the fetched content"}},
+"prompt":{"type":"string","description":"The prompt to run on the fetched content"},
+"offset":{"type":"integer","minimum":0,"description":"Character position in the page text to start reading from, the value the previous result gave."}},
 "required":["url","prompt"],"additionalProperties":false}`),
 				Target: "web_fetch",
-				Map:    steps(drop("prompt", "toold returns the page itself (as Markdown); apply the prompt to it yourself")),
+				Map: steps(drop("prompt", "toold returns the page itself (as Markdown); apply the prompt to it yourself"),
+					dropIf("offset", []any{0}, "toold returns a page from its start, up to its limit: fetch a more specific URL (a section's anchor, a raw file) to read further")),
 			},
 			{
 				Name:        "WebSearch",
@@ -203,6 +210,27 @@ func ClaudeCode() tools.Dialect {
 				Missing:     "toold has no plan mode: present the plan to the user in your reply (TodoWrite keeps the steps)",
 			},
 			{
+				Name: "Monitor", Description: "Runs a command and reports each line it prints as an event.",
+				Schema:  schema(`{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"},"timeout_ms":{"type":"number"}},"required":["command","description"]}`),
+				Missing: "toold has no event monitor: start the command with Bash (run_in_background) and read what it printed with Read of a file it writes, or run it in the foreground",
+			},
+			missing("CronCreate", "Schedules a prompt to run at cron times.", `{"cron":{"type":"string"},"prompt":{"type":"string"}},"required":["cron","prompt"]`, noSchedule),
+			missing("CronDelete", "Deletes a scheduled prompt.", `{"id":{"type":"string"}},"required":["id"]`, noSchedule),
+			missing("CronList", "Lists the scheduled prompts.", `}`, noSchedule),
+			missing("ScheduleWakeup", "Wakes the session up later with a prompt.", `{"delaySeconds":{"type":"number"},"prompt":{"type":"string"}}`, noSchedule),
+			missing("EnterWorktree", "Moves the session into a git worktree.", `{"name":{"type":"string"},"path":{"type":"string"}}`, noWorktree),
+			missing("ExitWorktree", "Leaves the session's git worktree.", `{"action":{"type":"string","enum":["keep","remove"]}},"required":["action"]`, noWorktree),
+			missing("SendMessage", "Messages another agent of the team.", `{"to":{"type":"string"},"message":{"type":"string"}},"required":["to","message"]`, subAgents),
+			missing("ListAgents", "Lists the agents of the team.", `}`, subAgents),
+			missing("Skill", "Runs a Claude Code skill.", `{"skill":{"type":"string"},"args":{"type":"string"}},"required":["skill"]`, noSkills),
+			missing("Workflow", "Runs a predefined workflow script.", `{"name":{"type":"string"}}`, noSkills),
+			{
+				Name:        "ReportFindings",
+				Description: "Reports a code review's verified findings.",
+				Schema:      schema(`{"type":"object","properties":{"findings":{"type":"array"},"level":{"type":"string"}},"required":["findings"]}`),
+				Missing:     "toold has no review report: give the findings in your reply",
+			},
+			{
 				Name: "ListMcpResourcesTool", Aliases: []string{"ReadMcpResourceTool"},
 				Description: "Lists (or reads) the resources of the configured MCP servers.",
 				Schema:      schema(`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}}}`),
@@ -212,8 +240,21 @@ func ClaudeCode() tools.Dialect {
 	}
 }
 
+// missing is a tool toold has no counterpart for: its name, a short
+// description, its schema's properties (and required), and what toold
+// offers instead.
+func missing(name, desc, props, instead string) tools.DialectTool {
+	if props == "}" {
+		props = "{}"
+	}
+	return tools.DialectTool{Name: name, Description: desc, Schema: schema(`{"type":"object","properties":` + props + `}`), Missing: instead}
+}
+
 // Answers for tool families toold does not have.
 const (
+	noSchedule   = "toold schedules nothing: it runs the calls you make now; do the work in this turn"
+	noWorktree   = "toold works in its one workspace: make a worktree with Bash (git worktree add) and work on its files by path"
+	noSkills     = "toold has no skills or workflows: do the steps yourself with the tools listed"
 	subAgents    = "toold runs no sub-agents: do the task yourself with the tools listed (read, search, edit, run commands), step by step; TodoWrite/manage_todos keeps the plan"
 	mcpResources = "toold exposes MCP servers' tools (listed as SERVER__TOOL), not their resources: call the server's tools, or read the file or URL directly"
 	browserTools = "toold has no browser: fetch a page's content with web_fetch (url), search with web_search; it cannot click, fill forms or take screenshots"
@@ -403,23 +444,67 @@ func claudeBashShape(_ map[string]any, res *tools.Result, err error) (*tools.Res
 	out = strings.TrimRight(out, "\n")
 	if exit != 0 {
 		out = strings.TrimRight(fmt.Sprintf("Exit code %d\n%s", exit, out), "\n")
+	} else if out == "" {
+		out = "(Bash completed with no output)"
 	}
 	return withText(res, out), nil
 }
 
-// catN gives Read's result as Claude Code numbers lines: cat -n's number,
-// right-aligned in six columns, then "→" where cat -n has a tab (as Claude
-// Code 2.x tool results show it: "     1→package main"); toold's notes
-// (truncation, how to continue) stay after the lines.
-func catN(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
-	if err != nil || res == nil {
+// catN gives Read's result as Claude Code 2.1.332 numbers lines: the
+// line number, a tab, the line ("1\talpha"), lines joined by newlines
+// with none after the last; a read to the end of a file that ends with a
+// newline has its empty last line numbered too, as Claude Code counts
+// lines. A
+// range the model asked for (offset, limit) comes without toold's note on
+// how to read on, as Claude Code's does; toold's notes stay when toold
+// cut the file itself. An empty file and an offset past the end answer
+// with Claude Code's warnings.
+func catN(orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	if err != nil {
+		if m := pastEnd.FindStringSubmatch(err.Error()); m != nil {
+			return &tools.Result{Text: fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%s). The file has %s lines.</system-reminder>", m[1], m[2])}, nil
+		}
 		return res, err
 	}
-	return withText(res, catNLine.ReplaceAllString(res.Text, "$1→")), nil
+	if res == nil {
+		return res, err
+	}
+	if size, _ := number(toNumber(res.Structured["size"])); size == 0 && res.Structured["size"] != nil {
+		return withText(res, "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"), nil
+	}
+	var lines, notes []string
+	last := 0
+	for _, l := range strings.Split(strings.TrimRight(res.Text, "\n"), "\n") {
+		if m := numberedLine.FindStringSubmatch(l); m != nil && len(notes) == 0 {
+			lines = append(lines, m[1]+"\t"+m[2])
+			last, _ = strconv.Atoi(m[1])
+			continue
+		}
+		notes = append(notes, l)
+	}
+	if len(lines) == 0 {
+		return res, nil
+	}
+	_, ranged := orig["limit"]
+	if _, ok := orig["offset"]; ok {
+		ranged = true
+	}
+	total, known := number(toNumber(res.Structured["total_lines"]))
+	if nl, _ := res.Structured["final_newline"].(bool); known && nl && int(total) == last {
+		lines = append(lines, fmt.Sprintf("%d\t", last+1)) // the file ends with a newline: Claude Code's empty last line
+	}
+	text := strings.Join(lines, "\n")
+	if !ranged {
+		if n := strings.TrimSpace(strings.Join(notes, "\n")); n != "" {
+			text += "\n\n" + n
+		}
+	}
+	return withText(res, text), nil
 }
 
-// catNLine is the number and tab that start a line of read_file's output.
-var catNLine = regexp.MustCompile(`(?m)^( *\d+)\t`)
+// pastEnd is read_file's error for an offset past the end: the offset and
+// the file's lines.
+var pastEnd = regexp.MustCompile(`offset (\d+) is past the end of .*, which has (\d+) lines?`)
 
 // claudeSearchMap maps WebSearch's domain lists onto web_search's site.
 func claudeSearchMap(args map[string]any) ([]tools.Coercion, error) {

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,16 +12,18 @@ import (
 	"github.com/toold/toold/pkg/tools"
 )
 
-// CodexVersion is what the codex dialect follows: openai/codex at commit
-// b8a1c8f8c4671c9a534eede7f32f11f5c9a5f938, codex-rs/core/src/tools/spec.rs
-// (shell with an argv array, workdir, timeout_ms and the sandbox
-// approval parameters; shell_command; view_image) and handlers/plan.rs
-// (update_plan), as checked in under upstream/codex.json; its shell result
-// is the JSON {"output", "metadata": {"exit_code", "duration_seconds"}} of
-// format_exec_output_for_model_structured (codex-rs/core/src/tools/mod.rs),
-// with "command timed out after N milliseconds" first when the command
-// ran out of time (build_content_with_timeout).
-const CodexVersion = "openai/codex@b8a1c8f8c4671c9a534eede7f32f11f5c9a5f938 (codex-rs/core/src/tools/spec.rs, handlers/plan.rs, tools/mod.rs)"
+// CodexVersion is what the codex dialect follows: the tools @openai/codex
+// 0.171.0 sends the Responses API for its models (gpt-5.5; captured from
+// the pinned host by pkg/mcpserver/mcphosts TestHostDialects into
+// upstream/codex.json): exec_command and write_stdin (unified exec),
+// apply_patch (a freeform tool: the patch as raw text, "input" here),
+// request_user_input, view_image, the goal tools and tool_search. The
+// tools of earlier releases (shell with an argv array, shell_command,
+// update_plan; openai/codex@b8a1c8f8c4671c9a534eede7f32f11f5c9a5f938)
+// are still run, not listed. exec_command's result is codex's: "Chunk
+// ID", "Wall time", "Process exited with code N", "Original token count",
+// then "Output:" and the output.
+const CodexVersion = "@openai/codex 0.171.0 (the tools codex exec sends gpt-5.5; checked against the release in testdata/hosts)"
 
 // Codex is codex's tool set.
 func Codex() tools.Dialect {
@@ -28,7 +31,36 @@ func Codex() tools.Dialect {
 		Name: "codex", Agent: "codex", Version: CodexVersion,
 		Tools: []tools.DialectTool{
 			{
-				Name:        "shell",
+				Name:        "exec_command",
+				Description: "Runs a command and returns its output.",
+				Schema:      schema(`{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"]}`),
+				Target:      "run_command",
+				Map: steps(rename("cmd", "command"), codexCommon,
+					drop("yield_time_ms", "toold runs the command to its end (or its timeout) and returns all its output at once"),
+					drop("max_output_tokens", "toold limits the output it returns by its own limits and says when it cut"),
+					drop("login", "toold's bash runs without a login shell's profile"),
+					dropIf("tty", []any{false}, "toold runs commands with pipes, not a terminal: run it without tty (toold's terminal sessions are its own tools)"),
+					codexShell),
+				Shape: codexExecShape,
+			},
+			{
+				Name:        "write_stdin",
+				Description: "Reads (or writes to) a running command's session.",
+				Schema:      schema(`{"type":"object","properties":{"session_id":{"type":"number"}},"required":["session_id"]}`),
+				Target:      "get_output",
+				Map: steps(pidString2("session_id"), rename("session_id", "process_id"), msToWait("yield_time_ms"),
+					dropIf("chars", []any{""}, "toold cannot write to a running command's stdin: run it again with its input in the command line (a here-document or a pipe)"),
+					drop("max_output_tokens", "toold limits the output it returns by its own limits and says when it cut")),
+			},
+			{
+				Name:        "request_user_input",
+				Description: "Asks the user a question.",
+				Schema:      schema(`{"type":"object","properties":{"questions":{"type":"array"}},"required":["questions"]}`),
+				Target:      "user_collaboration",
+				Map:         askMap,
+			},
+			{
+				Name: "shell", Earlier: true,
 				Description: "Runs a shell command and returns its output.",
 				Schema: schema(`{"type":"object","properties":{
 "command":{"type":"array","items":{"type":"string"},"description":"The command to execute"},
@@ -40,7 +72,7 @@ func Codex() tools.Dialect {
 				Shape:  codexShape,
 			},
 			{
-				Name:        "shell_command",
+				Name: "shell_command", Earlier: true,
 				Description: "Runs a shell script (a string) in the user's default shell and returns its output.",
 				Schema: schema(`{"type":"object","properties":{
 "command":{"type":"string","description":"The shell script to execute"},
@@ -56,9 +88,10 @@ func Codex() tools.Dialect {
 				Description: "Edits files with a patch in the apply_patch format (*** Begin Patch … *** End Patch).",
 				Schema:      schema(`{"type":"object","properties":{"input":{"type":"string","description":"The entire contents of the apply_patch command"}},"required":["input"],"additionalProperties":false}`),
 				Target:      "apply_patch",
+				Shape:       codexPatchShape,
 			},
 			{
-				Name:        "update_plan",
+				Name: "update_plan", Earlier: true,
 				Description: "Updates the task plan: a list of steps, each pending, in_progress or completed.",
 				Schema: schema(`{"type":"object","properties":{
 "explanation":{"type":"string"},
@@ -79,6 +112,23 @@ func Codex() tools.Dialect {
 				Description: "Attaches a local image to the conversation.",
 				Schema:      schema(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
 				Missing:     "toold returns text only: it cannot attach images (read_file describes a binary file)",
+			},
+			{
+				Name: "get_goal", Description: "Reads the session's goal.",
+				Schema: schema(`{"type":"object","properties":{}}`), Missing: noGoals,
+			},
+			{
+				Name: "create_goal", Description: "Starts pursuing a goal.",
+				Schema: schema(`{"type":"object","properties":{"objective":{"type":"string"}},"required":["objective"]}`), Missing: noGoals,
+			},
+			{
+				Name: "update_goal", Description: "Sets the goal's status.",
+				Schema: schema(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`), Missing: noGoals,
+			},
+			{
+				Name: "tool_search", Description: "Searches codex's deferred tools.",
+				Schema:  schema(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+				Missing: "toold lists every tool it offers up front: none is deferred, there is nothing to search for",
 			},
 		},
 	})
@@ -190,4 +240,82 @@ func codexSandboxPermissions(args map[string]any) ([]tools.Coercion, error) {
 		}
 	}
 	return []tools.Coercion{{Field: "/sandbox_permissions", From: js(v), Rule: "at its default; removed"}}, nil
+}
+
+// noGoals answers codex's goal tools.
+const noGoals = "toold keeps no goal across turns: state the objective and its status in your reply"
+
+// codexShell: exec_command's shell, when it is a POSIX shell, is toold's
+// bash; another shell is refused.
+func codexShell(args map[string]any) ([]tools.Coercion, error) {
+	v, ok := args["shell"]
+	if !ok {
+		return nil, nil
+	}
+	s, _ := v.(string)
+	switch strings.TrimPrefix(strings.TrimPrefix(s, "/usr"), "/bin/") {
+	case "bash", "sh", "zsh", "dash":
+		delete(args, "shell")
+		return []tools.Coercion{{Field: "/shell", From: js(v), Rule: "toold runs commands with bash"}}, nil
+	}
+	return nil, invalid("shell", "toold runs commands with bash: drop shell (or run %s -c '…' inside the command)", s)
+}
+
+// pidString2 turns a numeric id argument into toold's string process id.
+func pidString2(key string) mapper {
+	return func(args map[string]any) ([]tools.Coercion, error) {
+		v, ok := args[key]
+		if !ok {
+			return nil, nil
+		}
+		if _, isStr := v.(string); isStr {
+			return nil, nil
+		}
+		s := strings.TrimSpace(fmt.Sprint(v))
+		args[key] = s
+		return []tools.Coercion{{Field: "/" + key, From: js(v), To: js(s), Rule: "toold's process ids are strings"}}, nil
+	}
+}
+
+// codexExecShape gives exec_command's result as codex 0.171.0 returns it
+// to the model:
+//
+//	Chunk ID: 4f1c2a
+//	Wall time: 0.0123 seconds
+//	Process exited with code 3
+//	Original token count: 2
+//	Output:
+//	out
+//	err
+//
+// (the token count is codex's estimate, a token per 4 bytes; the chunk id
+// is six hexadecimal digits, random).
+func codexExecShape(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	out, exit, _, secs, ok := commandOutput(res)
+	timedOut := errors.Is(err, errdefs.ErrTimeout)
+	if !ok || err != nil && !timedOut {
+		return res, err
+	}
+	var id [3]byte
+	rand.Read(id[:])
+	var b strings.Builder
+	fmt.Fprintf(&b, "Chunk ID: %x\nWall time: %.4f seconds\n", id, secs)
+	fmt.Fprintf(&b, "Process exited with code %d\n", exit)
+	fmt.Fprintf(&b, "Original token count: %d\nOutput:\n%s", (len(out)+3)/4, out)
+	return withText(res, b.String()), err
+}
+
+// codexPatchShape gives apply_patch's result as codex 0.171.0 returns it
+// to the model: the exec framing (exit code 0, wall time, "Output:") around
+// the list of files changed; toold's line counts and diff go (codex shows
+// the model none).
+func codexPatchShape(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
+	if err != nil || res == nil {
+		return res, err
+	}
+	summary, _, _ := strings.Cut(res.Text, "\n(")
+	if !strings.HasPrefix(summary, "Success.") {
+		return res, nil
+	}
+	return withText(res, fmt.Sprintf("Exit code: 0\nWall time: %.4f seconds\nOutput:\n%s\n", 0.0, strings.TrimRight(summary, "\n"))), nil
 }

@@ -44,7 +44,11 @@ func TestDialectsWellFormed(t *testing.T) {
 			t.Errorf("%s: no version or agent", d.Name)
 		}
 		seen := map[string]bool{}
+		earlier := 0
 		for _, dt := range d.Tools {
+			if dt.Earlier {
+				earlier++
+			}
 			if seen[dt.Name] {
 				t.Errorf("%s: %s twice", d.Name, dt.Name)
 			}
@@ -58,8 +62,8 @@ func TestDialectsWellFormed(t *testing.T) {
 			}
 		}
 		_, infos, off, err := reg.DialectListing(d.Name)
-		if err != nil || len(infos)+len(off) != len(d.Tools) {
-			t.Errorf("%s: listing %d+%d of %d tools: %v", d.Name, len(infos), len(off), len(d.Tools), err)
+		if err != nil || len(infos)+len(off)+earlier != len(d.Tools) {
+			t.Errorf("%s: listing %d+%d of %d tools (%d of earlier versions, not listed): %v", d.Name, len(infos), len(off), len(d.Tools), earlier, err)
 		}
 		for _, u := range off {
 			if strings.Contains(u.Reason, "not available here") {
@@ -159,7 +163,7 @@ func TestDialectShapes(t *testing.T) {
 	cases := []struct{ dialect, name, args, want string }{
 		{"codex", "shell", `{"command":["false"]}`, `{"output":"boom\n","metadata":{"exit_code":2,"duration_seconds":1.2}}`},
 		{"openhands", "execute_bash", `{"command":"false"}`, "boom\n[The command completed with exit code 2.]"},
-		{"gemini-cli", "run_shell_command", `{"command":"false"}`, "Output: boom\nExit Code: 2"},
+		{"gemini-cli", "run_shell_command", `{"command":"false"}`, "<untrusted_context>\nOutput: boom\nExit Code: 2\n</untrusted_context>"},
 		{"claude-code", "Bash", `{"command":"false"}`, "Exit code 2\nboom"},
 		{"swe-agent", "bash", `{"command":"false"}`, "boom"},
 	}
@@ -183,10 +187,10 @@ func TestDialectShapes(t *testing.T) {
 	if res, err := target.Shape(slow, timeout); err != timeout || res.Text != `{"output":"command timed out after 1500 milliseconds\npartial\n","metadata":{"exit_code":-1,"duration_seconds":1.5}}` {
 		t.Errorf("codex timeout: %q %v", res.Text, err)
 	}
-	// Claude Code's Read numbers lines with "→".
+	// Claude Code's Read numbers lines "N\tline", without padding.
 	args, _ = tools.DecodeArguments(`{"file_path":"a"}`)
 	target, _ = reg.ResolveIn("claude-code", "Read", args)
-	if res, _ := target.Shape(&tools.Result{Text: "     1\tpackage a\n    10\tx\tq\n"}, nil); res.Text != "     1→package a\n    10→x\tq\n" {
+	if res, _ := target.Shape(&tools.Result{Text: "     1\tpackage a\n    10\tx\tq\n"}, nil); res.Text != "1\tpackage a\n10\tx\tq" {
 		t.Errorf("claude Read: %q", res.Text)
 	}
 	// gemini-cli reads files without line numbers.

@@ -9,13 +9,15 @@ import (
 	"github.com/toold/toold/pkg/tools"
 )
 
-// GeminiCLIVersion is the gemini-cli tool declarations the gemini-cli
-// dialect follows: packages/core/src/tools/definitions (the declaration
-// snapshots for gemini-2.5-pro in coreToolsModelSnapshots.test.ts.snap) of
-// google-gemini/gemini-cli at commit 00edcf0372af4280a31e57dc76f6830346eb945c.
-// Parameters of earlier releases (absolute_path, path, offset/limit,
-// include, directory) are still mapped.
-const GeminiCLIVersion = "google-gemini/gemini-cli@00edcf0372af4280a31e57dc76f6830346eb945c (packages/core/src/tools/definitions)"
+// GeminiCLIVersion is the gemini-cli release whose tool declarations the
+// gemini-cli dialect follows: the functionDeclarations @google/gemini-cli
+// 0.61.0 sends the Gemini API (captured from the pinned host by
+// pkg/mcpserver/mcphosts TestHostDialects into upstream/gemini-cli.json;
+// the interactive tools a headless run hides are kept from
+// google-gemini/gemini-cli@00edcf0372af4280a31e57dc76f6830346eb945c).
+// Parameters and tools of earlier releases (absolute_path, path,
+// offset/limit, include, directory; save_memory) are still mapped.
+const GeminiCLIVersion = "@google/gemini-cli 0.61.0 (the declarations it sends its model; checked against the release in testdata/hosts)"
 
 // GeminiCLI is gemini-cli's tool set.
 func GeminiCLI() tools.Dialect {
@@ -95,6 +97,7 @@ func GeminiCLI() tools.Dialect {
 				Map: steps(rename("dir_path", "path"), rename("include_pattern", "include"),
 					dropIf("exclude_pattern", []any{""}, "toold cannot exclude lines by a second pattern: narrow the pattern, or use run_shell_command with grep -v"),
 					drop("names_only", "toold returns the matching lines; the file paths are their first field"),
+					geminiGrepOptions,
 					drop("max_matches_per_file", "toold limits the total matches only"),
 					rename("total_max_matches", "max_results")),
 			},
@@ -133,6 +136,7 @@ func GeminiCLI() tools.Dialect {
 				Legacy: []string{"directory"},
 				Target: "run_command",
 				Map: steps(drop("description", "gemini-cli's description of the command, for the person; toold shows the command itself"),
+					drop("delay_ms", "toold returns a background command's process_id at once; read its output with read_background_output"),
 					rename("dir_path", "working_dir"), rename("directory", "working_dir")),
 				Shape: geminiShellShape,
 			},
@@ -151,7 +155,7 @@ func GeminiCLI() tools.Dialect {
 				Target:      "web_search",
 			},
 			{
-				Name:        "save_memory",
+				Name: "save_memory", Earlier: true,
 				Description: "Saves a specific fact to long-term memory.",
 				Schema:      schema(`{"type":"object","properties":{"fact":{"type":"string","description":"The specific fact or piece of information to remember."}},"required":["fact"],"additionalProperties":false}`),
 				Target:      "store_memory",
@@ -171,7 +175,9 @@ func GeminiCLI() tools.Dialect {
 				Schema:      schema(`{"type":"object","properties":{"pid":{"type":"integer","description":"The process id of the background process."}},"required":["pid"]}`),
 				Legacy:      []string{"process_id"},
 				Target:      "get_output",
-				Map:         steps(pidString, rename("pid", "process_id")),
+				Map: steps(pidString, rename("pid", "process_id"), msToWait("delay_ms"),
+					drop("lines", "toold returns the output that is new since the last read"),
+					drop("wait_for_previous", "toold runs a stream's calls as they come; order them by waiting for each result")),
 			},
 			{
 				Name:        "list_background_processes",
@@ -187,6 +193,16 @@ func GeminiCLI() tools.Dialect {
 				Schema:      schema(`{"type":"object","properties":{"questions":{"type":"array","minItems":1,"maxItems":4,"items":{"type":"object","properties":{"question":{"type":"string"},"header":{"type":"string"},"options":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"description":{"type":"string"}}}}},"required":["question"]}}},"required":["questions"]}`),
 				Target:      "user_collaboration",
 				Map:         askMap,
+			},
+			{
+				Name: "update_topic", Description: "Starts a new topic of the conversation (gemini-cli's chapters).",
+				Schema:  schema(`{"type":"object","properties":{"strategic_intent":{"type":"string"},"summary":{"type":"string"},"title":{"type":"string"}},"required":["strategic_intent"]}`),
+				Missing: "toold keeps no topics: say what you are doing next in your reply",
+			},
+			{
+				Name: "invoke_agent", Description: "Delegates a task to a gemini-cli subagent.",
+				Schema:  schema(`{"type":"object","properties":{"agent_name":{"type":"string"},"prompt":{"type":"string"}},"required":["agent_name","prompt"]}`),
+				Missing: subAgents,
 			},
 			{
 				Name: "activate_skill", Description: "Activates a gemini-cli skill.",
@@ -294,17 +310,45 @@ func promptURL(args map[string]any) ([]tools.Coercion, error) {
 
 var numbered = regexp.MustCompile(`(?m)^ *\d+\t`)
 
-// stripLineNumbers gives gemini-cli's read_file result: the file's text
-// without line numbers (toold's notes stay after it).
+// stripLineNumbers gives gemini-cli 0.61.0's read_file result: the file's
+// text without line numbers; an empty file is empty text; a part of the
+// file comes after gemini-cli's notice of what is shown and how to read
+// on (toold's own notes then go).
 func stripLineNumbers(_ map[string]any, res *tools.Result, err error) (*tools.Result, error) {
 	if err != nil || res == nil {
 		return res, err
 	}
-	return withText(res, numbered.ReplaceAllString(res.Text, "")), nil
+	if size, _ := number(toNumber(res.Structured["size"])); size == 0 && res.Structured["size"] != nil {
+		return withText(res, ""), nil
+	}
+	first, _ := number(toNumber(res.Structured["start_line"]))
+	last, _ := number(toNumber(res.Structured["end_line"]))
+	total, known := number(toNumber(res.Structured["total_lines"]))
+	if !known || first <= 1 && last >= total {
+		return withText(res, numbered.ReplaceAllString(res.Text, "")), nil
+	}
+	if nl, _ := res.Structured["final_newline"].(bool); nl {
+		total++ // gemini-cli splits the text on newlines: a final one starts an empty last line
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(res.Text, "\n"), "\n") {
+		if m := numberedLine.FindStringSubmatch(l); m != nil {
+			lines = append(lines, m[2])
+		} else {
+			break
+		}
+	}
+	return withText(res, fmt.Sprintf("\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines %d-%d of %d total lines.\n"+
+		"Action: To read more of the file, you can use the 'start_line' and 'end_line' parameters in a subsequent 'read_file' call. "+
+		"For example, to read the next section of the file, use start_line: %d.\n\n--- FILE CONTENT (truncated) ---\n%s",
+		int(first), int(last), int(total), int(last)+1, strings.Join(lines, "\n"))), nil
 }
 
-// geminiShellShape gives run_shell_command's result: Output, then Exit
-// Code and Signal only when there is one to report.
+// geminiShellShape gives run_shell_command's result as gemini-cli 0.61.0
+// does: inside <untrusted_context>, Output (or "(empty)"), then Exit Code
+// and Signal only when there is one to report. (gemini-cli then names the
+// process group it ran; a foreground command of toold's has ended, and
+// toold's result names none.)
 func geminiShellShape(orig map[string]any, res *tools.Result, err error) (*tools.Result, error) {
 	out, exit, signal, _, ok := commandOutput(res)
 	if err != nil || !ok {
@@ -318,13 +362,14 @@ func geminiShellShape(orig map[string]any, res *tools.Result, err error) (*tools
 		out = "(empty)"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Output: %s", out)
+	fmt.Fprintf(&b, "<untrusted_context>\nOutput: %s", out)
 	if exit != 0 {
 		fmt.Fprintf(&b, "\nExit Code: %d", exit)
 	}
 	if signal != "" {
 		fmt.Fprintf(&b, "\nSignal: %s", signal)
 	}
+	b.WriteString("\n</untrusted_context>")
 	return withText(res, b.String()), nil
 }
 
@@ -341,4 +386,70 @@ func pidString(args map[string]any) ([]tools.Coercion, error) {
 	s := strings.TrimSpace(fmt.Sprint(v))
 	args["pid"] = s
 	return []tools.Coercion{{Field: "/pid", From: js(v), To: js(s), Rule: "toold's process ids are strings (the process_id run_shell_command returned)"}}, nil
+}
+
+// geminiGrepOptions maps grep_search's ripgrep options: before, after and
+// context lines (toold's context_lines, the largest, on both sides), case
+// (gemini-cli ignores case unless case_sensitive is true), fixed_strings
+// (the pattern quoted as a literal) and no_ignore.
+func geminiGrepOptions(args map[string]any) ([]tools.Coercion, error) {
+	var cs []tools.Coercion
+	ctx := -1.0
+	var from []string
+	for _, k := range []string{"context", "before", "after"} {
+		if v, ok := args[k]; ok {
+			n, isNum := number(v)
+			if !isNum || n < 0 {
+				return cs, invalid(k, "%q is a number of lines, got %s", k, js(v))
+			}
+			delete(args, k)
+			from = append(from, k)
+			ctx = max(ctx, n)
+		}
+	}
+	if ctx >= 0 {
+		args["context_lines"] = int(min(ctx, 10))
+		cs = append(cs, tools.Coercion{Field: "/" + from[0], To: js(args["context_lines"]), Rule: "lines before/after are toold's context_lines, the largest on both sides (at most 10)"})
+	}
+	sensitive := false
+	if v, ok := args["case_sensitive"]; ok {
+		b, isBool := boolOf(v)
+		if !isBool {
+			return cs, invalid("case_sensitive", "\"case_sensitive\" is true or false, got %s", js(v))
+		}
+		sensitive = b
+		delete(args, "case_sensitive")
+	}
+	if !sensitive {
+		args["ignore_case"] = true
+		cs = append(cs, tools.Coercion{Field: "/case_sensitive", To: "true", Rule: "gemini-cli's grep_search ignores case unless case_sensitive is true: toold's ignore_case"})
+	}
+	if v, ok := args["fixed_strings"]; ok {
+		delete(args, "fixed_strings")
+		if b, _ := boolOf(v); b {
+			if p, isStr := args["pattern"].(string); isStr {
+				args["pattern"] = regexp.QuoteMeta(p)
+				cs = append(cs, tools.Coercion{Field: "/fixed_strings", From: js(p), To: js(args["pattern"]), Rule: "a fixed string is toold's pattern with its regular expression characters escaped"})
+			}
+		}
+	}
+	more, err := drop("no_ignore", "toold applies its own ignore rules")(args)
+	return append(cs, more...), err
+}
+
+// msToWait moves a millisecond delay to get_output's wait_ms.
+func msToWait(from string) mapper {
+	return func(args map[string]any) ([]tools.Coercion, error) {
+		v, ok := args[from]
+		if !ok {
+			return nil, nil
+		}
+		n, isNum := number(v)
+		if !isNum || n < 0 {
+			return nil, invalid(from, "%q is a number of milliseconds, got %s", from, js(v))
+		}
+		delete(args, from)
+		args["wait_ms"] = int(min(n, 600000))
+		return []tools.Coercion{{Field: "/" + from, From: js(v), To: js(args["wait_ms"]), Rule: "milliseconds to wait are toold's wait_ms"}}, nil
+	}
 }

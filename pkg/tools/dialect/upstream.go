@@ -30,7 +30,11 @@ type Upstream struct {
 // UpstreamTool is one tool as its agent defines it. Description is empty
 // where the source's text is not reproduced (Claude Code's tools).
 type UpstreamTool struct {
-	Name        string          `json:"name"`
+	Name string `json:"name"`
+	// Kind is "custom" for a freeform tool (codex's apply_patch: the model
+	// sends raw text, which the dialect takes as "input"), empty for a
+	// function.
+	Kind        string          `json:"kind,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters"`
 }
@@ -66,7 +70,7 @@ func adopt(d tools.Dialect) tools.Dialect {
 		if !ok {
 			continue
 		}
-		if t.Description != "" {
+		if t.Description != "" && t.Kind != "custom" { // a freeform tool's text says "not JSON": the dialect's own
 			d.Tools[i].Description = t.Description
 		}
 		d.Tools[i].Schema = schema(string(t.Parameters))

@@ -73,7 +73,7 @@ func TestDialectsFollowUpstream(t *testing.T) {
 					}
 					continue
 				}
-				if u.Description != "" && in.Spec.Description != u.Description {
+				if u.Description != "" && u.Kind != "custom" && in.Spec.Description != u.Description {
 					t.Errorf("%s: description\n got %q\nwant %q", u.Name, in.Spec.Description, u.Description)
 				}
 				compareSchema(t, u.Name, parseSchema(t, u.Name+" listed", in.Schema), parseSchema(t, u.Name+" upstream", u.Parameters))

@@ -244,6 +244,9 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 	structured := map[string]any{"path": rel, "size": size, "start_line": offset, "end_line": endLine}
 	if known {
 		structured["total_lines"] = totalLines
+		// Whether the file ends with a newline: agents that count lines by
+		// splitting on newlines (Claude Code, gemini-cli) count one more.
+		structured["final_newline"] = lr.lastHadNewline
 	}
 	res := &tools.Result{Structured: structured}
 
@@ -414,7 +417,8 @@ func (lr *lineReader) keepHead(p []byte, keep int) {
 }
 
 // countRest counts the lines of the unread data, a last line without a
-// newline included.
+// newline included; lastHadNewline then tells whether the file's last line
+// ended with one.
 func (lr *lineReader) countRest() (int, error) {
 	lines, last := 0, byte('\n')
 	for {
@@ -422,6 +426,7 @@ func (lr *lineReader) countRest() (int, error) {
 		lines += bytes.Count(data, []byte{'\n'})
 		if len(data) > 0 {
 			last = data[len(data)-1]
+			lr.lastHadNewline = last == '\n'
 		}
 		lr.start = lr.end
 		if lr.eof || lr.err != nil {

@@ -61,10 +61,10 @@ func TestReadFile(t *testing.T) {
 		structure map[string]any
 	}{
 		{name: "whole file", args: `{"path":"ten.txt"}`, want: catN(1, 10),
-			structure: map[string]any{"path": "ten.txt", "total_lines": 10, "start_line": 1, "end_line": 10, "size": int64(len(numbered(1, 10)))}},
+			structure: map[string]any{"path": "ten.txt", "total_lines": 10, "start_line": 1, "end_line": 10, "size": int64(len(numbered(1, 10))), "final_newline": true}},
 		{name: "offset and limit", args: `{"path":"ten.txt","offset":3,"limit":2}`,
 			want:      catN(3, 4) + "\n[Showing lines 3-4 of 10. To read more, call read_file with offset=5.]",
-			structure: map[string]any{"start_line": 3, "end_line": 4, "total_lines": 10}},
+			structure: map[string]any{"start_line": 3, "end_line": 4, "total_lines": 10, "final_newline": true}},
 		{name: "offset to the end", args: `{"path":"ten.txt","offset":9}`, want: catN(9, 10)},
 		{name: "limit past the end", args: `{"path":"ten.txt","offset":9,"limit":5}`, want: catN(9, 10)},
 		{name: "limit as float", args: `{"path":"ten.txt","limit":2.0}`,
@@ -83,7 +83,9 @@ func TestReadFile(t *testing.T) {
 			trunc:     &tools.Truncation{ShownBytes: 77 * 46, TotalBytes: 200 * 46, ShownItems: 77, TotalItems: 200, Continuation: "call read_file with offset=78"},
 			structure: map[string]any{"end_line": 77}},
 		{name: "no trailing newline", args: `{"path":"noeol.txt"}`, want: "     1\ta\n     2\tb\n",
-			structure: map[string]any{"total_lines": 2}},
+			structure: map[string]any{"total_lines": 2, "final_newline": false}},
+		{name: "no trailing newline, counted past the limit", args: `{"path":"noeol.txt","limit":1}`,
+			structure: map[string]any{"total_lines": 2, "final_newline": false}},
 		{name: "empty file", args: `{"path":"empty.txt"}`, want: "empty.txt is empty (0 bytes).",
 			structure: map[string]any{"total_lines": 0, "size": int64(0)}},
 		{name: "one blank line", args: `{"path":"blank.txt"}`, want: "     1\t\n",

@@ -202,6 +202,7 @@ type Manager struct {
 	layers []sandbox.Layer
 	limits *sandbox.Limits // the commands' cgroup limits, when in force
 	netns  *sandbox.Netns  // the isolated commands' network namespace
+	warm   *sandbox.Warm   // helpers ready for isolated commands, or nil
 	hidden hiddenCache
 	dir    string // the Manager's own directory
 	tmp    string // TMPDIR of sandboxed commands
@@ -303,6 +304,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Logger.Info("terminal: every command runs under a helper process (supervision: helper)")
 	default:
 		m.store.close()
+		m.warm.Close()
 		_ = m.netns.Close()
 		_ = m.limits.Close()
 		os.RemoveAll(dir)
@@ -477,6 +479,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		}
 	}
 	m.cancel(errManagerClosed)
+	m.warm.Close()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	var err error

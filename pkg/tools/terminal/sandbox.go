@@ -88,6 +88,11 @@ func (m *Manager) setupSandbox(p sandbox.Policy) error {
 			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
 		}
 	}
+	if p.Isolate {
+		// Helpers started ahead of time, their sandbox ready: most of an
+		// isolated command's cost is off its path (sandbox.Warm).
+		m.warm = sandbox.NewWarm(m.cfg.Runner, m.netns.File(), m.limits, m.cfg.KillGrace, warmHelpers, m.warmPolicy)
+	}
 	m.layers = m.describeLayers(p, isolateWhy, limitsWhy)
 	var missing []string
 	for _, l := range m.layers {
@@ -154,18 +159,37 @@ func (m *Manager) Layers() []sandbox.Layer {
 
 // policyFor returns the policy of a command starting now: the sandbox's,
 // with the workspace's secrets and the unix sockets outside the sandbox's
-// writable directories as they are now (sandbox.UnixSockets) added to its
-// masks.
+// writable directories added to its masks. The sockets bound in toold's
+// network namespace are read now, for this command
+// (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
+// bound a moment ago is masked too); the walks (the workspace's secrets,
+// the runtime directories' sockets) are reused for hiddenTTL.
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
 	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable)
-	if len(secrets) == 0 {
+	bound := sandbox.BoundUnixSockets(m.policy.Writable)
+	if len(secrets) == 0 && len(bound) == 0 {
 		return m.policy
 	}
 	p := *m.policy
-	p.Hide = append(slices.Clip(p.Hide), secrets...)
+	p.Hide = append(append(slices.Clip(p.Hide), secrets...), bound...)
+	return &p
+}
+
+// warmHelpers is how many sandboxed helpers are kept ready (sandbox.Warm):
+// enough for a burst of commands; each is a small idle process.
+const warmHelpers = 4
+
+// warmPolicy is the policy a warm helper prepares its view for: the
+// sandbox's, with the workspace's secrets and the sockets of the last walk
+// (none before the first command). It neither walks nor refreshes the
+// walk: a command's own masks are those of policyFor when it starts, and
+// the helper adds what its view lacks.
+func (m *Manager) warmPolicy() *sandbox.Policy {
+	p := *m.policy
+	p.Hide = append(slices.Clip(p.Hide), m.hidden.last()...)
 	return &p
 }
 
@@ -183,12 +207,20 @@ type hiddenCache struct {
 	paths []string
 }
 
+// last returns the paths of the last walk, without walking.
+func (h *hiddenCache) last() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paths
+}
+
 // skipDirs are not walked for secrets: they hold what tools fetched, not
 // the operator's credentials, and can be huge.
 var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true, "target": true, "vendor": true, "__pycache__": true}
 
 // get returns the sensitive files and directories of the workspace dir,
-// and the unix sockets outside the writable directories. Symbolic links
+// and the socket files below the runtime directories outside the writable
+// directories. Symbolic links
 // are not followed (what one points to is masked where it is, when it is
 // sensitive there).
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string) []string {
@@ -200,7 +232,7 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
-	out = append(out, sandbox.UnixSockets(writable)...)
+	out = append(out, sandbox.RuntimeUnixSockets(writable)...)
 	budget := hiddenBudget
 	if s == nil {
 		budget = 0
@@ -291,6 +323,9 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
 	if spec.Policy == nil || !spec.Policy.Isolate {
 		return m.cfg.Runner.Start(ctx, spec, stdio)
+	}
+	if h, ok, err := m.warm.Start(ctx, spec, stdio); ok {
+		return h, err
 	}
 	stdio.Netns = m.netns.File()
 	slot, err := m.limits.Take()

@@ -3,17 +3,27 @@
 pkg/tools/dialect/upstream/<dialect>.json (see README.md there).
 
 Usage: extract.py OUTDIR GEMINI_GIT SWEAGENT_GIT OPENHANDS_GIT CLAUDE_SDK_TOOLS_D_TS
+       extract.py host OUTDIR codex|gemini-cli|claude-code DUMP [CLAUDE_SDK_TOOLS_D_TS]
 where *_GIT are git directories of the upstream repositories (a bare clone
 is enough) and the last argument is sdk-tools.d.ts of the npm package
 @anthropic-ai/claude-code at the version followed. codex's definitions are
 transcribed by hand into codex.json (Rust source; see README.md).
+
+The second form takes the definitions codex's and gemini-cli's pinned
+releases (testdata/hosts) send their model, from a dump of the requests
+the scripted model received (MCPHOSTS_DUMP=FILE go test -run
+TestHostDialects ./pkg/mcpserver/mcphosts/): the tools of the largest
+request, as sent. Both hosts are Apache-2.0. For claude-code only the
+facts are kept (as for sdk-tools.d.ts below): names, types, enums,
+required, short parameter descriptions; the tools the host does not offer
+headless come from sdk-tools.d.ts of the same release.
 """
 import json, os, re, subprocess, sys, types
 
 GEMINI_COMMIT = "00edcf0372af4280a31e57dc76f6830346eb945c"
 SWEAGENT_COMMIT = "3ea751c087f32b16e039a2233dd6eefecef325d5"
 OPENHANDS_COMMIT = "156d0686c46aafb0fa9d291da6421fb6f64dddc0"
-CLAUDE_VERSION = "2.1.197"
+CLAUDE_VERSION = "2.1.332"
 
 
 def show(git, commit, path):
@@ -217,7 +227,90 @@ def claude(path):
             "tools": tools}
 
 
+HOSTS = {
+    "codex": ("@openai/codex 0.171.0 (npm), the tools `codex exec` sends the Responses API for model gpt-5.5", "Apache-2.0"),
+    "claude-code": (f"@anthropic-ai/claude-code {CLAUDE_VERSION} (npm), the tools `claude -p` sends the Messages API (facts only), and sdk-tools.d.ts for those it does not offer headless",
+                    "proprietary (© Anthropic PBC): facts only, see docs/dialects.md"),
+    "gemini-cli": ("@google/gemini-cli 0.61.0 (npm), the functionDeclarations `gemini -p --approval-mode yolo` sends the Gemini API", "Apache-2.0"),
+}
+
+# Tools the pinned hosts define but do not offer a headless run (gemini -p
+# hides the interactive ones): kept from the definitions before, marked
+# "headless": false.
+HIDDEN = {"claude-code": ["Glob", "Grep", "TodoWrite", "AskUserQuestion", "ExitPlanMode", "ListMcpResourcesTool"],
+          "gemini-cli": ["ask_user", "write_todos", "read_many_files", "get_internal_docs", "exit_plan_mode"]}
+
+# codex's freeform apply_patch as codex declares it for models without
+# freeform tools (codex-rs apply_patch_tool_type "function"): the patch
+# is its "input".
+APPLY_PATCH_INPUT = {"type": "object", "properties": {"input": {"type": "string",
+    "description": "The entire contents of the apply_patch command"}}, "required": ["input"], "additionalProperties": False}
+
+
+def claude_facts(schema):
+    """A Claude Code input schema reduced to the interface's facts."""
+    props = {}
+    for k, p in (schema.get("properties") or {}).items():
+        f = {x: p[x] for x in ("type", "enum") if x in p}
+        d = p.get("description")
+        if d is not None:
+            f["description"] = d if len(d) <= CLAUDE_DESC_MAX else None
+        props[k] = f
+    return {"type": "object", "properties": props, "required": schema.get("required", [])}
+
+
+def host(dialect, dump, dts=None):
+    best = []
+    for block in open(dump).read().split("\n\n"):
+        head, _, body = block.partition("\n")
+        try:
+            req = json.loads(body)
+        except ValueError:
+            continue
+        found = []
+        for t in req.get("tools") or []:
+            if dialect == "claude-code":
+                if "input_schema" not in t:
+                    continue  # another host's request in the same dump
+                found.append({"name": t["name"], "parameters": claude_facts(t.get("input_schema") or {})})
+            elif dialect == "gemini-cli":
+                for f in t.get("functionDeclarations") or []:
+                    found.append({"name": f["name"], "description": f.get("description", ""),
+                                  "parameters": f.get("parametersJsonSchema") or f.get("parameters") or {"type": "object", "properties": {}}})
+            elif "input_schema" in t or "functionDeclarations" in t:
+                continue  # another host's request in the same dump
+            elif t.get("type") == "function":
+                found.append({"name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]})
+            elif t.get("type") == "custom":
+                found.append({"name": t["name"], "description": t.get("description", ""), "kind": "custom",
+                              "format": t.get("format"), "parameters": APPLY_PATCH_INPUT})
+            elif t.get("type") == "tool_search":
+                found.append({"name": "tool_search", "description": t.get("description", ""), "kind": "tool_search",
+                              "parameters": t["parameters"]})
+            # hosted tools (web_search) run at the provider, not in codex: not a dialect's
+        if len(found) > len(best):
+            best = found
+    # The tools the host defines but does not offer headless are kept from
+    # the definitions checked in before (the interactive host offers them).
+    names = {t["name"] for t in best}
+    try:
+        before = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), dialect + ".json")))["tools"]
+    except (OSError, ValueError):
+        before = []
+    if dialect == "claude-code":
+        before = claude(dts)["tools"]
+    for t in before:
+        if t["name"] in HIDDEN.get(dialect, ()) and t["name"] not in names:
+            best.append(dict(t, headless=False))
+    src, lic = HOSTS[dialect]
+    return {"dialect": dialect, "license": lic, "source": src, "tools": best}
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "host":
+        out, dialect, dump = sys.argv[2:5]
+        write(out, dialect, host(dialect, dump, *sys.argv[5:6]))
+        sys.exit(0)
     out, gem, swe, oh, cc = sys.argv[1:6]
     write(out, "gemini-cli", gemini(gem))
     write(out, "swe-agent", sweagent(swe))

@@ -1,0 +1,19 @@
+package sandbox
+
+// KillReady kills the helpers ready in w (as if they had crashed) and
+// returns how many there were; they stay in the pool.
+func (w *Warm) KillReady() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.ready {
+		_ = h.cmd.Process.Kill()
+	}
+	return len(w.ready)
+}
+
+// Ready returns how many helpers are ready in w.
+func (w *Warm) Ready() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ready)
+}
