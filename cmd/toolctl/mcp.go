@@ -32,7 +32,7 @@ with 'toolctl mcp add'; added servers last until toold stops.
 Adding and removing servers is allowed over the unix socket, and over TCP
 only when toold runs with a token.`,
 	}
-	cmd.AddCommand(a.newMCPListCmd(), a.newMCPAddCmd(), a.newMCPRemoveCmd())
+	cmd.AddCommand(a.newMCPListCmd(), a.newMCPAddCmd(), a.newMCPRemoveCmd(), a.newMCPLoginCmd())
 	return cmd
 }
 
@@ -199,6 +199,9 @@ func (a *app) runMCPAdd(ctx context.Context, req *pb.AddMcpServerRequest, asJSON
 			fmt.Fprintf(a.stdout, "refused: %s: %s\n", r.GetName(), r.GetReason())
 		}
 	}
+	if st.GetState() == pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s was added and needs OAuth authorization: open the URL above in a browser, or run 'toolctl mcp login %s', which waits for it", st.GetName(), st.GetName())}
+	}
 	if st.GetState() != pb.McpServerState_MCP_SERVER_STATE_CONNECTED {
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s was added but is not connected; toold keeps retrying ('toolctl mcp remove %s' stops it)", st.GetName(), st.GetName())}
 	}
@@ -241,6 +244,8 @@ func stateSummary(st *pb.McpServerStatus) string {
 			s += fmt.Sprintf(" (%s %s, MCP %s)", st.GetServerName(), st.GetServerVersion(), st.GetProtocolVersion())
 		}
 		return s
+	case pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING:
+		return "needs authorization: open " + st.GetAuthorizationUrl() + " (or run toolctl mcp login " + st.GetName() + ")"
 	case pb.McpServerState_MCP_SERVER_STATE_BACKOFF:
 		s := "down: " + firstLineOf(st.GetError())
 		if t := st.GetNextAttempt(); t != nil {

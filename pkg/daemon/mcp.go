@@ -94,6 +94,9 @@ func (m *Main) startMCP(ctx context.Context) error {
 		Limits:   toolLimits(m.Config.Output),
 		Version:  Version,
 		OnChange: m.syncMCPTools,
+		// OAuth tokens of HTTP servers: in the state directory, which
+		// commands cannot read.
+		TokenDir: mcpTokenDir(m.memory.stateDir),
 	})
 	wait := time.Duration(cfg.StartupWait)
 	if wait <= 0 {
@@ -257,4 +260,13 @@ func loadMCPToken(path string) (string, error) {
 		return "", err
 	}
 	return tok, f.Close()
+}
+
+// mcpTokenDir is where the MCP client keeps OAuth tokens: STATE_DIR/mcp-oauth,
+// or nowhere (memory only) without a state directory.
+func mcpTokenDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, "mcp-oauth")
 }

@@ -64,6 +64,14 @@ type Options struct {
 	// HTTPClient carries the HTTP and SSE transports; nil uses a client
 	// without an overall timeout (SSE streams are long-lived).
 	HTTPClient *http.Client
+	// TokenDir is where the OAuth tokens of HTTP servers are kept, one 0600
+	// file per server (toold uses STATE_DIR/mcp-oauth, which commands cannot
+	// read). Empty keeps them in memory: a restart asks a person again.
+	TokenDir string
+	// AuthTimeout bounds how long an OAuth authorization waits for a person
+	// to open its URL and finish (default 10m); then the attempt fails and
+	// the next one shows a new URL.
+	AuthTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 60 * time.Second
+	}
+	if o.AuthTimeout <= 0 {
+		o.AuthTimeout = 10 * time.Minute
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

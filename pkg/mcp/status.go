@@ -23,6 +23,9 @@ const (
 	StateDisabled
 	// StateStopped: the server was removed or toold is shutting down.
 	StateStopped
+	// StateAuthorizing: the server answered 401 and toold waits for a
+	// person to authorize it at Status.AuthURL (OAuth).
+	StateAuthorizing
 )
 
 func (s State) String() string {
@@ -37,6 +40,8 @@ func (s State) String() string {
 		return "disabled"
 	case StateStopped:
 		return "stopped"
+	case StateAuthorizing:
+		return "authorizing"
 	}
 	return "unknown"
 }
@@ -54,6 +59,10 @@ type Status struct {
 	Since time.Time
 	// Err is the last connection error, empty when none.
 	Err string
+	// AuthURL is the OAuth authorization URL a person opens while State is
+	// StateAuthorizing; empty otherwise. It holds no secret (the PKCE
+	// verifier stays in toold).
+	AuthURL string
 	// NextAttempt is when a server in StateBackoff reconnects.
 	NextAttempt time.Time
 	// Restarts counts reconnections after the first connection attempt.

@@ -315,6 +315,11 @@ func (t *Tool) callError(ctx context.Context, err error, idle time.Duration) err
 	case ctx.Err() != nil:
 		return errdefs.Wrap(errdefs.ErrCanceled, err, "the call to MCP server %s was canceled", server)
 	}
+	if msg := t.up.authFailure(); msg != "" {
+		// The transport's authorization failed (the SDK reports it as a
+		// rejected request).
+		return errdefs.Wrap(errdefs.ErrUnavailable, err, "MCP server %s is not authorized: %s", server, msg)
+	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		switch we.Code {

@@ -32,7 +32,7 @@ const terminateGrace = 2 * time.Second
 
 // transport builds the SDK transport for the entry, expanding variables.
 // For stdio it also returns the command, whose process group toold ends.
-func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
+func (u *upstream) transport(limit *handshakeLimit) (sdk.Transport, *exec.Cmd, error) {
 	c := u.cfg
 	var x expander
 	switch c.Transport() {
@@ -86,7 +86,11 @@ func (u *upstream) transport() (sdk.Transport, *exec.Cmd, error) {
 		if c.Transport() == mcpconfig.SSE {
 			return &sdk.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil, nil
 		}
-		return &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil, nil
+		oh, err := u.oauthHandler(u.m.opts.HTTPClient, endpoint, limit)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oh}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", c.Type)
 }

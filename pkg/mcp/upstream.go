@@ -41,6 +41,8 @@ type upstream struct {
 	session     *sdk.ClientSession
 	calls       map[string]*pending // by progress token
 	fingerprint string              // of the registered tools, to report changes
+	oauth       *oauthFlow          // an HTTP server's OAuth client (oauth.go)
+	authPrev    State               // the state an authorization interrupted
 }
 
 func newUpstream(m *Manager, name string, cfg mcpconfig.Server) *upstream {
@@ -246,10 +248,6 @@ func killGroup(cmd *exec.Cmd) {
 }
 
 func (u *upstream) connect(ctx context.Context) (*connection, error) {
-	tr, cmd, err := u.transport()
-	if err != nil {
-		return nil, err
-	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toold", Version: u.m.opts.Version}, &sdk.ClientOptions{
 		Logger: SDKLogger(u.m.opts.Logger.With("mcp_server", u.name)),
 		// Form elicitation, forwarded to the person of the call that asks
@@ -265,9 +263,16 @@ func (u *upstream) connect(ctx context.Context) (*connection, error) {
 	// ends it); the handshake's time limit cancels it only while Connect
 	// runs.
 	cctx, cancel := context.WithCancelCause(ctx)
-	limit := time.AfterFunc(u.m.opts.ConnectTimeout, func() { cancel(errHandshakeTimeout) })
+	// The limit pauses while a person authorizes (oauth.go).
+	limit := &handshakeLimit{d: u.m.opts.ConnectTimeout, fire: func() { cancel(errHandshakeTimeout) }}
+	tr, cmd, err := u.transport(limit)
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	limit.start()
 	cs, err := client.Connect(cctx, tr, nil)
-	limit.Stop()
+	limit.stop()
 	if err != nil {
 		cancel(nil)
 		if cmd != nil && cmd.Process != nil {
@@ -277,6 +282,10 @@ func (u *upstream) connect(ctx context.Context) (*connection, error) {
 		}
 		if errors.Is(context.Cause(cctx), errHandshakeTimeout) {
 			return nil, fmt.Errorf("no answer to the handshake within %s", u.m.opts.ConnectTimeout)
+		}
+		var ae *authError
+		if errors.As(err, &ae) {
+			return nil, ae
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -428,6 +437,9 @@ func (u *upstream) current() (*sdk.ClientSession, error) {
 			"MCP server %s is unavailable (%s); toold reconnects in %s: retry after that", u.name, firstLine(u.st.Err), max(wait, time.Second))
 	case StateStopped:
 		return nil, errdefs.New(errdefs.ErrUnavailable, "MCP server %s was removed", u.name)
+	case StateAuthorizing:
+		return nil, errdefs.New(errdefs.ErrUnavailable,
+			"MCP server %s waits for a person to authorize toold (OAuth): the operator runs toolctl mcp login %s; retry after that", u.name, u.name)
 	}
 	return nil, errdefs.New(errdefs.ErrUnavailable, "MCP server %s is (re)connecting; retry in a few seconds", u.name)
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"strings"
+
 	"context"
 	"errors"
 
@@ -126,17 +128,22 @@ func adminError(err error) error {
 
 func mcpStatusToPB(s mcp.Status) *pb.McpServerStatus {
 	out := &pb.McpServerStatus{
-		Name:            s.Name,
-		Config:          mcppb.ConfigToPB(s.Config),
-		Transport:       s.Transport,
-		State:           mcpStateToPB(s.State),
-		Error:           s.Err,
-		Restarts:        int32(s.Restarts),
-		Pid:             int32(s.PID),
-		ServerName:      s.ServerName,
-		ServerVersion:   s.ServerVersion,
-		ProtocolVersion: s.ProtocolVersion,
-		Tools:           s.Tools,
+		Name:             s.Name,
+		Config:           mcppb.ConfigToPB(s.Config),
+		Transport:        s.Transport,
+		State:            mcpStateToPB(s.State),
+		Error:            s.Err,
+		Restarts:         int32(s.Restarts),
+		Pid:              int32(s.PID),
+		ServerName:       s.ServerName,
+		ServerVersion:    s.ServerVersion,
+		ProtocolVersion:  s.ProtocolVersion,
+		Tools:            s.Tools,
+		AuthorizationUrl: s.AuthURL,
+	}
+	if o := out.Config.GetOauth(); o != nil && o.ClientSecret != "" && !strings.HasPrefix(o.ClientSecret, "${") {
+		// A listing shows that a secret is set, not the secret.
+		o.ClientSecret = "********"
 	}
 	if !s.Since.IsZero() {
 		out.Since = timestamppb.New(s.Since)
@@ -162,6 +169,8 @@ func mcpStateToPB(s mcp.State) pb.McpServerState {
 		return pb.McpServerState_MCP_SERVER_STATE_DISABLED
 	case mcp.StateStopped:
 		return pb.McpServerState_MCP_SERVER_STATE_STOPPED
+	case mcp.StateAuthorizing:
+		return pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING
 	}
 	return pb.McpServerState_MCP_SERVER_STATE_UNSPECIFIED
 }

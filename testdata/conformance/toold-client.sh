@@ -17,7 +17,22 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir "$dir/ws" "$dir/state"
-printf '{"mcpServers":{"conf":{"type":"http","url":"%s"}}}\n' "$url" >"$dir/mcp.json"
+# The OAuth client settings a user would write for the scenario: the
+# client ID metadata document's URL, or the pre-registered client of the
+# scenario's context.
+oauth=
+case "${MCP_CONFORMANCE_SCENARIO:-}" in
+auth/basic-cimd) oauth=',"oauth":{"clientMetadataUrl":"https://conformance-test.local/client-metadata.json"}' ;;
+auth/pre-registration)
+	oauth=$("$NODE_BIN" -e 'const c=JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); process.stdout.write(JSON.stringify({oauth:{clientId:c.client_id,clientSecret:c.client_secret}}).slice(1,-1))')
+	oauth=",$oauth"
+	;;
+auth/client-credentials-basic)
+	oauth=$("$NODE_BIN" -e 'const c=JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); process.stdout.write(JSON.stringify({oauth:{clientId:c.client_id,clientSecret:c.client_secret,grant:"client_credentials"}}).slice(1,-1))')
+	oauth=",$oauth"
+	;;
+esac
+printf '{"mcpServers":{"conf":{"type":"http","url":"%s"%s}}}\n' "$url" "$oauth" >"$dir/mcp.json"
 # A server that refuses the connection (the OAuth scenarios) is retried in
 # the background; start-up waits for it 20 s at most (the suite runs every scenario at once).
 printf 'mcp:\n  startup_wait: 20s\n' >"$dir/toold.yaml"
@@ -34,9 +49,36 @@ while [ ! -S "$dir/toold.sock" ]; do
 	fi
 	sleep 0.1
 done
-export TOOLD_SOCKET="$dir/toold.sock"
+export TOOLD_SOCKET="$dir/toold.sock" TOOLD_STATE_DIR="$dir/state"
 status=0
+# person opens every OAuth authorization URL toold shows (toolctl mcp list)
+# as a person's browser would, following the authorization server's
+# redirect to toold's loopback listener, until process $1 ends.
+person() {
+	seen=
+	while kill -0 "$1" 2>/dev/null; do
+		u=$("$TOOLCTL_BIN" mcp list 2>/dev/null | sed -n 's/.*needs authorization: open \([^ ]*\) .*/\1/p')
+		if [ -n "$u" ] && [ "$u" != "$seen" ]; then
+			"$NODE_BIN" -e 'fetch(process.argv[1]).then(r=>r.text()).then(t=>process.stderr.write("browser: "+t)).catch(e=>process.stderr.write("browser: "+e+"\n"))' "$u" || true
+			seen=$u
+		fi
+		sleep 0.2
+	done
+}
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
+# OAuth: the operator logs in (toolctl mcp login waits while the person
+# authorizes), then calls the server's tool (a step-up authorization during
+# the call is the person's too).
+auth/*)
+	"$TOOLCTL_BIN" mcp login conf --timeout 25s &
+	p=$!
+	person "$p"
+	wait "$p" || status=$?
+	"$TOOLCTL_BIN" call conf.test-tool &
+	p=$!
+	person "$p"
+	wait "$p" || status=$?
+	;;
 tools_call) "$TOOLCTL_BIN" call conf.add_numbers a=5 b=3 || status=$? ;;
 sse-retry) "$TOOLCTL_BIN" call conf.test_reconnection || status=$? ;;
 # The server asks the person a form; the person accepts the defaults.

@@ -41,6 +41,10 @@ const (
 	McpServerState_MCP_SERVER_STATE_DISABLED McpServerState = 4
 	// The server was removed or toold is stopping.
 	McpServerState_MCP_SERVER_STATE_STOPPED McpServerState = 5
+	// The server answered 401 with an OAuth challenge and toold waits for a
+	// person to open authorization_url ('toolctl mcp login NAME' prints it
+	// and waits).
+	McpServerState_MCP_SERVER_STATE_AUTHORIZING McpServerState = 6
 )
 
 // Enum value maps for McpServerState.
@@ -52,6 +56,7 @@ var (
 		3: "MCP_SERVER_STATE_BACKOFF",
 		4: "MCP_SERVER_STATE_DISABLED",
 		5: "MCP_SERVER_STATE_STOPPED",
+		6: "MCP_SERVER_STATE_AUTHORIZING",
 	}
 	McpServerState_value = map[string]int32{
 		"MCP_SERVER_STATE_UNSPECIFIED": 0,
@@ -60,6 +65,7 @@ var (
 		"MCP_SERVER_STATE_BACKOFF":     3,
 		"MCP_SERVER_STATE_DISABLED":    4,
 		"MCP_SERVER_STATE_STOPPED":     5,
+		"MCP_SERVER_STATE_AUTHORIZING": 6,
 	}
 )
 
@@ -394,7 +400,11 @@ type McpServerConfig struct {
 	// own timeout, which always applies.
 	MaxTimeout *durationpb.Duration `protobuf:"bytes,11,opt,name=max_timeout,json=maxTimeout,proto3" json:"max_timeout,omitempty"`
 	// A disabled entry is listed but not started.
-	Disabled      bool `protobuf:"varint,12,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	Disabled bool `protobuf:"varint,12,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	// How toold authorizes with an HTTP server that answers 401 with an
+	// OAuth challenge; unset means dynamic client registration and a
+	// loopback redirect on an ephemeral port. Streamable HTTP only.
+	Oauth         *McpServerOAuth `protobuf:"bytes,13,opt,name=oauth,proto3" json:"oauth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -513,6 +523,110 @@ func (x *McpServerConfig) GetDisabled() bool {
 	return false
 }
 
+func (x *McpServerConfig) GetOauth() *McpServerOAuth {
+	if x != nil {
+		return x.Oauth
+	}
+	return nil
+}
+
+// McpServerOAuth is an HTTP server's OAuth client settings ("oauth" in an
+// "mcpServers" entry, Claude Code's spelling there: clientId, clientSecret,
+// clientMetadataUrl, callbackPort, scopes).
+type McpServerOAuth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A client pre-registered with the server's authorization server.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Its secret; empty for a public client. Listings show it masked unless
+	// it is a ${VAR} reference.
+	ClientSecret string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	// An https URL of a client ID metadata document naming toold's client
+	// (SEP-991), used where the authorization server supports one.
+	ClientMetadataUrl string `protobuf:"bytes,3,opt,name=client_metadata_url,json=clientMetadataUrl,proto3" json:"client_metadata_url,omitempty"`
+	// The loopback redirect's fixed port (http://127.0.0.1:PORT/callback);
+	// 0 takes an ephemeral port per authorization.
+	CallbackPort int32 `protobuf:"varint,4,opt,name=callback_port,json=callbackPort,proto3" json:"callback_port,omitempty"`
+	// Scopes requested instead of those the server's challenge names.
+	Scopes []string `protobuf:"bytes,5,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// "authorization_code" (default: a person authorizes) or
+	// "client_credentials" (client_id and client_secret alone, no person).
+	Grant         string `protobuf:"bytes,6,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerOAuth) Reset() {
+	*x = McpServerOAuth{}
+	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerOAuth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerOAuth) ProtoMessage() {}
+
+func (x *McpServerOAuth) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerOAuth.ProtoReflect.Descriptor instead.
+func (*McpServerOAuth) Descriptor() ([]byte, []int) {
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *McpServerOAuth) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *McpServerOAuth) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+func (x *McpServerOAuth) GetClientMetadataUrl() string {
+	if x != nil {
+		return x.ClientMetadataUrl
+	}
+	return ""
+}
+
+func (x *McpServerOAuth) GetCallbackPort() int32 {
+	if x != nil {
+		return x.CallbackPort
+	}
+	return 0
+}
+
+func (x *McpServerOAuth) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *McpServerOAuth) GetGrant() string {
+	if x != nil {
+		return x.Grant
+	}
+	return ""
+}
+
 // McpServerStatus is a snapshot of one server.
 type McpServerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -543,14 +657,19 @@ type McpServerStatus struct {
 	// The toold names of its registered tools, sorted.
 	Tools []string `protobuf:"bytes,13,rep,name=tools,proto3" json:"tools,omitempty"`
 	// Its tools toold did not register, with why.
-	Refused       []*RefusedMcpTool `protobuf:"bytes,14,rep,name=refused,proto3" json:"refused,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Refused []*RefusedMcpTool `protobuf:"bytes,14,rep,name=refused,proto3" json:"refused,omitempty"`
+	// While state is AUTHORIZING: the OAuth authorization URL a person opens
+	// in a browser. It holds no secret; the authorization server redirects
+	// the browser to a loopback listener of toold's, which must be reachable
+	// from that browser (127.0.0.1 of toold's host).
+	AuthorizationUrl string `protobuf:"bytes,15,opt,name=authorization_url,json=authorizationUrl,proto3" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	mi := &file_toold_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +681,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	mi := &file_toold_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +694,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -676,6 +795,13 @@ func (x *McpServerStatus) GetRefused() []*RefusedMcpTool {
 	return nil
 }
 
+func (x *McpServerStatus) GetAuthorizationUrl() string {
+	if x != nil {
+		return x.AuthorizationUrl
+	}
+	return ""
+}
+
 // RefusedMcpTool is a server's tool that toold did not register.
 type RefusedMcpTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -689,7 +815,7 @@ type RefusedMcpTool struct {
 
 func (x *RefusedMcpTool) Reset() {
 	*x = RefusedMcpTool{}
-	mi := &file_toold_v1_admin_proto_msgTypes[8]
+	mi := &file_toold_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +827,7 @@ func (x *RefusedMcpTool) String() string {
 func (*RefusedMcpTool) ProtoMessage() {}
 
 func (x *RefusedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[8]
+	mi := &file_toold_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +840,7 @@ func (x *RefusedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefusedMcpTool.ProtoReflect.Descriptor instead.
 func (*RefusedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RefusedMcpTool) GetName() string {
@@ -746,7 +872,7 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x01 \x01(\v2\x19.toold.v1.McpServerStatusR\x06server\",\n" +
 	"\x16RemoveMcpServerRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x19\n" +
-	"\x17RemoveMcpServerResponse\"\xba\x05\n" +
+	"\x17RemoveMcpServerResponse\"\xea\x05\n" +
 	"\x0fMcpServerConfig\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x124\n" +
@@ -761,7 +887,8 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\vidleTimeout\x12:\n" +
 	"\vmax_timeout\x18\v \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"maxTimeout\x12\x1a\n" +
-	"\bdisabled\x18\f \x01(\bR\bdisabled\x1a6\n" +
+	"\bdisabled\x18\f \x01(\bR\bdisabled\x12.\n" +
+	"\x05oauth\x18\r \x01(\v2\x18.toold.v1.McpServerOAuthR\x05oauth\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
@@ -770,7 +897,14 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aP\n" +
 	"\rToolRiskEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
-	"\x05value\x18\x02 \x01(\x0e2\x13.toold.v1.RiskLevelR\x05value:\x028\x01\"\x98\x04\n" +
+	"\x05value\x18\x02 \x01(\x0e2\x13.toold.v1.RiskLevelR\x05value:\x028\x01\"\xd5\x01\n" +
+	"\x0eMcpServerOAuth\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\x12.\n" +
+	"\x13client_metadata_url\x18\x03 \x01(\tR\x11clientMetadataUrl\x12#\n" +
+	"\rcallback_port\x18\x04 \x01(\x05R\fcallbackPort\x12\x16\n" +
+	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x14\n" +
+	"\x05grant\x18\x06 \x01(\tR\x05grant\"\xc5\x04\n" +
 	"\x0fMcpServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\x06config\x18\x02 \x01(\v2\x19.toold.v1.McpServerConfigR\x06config\x12\x1c\n" +
@@ -787,17 +921,19 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x0eserver_version\x18\v \x01(\tR\rserverVersion\x12)\n" +
 	"\x10protocol_version\x18\f \x01(\tR\x0fprotocolVersion\x12\x14\n" +
 	"\x05tools\x18\r \x03(\tR\x05tools\x122\n" +
-	"\arefused\x18\x0e \x03(\v2\x18.toold.v1.RefusedMcpToolR\arefused\"<\n" +
+	"\arefused\x18\x0e \x03(\v2\x18.toold.v1.RefusedMcpToolR\arefused\x12+\n" +
+	"\x11authorization_url\x18\x0f \x01(\tR\x10authorizationUrl\"<\n" +
 	"\x0eRefusedMcpTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason*\xce\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason*\xf0\x01\n" +
 	"\x0eMcpServerState\x12 \n" +
 	"\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bMCP_SERVER_STATE_CONNECTING\x10\x01\x12\x1e\n" +
 	"\x1aMCP_SERVER_STATE_CONNECTED\x10\x02\x12\x1c\n" +
 	"\x18MCP_SERVER_STATE_BACKOFF\x10\x03\x12\x1d\n" +
 	"\x19MCP_SERVER_STATE_DISABLED\x10\x04\x12\x1c\n" +
-	"\x18MCP_SERVER_STATE_STOPPED\x10\x052\x8a\x02\n" +
+	"\x18MCP_SERVER_STATE_STOPPED\x10\x05\x12 \n" +
+	"\x1cMCP_SERVER_STATE_AUTHORIZING\x10\x062\x8a\x02\n" +
 	"\fAdminService\x12S\n" +
 	"\x0eListMcpServers\x12\x1f.toold.v1.ListMcpServersRequest\x1a .toold.v1.ListMcpServersResponse\x12M\n" +
 	"\fAddMcpServer\x12\x1d.toold.v1.AddMcpServerRequest\x1a\x1e.toold.v1.AddMcpServerResponse\x12V\n" +
@@ -816,7 +952,7 @@ func file_toold_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_toold_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toold_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_toold_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_toold_v1_admin_proto_goTypes = []any{
 	(McpServerState)(0),             // 0: toold.v1.McpServerState
 	(*ListMcpServersRequest)(nil),   // 1: toold.v1.ListMcpServersRequest
@@ -826,42 +962,44 @@ var file_toold_v1_admin_proto_goTypes = []any{
 	(*RemoveMcpServerRequest)(nil),  // 5: toold.v1.RemoveMcpServerRequest
 	(*RemoveMcpServerResponse)(nil), // 6: toold.v1.RemoveMcpServerResponse
 	(*McpServerConfig)(nil),         // 7: toold.v1.McpServerConfig
-	(*McpServerStatus)(nil),         // 8: toold.v1.McpServerStatus
-	(*RefusedMcpTool)(nil),          // 9: toold.v1.RefusedMcpTool
-	nil,                             // 10: toold.v1.McpServerConfig.EnvEntry
-	nil,                             // 11: toold.v1.McpServerConfig.HeadersEntry
-	nil,                             // 12: toold.v1.McpServerConfig.ToolRiskEntry
-	(RiskLevel)(0),                  // 13: toold.v1.RiskLevel
-	(*durationpb.Duration)(nil),     // 14: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 15: google.protobuf.Timestamp
+	(*McpServerOAuth)(nil),          // 8: toold.v1.McpServerOAuth
+	(*McpServerStatus)(nil),         // 9: toold.v1.McpServerStatus
+	(*RefusedMcpTool)(nil),          // 10: toold.v1.RefusedMcpTool
+	nil,                             // 11: toold.v1.McpServerConfig.EnvEntry
+	nil,                             // 12: toold.v1.McpServerConfig.HeadersEntry
+	nil,                             // 13: toold.v1.McpServerConfig.ToolRiskEntry
+	(RiskLevel)(0),                  // 14: toold.v1.RiskLevel
+	(*durationpb.Duration)(nil),     // 15: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 16: google.protobuf.Timestamp
 }
 var file_toold_v1_admin_proto_depIdxs = []int32{
-	8,  // 0: toold.v1.ListMcpServersResponse.servers:type_name -> toold.v1.McpServerStatus
+	9,  // 0: toold.v1.ListMcpServersResponse.servers:type_name -> toold.v1.McpServerStatus
 	7,  // 1: toold.v1.AddMcpServerRequest.config:type_name -> toold.v1.McpServerConfig
-	8,  // 2: toold.v1.AddMcpServerResponse.server:type_name -> toold.v1.McpServerStatus
-	10, // 3: toold.v1.McpServerConfig.env:type_name -> toold.v1.McpServerConfig.EnvEntry
-	11, // 4: toold.v1.McpServerConfig.headers:type_name -> toold.v1.McpServerConfig.HeadersEntry
-	13, // 5: toold.v1.McpServerConfig.risk:type_name -> toold.v1.RiskLevel
-	12, // 6: toold.v1.McpServerConfig.tool_risk:type_name -> toold.v1.McpServerConfig.ToolRiskEntry
-	14, // 7: toold.v1.McpServerConfig.idle_timeout:type_name -> google.protobuf.Duration
-	14, // 8: toold.v1.McpServerConfig.max_timeout:type_name -> google.protobuf.Duration
-	7,  // 9: toold.v1.McpServerStatus.config:type_name -> toold.v1.McpServerConfig
-	0,  // 10: toold.v1.McpServerStatus.state:type_name -> toold.v1.McpServerState
-	15, // 11: toold.v1.McpServerStatus.since:type_name -> google.protobuf.Timestamp
-	15, // 12: toold.v1.McpServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	9,  // 13: toold.v1.McpServerStatus.refused:type_name -> toold.v1.RefusedMcpTool
-	13, // 14: toold.v1.McpServerConfig.ToolRiskEntry.value:type_name -> toold.v1.RiskLevel
-	1,  // 15: toold.v1.AdminService.ListMcpServers:input_type -> toold.v1.ListMcpServersRequest
-	3,  // 16: toold.v1.AdminService.AddMcpServer:input_type -> toold.v1.AddMcpServerRequest
-	5,  // 17: toold.v1.AdminService.RemoveMcpServer:input_type -> toold.v1.RemoveMcpServerRequest
-	2,  // 18: toold.v1.AdminService.ListMcpServers:output_type -> toold.v1.ListMcpServersResponse
-	4,  // 19: toold.v1.AdminService.AddMcpServer:output_type -> toold.v1.AddMcpServerResponse
-	6,  // 20: toold.v1.AdminService.RemoveMcpServer:output_type -> toold.v1.RemoveMcpServerResponse
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	9,  // 2: toold.v1.AddMcpServerResponse.server:type_name -> toold.v1.McpServerStatus
+	11, // 3: toold.v1.McpServerConfig.env:type_name -> toold.v1.McpServerConfig.EnvEntry
+	12, // 4: toold.v1.McpServerConfig.headers:type_name -> toold.v1.McpServerConfig.HeadersEntry
+	14, // 5: toold.v1.McpServerConfig.risk:type_name -> toold.v1.RiskLevel
+	13, // 6: toold.v1.McpServerConfig.tool_risk:type_name -> toold.v1.McpServerConfig.ToolRiskEntry
+	15, // 7: toold.v1.McpServerConfig.idle_timeout:type_name -> google.protobuf.Duration
+	15, // 8: toold.v1.McpServerConfig.max_timeout:type_name -> google.protobuf.Duration
+	8,  // 9: toold.v1.McpServerConfig.oauth:type_name -> toold.v1.McpServerOAuth
+	7,  // 10: toold.v1.McpServerStatus.config:type_name -> toold.v1.McpServerConfig
+	0,  // 11: toold.v1.McpServerStatus.state:type_name -> toold.v1.McpServerState
+	16, // 12: toold.v1.McpServerStatus.since:type_name -> google.protobuf.Timestamp
+	16, // 13: toold.v1.McpServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	10, // 14: toold.v1.McpServerStatus.refused:type_name -> toold.v1.RefusedMcpTool
+	14, // 15: toold.v1.McpServerConfig.ToolRiskEntry.value:type_name -> toold.v1.RiskLevel
+	1,  // 16: toold.v1.AdminService.ListMcpServers:input_type -> toold.v1.ListMcpServersRequest
+	3,  // 17: toold.v1.AdminService.AddMcpServer:input_type -> toold.v1.AddMcpServerRequest
+	5,  // 18: toold.v1.AdminService.RemoveMcpServer:input_type -> toold.v1.RemoveMcpServerRequest
+	2,  // 19: toold.v1.AdminService.ListMcpServers:output_type -> toold.v1.ListMcpServersResponse
+	4,  // 20: toold.v1.AdminService.AddMcpServer:output_type -> toold.v1.AddMcpServerResponse
+	6,  // 21: toold.v1.AdminService.RemoveMcpServer:output_type -> toold.v1.RemoveMcpServerResponse
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_admin_proto_init() }
@@ -876,7 +1014,7 @@ func file_toold_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_admin_proto_rawDesc), len(file_toold_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

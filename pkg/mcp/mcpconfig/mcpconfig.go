@@ -63,6 +63,10 @@ type Server struct {
 	// means stdio with a command, and with a URL http, or sse when the
 	// URL's path ends in "/sse".
 	Type string `yaml:"type" json:"type,omitempty"`
+	// OAuth configures how toold authorizes with an HTTP server that
+	// answers 401 with an OAuth challenge (nil: dynamic client registration,
+	// a loopback redirect on an ephemeral port). Streamable HTTP only.
+	OAuth *OAuth `yaml:"oauth" json:"oauth,omitempty"`
 	// Disabled servers are kept in the configuration but not started.
 	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
 	// Toold holds toold's own settings for the server; other clients
@@ -72,6 +76,67 @@ type Server struct {
 	// clients' settings such as "autoApprove"); they are logged, not errors,
 	// so one file can serve several clients.
 	Ignored []string `yaml:"-" json:"-"`
+}
+
+// OAuth is an HTTP server's OAuth client settings, in Claude Code's
+// spelling. Without ClientID and ClientMetadataURL toold registers itself
+// dynamically (RFC 7591) with the authorization server.
+type OAuth struct {
+	// ClientID and ClientSecret are a client pre-registered with the
+	// server's authorization server (ClientSecret may be empty for a public
+	// client, and may use ${VAR}).
+	ClientID     string `yaml:"clientId" json:"clientId,omitempty"`
+	ClientSecret string `yaml:"clientSecret" json:"clientSecret,omitempty"`
+	// ClientMetadataURL is an https URL of a client ID metadata document
+	// (SEP-991) naming toold's client; used where the authorization server
+	// supports it, before ClientID and dynamic registration.
+	ClientMetadataURL string `yaml:"clientMetadataUrl" json:"clientMetadataUrl,omitempty"`
+	// CallbackPort fixes the loopback redirect's port
+	// (http://127.0.0.1:PORT/callback), for a pre-registered client whose
+	// redirect URI names one; 0 takes an ephemeral port per authorization.
+	CallbackPort int `yaml:"callbackPort" json:"callbackPort,omitempty"`
+	// Scopes, when set, are requested instead of those the server's
+	// challenge or metadata name.
+	Scopes []string `yaml:"scopes" json:"scopes,omitempty"`
+	// Grant is "authorization_code" (the default: a person authorizes) or
+	// "client_credentials" (SEP-1046: toold obtains tokens with ClientID and
+	// ClientSecret alone, no person; for a service account).
+	Grant string `yaml:"grant" json:"grant,omitempty"`
+}
+
+// OAuth grants, as OAuth.Grant names them.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// validate checks the OAuth settings of server name.
+func (o *OAuth) validate(name string) error {
+	if o == nil {
+		return nil
+	}
+	if o.CallbackPort < 0 || o.CallbackPort > 65535 {
+		return fmt.Errorf("MCP server %s: oauth.callbackPort %d: want 1-65535, or 0 for an ephemeral port", name, o.CallbackPort)
+	}
+	switch o.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if o.ClientID == "" || o.ClientSecret == "" {
+			return fmt.Errorf("MCP server %s: oauth.grant client_credentials needs oauth.clientId and oauth.clientSecret", name)
+		}
+	default:
+		return fmt.Errorf("MCP server %s: oauth.grant %q: want authorization_code or client_credentials", name, o.Grant)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return fmt.Errorf("MCP server %s: oauth.clientSecret needs oauth.clientId", name)
+	}
+	if u := o.ClientMetadataURL; u != "" && !strings.Contains(u, "${") {
+		pu, err := url.Parse(u)
+		if err != nil || pu.Scheme != "https" || pu.Host == "" || strings.Trim(pu.Path, "/") == "" {
+			return fmt.Errorf("MCP server %s: oauth.clientMetadataUrl %q: want an https URL with a path (a client ID metadata document)", name, u)
+		}
+	}
+	return nil
 }
 
 // ServerPolicy is what toold adds to a server entry: how risky its tools
@@ -147,8 +212,8 @@ func (s Server) Validate(name string) error {
 		if s.Command == "" {
 			return fmt.Errorf("MCP server %s: give a command (stdio) or a url (http, sse)", name)
 		}
-		if s.URL != "" || len(s.Headers) > 0 {
-			return fmt.Errorf("MCP server %s: a stdio server takes command, args, env and cwd, not url or headers", name)
+		if s.URL != "" || len(s.Headers) > 0 || s.OAuth != nil {
+			return fmt.Errorf("MCP server %s: a stdio server takes command, args, env and cwd, not url, headers or oauth", name)
 		}
 	default:
 		if s.URL == "" {
@@ -156,6 +221,12 @@ func (s Server) Validate(name string) error {
 		}
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
 			return fmt.Errorf("MCP server %s: an HTTP server takes url, headers and type, not command, args, env or cwd", name)
+		}
+		if s.OAuth != nil && s.Transport() == SSE {
+			return fmt.Errorf("MCP server %s: oauth needs the streamable HTTP transport (type http); the SSE transport has no OAuth client", name)
+		}
+		if err := s.OAuth.validate(name); err != nil {
+			return err
 		}
 		if !strings.Contains(s.URL, "${") {
 			u, err := url.Parse(s.URL)
@@ -257,7 +328,7 @@ func ParseJSON(b []byte) (map[string]Server, error) {
 }
 
 var (
-	serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "toold"}
+	serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "oauth", "disabled", "toold"}
 	policyKeys = []string{"risk", "tool_risk", "idle_timeout", "max_timeout"}
 )
 

@@ -26,6 +26,12 @@ func ConfigFromPB(c *pb.McpServerConfig) mcpconfig.Server {
 		Type:     c.GetType(),
 		Disabled: c.GetDisabled(),
 	}
+	if o := c.GetOauth(); o != nil {
+		out.OAuth = &mcpconfig.OAuth{
+			ClientID: o.GetClientId(), ClientSecret: o.GetClientSecret(), ClientMetadataURL: o.GetClientMetadataUrl(),
+			CallbackPort: int(o.GetCallbackPort()), Scopes: o.GetScopes(), Grant: o.GetGrant(),
+		}
+	}
 	out.Toold.Risk = RiskName(c.GetRisk())
 	for tool, r := range c.GetToolRisk() {
 		if out.Toold.ToolRisk == nil {
@@ -58,6 +64,12 @@ func ConfigToPB(c mcpconfig.Server) *pb.McpServerConfig {
 		Type:     c.Type,
 		Disabled: c.Disabled,
 		Risk:     RiskToPB(c.Toold.Risk),
+	}
+	if o := c.OAuth; o != nil {
+		out.Oauth = &pb.McpServerOAuth{
+			ClientId: o.ClientID, ClientSecret: o.ClientSecret, ClientMetadataUrl: o.ClientMetadataURL,
+			CallbackPort: int32(o.CallbackPort), Scopes: o.Scopes, Grant: o.Grant,
+		}
 	}
 	for tool, r := range c.Toold.ToolRisk {
 		if out.ToolRisk == nil {

@@ -8,6 +8,7 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+MCP_SERVER_STATE_AUTHORIZING: McpServerState
 MCP_SERVER_STATE_BACKOFF: McpServerState
 MCP_SERVER_STATE_CONNECTED: McpServerState
 MCP_SERVER_STATE_CONNECTING: McpServerState
@@ -40,7 +41,7 @@ class ListMcpServersResponse(_message.Message):
     def __init__(self, servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ...) -> None: ...
 
 class McpServerConfig(_message.Message):
-    __slots__ = ["args", "command", "cwd", "disabled", "env", "headers", "idle_timeout", "max_timeout", "risk", "tool_risk", "type", "url"]
+    __slots__ = ["args", "command", "cwd", "disabled", "env", "headers", "idle_timeout", "max_timeout", "oauth", "risk", "tool_risk", "type", "url"]
     class EnvEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +71,7 @@ class McpServerConfig(_message.Message):
     HEADERS_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    OAUTH_FIELD_NUMBER: _ClassVar[int]
     RISK_FIELD_NUMBER: _ClassVar[int]
     TOOL_RISK_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -82,14 +84,32 @@ class McpServerConfig(_message.Message):
     headers: _containers.ScalarMap[str, str]
     idle_timeout: _duration_pb2.Duration
     max_timeout: _duration_pb2.Duration
+    oauth: McpServerOAuth
     risk: _tool_pb2.RiskLevel
     tool_risk: _containers.ScalarMap[str, _tool_pb2.RiskLevel]
     type: str
     url: str
-    def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., type: _Optional[str] = ..., risk: _Optional[_Union[_tool_pb2.RiskLevel, str]] = ..., tool_risk: _Optional[_Mapping[str, _tool_pb2.RiskLevel]] = ..., idle_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., disabled: bool = ...) -> None: ...
+    def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., type: _Optional[str] = ..., risk: _Optional[_Union[_tool_pb2.RiskLevel, str]] = ..., tool_risk: _Optional[_Mapping[str, _tool_pb2.RiskLevel]] = ..., idle_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., disabled: bool = ..., oauth: _Optional[_Union[McpServerOAuth, _Mapping]] = ...) -> None: ...
+
+class McpServerOAuth(_message.Message):
+    __slots__ = ["callback_port", "client_id", "client_metadata_url", "client_secret", "grant", "scopes"]
+    CALLBACK_PORT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_METADATA_URL_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    callback_port: int
+    client_id: str
+    client_metadata_url: str
+    client_secret: str
+    grant: str
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, client_id: _Optional[str] = ..., client_secret: _Optional[str] = ..., client_metadata_url: _Optional[str] = ..., callback_port: _Optional[int] = ..., scopes: _Optional[_Iterable[str]] = ..., grant: _Optional[str] = ...) -> None: ...
 
 class McpServerStatus(_message.Message):
-    __slots__ = ["config", "error", "name", "next_attempt", "pid", "protocol_version", "refused", "restarts", "server_name", "server_version", "since", "state", "tools", "transport"]
+    __slots__ = ["authorization_url", "config", "error", "name", "next_attempt", "pid", "protocol_version", "refused", "restarts", "server_name", "server_version", "since", "state", "tools", "transport"]
+    AUTHORIZATION_URL_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +124,7 @@ class McpServerStatus(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    authorization_url: str
     config: McpServerConfig
     error: str
     name: str
@@ -118,7 +139,7 @@ class McpServerStatus(_message.Message):
     state: McpServerState
     tools: _containers.RepeatedScalarFieldContainer[str]
     transport: str
-    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Union[McpServerConfig, _Mapping]] = ..., transport: _Optional[str] = ..., state: _Optional[_Union[McpServerState, str]] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., next_attempt: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., restarts: _Optional[int] = ..., pid: _Optional[int] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ..., protocol_version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., refused: _Optional[_Iterable[_Union[RefusedMcpTool, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., config: _Optional[_Union[McpServerConfig, _Mapping]] = ..., transport: _Optional[str] = ..., state: _Optional[_Union[McpServerState, str]] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., next_attempt: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., restarts: _Optional[int] = ..., pid: _Optional[int] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ..., protocol_version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., refused: _Optional[_Iterable[_Union[RefusedMcpTool, _Mapping]]] = ..., authorization_url: _Optional[str] = ...) -> None: ...
 
 class RefusedMcpTool(_message.Message):
     __slots__ = ["name", "reason"]

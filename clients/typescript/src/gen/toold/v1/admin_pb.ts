@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toold/v1/admin.proto.
  */
 export const file_toold_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChR0b29sZC92MS9hZG1pbi5wcm90bxIIdG9vbGQudjEiFwoVTGlzdE1jcFNlcnZlcnNSZXF1ZXN0IkQKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USKgoHc2VydmVycxgBIAMoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyJOChNBZGRNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoGY29uZmlnGAIgASgLMhkudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnIkEKFEFkZE1jcFNlcnZlclJlc3BvbnNlEikKBnNlcnZlchgBIAEoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyImChZSZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2UitgQKD01jcFNlcnZlckNvbmZpZxIPCgdjb21tYW5kGAEgASgJEgwKBGFyZ3MYAiADKAkSLwoDZW52GAMgAygLMiIudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnLkVudkVudHJ5EgsKA2N3ZBgEIAEoCRILCgN1cmwYBSABKAkSNwoHaGVhZGVycxgGIAMoCzImLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5IZWFkZXJzRW50cnkSDAoEdHlwZRgHIAEoCRIhCgRyaXNrGAggASgOMhMudG9vbGQudjEuUmlza0xldmVsEjoKCXRvb2xfcmlzaxgJIAMoCzInLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5Ub29sUmlza0VudHJ5Ei8KDGlkbGVfdGltZW91dBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgttYXhfdGltZW91dBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghkaXNhYmxlZBgMIAEoCBoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGkQKDVRvb2xSaXNrRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgOMhMudG9vbGQudjEuUmlza0xldmVsOgI4ASKSAwoPTWNwU2VydmVyU3RhdHVzEgwKBG5hbWUYASABKAkSKQoGY29uZmlnGAIgASgLMhkudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnEhEKCXRyYW5zcG9ydBgDIAEoCRInCgVzdGF0ZRgEIAEoDjIYLnRvb2xkLnYxLk1jcFNlcnZlclN0YXRlEikKBXNpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVlcnJvchgGIAEoCRIwCgxuZXh0X2F0dGVtcHQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJlc3RhcnRzGAggASgFEgsKA3BpZBgJIAEoBRITCgtzZXJ2ZXJfbmFtZRgKIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgLIAEoCRIYChBwcm90b2NvbF92ZXJzaW9uGAwgASgJEg0KBXRvb2xzGA0gAygJEikKB3JlZnVzZWQYDiADKAsyGC50b29sZC52MS5SZWZ1c2VkTWNwVG9vbCIuCg5SZWZ1c2VkTWNwVG9vbBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCSrOAQoOTWNwU2VydmVyU3RhdGUSIAocTUNQX1NFUlZFUl9TVEFURV9VTlNQRUNJRklFRBAAEh8KG01DUF9TRVJWRVJfU1RBVEVfQ09OTkVDVElORxABEh4KGk1DUF9TRVJWRVJfU1RBVEVfQ09OTkVDVEVEEAISHAoYTUNQX1NFUlZFUl9TVEFURV9CQUNLT0ZGEAMSHQoZTUNQX1NFUlZFUl9TVEFURV9ESVNBQkxFRBAEEhwKGE1DUF9TRVJWRVJfU1RBVEVfU1RPUFBFRBAFMooCCgxBZG1pblNlcnZpY2USUwoOTGlzdE1jcFNlcnZlcnMSHy50b29sZC52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIC50b29sZC52MS5MaXN0TWNwU2VydmVyc1Jlc3BvbnNlEk0KDEFkZE1jcFNlcnZlchIdLnRvb2xkLnYxLkFkZE1jcFNlcnZlclJlcXVlc3QaHi50b29sZC52MS5BZGRNY3BTZXJ2ZXJSZXNwb25zZRJWCg9SZW1vdmVNY3BTZXJ2ZXISIC50b29sZC52MS5SZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0GiEudG9vbGQudjEuUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2VCLVorZ2l0aHViLmNvbS90b29sZC90b29sZC9nZW4vdG9vbGQvdjE7dG9vbGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_toold_v1_tool]);
+  fileDesc("ChR0b29sZC92MS9hZG1pbi5wcm90bxIIdG9vbGQudjEiFwoVTGlzdE1jcFNlcnZlcnNSZXF1ZXN0IkQKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USKgoHc2VydmVycxgBIAMoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyJOChNBZGRNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoGY29uZmlnGAIgASgLMhkudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnIkEKFEFkZE1jcFNlcnZlclJlc3BvbnNlEikKBnNlcnZlchgBIAEoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyImChZSZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2Ui3wQKD01jcFNlcnZlckNvbmZpZxIPCgdjb21tYW5kGAEgASgJEgwKBGFyZ3MYAiADKAkSLwoDZW52GAMgAygLMiIudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnLkVudkVudHJ5EgsKA2N3ZBgEIAEoCRILCgN1cmwYBSABKAkSNwoHaGVhZGVycxgGIAMoCzImLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5IZWFkZXJzRW50cnkSDAoEdHlwZRgHIAEoCRIhCgRyaXNrGAggASgOMhMudG9vbGQudjEuUmlza0xldmVsEjoKCXRvb2xfcmlzaxgJIAMoCzInLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5Ub29sUmlza0VudHJ5Ei8KDGlkbGVfdGltZW91dBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgttYXhfdGltZW91dBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghkaXNhYmxlZBgMIAEoCBInCgVvYXV0aBgNIAEoCzIYLnRvb2xkLnYxLk1jcFNlcnZlck9BdXRoGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaRAoNVG9vbFJpc2tFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKA4yEy50b29sZC52MS5SaXNrTGV2ZWw6AjgBIo0BCg5NY3BTZXJ2ZXJPQXV0aBIRCgljbGllbnRfaWQYASABKAkSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIbChNjbGllbnRfbWV0YWRhdGFfdXJsGAMgASgJEhUKDWNhbGxiYWNrX3BvcnQYBCABKAUSDgoGc2NvcGVzGAUgAygJEg0KBWdyYW50GAYgASgJIq0DCg9NY3BTZXJ2ZXJTdGF0dXMSDAoEbmFtZRgBIAEoCRIpCgZjb25maWcYAiABKAsyGS50b29sZC52MS5NY3BTZXJ2ZXJDb25maWcSEQoJdHJhbnNwb3J0GAMgASgJEicKBXN0YXRlGAQgASgOMhgudG9vbGQudjEuTWNwU2VydmVyU3RhdGUSKQoFc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAYgASgJEjAKDG5leHRfYXR0ZW1wdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVzdGFydHMYCCABKAUSCwoDcGlkGAkgASgFEhMKC3NlcnZlcl9uYW1lGAogASgJEhYKDnNlcnZlcl92ZXJzaW9uGAsgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YDCABKAkSDQoFdG9vbHMYDSADKAkSKQoHcmVmdXNlZBgOIAMoCzIYLnRvb2xkLnYxLlJlZnVzZWRNY3BUb29sEhkKEWF1dGhvcml6YXRpb25fdXJsGA8gASgJIi4KDlJlZnVzZWRNY3BUb29sEgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJKvABCg5NY3BTZXJ2ZXJTdGF0ZRIgChxNQ1BfU0VSVkVSX1NUQVRFX1VOU1BFQ0lGSUVEEAASHwobTUNQX1NFUlZFUl9TVEFURV9DT05ORUNUSU5HEAESHgoaTUNQX1NFUlZFUl9TVEFURV9DT05ORUNURUQQAhIcChhNQ1BfU0VSVkVSX1NUQVRFX0JBQ0tPRkYQAxIdChlNQ1BfU0VSVkVSX1NUQVRFX0RJU0FCTEVEEAQSHAoYTUNQX1NFUlZFUl9TVEFURV9TVE9QUEVEEAUSIAocTUNQX1NFUlZFUl9TVEFURV9BVVRIT1JJWklORxAGMooCCgxBZG1pblNlcnZpY2USUwoOTGlzdE1jcFNlcnZlcnMSHy50b29sZC52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIC50b29sZC52MS5MaXN0TWNwU2VydmVyc1Jlc3BvbnNlEk0KDEFkZE1jcFNlcnZlchIdLnRvb2xkLnYxLkFkZE1jcFNlcnZlclJlcXVlc3QaHi50b29sZC52MS5BZGRNY3BTZXJ2ZXJSZXNwb25zZRJWCg9SZW1vdmVNY3BTZXJ2ZXISIC50b29sZC52MS5SZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0GiEudG9vbGQudjEuUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2VCLVorZ2l0aHViLmNvbS90b29sZC90b29sZC9nZW4vdG9vbGQvdjE7dG9vbGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_toold_v1_tool]);
 
 /**
  * ListMcpServersRequest has no parameters.
@@ -237,6 +237,15 @@ export type McpServerConfig = Message<"toold.v1.McpServerConfig"> & {
    * @generated from field: bool disabled = 12;
    */
   disabled: boolean;
+
+  /**
+   * How toold authorizes with an HTTP server that answers 401 with an
+   * OAuth challenge; unset means dynamic client registration and a
+   * loopback redirect on an ephemeral port. Streamable HTTP only.
+   *
+   * @generated from field: toold.v1.McpServerOAuth oauth = 13;
+   */
+  oauth?: McpServerOAuth | undefined;
 };
 
 /**
@@ -245,6 +254,68 @@ export type McpServerConfig = Message<"toold.v1.McpServerConfig"> & {
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
   messageDesc(file_toold_v1_admin, 6);
+
+/**
+ * McpServerOAuth is an HTTP server's OAuth client settings ("oauth" in an
+ * "mcpServers" entry, Claude Code's spelling there: clientId, clientSecret,
+ * clientMetadataUrl, callbackPort, scopes).
+ *
+ * @generated from message toold.v1.McpServerOAuth
+ */
+export type McpServerOAuth = Message<"toold.v1.McpServerOAuth"> & {
+  /**
+   * A client pre-registered with the server's authorization server.
+   *
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * Its secret; empty for a public client. Listings show it masked unless
+   * it is a ${VAR} reference.
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * An https URL of a client ID metadata document naming toold's client
+   * (SEP-991), used where the authorization server supports one.
+   *
+   * @generated from field: string client_metadata_url = 3;
+   */
+  clientMetadataUrl: string;
+
+  /**
+   * The loopback redirect's fixed port (http://127.0.0.1:PORT/callback);
+   * 0 takes an ephemeral port per authorization.
+   *
+   * @generated from field: int32 callback_port = 4;
+   */
+  callbackPort: number;
+
+  /**
+   * Scopes requested instead of those the server's challenge names.
+   *
+   * @generated from field: repeated string scopes = 5;
+   */
+  scopes: string[];
+
+  /**
+   * "authorization_code" (default: a person authorizes) or
+   * "client_credentials" (client_id and client_secret alone, no person).
+   *
+   * @generated from field: string grant = 6;
+   */
+  grant: string;
+};
+
+/**
+ * Describes the message toold.v1.McpServerOAuth.
+ * Use `create(McpServerOAuthSchema)` to create a new message.
+ */
+export const McpServerOAuthSchema: GenMessage<McpServerOAuth> = /*@__PURE__*/
+  messageDesc(file_toold_v1_admin, 7);
 
 /**
  * McpServerStatus is a snapshot of one server.
@@ -349,6 +420,16 @@ export type McpServerStatus = Message<"toold.v1.McpServerStatus"> & {
    * @generated from field: repeated toold.v1.RefusedMcpTool refused = 14;
    */
   refused: RefusedMcpTool[];
+
+  /**
+   * While state is AUTHORIZING: the OAuth authorization URL a person opens
+   * in a browser. It holds no secret; the authorization server redirects
+   * the browser to a loopback listener of toold's, which must be reachable
+   * from that browser (127.0.0.1 of toold's host).
+   *
+   * @generated from field: string authorization_url = 15;
+   */
+  authorizationUrl: string;
 };
 
 /**
@@ -356,7 +437,7 @@ export type McpServerStatus = Message<"toold.v1.McpServerStatus"> & {
  * Use `create(McpServerStatusSchema)` to create a new message.
  */
 export const McpServerStatusSchema: GenMessage<McpServerStatus> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 7);
+  messageDesc(file_toold_v1_admin, 8);
 
 /**
  * RefusedMcpTool is a server's tool that toold did not register.
@@ -384,7 +465,7 @@ export type RefusedMcpTool = Message<"toold.v1.RefusedMcpTool"> & {
  * Use `create(RefusedMcpToolSchema)` to create a new message.
  */
 export const RefusedMcpToolSchema: GenMessage<RefusedMcpTool> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 8);
+  messageDesc(file_toold_v1_admin, 9);
 
 /**
  * McpServerState is where a server's connection is.
@@ -435,6 +516,15 @@ export enum McpServerState {
    * @generated from enum value: MCP_SERVER_STATE_STOPPED = 5;
    */
   STOPPED = 5,
+
+  /**
+   * The server answered 401 with an OAuth challenge and toold waits for a
+   * person to open authorization_url ('toolctl mcp login NAME' prints it
+   * and waits).
+   *
+   * @generated from enum value: MCP_SERVER_STATE_AUTHORIZING = 6;
+   */
+  AUTHORIZING = 6,
 }
 
 /**
