@@ -93,7 +93,6 @@ func TestWarmConfines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { fmt.Fprintln(inW, "from-stdin"); inW.Close() }()
 	defer inR.Close()
 	me := os.Getpid()
 	proc, out := warmStart(t, w, context.Background(), c.spec(p), inR, fmt.Sprintf(`
@@ -107,8 +106,12 @@ read line; echo "read $line"
 grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status
 sh -c 'echo renamed > /proc/$$/comm' 2>/dev/null && echo LANDLOCK-MISSING
 sleep 0.2 # warm-unique-arg`, c.outside, me))
+	// The command waits for its line on stdin: read its cmdline before it
+	// is sent (bash execs its last command, sleep, in its own place).
 	host := proc.Pid()
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", host))
+	fmt.Fprintln(inW, "from-stdin")
+	inW.Close()
 	exit := proc.Exit()
 	o := out()
 	if exit.Code != 0 {
