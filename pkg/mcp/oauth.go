@@ -394,9 +394,11 @@ func (f *oauthFlow) askPerson(ctx context.Context, ln net.Listener, authURL stri
 	f.mu.Unlock()
 	limit.pause()
 	defer limit.resume()
+	// Logged before the state shows it: whoever sees the URL in the
+	// status finds it in the log too.
+	f.log.Warn("MCP server needs OAuth authorization: open the URL in a browser (toolctl mcp login "+f.u.name+" shows it and waits)", "url", authURL)
 	f.u.setAuthorizing(authURL)
 	defer f.u.setAuthorizing("")
-	f.log.Warn("MCP server needs OAuth authorization: open the URL in a browser (toolctl mcp login "+f.u.name+" shows it and waits)", "url", authURL)
 
 	timeout := f.u.m.opts.AuthTimeout
 	t := time.NewTimer(timeout)
