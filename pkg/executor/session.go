@@ -66,8 +66,11 @@ type session struct {
 	// mute is closed when the client closed its side of the stream: a
 	// question asked then, or waiting then, can never be answered.
 	mute chan struct{}
-	// attached mirrors att != nil, for readers holding x.mu (the lock
-	// order is s.mu, then x.mu).
+	// attached is set from a stream's attach until the session is in
+	// x.detached, or given up: a reader holding x.mu (the lock order is
+	// s.mu, then x.mu) sees a dropped stream either still attached or
+	// detached, never in between (a resume then would be refused as if
+	// nothing could be resumed).
 	attached atomic.Bool
 }
 
@@ -381,6 +384,7 @@ func (s *session) endLocked() {
 		return
 	}
 	s.ended = true
+	s.attached.Store(false)
 	s.cancel(ErrClientGone)
 	if s.grace != nil {
 		s.grace.Stop()
@@ -549,13 +553,13 @@ func (a *Attachment) letGoLocked() bool {
 	if !a.currentLocked() {
 		return false
 	}
-	a.s.att = nil
-	a.s.attached.Store(false)
+	a.s.att = nil // attached stays set until detachLocked or the end
 	return true
 }
 
 func (s *session) detachLocked() {
 	if s.ended {
+		s.attached.Store(false)
 		return
 	}
 	grace := s.x.cfg.ResumeGrace
@@ -565,6 +569,7 @@ func (s *session) detachLocked() {
 	}
 	s.x.mu.Lock()
 	s.x.detached[s.conv] = append(s.x.detached[s.conv], s)
+	s.attached.Store(false)
 	s.x.mu.Unlock()
 	s.grace = time.AfterFunc(grace, s.expire)
 	s.x.cfg.Logger.Info("stream dropped; its calls wait to be resumed", "conversation_id", s.conv, "stream_id", s.id,
@@ -587,6 +592,7 @@ func (s *session) expire() {
 }
 
 func (s *session) expireLocked() {
+	s.attached.Store(false)
 	s.grace = nil
 	s.closing = true
 	s.log.Discard()
