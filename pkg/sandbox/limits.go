@@ -135,15 +135,7 @@ func (l *Limits) Close() error {
 	}
 	l.closed.Store(true)
 	l.poolOnce.Do(func() { l.pool = make(chan *Slot, slotPoolSize) })
-	for {
-		select {
-		case s := <-l.pool:
-			s.Release()
-			continue
-		default:
-		}
-		break
-	}
+	l.drain()
 	for _, d := range l.dirs {
 		removeLimitDir(d)
 	}
@@ -400,8 +392,27 @@ func (l *Limits) refill() {
 				s.Release()
 				return
 			}
+			if l.closed.Load() {
+				// Close may have emptied the pool before this slot was
+				// in it: empty it again (a Close that sets closed after
+				// this check empties it itself).
+				l.drain()
+				return
+			}
 		}
 	}()
+}
+
+// drain releases the slots in the pool.
+func (l *Limits) drain() {
+	for {
+		select {
+		case s := <-l.pool:
+			s.Release()
+		default:
+			return
+		}
+	}
 }
 
 // newSlot makes a slot's cgroups and, on v1, places a thread in them.
