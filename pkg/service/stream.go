@@ -253,9 +253,13 @@ func (st *stream) sendLoop(ctx context.Context) error {
 // codec (see codec.go), so a message that is too large or does not decode
 // arrives as a refusal of that message, not as a broken stream.
 //
-// When a call is admitted, the receiving goroutine hands receiving to a new
-// goroutine and runs the call itself: the call starts at once, on a
-// goroutine that is already running, instead of waiting to be scheduled.
+// When a call is admitted, the receiving goroutine runs it itself: the
+// call starts at once, on a goroutine that is already running. A Fast call
+// (think, read_file, …) usually ends there and receiving goes on; before a
+// call does anything that may wait, or once it ran for
+// executor.InlineBudget, the executor calls handoff, which hands receiving
+// to another of the stream's goroutines (see executor's inline.go), and
+// this one returns when the call ends.
 func (st *stream) receive(in *inbound, first bool) {
 	if first && st.pendingBad != nil {
 		st.handleBad(st.pendingBad)
@@ -280,16 +284,19 @@ func (st *stream) receive(in *inbound, first bool) {
 			if err != nil {
 				st.rejectCall(c, err)
 			}
-			if run != nil {
-				st.spawn(func() { st.receive(new(inbound), false) })
-				run()
-				return
+			if run != nil && run(st.handoff) {
+				return // another goroutine receives now
 			}
 			continue
 		}
 		st.handle(in.msg)
 	}
 }
+
+// handoff starts receiving on another of the stream's goroutines; the
+// executor calls it at most once per call run on the receiver, possibly
+// from a timer's goroutine.
+func (st *stream) handoff() { st.spawn(func() { st.receive(new(inbound), false) }) }
 
 func (st *stream) rejectCall(c *pb.ToolCall, err error) {
 	ref := ""
