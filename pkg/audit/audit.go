@@ -559,29 +559,75 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 	return r, pending{ticket: l.ticket, epoch: l.epoch}, nil
 }
 
-// Record's JSON with Seq, Time and Prev zero begins with bodyPrefix and
-// ends with bodySuffix; what lies between (the other fields, which Record
-// declares between Time and Prev) is a record's body.
-const (
-	bodyPrefix = `{"seq":0,"time":"0001-01-01T00:00:00Z",`
-	bodySuffix = `"prev":""}`
-)
-
 // recordBody is r's JSON without seq, time and prev, made before the log's
-// lock is taken: appenders marshal in parallel, and the lock is held only
+// lock is taken: appenders encode in parallel, and the lock is held only
 // to chain (appendLine). It was most of the time the lock was held, and
 // the lock was all of the contention of 64 concurrent calls
 // (bench/profiles-2026-11-27.md).
+//
+// It is written out field by field rather than by json.Marshal, whose
+// reflection was a third of a no-op call's accounting (three records a
+// call; bench/profiles-2026-11-27-sendpath.md); the bytes are exactly
+// json.Marshal's (TestLineIsJSONMarshal fills every field of Record, so a
+// field added to Record and not here fails it).
 func recordBody(r Record) ([]byte, error) {
-	r.Seq, r.Time, r.Prev = 0, time.Time{}, ""
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	b := make([]byte, 0, 192+len(r.Detail))
+	b = appendStringField(b, "kind", r.Kind, true)
+	b = appendStringField(b, "conversation", r.Conversation, false)
+	b = appendStringField(b, "call_id", r.CallID, false)
+	b = appendStringField(b, "tool", r.Tool, false)
+	b = appendStringField(b, "operation", r.Operation, false)
+	b = appendStringField(b, "decision", r.Decision, false)
+	b = appendStringField(b, "rule", r.Rule, false)
+	b = appendStringField(b, "who", r.Who, false)
+	b = appendStringField(b, "scope", r.Scope, false)
+	b = appendStringField(b, "grant_id", r.GrantID, false)
+	b = appendStringField(b, "args_digest", r.ArgsDigest, false)
+	b = appendStringField(b, "result_digest", r.ResultDigest, false)
+	if r.ExitCode != nil {
+		b = append(b, `"exit_code":`...)
+		b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
+		b = append(b, ',')
 	}
-	if !bytes.HasPrefix(b, []byte(bodyPrefix)) || !bytes.HasSuffix(b, []byte(bodySuffix)) {
-		return nil, fmt.Errorf("audit: a record marshals unexpectedly: %s", b) // a change to Record's fields
+	b = appendStringField(b, "outcome", r.Outcome, false)
+	b = appendStringField(b, "code", r.Code, false)
+	b = appendStringField(b, "detail", r.Detail, false)
+	if r.PrunedThrough != 0 {
+		b = append(b, `"pruned_through":`...)
+		b = strconv.AppendUint(b, r.PrunedThrough, 10)
+		b = append(b, ',')
 	}
-	return b[len(bodyPrefix) : len(b)-len(bodySuffix)], nil
+	b = appendStringField(b, "pruned_hash", r.PrunedHash, false)
+	return b, nil
+}
+
+// appendStringField appends `"key":"v",` — nothing when v is empty and the
+// field is omitempty.
+func appendStringField(b []byte, key, v string, always bool) []byte {
+	if v == "" && !always {
+		return b
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = appendJSONString(b, v)
+	return append(b, ',')
+}
+
+// appendJSONString appends s as json.Marshal quotes it: printable ASCII
+// that JSON and its HTML escaping leave alone is copied; anything else
+// (control characters, quotes, <>&, non-ASCII, invalid UTF-8) is left to
+// encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // appendLine appends r's line, exactly what json.Marshal(r) gives

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -535,6 +536,30 @@ func BenchmarkAppend(b *testing.B) {
 
 // A record's line, made from its body (marshaled outside the lock) and its
 // seq, time and prev, is exactly json.Marshal's, whatever the fields hold.
+// everyField is a Record with every field set (strings "x" and the field's
+// name, numbers 7), so that a field added to Record that recordBody does
+// not write fails TestLineIsJSONMarshal.
+func everyField() Record {
+	var r Record
+	v := reflect.ValueOf(&r).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x " + v.Type().Field(i).Name)
+		case reflect.Uint64, reflect.Uint, reflect.Uint32:
+			f.SetUint(7)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Pointer:
+			p := reflect.New(f.Type().Elem())
+			p.Elem().SetInt(7)
+			f.Set(p)
+		}
+	}
+	return r
+}
+
 func TestLineIsJSONMarshal(t *testing.T) {
 	code := 3
 	recs := []Record{
@@ -544,6 +569,7 @@ func TestLineIsJSONMarshal(t *testing.T) {
 		{Kind: KindApproval, Who: "<script>&\"quoted\"\\", Detail: "line\nbreak\ttab \u2028\u2029 é 😀 \x00\x1f", Scope: "once", Decision: "approve"},
 		{Kind: KindDecision, Detail: "bad utf-8: \xff\xfe", Rule: "r", GrantID: "g"},
 		{Kind: KindPruned, PrunedThrough: 42, PrunedHash: GenesisHash, Detail: "pruned"},
+		everyField(),
 	}
 	for i, r := range recs {
 		r.Seq = uint64(i*1000 + 1)
