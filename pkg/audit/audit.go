@@ -467,14 +467,34 @@ func (l *Log) AppendAll(rs ...Record) error {
 // write again. A crash of toold loses what is enqueued and not yet written
 // (at most SyncInterval's worth).
 func (l *Log) Enqueue(r Record) error {
-	body, err := recordBody(r)
-	if err != nil {
-		return err
+	return l.EnqueueAll(r)
+}
+
+// EnqueueAll is Enqueue of several records, chained one after the other
+// under one hold of the log's lock (another appender's records may still
+// come between them): the executor queues an ended call's records — its
+// end, and an effect-free call's decision and start before it — with one.
+// It returns the error of the first record that could not be chained; the
+// ones before it are queued.
+func (l *Log) EnqueueAll(rs ...Record) error {
+	var one [1][]byte
+	bodies := one[:0]
+	if len(rs) > 1 {
+		bodies = make([][]byte, 0, len(rs))
+	}
+	for _, r := range rs {
+		body, err := recordBody(r)
+		if err != nil {
+			return err
+		}
+		bodies = append(bodies, body)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, _, err := l.chainLocked(r, body); err != nil {
-		return err
+	for i, r := range rs {
+		if _, _, err := l.chainLocked(r, bodies[i]); err != nil {
+			return err
+		}
 	}
 	if len(l.queued) >= enqueueKick && !l.writing {
 		l.kickSync()

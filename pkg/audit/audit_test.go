@@ -163,6 +163,10 @@ func TestEnqueueChains(t *testing.T) {
 					d := r
 					d.Kind = KindDecision
 					err = l.AppendAll(d, r)
+				case 2:
+					d := r
+					d.Kind = KindDecision
+					err = l.EnqueueAll(d, r)
 				default:
 					err = l.Enqueue(r)
 				}
@@ -179,7 +183,7 @@ func TestEnqueueChains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const total = workers * (each + each/10) // each AppendAll adds a record
+	const total = workers * (each + 2*each/10) // each AppendAll and EnqueueAll adds a record
 	// The log's writer writes what is enqueued without another append.
 	testenv.Poll(t, 10*time.Second, "every enqueued record written", func() bool {
 		written, _ := l.Stats()
@@ -205,6 +209,23 @@ func TestEnqueueChains(t *testing.T) {
 	}
 	if rep.Records != total+5 || rep.Last != total+5 || rep.Files < 2 {
 		t.Fatalf("report %+v, want %d records in several files", rep, total+5)
+	}
+	// EnqueueAll's records are chained in the order given.
+	recs, err := Tail(dir, total+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := map[string]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case KindDecision:
+			decided[r.CallID] = true
+		case KindCallStart:
+			var w, i int
+			if _, err := fmt.Sscanf(r.CallID, "%d-%d", &w, &i); err == nil && i%10 == 2 && !decided[r.CallID] {
+				t.Fatalf("call %s: its start came before its decision", r.CallID)
+			}
+		}
 	}
 }
 

@@ -363,15 +363,18 @@ func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *event
 		// The call has happened, so nothing waits for these records'
 		// write: Enqueue leaves it to the next call's or the log's writer.
 		// A failure is logged; a lost record is counted in the log.
+		// One hold of the log's lock for the call's records (the lock is
+		// what 64 concurrent calls contend for).
+		rs := make([]audit.Record, 0, 3)
 		if o.allowed != nil { // the call ended before it started, or is effect-free
-			x.auditEnqueue(ctx, *o.allowed)
+			rs = append(rs, *o.allowed)
 			o.allowed = nil
 		}
 		if o.startRec != nil {
-			x.auditEnqueue(ctx, *o.startRec)
+			rs = append(rs, *o.startRec)
 			o.startRec = nil
 		}
-		x.auditEnqueue(ctx, r)
+		x.auditEnqueue(ctx, append(rs, r)...)
 	}
 }
 
@@ -382,14 +385,17 @@ func effectFree(target *tools.Target, e tools.Effect) bool {
 	return target.Fast() && len(e.Writes) == 0 && e.Command == "" && len(e.Hosts) == 0
 }
 
-// auditEnqueue enqueues r (audit.Log.Enqueue); a failure is logged.
-func (x *Executor) auditEnqueue(ctx context.Context, r audit.Record) {
-	err := x.cfg.Observe.Audit.Enqueue(r)
+// auditEnqueue enqueues rs (audit.Log.EnqueueAll); a failure is logged.
+func (x *Executor) auditEnqueue(ctx context.Context, rs ...audit.Record) {
+	err := x.cfg.Observe.Audit.EnqueueAll(rs...)
 	if err == nil {
-		x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+		for _, r := range rs {
+			x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+		}
 		return
 	}
-	x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call had ended", "kind", r.Kind, "call_id", r.CallID, "dir", x.cfg.Observe.Audit.Dir(), "err", err)
+	last := rs[len(rs)-1]
+	x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call had ended", "kind", last.Kind, "call_id", last.CallID, "dir", x.cfg.Observe.Audit.Dir(), "err", err)
 }
 
 func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *CallRequest, start *events.Start, res hooks.Result) {
