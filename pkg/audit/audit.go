@@ -550,15 +550,20 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 			l.queued = append(append(l.queued, b...), '\n')
 			l.ticket++
 		}
-		// The record is chained to the last one now, after any wait.
+		// The record is chained to the last one now, after any wait. Its
+		// line is made in the queue itself (no buffer per record), and
+		// taken back out when it does not fit the file.
 		r.Seq = l.seq + 1
 		r.Time = l.cfg.Now().UTC()
 		r.Prev = l.hash
-		line = appendLine(line[:0], r, body)
-		size := l.size + int64(len(l.queued))
+		start := len(l.queued)
+		l.queued = appendLine(l.queued, r, body)
+		line = l.queued[start:]
+		size := l.size + int64(start)
 		if size == 0 || size+int64(len(line))+1 <= l.cfg.MaxFileBytes {
 			break
 		}
+		l.queued = l.queued[:start]
 		// The file is full: everything chained before goes to it first,
 		// then the next file starts, and the record is chained again.
 		if l.writing {
@@ -574,7 +579,7 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 		}
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
-	l.queued = append(append(l.queued, line...), '\n')
+	l.queued = append(l.queued, '\n')
 	l.ticket++
 	return r, pending{ticket: l.ticket, epoch: l.epoch}, nil
 }

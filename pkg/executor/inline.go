@@ -53,10 +53,14 @@ type inlineCall struct {
 	// on the receiver they wait for its End (or a handoff), to leave
 	// together.
 	held []events.Event
+	// heldBuf holds a Fast call's Start and Executing, and its End after
+	// them (see session.run), without an allocation.
+	heldBuf [3]events.Event
 }
 
 func newInlineCall(s *session, handoff func()) *inlineCall {
 	c := &inlineCall{s: s, handoff: handoff}
+	c.held = c.heldBuf[:0]
 	c.timer = time.AfterFunc(InlineBudget, c.release)
 	return c
 }
