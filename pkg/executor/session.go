@@ -216,10 +216,24 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	return nil
 }
 
+// DefaultGatherBytes and DefaultGatherWait are a session log's output
+// gathering (events.LogConfig.GatherBytes) unless Config.Log sets it (a
+// negative GatherBytes turns it off): a stream's sender waits up to 250 µs
+// for a command's output to reach 256 KiB (a whole chunk) before sending it. A person sees
+// no delay; a command streaming megabytes goes out in messages near the
+// transport's chunk size instead of one per write(2).
+const (
+	DefaultGatherBytes = 256 << 10
+	DefaultGatherWait  = 250 * time.Microsecond
+)
+
 // logConfig is the configured log bounds, counting coalesced and dropped
 // output in the metrics.
 func (x *Executor) logConfig() events.LogConfig {
 	c := x.cfg.Log
+	if c.GatherBytes == 0 {
+		c.GatherBytes, c.GatherWait = DefaultGatherBytes, DefaultGatherWait
+	}
 	if m := x.cfg.Observe.Metrics; m != nil {
 		c.Coalesced = func() { m.OutputCoalesced(context.Background(), 1) }
 		c.Dropped = func(n int) { m.OutputDropped(context.Background(), n) }
