@@ -609,3 +609,19 @@ func TestLineIsJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+// appendJSONString quotes every byte, and runes JSON treats apart, exactly
+// as encoding/json does.
+func TestJSONStringIsMarshal(t *testing.T) {
+	var cases []string
+	for c := 0; c < 256; c++ {
+		cases = append(cases, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
+	}
+	cases = append(cases, "\u2028", "x\u2029y", "é😀", "\xe2\x80", "\xed\xa0\x80", "\uFFFD", "plain text, 100% (ok)")
+	for _, s := range cases {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
