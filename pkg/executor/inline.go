@@ -18,7 +18,7 @@ import (
 // calls handoff, exactly once, before it waits for a person (an approval, a
 // question), runs hooks (processes), runs a tool that is not Fast, or
 // grows its log past what it holds; and a timer calls it when the call has
-// run for InlineBudget (a Fast call on a slow filesystem), so the stream
+// run for Config.InlineBudget (a Fast call on a slow filesystem), so the stream
 // keeps receiving — a Cancel, an approval of another call — within that
 // budget whatever the call does. After handoff the call goes on where it
 // is, as any call; the receiver's caller receives on another goroutine.
@@ -30,9 +30,10 @@ import (
 // forgotten in one step under the session's lock, and a stream that drops
 // leaves it to a resuming stream as any other.
 
-// InlineBudget is how long a call may run on the receiving goroutine before
-// the stream receives on another one (see Inline calls above).
-const InlineBudget = time.Millisecond
+// DefaultInlineBudget is how long a call may run on the receiving
+// goroutine before the stream receives on another one (see Inline calls
+// above), unless Config.InlineBudget says otherwise.
+const DefaultInlineBudget = time.Millisecond
 
 // Inline states: the call runs on the receiver; the receiver has been
 // handed off; the call ended on the receiver (the receiver goes on).
@@ -61,7 +62,7 @@ type inlineCall struct {
 func newInlineCall(s *session, handoff func()) *inlineCall {
 	c := &inlineCall{s: s, handoff: handoff}
 	c.held = c.heldBuf[:0]
-	c.timer = time.AfterFunc(InlineBudget, c.release)
+	c.timer = time.AfterFunc(s.x.cfg.InlineBudget, c.release)
 	return c
 }
 

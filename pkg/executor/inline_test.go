@@ -41,7 +41,9 @@ func TestInlineFastCall(t *testing.T) {
 		}
 		return &tools.Result{Text: "quick"}, nil
 	}}
-	x := newExecutor(t, executor.Config{}, quick)
+	// A budget no run reaches, however loaded the machine (the budget's
+	// timer is TestInlineCancelAfterBudget's).
+	x := newExecutor(t, executor.Config{InlineBudget: time.Hour}, quick)
 	defer x.Shutdown(context.Background())
 	a, err := x.Open(executor.OpenOptions{})
 	if err != nil {
@@ -120,7 +122,7 @@ func TestInlineHandsOffBeforeASlowTool(t *testing.T) {
 }
 
 // A Fast call that runs long anyway (a slow filesystem) hands receiving
-// off after InlineBudget, from a timer, so the stream still reads the
+// off after Config.InlineBudget, from a timer, so the stream still reads the
 // client's Cancel: the call ends CANCELED, exactly once.
 func TestInlineCancelAfterBudget(t *testing.T) {
 	var h handoffs

@@ -290,7 +290,7 @@ func (a *Attachment) Submit(req *CallRequest) error {
 // A stream's receiver runs the call itself, passing handoff (see Inline
 // calls in inline.go): run then calls handoff exactly once — on the
 // calling goroutine before the call first does something that may wait,
-// or on a timer's after InlineBudget — and reports whether it did. When it
+// or on a timer's after Config.InlineBudget — and reports whether it did. When it
 // did not, the call has ended and the caller goes on receiving; when it
 // did, handoff has started receiving elsewhere. With a nil handoff the
 // call simply runs to its end.

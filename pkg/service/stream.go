@@ -257,7 +257,7 @@ func (st *stream) sendLoop(ctx context.Context) error {
 // call starts at once, on a goroutine that is already running. A Fast call
 // (think, read_file, …) usually ends there and receiving goes on; before a
 // call does anything that may wait, or once it ran for
-// executor.InlineBudget, the executor calls handoff, which hands receiving
+// executor.Config.InlineBudget, the executor calls handoff, which hands receiving
 // to another of the stream's goroutines (see executor's inline.go), and
 // this one returns when the call ends.
 func (st *stream) receive(in *inbound, first bool) {
