@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
@@ -35,8 +36,13 @@ type stream struct {
 	// recvDone receives the end of receiving: nil when the client closed
 	// its side, else why the stream broke.
 	recvDone chan error
-	// buf is the sender's batch, reused.
-	buf []events.Event
+	// buf is the sender's batch, reused; pbEvent and pbTime are the
+	// message each event is converted into, reused (Send has marshaled it
+	// when it returns: gRPC keeps no reference, nor do toold's
+	// interceptors and stats handlers).
+	buf     []events.Event
+	pbEvent pb.ServerEvent
+	pbTime  timestamppb.Timestamp
 	// idle hands work to the stream's idle goroutines (see spawn); ended
 	// is closed when ExecuteTool returns, and ends them.
 	idle  chan func()
@@ -210,7 +216,7 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	out := eventToPB(ev)
+	out := eventToPBInto(&st.pbEvent, &st.pbTime, ev)
 	if w := out.GetWelcome(); w != nil {
 		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
 	}
