@@ -31,6 +31,10 @@ func main() {
 	// toold re-executes itself as the helper that supervises each command
 	// (pkg/sandbox); that mode returns here only by exiting.
 	sandbox.RunHelperIfRequested()
+	if err := nonDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "toold: PR_SET_DUMPABLE:", err)
+		os.Exit(exitFailed)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(runMCP(os.Args[2:]))
 	}
