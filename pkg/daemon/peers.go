@@ -21,6 +21,7 @@ import (
 
 	"github.com/toold/toold/pkg/audit"
 	"github.com/toold/toold/pkg/peercred"
+	"github.com/toold/toold/pkg/sandbox"
 )
 
 // peerGuard keeps toold's control plane out of reach of the commands toold
@@ -53,8 +54,9 @@ func (m *Main) newPeerGuard() *peerGuard {
 		m:        m,
 		tokenSet: m.Config.Token != "",
 		check: &peercred.Checker{
-			Self:         os.Getpid(),
-			ReapsOrphans: peercred.OrphansReparented(),
+			Self:            os.Getpid(),
+			ReapsOrphans:    peercred.OrphansReparented(),
+			AnyTooldCommand: sandbox.CommandOfAnyToold,
 			CommandCgroups: func() []string {
 				if term == nil || own == "" {
 					return nil

@@ -21,6 +21,10 @@
 //     where the kernel keeps every process a command starts in its cgroup
 //     whatever its parents do).
 //
+// Any other toold's command is refused too (Checker.AnyTooldCommand): no
+// toold serves a process that runs below some toold's helper or in some
+// toold's command cgroup.
+//
 // toold's direct children otherwise are what the operator configured: MCP
 // servers and hooks (and, in tests, the clients a test starts).
 //
@@ -58,6 +62,15 @@ type Checker struct {
 	CommandCgroups func() []string
 	// Proc is the proc file system's mount point; "" is "/proc".
 	Proc string
+	// AnyTooldCommand, when set, reports why process pid is a command's
+	// process of some toold on this machine — this one's or another's —
+	// or "" when it is not (pkg/sandbox's CommandOfAnyToold: below a
+	// toold helper, or in a toold command cgroup). A command of another
+	// toold is refused like one of this toold's own: otherwise a command
+	// that finds another toold's socket (one bound after its sandbox's
+	// view was made, which the view cannot mask) has that toold act for
+	// it, outside its own sandbox and approvals.
+	AnyTooldCommand func(pid int) string
 }
 
 // Verdict is what a Checker found about one process.
@@ -88,6 +101,18 @@ func (c *Checker) proc() string {
 // Check judges process pid. Its error (wrapping ErrUnidentified) says the
 // process could not be read; callers refuse then.
 func (c *Checker) Check(pid int) (Verdict, error) {
+	v, err := c.own(pid)
+	if err != nil || v.Command || c.AnyTooldCommand == nil || pid == c.Self {
+		return v, err
+	}
+	if why := c.AnyTooldCommand(pid); why != "" {
+		v.Command, v.Reason = true, why
+	}
+	return v, nil
+}
+
+// own judges whether pid is one of this toold's commands.
+func (c *Checker) own(pid int) (Verdict, error) {
 	v := Verdict{PID: pid}
 	if pid <= 0 {
 		return v, fmt.Errorf("%w: no process id", ErrUnidentified)

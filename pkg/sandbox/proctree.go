@@ -206,6 +206,15 @@ func peerRefusal(pid, self int) string {
 	return fmt.Sprintf("the parents of process %d are deeper than %d", pid, maxChain)
 }
 
+// CommandOfAnyToold reports why process pid is a command's process of some
+// toold on this machine — below a toold helper, or in a toold command
+// cgroup that the calling process's own cgroup is not below — or "" when it
+// is not (the shims' rule above, stated from the caller's place; a process
+// that cannot be read is reported too: fail closed). toold's control plane
+// applies it besides its own process tree (pkg/peercred's AnyTooldCommand),
+// so that no toold serves another toold's command.
+func CommandOfAnyToold(pid int) string { return peerRefusal(pid, os.Getpid()) }
+
 // maxChain bounds a walk up a chain of parents.
 const maxChain = 4096
 
