@@ -397,8 +397,27 @@ func (w *Warm) Close() {
 func warmRequested() bool { return len(os.Args) > 1 && os.Args[1] == warmArg }
 
 // recvWarm receives one message, and the descriptors sent with it, on the
-// warm helper's socket fd (blocking).
-func recvWarm(fd int, buf []byte) ([]byte, []int, error) {
+// warm helper's socket fd (blocking). Its buffer is the message's size,
+// learned by a peek: a buffer of maxWarmMessage would be most of the
+// helper's heap and start a garbage collection while it prepares.
+func recvWarm(fd int) ([]byte, []int, error) {
+	var size int
+	for {
+		// No room for descriptors: a peek would install copies of them.
+		n, _, _, _, err := unix.Recvmsg(fd, make([]byte, 1), nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		size = n
+		break
+	}
+	if size == 0 {
+		return nil, nil, errors.New("the daemon closed the warm socket") // discarded
+	}
+	buf := make([]byte, min(size, maxWarmMessage))
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	for {
 		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -450,8 +469,7 @@ func warmMain() int {
 	unix.CloseOnExec(lifelineFD)
 	status := os.NewFile(4, "status")
 	enc := json.NewEncoder(status)
-	buf := make([]byte, maxWarmMessage)
-	msg, _, err := recvWarm(3, buf)
+	msg, _, err := recvWarm(3)
 	if err != nil {
 		return 0
 	}
@@ -472,7 +490,7 @@ func warmMain() int {
 	_ = unix.Sethostname([]byte("toold-sandbox"))
 	masks := make(chan []string)
 	masked := make(chan error)
-	go forker(*prep.Policy, prep.Lifeline, buf, enc, status, masks, masked)
+	go forker(*prep.Policy, prep.Lifeline, enc, status, masks, masked)
 	// Masks the forker asks for, from this thread, which still may mount.
 	for hs := range masks {
 		var err error
@@ -490,7 +508,7 @@ func warmMain() int {
 // forker is a warm helper's thread that runs the command (see warmMain).
 // It asks the helper's first thread for the masks its view lacks on masks,
 // and exits the process once the command is reported.
-func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
+func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
 	runtime.LockOSThread() // never unlocked: see warmMain
 	err := dropCapabilities()
 	confined := false
@@ -515,7 +533,7 @@ func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os
 	}
 	// Wait for the command: the daemon closes the socket instead when it
 	// discards this helper, or when it dies.
-	msg, fds, rerr := recvWarm(3, buf)
+	msg, fds, rerr := recvWarm(3)
 	if rerr != nil {
 		os.Exit(0)
 	}
