@@ -17,3 +17,10 @@ func (w *Warm) Ready() int {
 	defer w.mu.Unlock()
 	return len(w.ready)
 }
+
+// PidSearches returns how many warm commands' pids were searched in /proc
+// rather than read from the pidfd their helper sent.
+func PidSearches() int64 { return pidSearches.Load() }
+
+// PidfdPid is pidfdPid.
+var PidfdPid = pidfdPid

@@ -10,7 +10,10 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -188,8 +191,6 @@ func (w *Warm) run(ctx context.Context, h *warmHelper, spec Spec, stdio Stdio) (
 	}
 	// Kept alive until sent: their descriptors were used above.
 	runtime.KeepAlive(stdio)
-	h.sock.Close()
-	h.sock = nil
 	br := bufio.NewReader(h.statR)
 	var first message
 	line, rerr := br.ReadBytes('\n')
@@ -201,7 +202,15 @@ func (w *Warm) run(ctx context.Context, h *warmHelper, spec Spec, stdio Stdio) (
 		w.discard(h)
 		return nil, true, &StartError{Msg: first.Error}
 	}
-	pid := hostChild(h.cmd.Process.Pid, first.Started.PID)
+	// The helper sent the command's pidfd before it reported the start.
+	pid := recvPidfd(h.sock)
+	h.sock.Close()
+	h.sock = nil
+	if pid <= 0 {
+		// No pidfd (the command is already reaped): a search of /proc.
+		pidSearches.Add(1)
+		pid = hostChild(h.cmd.Process.Pid, first.Started.PID)
+	}
 	// The command's context stops the tree from now on: the helper's
 	// own context (its exec.Cmd's) ends with it.
 	stopAfter := context.AfterFunc(ctx, h.cancel)
@@ -397,8 +406,27 @@ func (w *Warm) Close() {
 func warmRequested() bool { return len(os.Args) > 1 && os.Args[1] == warmArg }
 
 // recvWarm receives one message, and the descriptors sent with it, on the
-// warm helper's socket fd (blocking).
-func recvWarm(fd int, buf []byte) ([]byte, []int, error) {
+// warm helper's socket fd (blocking). Its buffer is the message's size,
+// learned by a peek: a buffer of maxWarmMessage would be most of the
+// helper's heap and start a garbage collection while it prepares.
+func recvWarm(fd int) ([]byte, []int, error) {
+	var size int
+	for {
+		// No room for descriptors: a peek would install copies of them.
+		n, _, _, _, err := unix.Recvmsg(fd, make([]byte, 1), nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		size = n
+		break
+	}
+	if size == 0 {
+		return nil, nil, errors.New("the daemon closed the warm socket") // discarded
+	}
+	buf := make([]byte, min(size, maxWarmMessage))
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	for {
 		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -450,8 +478,7 @@ func warmMain() int {
 	unix.CloseOnExec(lifelineFD)
 	status := os.NewFile(4, "status")
 	enc := json.NewEncoder(status)
-	buf := make([]byte, maxWarmMessage)
-	msg, _, err := recvWarm(3, buf)
+	msg, _, err := recvWarm(3)
 	if err != nil {
 		return 0
 	}
@@ -472,7 +499,7 @@ func warmMain() int {
 	_ = unix.Sethostname([]byte("toold-sandbox"))
 	masks := make(chan []string)
 	masked := make(chan error)
-	go forker(*prep.Policy, prep.Lifeline, buf, enc, status, masks, masked)
+	go forker(*prep.Policy, prep.Lifeline, enc, status, masks, masked)
 	// Masks the forker asks for, from this thread, which still may mount.
 	for hs := range masks {
 		var err error
@@ -490,7 +517,7 @@ func warmMain() int {
 // forker is a warm helper's thread that runs the command (see warmMain).
 // It asks the helper's first thread for the masks its view lacks on masks,
 // and exits the process once the command is reported.
-func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
+func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
 	runtime.LockOSThread() // never unlocked: see warmMain
 	err := dropCapabilities()
 	confined := false
@@ -515,11 +542,10 @@ func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os
 	}
 	// Wait for the command: the daemon closes the socket instead when it
 	// discards this helper, or when it dies.
-	msg, fds, rerr := recvWarm(3, buf)
+	msg, fds, rerr := recvWarm(3)
 	if rerr != nil {
 		os.Exit(0)
 	}
-	unix.Close(3)
 	var spec Spec
 	if err == nil && (json.Unmarshal(msg, &spec) != nil || spec.Policy == nil || len(fds) != 3) {
 		err = errors.New("reading the command's spec")
@@ -560,11 +586,94 @@ func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os
 				unix.Close(f)
 			}
 		}
-		return supervise(spec, onStart)
+		return supervise(spec, func(pid int) {
+			// The command's pidfd, to the daemon before its start is
+			// reported: the kernel translates the pid to the daemon's
+			// namespace (sendPidfd), which a /proc search did on the
+			// command's path.
+			sendPidfd(3, pid)
+			unix.Close(3)
+			onStart(pid)
+		})
 	}
 	// The status pipe is closed as soon as the exit is reported: the
 	// kernel would close it only after the helper's namespaces are torn
 	// down (a process's files are released after its namespaces), which
 	// takes an RCU grace period, milliseconds the command need not wait.
 	os.Exit(report(spec, nil, run, enc, status))
+}
+
+// pidSearches counts the warm commands whose pid was searched in /proc
+// (tests).
+var pidSearches atomic.Int64
+
+// sendPidfd sends a pidfd of the helper's child pid on the warm socket
+// fd (best effort: the daemon falls back to hostChild).
+func sendPidfd(fd, pid int) {
+	p, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	_ = unix.Sendmsg(fd, []byte("pidfd"), unix.UnixRights(p), nil, unix.MSG_NOSIGNAL)
+	unix.Close(p)
+}
+
+// recvPidfd returns the pid, in the daemon's pid namespace, of the
+// process whose pidfd the helper sent on sock (sendPidfd), or 0 when it
+// sent none or the process is already reaped. It does not block.
+func recvPidfd(sock *os.File) int {
+	rc, err := sock.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var fds []int
+	_ = rc.Control(func(fd uintptr) {
+		oob := make([]byte, unix.CmsgSpace(4))
+		_, oobn, flags, _, err := unix.Recvmsg(int(fd), make([]byte, 8), oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		if err != nil || oobn == 0 {
+			return
+		}
+		scms, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return
+		}
+		for _, scm := range scms {
+			if rights, err := unix.ParseUnixRights(&scm); err == nil {
+				fds = append(fds, rights...)
+			}
+		}
+		if flags&unix.MSG_CTRUNC != 0 {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			fds = nil
+		}
+	})
+	if len(fds) != 1 {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+		return 0
+	}
+	defer unix.Close(fds[0])
+	return pidfdPid(fds[0])
+}
+
+// pidfdPid returns the pid, in the caller's pid namespace, of the process
+// the pidfd fd refers to (its fdinfo), or 0 when it is reaped.
+func pidfdPid(fd int) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), "\nPid:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toold/toold/pkg/sandbox"
 	"github.com/toold/toold/pkg/testenv"
+	"golang.org/x/sys/unix"
 )
 
 const warmGrace = 500 * time.Millisecond
@@ -98,6 +100,7 @@ func TestWarmConfines(t *testing.T) {
 	}
 	defer inR.Close()
 	me := os.Getpid()
+	searches := sandbox.PidSearches()
 	proc, out := warmStart(t, w, context.Background(), c.spec(p), inR, fmt.Sprintf(`
 cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc .env late.pem 2>&1
 echo ok > in-ws && echo ok > "$TMPDIR/in-tmp"
@@ -149,6 +152,35 @@ sleep 0.2 # warm-unique-arg`, c.outside, me))
 	}
 	if !strings.Contains(string(cmdline), "warm-unique-arg") {
 		t.Fatalf("Pid() = %d is not the command (cmdline %q)", host, cmdline)
+	}
+	// Read from the pidfd the helper sent (the command was running), not
+	// searched in /proc.
+	if n := sandbox.PidSearches() - searches; n != 0 {
+		t.Fatalf("the pid of a running command was searched in /proc (%d)", n)
+	}
+}
+
+// TestPidfdPid: a pidfd's process in the caller's pid namespace, and 0
+// once it is reaped.
+func TestPidfdPid(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Skipf("no pidfd here: %v", err)
+	}
+	defer unix.Close(fd)
+	if got := sandbox.PidfdPid(fd); got != cmd.Process.Pid {
+		t.Errorf("PidfdPid = %d, want %d", got, cmd.Process.Pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := sandbox.PidfdPid(fd); got != 0 {
+		t.Errorf("PidfdPid of a reaped process = %d, want 0", got)
 	}
 }
 
