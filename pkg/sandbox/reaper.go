@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,11 +57,22 @@ func AdoptOrphans() error {
 	self := os.Getpid()
 	go func() {
 		for range sigs {
+			// Coalesce: finding zombies reads every process's stat
+			// (this kernel may have no /proc/PID/task/TID/children), and
+			// every command's end sends SIGCHLD. Scanning at once put
+			// 1.5–2.8 ms on each run_command; an orphan waits at most
+			// reapDelay instead. Signals that arrive meanwhile are one
+			// (sigs holds one), and the scan after them sees theirs.
+			time.Sleep(reapDelay)
 			ReapOrphans(self)
 		}
 	}()
 	return nil
 }
+
+// reapDelay is how long an adopted orphan may stay a zombie: the reaper
+// scans at most this often.
+const reapDelay = 250 * time.Millisecond
 
 // ReapOrphans reaps the zombie children of self (the calling process)
 // that it holds no pidfd of — orphans re-parented to it — and returns
