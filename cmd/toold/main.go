@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -67,10 +68,22 @@ func main() {
 	}
 }
 
-// startProfiles starts the CPU profile --cpuprofile asks for; the function
-// it returns stops it and writes the allocation profile of --memprofile.
+// startProfiles starts the CPU profile --cpuprofile and the execution trace
+// --trace ask for; the function it returns stops them and writes the
+// allocation profile of --memprofile.
 func startProfiles() (func() error, error) {
-	var cpu *os.File
+	var cpu, tr *os.File
+	if profiles.trace != "" {
+		f, err := os.Create(profiles.trace)
+		if err != nil {
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		tr = f
+	}
 	if profiles.cpu != "" {
 		f, err := os.Create(profiles.cpu)
 		if err != nil {
@@ -78,12 +91,20 @@ func startProfiles() (func() error, error) {
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
+			if tr != nil {
+				trace.Stop()
+				tr.Close()
+			}
 			return nil, err
 		}
 		cpu = f
 	}
 	return func() error {
 		var errs []error
+		if tr != nil {
+			trace.Stop()
+			errs = append(errs, tr.Close())
+		}
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			errs = append(errs, cpu.Close())
