@@ -68,9 +68,11 @@ type Spec struct {
 
 	// files are the command's standard files in the helper (nil: its own
 	// 0, 1 and 2); afterFork runs once the command is forked. A warm
-	// helper sets them (warm.go).
+	// helper sets them, and sigs (warm.go).
 	files     []uintptr
 	afterFork func()
+	// sigs, when set, are the signals prepareSupervise already catches.
+	sigs chan os.Signal
 }
 
 // Exit is how a command's process tree ended.
@@ -292,14 +294,13 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	// the process after supervise), so the signal comes only when the
 	// helper itself is gone.
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return Exit{}, fmt.Errorf("becoming a subreaper: %w", err)
+	sigs := spec.sigs
+	if sigs == nil {
+		var err error
+		if sigs, err = prepareSupervise(); err != nil {
+			return Exit{}, err
+		}
 	}
-	// Catch (rather than ignore) the signals a terminal or the daemon may
-	// send: caught signals are reset to their defaults in the command, while
-	// ignored ones would stay ignored there.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	path, args := spec.Path, spec.Args
 	if spec.Policy != nil {
 		// Confined in the command's own first process, not here: the
@@ -422,6 +423,21 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			signalAll(Descendants(self), syscall.SIGKILL)
 		}
 	}
+}
+
+// prepareSupervise makes the calling process a subreaper and catches the
+// signals supervise handles, which it returns; a warm helper calls it
+// before its command arrives (Spec.sigs), to keep it off the command's path.
+func prepareSupervise() (chan os.Signal, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("becoming a subreaper: %w", err)
+	}
+	// Catch (rather than ignore) the signals a terminal or the daemon may
+	// send: caught signals are reset to their defaults in the command, while
+	// ignored ones would stay ignored there.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	return sigs, nil
 }
 
 // hasChildren reports whether the calling process has a child, without

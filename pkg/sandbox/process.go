@@ -101,6 +101,9 @@ type Process struct {
 	cmd    *exec.Cmd
 	slot   *Slot // the helper's cgroup, or nil
 	direct bool  // the helper is the sandbox's init (see wait)
+	// reaped, for a direct helper, is closed once it is reaped too (see
+	// Reaped).
+	reaped chan struct{}
 	// In a cgroup.
 	cgroupDir string
 	stopOnce  sync.Once
@@ -253,6 +256,9 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		}
 	}
 	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct}
+	if direct {
+		p.reaped = make(chan struct{})
+	}
 	if spec.Shim != nil {
 		// toold owns the shim while this connection is open.
 		c, master, _, err := dialShim(spec.Shim.Dir)
@@ -314,21 +320,30 @@ func onOwnThread(f func() error) error {
 // final report.
 func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
 	if p.direct {
-		// The init closes its end as it exits, before the kernel tears its
-		// namespaces down — which takes RCU grace periods (tens of
-		// milliseconds, more on a busy machine) that the command's result
-		// need not wait for: its report comes once its whole tree is
-		// gone, and the init is reaped in the background.
-		rest, _ := io.ReadAll(br)
-		if exit, ok := p.report(rest); ok {
-			p.exit = exit
-			statR.Close()
-			close(p.done)
-			_ = procgroup.Wait(p.cmd)
-			cancel()
-			return
+		// The init reports the exit once the command's whole tree is gone;
+		// its exit follows, then the kernel tears its namespaces down —
+		// RCU grace periods (milliseconds, tens on a busy machine) that the
+		// command's result need not wait for. So the report is the end:
+		// the init is reaped in the background.
+		var rest []byte
+		for {
+			line, err := br.ReadBytes('\n')
+			rest = append(rest, line...)
+			if exit, ok := p.report(line); ok {
+				p.exit = exit
+				statR.Close()
+				close(p.done)
+				_ = procgroup.Wait(p.cmd)
+				cancel()
+				close(p.reaped)
+				return
+			}
+			if err != nil {
+				break
+			}
 		}
 		br = bufio.NewReader(bytes.NewReader(rest))
+		defer close(p.reaped)
 	}
 	defer close(p.done)
 	werr := procgroup.Wait(p.cmd) // parked in the poller: no OS thread per command
@@ -391,6 +406,17 @@ func (p *Process) Stop() { p.stop() }
 // sandbox's init (ns.go), which is reaped in the background while the
 // kernel tears its namespaces down.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Reaped is closed once the helper is reaped as well: for a helper born
+// the sandbox's init, after Done, once the kernel has torn its namespaces
+// down; then no process of the tree is left in its cgroup (Stdio.Slot),
+// which can be removed without waiting. For any other process it is Done.
+func (p *Process) Reaped() <-chan struct{} {
+	if p.reaped != nil {
+		return p.reaped
+	}
+	return p.done
+}
 
 // Exit returns how the command ended; it is valid once Done is closed.
 func (p *Process) Exit() Exit {

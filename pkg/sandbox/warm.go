@@ -51,6 +51,10 @@ import (
 // warmArg follows HelperName in a warm helper's argv.
 const warmArg = "--warm"
 
+// refillDelay is how long a command that took a ready helper may run
+// before the pool is refilled (Start).
+const refillDelay = 50 * time.Millisecond
+
 // maxWarmMessage bounds a message on a warm helper's socket.
 const maxWarmMessage = 4 << 20
 
@@ -106,10 +110,10 @@ func (w *Warm) Start(ctx context.Context, spec Spec, stdio Stdio) (p *Process, o
 		stdio.Terminal || stdio.Slot != nil || stdio.Master != nil || spec.Grace != w.grace {
 		return nil, false, nil
 	}
-	defer w.refill()
 	for {
-		h := w.take()
+		h, left := w.take()
 		if h == nil {
+			w.refill()
 			return nil, false, nil
 		}
 		if !sameBoundary(h.pol, *spec.Policy) {
@@ -118,22 +122,28 @@ func (w *Warm) Start(ctx context.Context, spec Spec, stdio Stdio) (p *Process, o
 		}
 		p, ok, err := w.run(ctx, h, spec, stdio)
 		if ok {
+			// A helper's start (milliseconds of CPU) competes with the
+			// command: unless the pool is empty now, it is refilled once
+			// the command is done or has run for refillDelay (run).
+			if err != nil || left == 0 {
+				w.refill()
+			}
 			return p, true, err
 		}
 		// It did not answer: the next, or a helper of the caller's own.
 	}
 }
 
-// take pops the oldest ready helper, or nil.
-func (w *Warm) take() *warmHelper {
+// take pops the oldest ready helper, or nil, and says how many are left.
+func (w *Warm) take() (*warmHelper, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.ready) == 0 {
-		return nil
+		return nil, 0
 	}
 	h := w.ready[0]
 	w.ready = slices.Delete(w.ready, 0, 1)
-	return h
+	return h, len(w.ready)
 }
 
 // sameBoundary reports whether a helper prepared for a can run a command
@@ -195,13 +205,22 @@ func (w *Warm) run(ctx context.Context, h *warmHelper, spec Spec, stdio Stdio) (
 	// The command's context stops the tree from now on: the helper's
 	// own context (its exec.Cmd's) ends with it.
 	stopAfter := context.AfterFunc(ctx, h.cancel)
-	p := &Process{cmd: h.cmd, pid: pid, stop: h.cancel, done: make(chan struct{}), slot: h.slot, direct: true}
+	p := &Process{cmd: h.cmd, pid: pid, stop: h.cancel, done: make(chan struct{}), slot: h.slot, direct: true, reaped: make(chan struct{})}
 	go p.wait(br, h.statR, h.cancel)
 	// Not in w.wg: it ends with the command's tree, which Close does not
 	// wait for.
 	go func() {
+		t := time.NewTimer(refillDelay)
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		t.Stop()
+		w.refill()
 		<-p.done
 		stopAfter()
+		// Once the init is reaped its slot is empty: removed at once.
+		<-p.reaped
 		h.slot.Release()
 	}()
 	return p, true, nil
@@ -429,7 +448,8 @@ func warmMain() int {
 	unix.CloseOnExec(4)
 	unix.CloseOnExec(netnsFD)
 	unix.CloseOnExec(lifelineFD)
-	enc := json.NewEncoder(os.NewFile(4, "status"))
+	status := os.NewFile(4, "status")
+	enc := json.NewEncoder(status)
 	buf := make([]byte, maxWarmMessage)
 	msg, _, err := recvWarm(3, buf)
 	if err != nil {
@@ -452,7 +472,7 @@ func warmMain() int {
 	_ = unix.Sethostname([]byte("toold-sandbox"))
 	masks := make(chan []string)
 	masked := make(chan error)
-	go forker(*prep.Policy, buf, enc, masks, masked)
+	go forker(*prep.Policy, prep.Lifeline, buf, enc, status, masks, masked)
 	// Masks the forker asks for, from this thread, which still may mount.
 	for hs := range masks {
 		var err error
@@ -470,7 +490,7 @@ func warmMain() int {
 // forker is a warm helper's thread that runs the command (see warmMain).
 // It asks the helper's first thread for the masks its view lacks on masks,
 // and exits the process once the command is reported.
-func forker(pol Policy, buf []byte, enc *json.Encoder, masks chan<- []string, masked <-chan error) {
+func forker(pol Policy, lifeline bool, buf []byte, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
 	runtime.LockOSThread() // never unlocked: see warmMain
 	err := dropCapabilities()
 	confined := false
@@ -479,6 +499,15 @@ func forker(pol Policy, buf []byte, enc *json.Encoder, masks chan<- []string, ma
 		if err == nil && !confined && pol.Require && LandlockABI() == 0 {
 			err = errors.New("landlock is required but this kernel does not offer it")
 		}
+	}
+	// What supervise would do first, done while the helper waits.
+	var sigs chan os.Signal
+	if err == nil {
+		sigs, err = prepareSupervise()
+	}
+	if lifeline {
+		// The daemon's lifeline (Spec.Lifeline), watched from now on.
+		go watchLifeline()
 	}
 	done := map[string]bool{}
 	for _, h := range pol.Hide {
@@ -502,9 +531,6 @@ func forker(pol Policy, buf []byte, enc *json.Encoder, masks chan<- []string, ma
 		_ = enc.Encode(message{Error: err.Error(), Prep: true})
 		os.Exit(0)
 	}
-	if spec.Lifeline {
-		go watchLifeline()
-	}
 	run := func(spec Spec, onStart func(pid int)) (Exit, error) {
 		// The masks of this moment that the view lacks (a secret or a
 		// socket that appeared since it was built).
@@ -525,6 +551,7 @@ func forker(pol Policy, buf []byte, enc *json.Encoder, masks chan<- []string, ma
 		} else {
 			spec.Policy.Isolate = false // supervise applies Landlock
 		}
+		spec.sigs = sigs
 		spec.files = []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}
 		spec.afterFork = func() {
 			// The command holds them now: the helper's copies would keep
@@ -535,5 +562,9 @@ func forker(pol Policy, buf []byte, enc *json.Encoder, masks chan<- []string, ma
 		}
 		return supervise(spec, onStart)
 	}
-	os.Exit(report(spec, nil, run, enc, nil))
+	// The status pipe is closed as soon as the exit is reported: the
+	// kernel would close it only after the helper's namespaces are torn
+	// down (a process's files are released after its namespaces), which
+	// takes an RCU grace period, milliseconds the command need not wait.
+	os.Exit(report(spec, nil, run, enc, status))
 }

@@ -2,11 +2,14 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,4 +205,93 @@ func TestWarmFallback(t *testing.T) {
 	if e := p.Exit(); e.Code != 0 || !strings.Contains(out(), "fine") {
 		t.Fatalf("exit %v:\n%s", e, out())
 	}
+}
+
+// TestWarmEnd: a warm command's end is reported once its whole tree is
+// gone — a process it left in the background is stopped first, and its
+// output reaches end of file — without waiting for the helper's
+// namespaces to be torn down; Reaped follows, once the helper itself is
+// gone, and the pool is ready again for the next command.
+func TestWarmEnd(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	w := warmPool(t, c, nil)
+	p, out := warmStart(t, w, context.Background(), c.spec(c.policy()), nil, `sleep 3137 & echo left; exit 3`)
+	helper := p.HelperPid()
+	exit := p.Exit()
+	if exit.Code != 3 || exit.Stopped || exit.Leftovers < 1 {
+		t.Fatalf("exit %+v, want code 3 with a leftover stopped:\n%s", exit, out())
+	}
+	if o := out(); !strings.Contains(o, "left") {
+		t.Fatalf("output %q", o)
+	}
+	select {
+	case <-p.Reaped():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper was not reaped")
+	}
+	if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the helper %d is still there after Reaped (kill: %v)", helper, err)
+	}
+	if pids := withCmdline("sleep\x003137\x00"); len(pids) > 0 {
+		t.Fatalf("the command's background process is still running: %v", pids)
+	}
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.Ready() == 1 })
+}
+
+// TestWarmHelperOutOfReach: a command cannot reach the helper that runs
+// it — the init of its namespaces, which holds the daemon's status pipe:
+// it cannot kill or stop it, read its memory or environment, follow its
+// descriptors (the numbers are listed: /proc/PID/fd is its owner's, root),
+// nor forge its exit report through them. Its real end is reported.
+func TestWarmHelperOutOfReach(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	w := warmPool(t, c, nil)
+	term := ""
+	if sandbox.LandlockABI() >= 6 {
+		// Below ABI 6 nothing keeps a command from asking its own init to
+		// stop its own tree (the init handles SIGTERM): harmless, and not
+		// what this test is about.
+		term = "kill -TERM 1 2>/dev/null && echo SIGNALLED-TERM;"
+	}
+	p, out := warmStart(t, w, context.Background(), c.spec(c.policy()), nil, term+`
+kill -KILL 1 2>/dev/null; kill -STOP 1 2>/dev/null
+cat /proc/1/environ >/dev/null 2>&1 && echo READ-ENVIRON
+head -c 16 /proc/1/mem >/dev/null 2>&1 && echo READ-MEM
+for fd in 3 4 5 6; do readlink /proc/1/fd/$fd >/dev/null 2>&1 && echo READ-LINK-$fd; done
+for fd in 0 1 2 3 4 5 6 7 8 9; do
+  echo '{"exit":{"code":42}}' 2>/dev/null > /proc/1/fd/$fd && echo WROTE-$fd
+done
+sleep 0.2; echo alive; exit 7`)
+	exit := p.Exit()
+	o := out()
+	if exit.Code != 7 || exit.Stopped || exit.Signal != 0 {
+		t.Fatalf("exit %+v, want the command's own exit code 7:\n%s", exit, o)
+	}
+	for _, bad := range []string{"SIGNALLED", "READ-ENVIRON", "READ-MEM", "READ-LINK", "WROTE-"} {
+		if strings.Contains(o, bad) {
+			t.Fatalf("the command reached its helper (%s):\n%s", bad, o)
+		}
+	}
+	if !strings.Contains(o, "alive") {
+		t.Fatalf("output %q", o)
+	}
+}
+
+// withCmdline returns the processes whose command line is exactly cmdline
+// (arguments NUL-terminated).
+func withCmdline(cmdline string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -175,6 +175,7 @@ func (m *Manager) policyFor() *sandbox.Policy {
 	}
 	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable)
 	bound := sandbox.BoundUnixSockets(m.policy.Writable)
+	m.hidden.setBound(bound)
 	if len(secrets) == 0 && len(bound) == 0 {
 		return m.policy
 	}
@@ -189,12 +190,13 @@ const warmHelpers = 4
 
 // warmPolicy is the policy a warm helper prepares its view for: the
 // sandbox's, with the workspace's secrets and the sockets of the last walk
-// (none before the first command). It neither walks nor refreshes the
-// walk: a command's own masks are those of policyFor when it starts, and
-// the helper adds what its view lacks.
+// and the bound sockets of the last command (none before the first one).
+// It neither walks nor reads the socket table: a command's own masks are
+// those of policyFor when it starts, and the helper adds what its view
+// lacks — on the command's path, so the view should lack nothing as a rule.
 func (m *Manager) warmPolicy() *sandbox.Policy {
 	p := *m.policy
-	p.Hide = append(slices.Clip(p.Hide), m.hidden.last()...)
+	p.Hide = append(append(slices.Clip(p.Hide), m.hidden.last()...), m.hidden.lastBound()...)
 	return &p
 }
 
@@ -205,11 +207,27 @@ const (
 	hiddenBudget = 50000
 )
 
-// hiddenCache keeps the last walk of the workspace for secrets.
+// hiddenCache keeps the last walk of the workspace for secrets, and the
+// bound sockets a command last masked.
 type hiddenCache struct {
 	mu    sync.Mutex
 	at    time.Time
 	paths []string
+	bound []string
+}
+
+// setBound records the bound sockets masked for a command starting now.
+func (h *hiddenCache) setBound(bound []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bound = bound
+}
+
+// lastBound returns the bound sockets of the last setBound.
+func (h *hiddenCache) lastBound() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bound
 }
 
 // last returns the paths of the last walk, without walking.
@@ -350,7 +368,8 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 		go func() {
 			defer m.wg.Done()
 			select {
-			case <-h.Done():
+			case <-h.Reaped():
+				// Empty then: removed without waiting.
 				slot.Release()
 			case <-m.detach:
 				// A shim's tree runs on in the slot after toold (Close
@@ -359,7 +378,7 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 				// later toold removes once the shim is gone. Other trees
 				// are stopping.
 				if spec.Shim == nil {
-					<-h.Done()
+					<-h.Reaped()
 				}
 				slot.Release()
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -678,8 +679,10 @@ type sessionRead struct {
 
 // read returns output from index from (the model's cursor when from < 0),
 // at most limit bytes. With wait > 0 it first waits up to wait for output
-// to arrive and then to settle (no new bytes for settle), so that a
-// command typed just before has time to answer. It advances the cursor.
+// to arrive and then to settle (no new bytes for settle, or promptSettle
+// when the output ends with what looks like a shell's prompt: the shell
+// waits for input), so that a command typed just before has time to
+// answer. It advances the cursor.
 func (s *Session) read(ctx context.Context, from int64, limit int, wait time.Duration) sessionRead {
 	const settle = 150 * time.Millisecond
 	s.mu.Lock()
@@ -692,15 +695,19 @@ func (s *Session) read(ctx context.Context, from int64, limit int, wait time.Dur
 		for {
 			s.mu.Lock()
 			have, exited, quiet := s.out.end > from, s.exited, time.Since(s.lastOut)
+			need := settle
+			if have && endsWithPrompt(s.out.read(max(from, s.out.end-promptTail), promptTail)) {
+				need = promptSettle
+			}
 			ch := s.changed
 			s.mu.Unlock()
 			left := time.Until(deadline)
-			if exited || left <= 0 || (have && quiet >= settle) {
+			if exited || left <= 0 || (have && quiet >= need) {
 				break
 			}
 			d := left
 			if have {
-				d = min(d, settle-quiet)
+				d = min(d, need-quiet)
 			}
 			t := time.NewTimer(d)
 			select {
@@ -793,3 +800,31 @@ func (s *Session) Foreground() (name string, shell, ok bool) {
 }
 
 func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.dir) }
+
+// promptSettle is how long output that ends like a prompt must stay quiet
+// before a waiting read returns it (Session.read); promptTail is how much
+// of its end is looked at.
+const (
+	promptSettle = 20 * time.Millisecond
+	promptTail   = 64
+)
+
+// trailingEscapes are the control sequences a shell may write after its
+// prompt (colors, bracketed paste, cursor moves, window titles).
+var trailingEscapes = regexp.MustCompile(`(\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\))+$`)
+
+// endsWithPrompt reports whether b ends like an interactive prompt — "$ ",
+// "# ", "% " or "> " (sh, bash, zsh, a REPL, a continuation line), control
+// sequences after it aside.
+func endsWithPrompt(b []byte) bool {
+	b = trailingEscapes.ReplaceAll(b, nil)
+	n := len(b)
+	if n < 2 || b[n-1] != ' ' {
+		return false
+	}
+	switch b[n-2] {
+	case '$', '#', '%', '>':
+		return true
+	}
+	return false
+}
