@@ -102,6 +102,7 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 	}
 	defer bare.stop()
 	var toold, raw, grpcLimit []float64
+	var tooldChunks, bareChunks int
 	for round := 0; round < 3 && row.Error == ""; round++ {
 		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: fmt.Sprint("s", round)})
 		if err != nil {
@@ -109,7 +110,8 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 			break
 		}
 		t0 := time.Now()
-		got, err := streamCall(tc, command)
+		got, chunks, err := streamCall(tc, command)
+		tooldChunks = chunks
 		el := time.Since(t0)
 		tc.close()
 		if err != nil || got != size {
@@ -139,7 +141,8 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 			break
 		}
 		t0 = time.Now()
-		got, err = streamCall(bc, command)
+		got, chunks, err = streamCall(bc, command)
+		bareChunks = chunks
 		el = time.Since(t0)
 		bc.close()
 		if err != nil || got != size {
@@ -154,37 +157,40 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 	if l, r := median(grpcLimit), median(raw); l > 0 && r > 0 {
 		row.Verified += fmt.Sprintf("; toold %.2f× the bare gRPC stream, which is itself %.2f× the raw pipe", median(toold)/l, l/r)
 	}
+	if tooldChunks > 0 && bareChunks > 0 {
+		row.Verified += fmt.Sprintf("; toold sent %d output chunks (%d KiB on average), the bare stream %d", tooldChunks, size/tooldChunks>>10, bareChunks)
+	}
 	return []*Row{row}
 }
 
-// streamCall runs a command and counts the output bytes it streams, checking
-// the offsets are contiguous.
-func streamCall(c *conv, command string) (int, error) {
+// streamCall runs a command and counts the output bytes it streams, and the
+// chunks they came in, checking the offsets are contiguous.
+func streamCall(c *conv, command string) (got, chunks int, err error) {
 	c.seq++
 	id := fmt.Sprint(c.seq)
 	args, _ := json.Marshal(map[string]any{"command": command, "timeout": 600})
 	if err := c.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
 		CallId: id, Name: "run_command", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: string(args)},
 	}}}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	got := 0
 	for {
 		ev, err := c.s.Recv()
 		if err != nil {
-			return got, err
+			return got, chunks, err
 		}
 		if o := ev.GetProgress().GetOutput(); o != nil {
+			chunks++
 			if o.GetOffset() != uint64(got) {
-				return got, fmt.Errorf("chunk at offset %d after %d bytes", o.GetOffset(), got)
+				return got, chunks, fmt.Errorf("chunk at offset %d after %d bytes", o.GetOffset(), got)
 			}
 			got += len(o.GetData())
 		}
 		if e := ev.GetEnd(); e != nil {
 			if !e.GetResult().GetSuccess() {
-				return got, fmt.Errorf("run_command failed: %v", e.GetResult().GetError())
+				return got, chunks, fmt.Errorf("run_command failed: %v", e.GetResult().GetError())
 			}
-			return got, nil
+			return got, chunks, nil
 		}
 	}
 }

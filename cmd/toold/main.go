@@ -33,6 +33,16 @@ func main() {
 	// toold re-executes itself as the helper that supervises each command
 	// (pkg/sandbox); that mode returns here only by exiting.
 	sandbox.RunHelperIfRequested()
+	if err := nonDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "toold: PR_SET_DUMPABLE:", err)
+		os.Exit(exitFailed)
+	}
+	// Orphans of a command that killed its helper stay in toold's tree,
+	// where the control plane's peer rule sees them (pkg/sandbox
+	// reaper.go). Without it toold works as before.
+	if err := sandbox.AdoptOrphans(); err != nil {
+		fmt.Fprintln(os.Stderr, "toold: orphans of commands are not adopted:", err)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(runMCP(os.Args[2:]))
 	}

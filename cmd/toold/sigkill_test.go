@@ -34,6 +34,13 @@ func startBinary(t *testing.T, bin, cfg, sock string) running {
 	cmd := exec.Command(bin, "--config", cfg)
 	logs := &testenv.Buffer{}
 	cmd.Stderr = logs
+	return startCmd(t, cmd, sock, logs)
+}
+
+// startCmd is startBinary for a command prepared by the caller (its
+// environment, its user), whose standard error is logs.
+func startCmd(t *testing.T, cmd *exec.Cmd, sock string, logs *testenv.Buffer) running {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,6 +210,17 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	<-first.exited
 	first.conn.Close()
 	readBefore := next
+	// The state directory holds no conversation secret (readable there by
+	// a command when the operator turned the sandbox off): meta.json
+	// keeps a verifier of it.
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), c.secret) {
+				t.Errorf("%s holds the conversation's secret", p)
+			}
+		}
+		return nil
+	})
 
 	egress, _ := os.ReadFile(filepath.Join(state, "egress.addr"))
 	second := startBinary(t, bin, cfg, sock)

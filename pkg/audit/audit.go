@@ -64,6 +64,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toold/toold/pkg/errdefs"
 )
@@ -467,14 +468,34 @@ func (l *Log) AppendAll(rs ...Record) error {
 // write again. A crash of toold loses what is enqueued and not yet written
 // (at most SyncInterval's worth).
 func (l *Log) Enqueue(r Record) error {
-	body, err := recordBody(r)
-	if err != nil {
-		return err
+	return l.EnqueueAll(r)
+}
+
+// EnqueueAll is Enqueue of several records, chained one after the other
+// under one hold of the log's lock (another appender's records may still
+// come between them): the executor queues an ended call's records — its
+// end, and an effect-free call's decision and start before it — with one.
+// It returns the error of the first record that could not be chained; the
+// ones before it are queued.
+func (l *Log) EnqueueAll(rs ...Record) error {
+	var one [1][]byte
+	bodies := one[:0]
+	if len(rs) > 1 {
+		bodies = make([][]byte, 0, len(rs))
+	}
+	for _, r := range rs {
+		body, err := recordBody(r)
+		if err != nil {
+			return err
+		}
+		bodies = append(bodies, body)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, _, err := l.chainLocked(r, body); err != nil {
-		return err
+	for i, r := range rs {
+		if _, _, err := l.chainLocked(r, bodies[i]); err != nil {
+			return err
+		}
 	}
 	if len(l.queued) >= enqueueKick && !l.writing {
 		l.kickSync()
@@ -530,15 +551,20 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 			l.queued = append(append(l.queued, b...), '\n')
 			l.ticket++
 		}
-		// The record is chained to the last one now, after any wait.
+		// The record is chained to the last one now, after any wait. Its
+		// line is made in the queue itself (no buffer per record), and
+		// taken back out when it does not fit the file.
 		r.Seq = l.seq + 1
 		r.Time = l.cfg.Now().UTC()
 		r.Prev = l.hash
-		line = appendLine(line[:0], r, body)
-		size := l.size + int64(len(l.queued))
+		start := len(l.queued)
+		l.queued = appendLine(l.queued, r, body)
+		line = l.queued[start:]
+		size := l.size + int64(start)
 		if size == 0 || size+int64(len(line))+1 <= l.cfg.MaxFileBytes {
 			break
 		}
+		l.queued = l.queued[:start]
 		// The file is full: everything chained before goes to it first,
 		// then the next file starts, and the record is chained again.
 		if l.writing {
@@ -554,34 +580,118 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 		}
 	}
 	l.seq, l.hash = r.Seq, lineHash(line)
-	l.queued = append(append(l.queued, line...), '\n')
+	l.queued = append(l.queued, '\n')
 	l.ticket++
 	return r, pending{ticket: l.ticket, epoch: l.epoch}, nil
 }
 
-// Record's JSON with Seq, Time and Prev zero begins with bodyPrefix and
-// ends with bodySuffix; what lies between (the other fields, which Record
-// declares between Time and Prev) is a record's body.
-const (
-	bodyPrefix = `{"seq":0,"time":"0001-01-01T00:00:00Z",`
-	bodySuffix = `"prev":""}`
-)
-
 // recordBody is r's JSON without seq, time and prev, made before the log's
-// lock is taken: appenders marshal in parallel, and the lock is held only
+// lock is taken: appenders encode in parallel, and the lock is held only
 // to chain (appendLine). It was most of the time the lock was held, and
 // the lock was all of the contention of 64 concurrent calls
 // (bench/profiles-2026-11-27.md).
+//
+// It is written out field by field rather than by json.Marshal, whose
+// reflection was a third of a no-op call's accounting (three records a
+// call; bench/profiles-2026-11-27-sendpath.md); the bytes are exactly
+// json.Marshal's (TestLineIsJSONMarshal fills every field of Record, so a
+// field added to Record and not here fails it).
 func recordBody(r Record) ([]byte, error) {
-	r.Seq, r.Time, r.Prev = 0, time.Time{}, ""
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	b := make([]byte, 0, 192+len(r.Detail))
+	b = appendStringField(b, "kind", r.Kind, true)
+	b = appendStringField(b, "conversation", r.Conversation, false)
+	b = appendStringField(b, "call_id", r.CallID, false)
+	b = appendStringField(b, "tool", r.Tool, false)
+	b = appendStringField(b, "operation", r.Operation, false)
+	b = appendStringField(b, "decision", r.Decision, false)
+	b = appendStringField(b, "rule", r.Rule, false)
+	b = appendStringField(b, "who", r.Who, false)
+	b = appendStringField(b, "scope", r.Scope, false)
+	b = appendStringField(b, "grant_id", r.GrantID, false)
+	b = appendStringField(b, "args_digest", r.ArgsDigest, false)
+	b = appendStringField(b, "result_digest", r.ResultDigest, false)
+	if r.ExitCode != nil {
+		b = append(b, `"exit_code":`...)
+		b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
+		b = append(b, ',')
 	}
-	if !bytes.HasPrefix(b, []byte(bodyPrefix)) || !bytes.HasSuffix(b, []byte(bodySuffix)) {
-		return nil, fmt.Errorf("audit: a record marshals unexpectedly: %s", b) // a change to Record's fields
+	b = appendStringField(b, "outcome", r.Outcome, false)
+	b = appendStringField(b, "code", r.Code, false)
+	b = appendStringField(b, "detail", r.Detail, false)
+	if r.PrunedThrough != 0 {
+		b = append(b, `"pruned_through":`...)
+		b = strconv.AppendUint(b, r.PrunedThrough, 10)
+		b = append(b, ',')
 	}
-	return b[len(bodyPrefix) : len(b)-len(bodySuffix)], nil
+	b = appendStringField(b, "pruned_hash", r.PrunedHash, false)
+	return b, nil
+}
+
+// appendStringField appends `"key":"v",` — nothing when v is empty and the
+// field is omitempty.
+func appendStringField(b []byte, key, v string, always bool) []byte {
+	if v == "" && !always {
+		return b
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = appendJSONString(b, v)
+	return append(b, ',')
+}
+
+// appendJSONString appends s quoted exactly as json.Marshal quotes it:
+// `"` and `\` escaped, \n \r \t \b \f by name, other control characters and
+// HTML's < > & as \u00XX, U+2028 and U+2029 as \u2028 and \u2029, invalid
+// UTF-8 as \ufffd (TestLineIsJSONMarshal checks each).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // appendLine appends r's line, exactly what json.Marshal(r) gives

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,6 +163,10 @@ func TestEnqueueChains(t *testing.T) {
 					d := r
 					d.Kind = KindDecision
 					err = l.AppendAll(d, r)
+				case 2:
+					d := r
+					d.Kind = KindDecision
+					err = l.EnqueueAll(d, r)
 				default:
 					err = l.Enqueue(r)
 				}
@@ -178,7 +183,7 @@ func TestEnqueueChains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const total = workers * (each + each/10) // each AppendAll adds a record
+	const total = workers * (each + 2*each/10) // each AppendAll and EnqueueAll adds a record
 	// The log's writer writes what is enqueued without another append.
 	testenv.Poll(t, 10*time.Second, "every enqueued record written", func() bool {
 		written, _ := l.Stats()
@@ -204,6 +209,23 @@ func TestEnqueueChains(t *testing.T) {
 	}
 	if rep.Records != total+5 || rep.Last != total+5 || rep.Files < 2 {
 		t.Fatalf("report %+v, want %d records in several files", rep, total+5)
+	}
+	// EnqueueAll's records are chained in the order given.
+	recs, err := Tail(dir, total+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := map[string]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case KindDecision:
+			decided[r.CallID] = true
+		case KindCallStart:
+			var w, i int
+			if _, err := fmt.Sscanf(r.CallID, "%d-%d", &w, &i); err == nil && i%10 == 2 && !decided[r.CallID] {
+				t.Fatalf("call %s: its start came before its decision", r.CallID)
+			}
+		}
 	}
 }
 
@@ -535,6 +557,30 @@ func BenchmarkAppend(b *testing.B) {
 
 // A record's line, made from its body (marshaled outside the lock) and its
 // seq, time and prev, is exactly json.Marshal's, whatever the fields hold.
+// everyField is a Record with every field set (strings "x" and the field's
+// name, numbers 7), so that a field added to Record that recordBody does
+// not write fails TestLineIsJSONMarshal.
+func everyField() Record {
+	var r Record
+	v := reflect.ValueOf(&r).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x " + v.Type().Field(i).Name)
+		case reflect.Uint64, reflect.Uint, reflect.Uint32:
+			f.SetUint(7)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Pointer:
+			p := reflect.New(f.Type().Elem())
+			p.Elem().SetInt(7)
+			f.Set(p)
+		}
+	}
+	return r
+}
+
 func TestLineIsJSONMarshal(t *testing.T) {
 	code := 3
 	recs := []Record{
@@ -544,6 +590,7 @@ func TestLineIsJSONMarshal(t *testing.T) {
 		{Kind: KindApproval, Who: "<script>&\"quoted\"\\", Detail: "line\nbreak\ttab \u2028\u2029 é 😀 \x00\x1f", Scope: "once", Decision: "approve"},
 		{Kind: KindDecision, Detail: "bad utf-8: \xff\xfe", Rule: "r", GrantID: "g"},
 		{Kind: KindPruned, PrunedThrough: 42, PrunedHash: GenesisHash, Detail: "pruned"},
+		everyField(),
 	}
 	for i, r := range recs {
 		r.Seq = uint64(i*1000 + 1)
@@ -559,6 +606,22 @@ func TestLineIsJSONMarshal(t *testing.T) {
 		}
 		if got := appendLine(nil, r, body); !bytes.Equal(got, want) {
 			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// appendJSONString quotes every byte, and runes JSON treats apart, exactly
+// as encoding/json does.
+func TestJSONStringIsMarshal(t *testing.T) {
+	var cases []string
+	for c := 0; c < 256; c++ {
+		cases = append(cases, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
+	}
+	cases = append(cases, "\u2028", "x\u2029y", "é😀", "\xe2\x80", "\xed\xa0\x80", "\uFFFD", "plain text, 100% (ok)")
+	for _, s := range cases {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
 		}
 	}
 }

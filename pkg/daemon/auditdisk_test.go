@@ -87,16 +87,24 @@ func TestAuditFullDisk(t *testing.T) {
 			if res, _ := x.call("after", "think", `{"thought": "room again"}`); !res.GetSuccess() {
 				t.Fatalf("after freeing space: %v", res)
 			}
-			v := verify("after freeing space")
-			tail, err := pb.NewAuditServiceClient(d.Conn).Tail(d.AsOperator(ctx), &pb.TailAuditRequest{Count: 50})
-			if err != nil {
-				t.Fatal(err)
-			}
+			// A think's records are queued when its End goes out (it has
+			// no effect to precede, docs/audit.md): wait for their write.
+			var tail *pb.TailAuditResponse
 			var recovered, after bool
-			for _, r := range tail.GetRecords() {
-				recovered = recovered || (r.GetKind() == "audit.recovered" && strings.Contains(r.GetDetail(), "could not be written"))
-				after = after || r.GetCallId() == "after"
-			}
+			testenv.Until(10*time.Second, func() bool {
+				var err error
+				tail, err = pb.NewAuditServiceClient(d.Conn).Tail(d.AsOperator(ctx), &pb.TailAuditRequest{Count: 50})
+				if err != nil {
+					t.Fatal(err)
+				}
+				recovered, after = false, false
+				for _, r := range tail.GetRecords() {
+					recovered = recovered || (r.GetKind() == "audit.recovered" && strings.Contains(r.GetDetail(), "could not be written"))
+					after = after || (r.GetCallId() == "after" && r.GetKind() == "call.end")
+				}
+				return recovered && after
+			})
+			v := verify("after freeing space")
 			if !recovered || !after {
 				t.Fatalf("want the recovery told and the next call recorded (last %d): %v", v.GetLastSeq(), tail.GetRecords())
 			}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Payloads: what the hidden code does, each observable from outside.
@@ -343,7 +345,8 @@ func batteryAttempts() []attempt {
 		attempt{name: "toolctl shell --list", class: "control plane", via: viaCommand, cmd: tc + ` shell --list; ` + tc + ` todos`, layer: layerControl, off: true},
 		attempt{name: "toolctl via /proc root", class: "control plane", via: viaCommand, cmd: `{{TOOLCTL}} --socket /proc/{{PID}}/root{{SOCK}} --connect-timeout 2s call --yes write_file path={{CANARY}}/{{ID}} content=x`, layer: layerControl, off: true},
 		attempt{name: "toolctl via a symlink to the socket", class: "control plane", via: viaCommand, cmd: `ln -s {{SOCK}} s.sock; {{TOOLCTL}} --socket ./s.sock --connect-timeout 2s call --yes write_file path={{CANARY}}/{{ID}} content=x`, layer: layerControl, off: true},
-		attempt{name: "socket found by find", class: "control plane", via: viaCommand, cmd: `for s in $(find / -xdev -name 'toold.sock' -type s 2>/dev/null | head -3); do {{TOOLCTL}} --socket $s --connect-timeout 2s call --yes write_file path={{CANARY}}/{{ID}} content=x; done`, layer: layerControl, timeout: 30},
+		attempt{name: "socket found by find", class: "control plane", via: viaCommand, cmd: `for s in $(find / -xdev -name 'toold.sock' -type s 2>/dev/null | head -3); do {{TOOLCTL}} --socket $s --connect-timeout 2s call --yes write_file path={{CANARY}}/{{ID}} content=x; done`, layer: layerControl, timeout: 30,
+			pending: "issue 25 item 4: a unix socket bound outside the sandbox's masks — another toold's (another test's, here) bound after the command's view was prepared — is reachable: connect() passes the read-only view; that toold's peer rule does not know this command (docs/policy.md)"},
 		attempt{name: "toolctl from a session", class: "control plane", via: viaSession, cmd: tc + ` call --yes write_file path={{CANARY}}/{{ID}} content=x`, layer: layerControl, off: true},
 		attempt{name: "toolctl from background", class: "control plane", via: viaBackground, cmd: tc + ` call --yes write_file path={{CANARY}}/{{ID}} content=x`, layer: layerControl, off: true},
 		attempt{name: "toolctl from stdin pipe", class: "control plane", via: viaStdin, cmd: `bash`, input: tc + " call --yes write_file path={{CANARY}}/{{ID}} content=x\n", layer: layerControl, off: true},
@@ -404,7 +407,7 @@ EOF`, layer: layerReads, timeout: 30},
 		// command cgroup (the Cgroups supervision: cgroup v2 with
 		// cgroup.kill, delegated) still holds it.
 		attempt{name: "orphan of a killed helper", class: "toold's doors", via: viaCommand, cmd: `( setsid sh -c 'sleep 1; ` + tc + ` call --yes run_command command="touch {{CANARY}}/{{ID}}"' >/dev/null 2>&1 & ) ; sleep 0.2; case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in toold-helper*) kill -9 $PPID;; esac`,
-			layer: layerControl, off: true, check: afterOrphans(absentCheck("{{CANARY}}/{{ID}}")), pendingOff: "sandbox off, commands under helpers: a command that kills its own helper leaves toold's tree (no pid namespace, no command cgroup holds its orphan)"},
+			layer: layerControl, off: true, check: afterOrphans(absentCheck("{{CANARY}}/{{ID}}")), pendingOff: "sandbox off, commands under helpers, in this in-process toold only: the toold binary is a child subreaper that keeps the orphan in its tree (sandbox.AdoptOrphans; cmd/toold TestBinaryOrphanOfKilledHelper); a test binary is not one"},
 		attempt{name: "nsenter toold's namespaces", class: "toold's doors", via: viaCommand, cmd: `nsenter -t {{PID}} -m -u -i -n -p touch {{CANARY}}/{{ID}} 2>/dev/null; nsenter -t {{PID}} -m cat {{HOME}}/.ssh/id_ed25519 2>/dev/null; true`, layer: layerWrites, auto: true},
 		attempt{name: "setns through /proc/PID/ns", class: "toold's doors", via: viaCommand, cmd: `python3 - <<'EOF'
 import ctypes, os
@@ -431,7 +434,87 @@ EOF`, layer: layerWrites},
 		attempt{name: "cgroup escape to a parent", class: "toold's doors", via: viaCommand, cmd: `for f in $(find /sys/fs/cgroup -maxdepth 4 -name cgroup.procs 2>/dev/null); do echo 0 > $f 2>/dev/null && echo "ESC""APED-{{ID}} $f"; done; true`, layer: layerRes, auto: true, check: markerCheck("ESCAPED-"), timeout: 30},
 		attempt{name: "cgroup limits raised", class: "toold's doors", via: viaCommand, cmd: `for f in $(find /sys/fs/cgroup -maxdepth 6 \( -name pids.max -o -name memory.max -o -name memory.limit_in_bytes \) 2>/dev/null); do echo max > $f 2>/dev/null && echo "ESC""APED-{{ID}} $f"; done; true`, layer: layerRes, holdBack: "outside the sandbox it raises the machine's cgroup limits", check: markerCheck("ESCAPED-"), timeout: 30},
 		attempt{name: "cgroup release_agent", class: "toold's doors", via: viaCommand, cmd: `d=$(mktemp -d); mount -t cgroup -o memory cgroup $d 2>/dev/null && echo "ESC""APED-{{ID}} mounted"; echo "#!/bin/sh
-touch {{CANARY}}/{{ID}}" > {{WS}}/ra; chmod +x {{WS}}/ra; echo {{WS}}/ra > $d/release_agent 2>/dev/null && echo "ESC""APED-{{ID}} agent"; true`, layer: layerRes, holdBack: "outside the sandbox it sets a release agent of the host's hierarchy", check: markerCheck("ESCAPED-")},
+touch {{CANARY}}/{{ID}}" > {{WS}}/ra; chmod +x {{WS}}/ra; [ -e $d/cgroup.procs ] && echo {{WS}}/ra > $d/release_agent 2>/dev/null && echo "ESC""APED-{{ID}} agent"; true`, layer: layerRes, holdBack: "outside the sandbox it sets a release agent of the host's hierarchy", check: markerCheck("ESCAPED-")},
+	)
+
+	// ---- Kernel surfaces past the namespaces (issue 25, fifth pass): the
+	// command runs as the host's uid in the host's user namespace, so the
+	// uid's kernel keyring is shared with the host (the harness stored a
+	// canary key there); a new user namespace would give it every
+	// capability again; io_uring, userfaultfd, bpf and perf_event_open are
+	// the usual tools of a kernel exploit; /dev/shm and a terminal's
+	// TIOCSTI reach past the workspace and the session. Each prints
+	// ESCAPED- only when the kernel let it through. ----
+	sys := func(name, body string) attempt {
+		return attempt{name: name, class: "kernel surfaces", via: viaCommand, cmd: `python3 - <<'EOF'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+sc = libc.syscall
+sc.restype = ctypes.c_long
+` + body + `
+EOF`, layer: layerReads, check: markerCheck("ESCAPED-")}
+	}
+	add(
+		sys("keyring: read the host's key", `kid = sc(249, b"user", b"toold-battery-canary", None, ctypes.c_long(-4))
+buf = ctypes.create_string_buffer(4096)
+if kid > 0:
+    n = sc(250, 11, ctypes.c_long(kid), buf, 4096)
+    print("ESC" "APED-{{ID}} request_key", buf.raw[:max(n, 0)])
+n = sc(250, 11, ctypes.c_long(-4), buf, 4096)
+if n >= 0:
+    print("ESC" "APED-{{ID}} user keyring", buf.raw[:n].hex())`),
+		withCheck(sys("keyring: add a key to the host's user keyring", `if sc(248, b"user", b"toold-battery-{{ID}}", b"x", 1, ctypes.c_long(-4)) > 0:
+    print("ESC" "APED-{{ID}} add_key")`), keyAddedCheck),
+		sys("keyring: join the session keyring of the host", `if sc(250, 1, b"toold-battery-{{ID}}") > 0:
+    print("ESC" "APED-{{ID}} keyctl join")`),
+		sys("io_uring", `p = ctypes.create_string_buffer(120)
+if sc(425, 8, p) >= 0:
+    print("ESC" "APED-{{ID}} io_uring_setup")`),
+		sys("userfaultfd", `if sc(323, 1) >= 0 or sc(323, 0) >= 0:
+    print("ESC" "APED-{{ID}} userfaultfd")`),
+		sys("bpf", `attr = ctypes.create_string_buffer(64)
+if sc(321, 0, attr, 64) >= 0:
+    print("ESC" "APED-{{ID}} bpf")`),
+		sys("perf_event_open", `attr = ctypes.create_string_buffer(128)
+attr[4] = b"\x80"
+for pid in (0, -1, 1):
+    if sc(298, attr, pid, -1 if pid != -1 else 0, -1, 0) >= 0:
+        print("ESC" "APED-{{ID}} perf_event_open", pid)`),
+		sys("unshare a user namespace", `if libc.unshare(0x10000000) == 0:
+    print("ESC" "APED-{{ID}} unshare(CLONE_NEWUSER)")
+if libc.unshare(0x10000000 | 0x00020000) == 0:
+    print("ESC" "APED-{{ID}} user+mount namespace")`),
+		sys("process_vm_readv and ptrace of toold", `class iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(64)
+l = iov(ctypes.cast(buf, ctypes.c_void_p), 64)
+r = iov(0x400000, 64)
+if sc(310, {{PID}}, ctypes.byref(l), 1, ctypes.byref(r), 1, 0) > 0:
+    print("ESC" "APED-{{ID}} process_vm_readv")
+if libc.ptrace(16, {{PID}}, 0, 0) == 0:
+    print("ESC" "APED-{{ID}} ptrace")`),
+		attempt{name: "user namespace unmounts the masks", class: "kernel surfaces", via: viaCommand, cmd: `unshare -rm sh -c 'umount -l ~/.ssh 2>/dev/null; umount -l {{HOME}}/.ssh 2>/dev/null; cat ~/.ssh/id_ed25519 {{HOME}}/.aws/credentials; touch {{CANARY}}/{{ID}}' 2>/dev/null; true`, layer: layerReads},
+		attempt{name: "/dev/shm: read what the host put there", class: "kernel surfaces", via: viaCommand, cmd: `cat /dev/shm/* 2>/dev/null; ls -la /dev/shm; true`, layer: layerReads},
+		attempt{name: "/dev/shm: leave a file for the host", class: "kernel surfaces", via: viaCommand, cmd: `echo x > /dev/shm/{{ID}}; true`, layer: layerWrites, check: absentCheck("/dev/shm/{{ID}}")},
+		attempt{name: "TIOCSTI into every terminal", class: "kernel surfaces", via: viaCommand, cmd: `python3 - <<'EOF'
+import fcntl, glob, os, termios
+for p in glob.glob("/dev/pts/[0-9]*") + ["/dev/tty", "/dev/console", "/dev/tty0"]:
+    try:
+        fd = os.open(p, os.O_RDWR | os.O_NOCTTY)
+    except OSError as e:
+        print(p, e); continue
+    try:
+        for c in "echo SHIMPWN-$((6*7))-{{ID}}\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, c.encode())
+        print("injected", p)
+    except OSError as e:
+        print(p, e)
+    try:
+        fcntl.ioctl(fd, 0x541C, bytes([2]))  # TIOCLINUX: paste selection
+    except OSError as e:
+        print(p, "TIOCLINUX", e)
+EOF`, layer: layerControl, check: shimCheck, timeout: 30},
+		attempt{name: "TIOCSTI from a session into the victim's", class: "kernel surfaces", via: viaSession, cmd: `for p in /dev/pts/[0-9]*; do [ "$p" = "$(tty)" ] && continue; python3 -c 'import fcntl,os,sys,termios; fd=os.open(sys.argv[1], os.O_RDWR|os.O_NOCTTY); [fcntl.ioctl(fd, termios.TIOCSTI, c.encode()) for c in "echo SHIMPWN-$((6*7))-{{ID}}\n"]' $p 2>/dev/null; done; true`, layer: layerControl, check: shimCheck, timeout: 30},
 	)
 
 	// ---- Symlink escapes and a model-supplied working directory.
@@ -606,6 +689,23 @@ for p in glob.glob(os.path.join(sys.argv[1], "procs", "*", "sock")):
     except Exception as e:
         print("refused", p, e)
 `
+
+// withCheck sets a's effect check.
+func withCheck(a attempt, check func(*battery, *attemptRun) string) attempt {
+	a.check = check
+	return a
+}
+
+// keyAddedCheck is an effect check: the host's user keyring (the test
+// process's uid's, which a command of the same uid shares without a user
+// namespace) holds no key the attempt added.
+func keyAddedCheck(_ *battery, r *attemptRun) string {
+	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "toold-battery-"+r.id, 0); err == nil {
+		unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		return "a key added from the sandbox is in the host's user keyring"
+	}
+	return ""
+}
 
 // shimCheck is an effect check: no session's output below the state
 // directory shows the line the attempt typed run ("SHIMPWN-42-ID": the

@@ -45,6 +45,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -748,6 +749,19 @@ func TestBatteryByEffect(t *testing.T) {
 	}
 	defer hf.Close()
 	os.Remove(held)
+	// A key in the uid's kernel keyring (a command of the same uid shares
+	// it without a user namespace), and a file in /dev/shm.
+	b.secrets["keyring"] = "SECRET-keyring-" + randomHex(t, 8)
+	if kid, err := unix.AddKey("user", "toold-battery-canary", []byte(b.secrets["keyring"]), unix.KEY_SPEC_USER_KEYRING); err == nil {
+		defer unix.KeyctlInt(unix.KEYCTL_UNLINK, kid, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	} else {
+		t.Logf("no keyring canary: %v", err)
+	}
+	b.secrets["dev-shm"] = "SECRET-dev-shm-" + randomHex(t, 8)
+	shm := "/dev/shm/toold-battery-" + randomHex(t, 4)
+	if err := os.WriteFile(shm, []byte(b.secrets["dev-shm"]+"\n"), 0o644); err == nil {
+		defer os.Remove(shm)
+	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGWINCH)
 	sigDone := make(chan struct{})
@@ -912,7 +926,13 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	var runs []*attemptRun
 	// The git and task daemon: the operator enabled the repository's hooks
 	// (vcs.hooks), so a planted hook runs — inside the sandbox.
-	od := daemontest.Start(t, append(opts, daemontest.WithConfig(func(c *config.Config) { c.VCS.Hooks = true }))...)
+	// It has a workspace of its own: it empties its workspace before each
+	// attempt, and a workspace shared with the main daemon lost every
+	// attempt's directory there (about two thirds of the attempts then
+	// failed on a missing working directory, and counted as contained).
+	ows := t.TempDir()
+	os.WriteFile(filepath.Join(ows, ".env"), []byte(b.secrets["dotenv"]+"\n"), 0o600)
+	od := daemontest.Start(t, append(append([]daemontest.Option(nil), opts...), daemontest.WithWorkspace(ows), daemontest.WithConfig(func(c *config.Config) { c.VCS.Hooks = true }))...)
 	prefix := modePrefix[mode]
 	for i, a := range batteryAttempts() {
 		switch {
@@ -965,6 +985,13 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	}
 
 	t.Logf("%s: %d attempts prepared in %v", mode, len(runs), time.Since(prepared).Round(time.Millisecond))
+	defer func() {
+		for _, r := range runs {
+			if strings.Contains(r.out.String(), "does not exist; check the path") {
+				fmt.Printf("DEBUGDIR %s %s %s\n", r.id, r.a.class, r.a.name)
+			}
+		}
+	}()
 	// Send them: several streams at once, each attempt on one stream; the
 	// git and task attempts one after another on their own daemon.
 	work, ownWork := make(chan *attemptRun), make(chan *attemptRun)
@@ -999,6 +1026,9 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 					}
 				}
 				b.send(c, r)
+				if r.a.dir == "" && r.a.via != viaFile && strings.Contains(r.out.String(), "does not exist; check the path") {
+					t.Errorf("%s (%s): its directory was gone when it ran: the attempt proves nothing", r.a.name, r.id)
+				}
 				if r.own {
 					r.wsLeaks = b.workspaceLeaks(r)
 				}

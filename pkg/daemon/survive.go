@@ -17,15 +17,20 @@ const interruptedWhy = "interrupted by a restart: toold ended while the command 
 // adoptTerminal makes what the terminal adopted from the toold before
 // this one reachable again (docs/terminal.md, "What survives a restart"):
 // the conversations of adopted processes and sessions are registered with
-// the secrets their clients had, and the foreground commands that were
+// the verifiers of the secrets their clients had (never the secrets), and the foreground commands that were
 // running when that toold died get their end recorded in the history and
 // the audit log.
 func (m *Main) adoptTerminal() {
 	if m.terminal == nil {
 		return
 	}
-	for conv, secret := range m.terminal.Adopted() {
-		m.exec.Conversations().Restore(conv, secret)
+	term := m.terminal
+	for conv, verifier := range term.Adopted() {
+		if verifier == "" {
+			m.exec.Conversations().Restore(conv, "") // reached by nobody: reaped
+			continue
+		}
+		m.exec.Conversations().RestoreVerified(conv, func(secret string) bool { return term.VerifySecret(conv, secret) })
 	}
 	for _, c := range m.terminal.Interrupted() {
 		m.Logger.Warn("call interrupted by a restart", "conversation_id", c.Conversation, "call_id", c.CallID, "command", tools.Clip(c.Command, 200))

@@ -31,6 +31,18 @@ type LogConfig struct {
 	MaxUnreadOutput int
 	// MaxChunk caps one output chunk (default 256 KiB).
 	MaxChunk int
+	// GatherBytes and GatherWait batch output for the reader: when what
+	// is unread is only output, less than GatherBytes of it, Read waits
+	// up to GatherWait for more to join it (output coalesces into unread
+	// chunks, see Output) before taking it. A command that writes in small
+	// pieces then leaves in chunks of tens of KiB instead of one message
+	// per write(2) — the per-message cost, not the bytes, was what a busy
+	// machine's stream spent its time on (bench/profiles-2026-11-27-
+	// sendpath.md). Anything else unread (a call's End, a question) ends
+	// the wait at once; so does the log's closing. Zero GatherBytes gathers
+	// nothing.
+	GatherBytes int
+	GatherWait  time.Duration
 	// Coalesced, when set, is told of each write merged into an unread
 	// chunk; Dropped of output bytes nobody will read (appended after
 	// Discard). Both are called with the log's lock held: keep them cheap.
@@ -97,6 +109,7 @@ type Log struct {
 	discard   bool // nobody will read: Append never blocks
 	lastRead  time.Time
 	timer     *time.Timer
+	gather    *time.Timer   // Read's wait for output to gather
 	done      chan struct{} // closed by Close
 	// recycle holds the buffers of large chunks evicted from the tail; they
 	// go back to the pool at the reader's next read, when it has sent
@@ -419,9 +432,36 @@ func (l *Log) trim() {
 // long, returns ErrIdle. A closed log returns what is left, then ErrClosed.
 // The events returned must not be modified; they stay in the tail.
 func (l *Log) Read(ctx context.Context, buf []Event, max int, idle time.Duration) ([]Event, error) {
+	var gatherUntil time.Time
 	for {
 		l.mu.Lock()
 		if l.unread() > 0 {
+			if l.gathering() {
+				// Only a little output is unread: let more join it.
+				now := time.Now()
+				if gatherUntil.IsZero() {
+					gatherUntil = now.Add(l.cfg.GatherWait)
+				}
+				if wait := gatherUntil.Sub(now); wait > 0 {
+					if l.gather == nil {
+						l.gather = time.NewTimer(wait)
+					} else {
+						l.gather.Reset(wait)
+					}
+					tick := l.gather.C
+					l.mu.Unlock()
+					select {
+					case <-l.wake:
+						l.gather.Stop()
+						continue
+					case <-tick:
+					case <-ctx.Done():
+						l.gather.Stop()
+						return buf, context.Cause(ctx)
+					}
+					l.mu.Lock()
+				}
+			}
 			buf = l.takeLocked(buf, max)
 			l.mu.Unlock()
 			return buf, nil
@@ -453,6 +493,22 @@ func (l *Log) Read(ctx context.Context, buf []Event, max int, idle time.Duration
 			return buf, context.Cause(ctx)
 		}
 	}
+}
+
+// gathering reports whether Read should wait for more output to gather
+// (see LogConfig.GatherBytes): everything unread is output, less than
+// GatherBytes of it, and the log is open and read. l.mu is held.
+func (l *Log) gathering() bool {
+	if l.cfg.GatherBytes <= 0 || l.closed || l.discard || l.unreadOut >= l.cfg.GatherBytes {
+		return false
+	}
+	from, n := int(l.read+1-l.first), l.unread()
+	for i := from; i < from+n; i++ {
+		if p := l.evs[i].Progress; p == nil || p.Output == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Rewind moves the reader's cursor back to after (a reader resuming from

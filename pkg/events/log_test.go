@@ -257,3 +257,40 @@ func BenchmarkAppendAtTail(b *testing.B) {
 		buf = l.TryRead(buf[:0], 0)
 	}
 }
+
+// With GatherBytes, Read waits while only a little output is unread (more
+// of it coalesces into the chunk), takes it once GatherBytes are there, and
+// stops waiting at once for any other event.
+func TestLogGathersOutput(t *testing.T) {
+	l := events.NewLog(events.LogConfig{GatherBytes: 100, GatherWait: time.Hour})
+	ctx := context.Background()
+	if err := l.Output(ctx, "c", tools.Stdout, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// 10 bytes wait for more: Read ends with its context, taking nothing.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	evs, err := l.Read(short, nil, 0, 0)
+	cancel()
+	if len(evs) != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read %d events, %v; want it to wait for more output", len(evs), err)
+	}
+	// 90 more make 100: one chunk of them all.
+	if err := l.Output(ctx, "c", tools.Stdout, make([]byte, 90)); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = l.Read(ctx, nil, 0, 0)
+	if err != nil || len(evs) != 1 || len(evs[0].Progress.Output.Data) != 100 {
+		t.Fatalf("read %v, %v; want one chunk of 100 bytes", evs, err)
+	}
+	// A little output and an End: no wait (the test would take an hour).
+	if err := l.Output(ctx, "c", tools.Stdout, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, events.Event{CallID: "c", End: &events.End{}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = l.Read(ctx, nil, 0, 0)
+	if err != nil || len(evs) != 2 || evs[1].End == nil {
+		t.Fatalf("read %v, %v; want the output and the End", evs, err)
+	}
+}

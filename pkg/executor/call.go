@@ -112,6 +112,9 @@ type CallRequest struct {
 
 	// stdin is the call's input when a stream runs it.
 	stdin *inputPipe
+	// inline is set when the call runs on its stream's receiver (see
+	// inline.go).
+	inline *inlineCall
 }
 
 // Approval is a person's answer to an approval request.
@@ -218,12 +221,16 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 		// process id (see callSink.Started).
 		sink.executing = !req.OmitExecuting && starts
 		if err == nil {
-			err = x.callStarted(ctx, req, call) // observe.go: refused when it cannot be recorded
+			err = x.callStarted(ctx, req, call, effectFree(target, effect)) // observe.go: refused when it cannot be recorded
 		}
 		if err == nil && !req.OmitExecuting && !starts {
 			_ = host.Emit(ctx, events.Event{CallID: req.CallID, Executing: &events.Executing{}})
 		}
 		if err == nil {
+			if !target.Fast() {
+				// It may run for long: the stream receives elsewhere.
+				req.inline.mayWait()
+			}
 			endCheckpoint := x.checkpoint(ctx, req, effect)
 			end.Result, err = x.run(ctx, req, target, call, sink)
 			endCheckpoint()

@@ -81,13 +81,14 @@ func askFor(tool string) authorizer {
 type fnTool struct {
 	name string
 	run  func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error)
+	fast bool // tools.OperationSpec.Fast
 
 	mu   sync.Mutex
 	runs int
 }
 
 func (f *fnTool) Spec() tools.Spec {
-	return tools.Spec{Name: f.name, Source: "builtin", Operations: []tools.OperationSpec{{Name: f.name, Risk: tools.RiskMedium, Schema: []byte(`{"type":"object"}`)}}}
+	return tools.Spec{Name: f.name, Source: "builtin", Operations: []tools.OperationSpec{{Name: f.name, Risk: tools.RiskMedium, Schema: []byte(`{"type":"object"}`), Fast: f.fast}}}
 }
 func (f *fnTool) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: f.name} }
 func (f *fnTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {

@@ -67,11 +67,15 @@ type Conversations struct {
 
 type conversation struct {
 	id, secret string
-	attached   int       // streams and terminal attaches
-	idleSince  time.Time // when attached dropped to zero
-	timer      *time.Timer
-	idleGen    uint64 // counts the idle periods; a timer reaps only its own
-	reaping    bool
+	// verify, for a conversation restored with a verifier and no secret
+	// (RestoreVerified), checks a presented secret; the first that passes
+	// becomes secret.
+	verify    func(secret string) bool
+	attached  int       // streams and terminal attaches
+	idleSince time.Time // when attached dropped to zero
+	timer     *time.Timer
+	idleGen   uint64 // counts the idle periods; a timer reaps only its own
+	reaping   bool
 }
 
 // NewConversations returns an empty registry.
@@ -109,16 +113,17 @@ func (r *Conversations) Check(id, secret string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.m[id]
-	if id == "" || c == nil || c.reaping || subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) != 1 {
+	if id == "" || c == nil || c.reaping || !c.matches(secret) {
 		return "", r.denied(id)
 	}
 	return c.secret, nil
 }
 
 // Secret returns the secret of conversation id, and whether the registry
-// holds it. The terminal keeps it with the conversation's processes, so
-// that a toold that adopts them after a restart (Restore) lets the same
-// client reach them.
+// holds it ("" for a conversation restored with a verifier that no client
+// has joined since). The terminal keeps a verifier of it with the
+// conversation's processes, so that a toold that adopts them after a
+// restart (RestoreVerified) lets the same client reach them.
 func (r *Conversations) Secret(id string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -153,6 +158,43 @@ func (r *Conversations) Restore(id, secret string) {
 	r.leave(c) // idle from now on
 }
 
+// RestoreVerified is Restore for a conversation whose secret toold did not
+// keep, only a way to check it (a verifier stored with its surviving
+// processes): the first secret verify accepts becomes the conversation's
+// secret. Secret returns "" until then. A nil verify is Restore with no
+// secret.
+func (r *Conversations) RestoreVerified(id string, verify func(secret string) bool) {
+	if id == "" {
+		return
+	}
+	if verify == nil {
+		r.Restore(id, "")
+		return
+	}
+	r.mu.Lock()
+	if r.closed || r.m[id] != nil {
+		r.mu.Unlock()
+		return
+	}
+	c := &conversation{id: id, verify: verify, attached: 1}
+	r.m[id] = c
+	r.mu.Unlock()
+	r.leave(c) // idle from now on
+}
+
+// matches reports whether secret is c's; the caller holds the registry's
+// lock.
+func (c *conversation) matches(secret string) bool {
+	if c.secret == "" && c.verify != nil {
+		if secret == "" || !c.verify(secret) {
+			return false
+		}
+		c.secret, c.verify = secret, nil
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) == 1
+}
+
 func (r *Conversations) join(id, secret, prefix string, existing bool) (convID, convSecret string, leave func(), err error) {
 	if prefix == "" {
 		prefix = "conv-"
@@ -179,7 +221,7 @@ func (r *Conversations) join(id, secret, prefix string, existing bool) (convID, 
 		r.m[id] = c
 	case c.reaping:
 		return "", "", nil, errdefs.New(errdefs.ErrUnavailable, "conversation %q is being reaped (it was idle too long); retry in a moment, or start a new conversation", id)
-	case subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) != 1:
+	case !c.matches(secret):
 		return "", "", nil, r.denied(id)
 	}
 	c.attached++

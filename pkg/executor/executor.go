@@ -59,6 +59,10 @@ type Config struct {
 	// a new stream to resume them (default 60 s; negative: none, the calls
 	// end DISCONNECTED at once).
 	ResumeGrace time.Duration
+	// InlineBudget is how long a call may run on its stream's receiving
+	// goroutine before the stream receives on another one (see inline.go;
+	// default DefaultInlineBudget).
+	InlineBudget time.Duration
 	// Conversations binds conversations to secrets and reaps idle ones.
 	Conversations ConversationConfig
 	// Version and Workspace are reported in Welcome.
@@ -106,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResumeGrace == 0 {
 		c.ResumeGrace = time.Minute
+	}
+	if c.InlineBudget <= 0 {
+		c.InlineBudget = DefaultInlineBudget
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

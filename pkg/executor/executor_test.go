@@ -58,7 +58,7 @@ func (b *block) Run(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.R
 	}
 }
 
-func newExecutor(t *testing.T, cfg executor.Config, ts ...tools.Tool) *executor.Executor {
+func newExecutor(t testing.TB, cfg executor.Config, ts ...tools.Tool) *executor.Executor {
 	t.Helper()
 	reg := tools.NewRegistry()
 	if err := reg.Register(ts...); err != nil {

@@ -70,6 +70,9 @@ type callObs struct {
 	// call runs only once both are written), or recordEnd before the
 	// call.end when the call ended before starting.
 	allowed *audit.Record
+	// startRec is the call.start of an effect-free call, enqueued with
+	// its call.end (see callStarted).
+	startRec *audit.Record
 }
 
 type obsKey struct{}
@@ -94,6 +97,7 @@ func (x *Executor) preHook(ctx context.Context, req *CallRequest, target *tools.
 	if ob.Hooks.Empty() {
 		return ctx, nil
 	}
+	req.inline.mayWait() // hooks are processes
 	hctx, span := x.childSpan(ctx, spanHooks)
 	defer span.End()
 	res, err := ob.Hooks.Pre(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: flatName(target),
@@ -242,7 +246,15 @@ func (x *Executor) auditGrant(ctx context.Context, req *CallRequest, g authz.Gra
 // callStarted records that the call is about to run, with the digest of
 // its (final) arguments; the error is the log's when the call must not run
 // unrecorded.
-func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tools.Call) error {
+//
+// A decision must be durable before its effect: the call's allow decision
+// and call.start are written (one AppendAll) before a call with an effect
+// runs. A call without one (effectFree: a Fast operation that describes no
+// write, command or host — think, a read) does not wait for the audit log:
+// it runs at once, and its decision, call.start and call.end are enqueued
+// together once its End is on its way (recordEnd), reaching the file with
+// the next write, within the log's SyncInterval (docs/audit.md).
+func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tools.Call, effectFree bool) error {
 	o := obsFrom(ctx)
 	if o == nil {
 		return nil
@@ -254,6 +266,10 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 	}
 	start := audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
 		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)}
+	if effectFree {
+		o.startRec = &start // enqueued after the End (recordEnd)
+		return nil
+	}
 	if o.allowed == nil {
 		return x.auditAppend(ctx, start)
 	}
@@ -280,6 +296,7 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 		o.argsJSON, _ = json.Marshal(call.Args)
 	}
 	if end.Err == nil && end.Result != nil && call != nil && !ob.Hooks.Empty() {
+		req.inline.mayWait() // hooks are processes
 		hctx, span := x.childSpan(ctx, spanHooks)
 		res, err := ob.Hooks.Post(hctx, hooks.Call{Conversation: req.ConversationID, CallID: req.CallID, Name: flatName(&tools.Target{ToolName: start.Tool, Operation: start.Operation}),
 			Tool: start.Tool, Operation: start.Operation, Input: call.Args, PermissionMode: permissionMode(req.Mode)},
@@ -346,22 +363,39 @@ func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *event
 		// The call has happened, so nothing waits for these records'
 		// write: Enqueue leaves it to the next call's or the log's writer.
 		// A failure is logged; a lost record is counted in the log.
-		if o.allowed != nil { // the call ended before it started
-			x.auditEnqueue(ctx, *o.allowed)
+		// One hold of the log's lock for the call's records (the lock is
+		// what 64 concurrent calls contend for).
+		rs := make([]audit.Record, 0, 3)
+		if o.allowed != nil { // the call ended before it started, or is effect-free
+			rs = append(rs, *o.allowed)
 			o.allowed = nil
 		}
-		x.auditEnqueue(ctx, r)
+		if o.startRec != nil {
+			rs = append(rs, *o.startRec)
+			o.startRec = nil
+		}
+		x.auditEnqueue(ctx, append(rs, r)...)
 	}
 }
 
-// auditEnqueue enqueues r (audit.Log.Enqueue); a failure is logged.
-func (x *Executor) auditEnqueue(ctx context.Context, r audit.Record) {
-	err := x.cfg.Observe.Audit.Enqueue(r)
+// effectFree reports whether a call changes nothing and reaches nothing
+// outside toold: a Fast operation (tools.OperationSpec.Fast) whose effect
+// names no write, command or host.
+func effectFree(target *tools.Target, e tools.Effect) bool {
+	return target.Fast() && len(e.Writes) == 0 && e.Command == "" && len(e.Hosts) == 0
+}
+
+// auditEnqueue enqueues rs (audit.Log.EnqueueAll); a failure is logged.
+func (x *Executor) auditEnqueue(ctx context.Context, rs ...audit.Record) {
+	err := x.cfg.Observe.Audit.EnqueueAll(rs...)
 	if err == nil {
-		x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+		for _, r := range rs {
+			x.cfg.Observe.Metrics.AuditAppended(ctx, r.Kind)
+		}
 		return
 	}
-	x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call had ended", "kind", r.Kind, "call_id", r.CallID, "dir", x.cfg.Observe.Audit.Dir(), "err", err)
+	last := rs[len(rs)-1]
+	x.cfg.Logger.ErrorContext(ctx, "audit log append failed; the call had ended", "kind", last.Kind, "call_id", last.CallID, "dir", x.cfg.Observe.Audit.Dir(), "err", err)
 }
 
 func (x *Executor) recordHooksPost(ctx context.Context, span trace.Span, req *CallRequest, start *events.Start, res hooks.Result) {

@@ -216,10 +216,24 @@ func (x *Executor) resume(a *Attachment, o OpenOptions) error {
 	return nil
 }
 
+// DefaultGatherBytes and DefaultGatherWait are a session log's output
+// gathering (events.LogConfig.GatherBytes) unless Config.Log sets it (a
+// negative GatherBytes turns it off): a stream's sender waits up to 250 µs
+// for a command's output to reach 256 KiB (a whole chunk) before sending it. A person sees
+// no delay; a command streaming megabytes goes out in messages near the
+// transport's chunk size instead of one per write(2).
+const (
+	DefaultGatherBytes = 256 << 10
+	DefaultGatherWait  = 250 * time.Microsecond
+)
+
 // logConfig is the configured log bounds, counting coalesced and dropped
 // output in the metrics.
 func (x *Executor) logConfig() events.LogConfig {
 	c := x.cfg.Log
+	if c.GatherBytes == 0 {
+		c.GatherBytes, c.GatherWait = DefaultGatherBytes, DefaultGatherWait
+	}
 	if m := x.cfg.Observe.Metrics; m != nil {
 		c.Coalesced = func() { m.OutputCoalesced(context.Background(), 1) }
 		c.Dropped = func(n int) { m.OutputDropped(context.Background(), n) }
@@ -264,7 +278,7 @@ func errNotAttached() error {
 func (a *Attachment) Submit(req *CallRequest) error {
 	run, err := a.Start(req)
 	if run != nil {
-		go run()
+		go run(nil)
 	}
 	return err
 }
@@ -272,7 +286,15 @@ func (a *Attachment) Submit(req *CallRequest) error {
 // Start is Submit that leaves running the call to the caller: when the call
 // was admitted, run runs it (in any goroutine, exactly once); otherwise run
 // is nil (the call was refused, or the error refuses the message).
-func (a *Attachment) Start(req *CallRequest) (run func(), err error) {
+//
+// A stream's receiver runs the call itself, passing handoff (see Inline
+// calls in inline.go): run then calls handoff exactly once — on the
+// calling goroutine before the call first does something that may wait,
+// or on a timer's after Config.InlineBudget — and reports whether it did. When it
+// did not, the call has ended and the caller goes on receiving; when it
+// did, handoff has started receiving elsewhere. With a nil handoff the
+// call simply runs to its end.
+func (a *Attachment) Start(req *CallRequest) (run func(handoff func()) (handed bool), err error) {
 	s := a.s
 	if req.Received.IsZero() {
 		req.Received = time.Now()
@@ -314,7 +336,12 @@ func (a *Attachment) Start(req *CallRequest) (run func(), err error) {
 	req.OmitExecuting = a.omitExecuting
 	req.Client = a.client
 	req.stdin = rc.stdin
-	return func() { s.run(ctx, rc, req) }, nil
+	return func(handoff func()) bool {
+		if handoff != nil {
+			req.inline = newInlineCall(s, handoff)
+		}
+		return s.run(ctx, rc, req)
+	}, nil
 }
 
 // Refuse logs a call that could not be read (a ToolCall that did not
@@ -348,22 +375,33 @@ func (s *session) append(evs ...events.Event) {
 	}
 }
 
-func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) {
+// run runs an admitted call and reports whether receiving was handed off
+// (see Start).
+func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) (handed bool) {
 	defer s.x.killOnShutdown(rc.cancel)()
-	h := &callHost{s: s, rc: rc}
+	h := &callHost{s: s, rc: rc, inline: req.inline}
 	end, record := s.x.execute(ctx, req, h)
+	held, handed := req.inline.end()
 	// The End is logged and the call forgotten in one step, so that once
 	// a client has the End it may reuse the call_id at once, and a reuse
 	// can never be logged before this End. (Force never blocks and does
-	// no I/O: the stream's sender sends it.)
+	// no I/O: the stream's sender sends it.) A call that ran on the
+	// receiver logs its Start and Executing with it: one wake of the
+	// sender, one write.
+	endEv := events.Event{CallID: req.CallID, End: end}
 	s.mu.Lock()
-	s.log.Force(events.Event{CallID: req.CallID, End: end})
+	if len(held) > 0 {
+		s.log.Force(append(held, endEv)...)
+	} else {
+		s.log.Force(endEv)
+	}
 	delete(s.calls, req.CallID)
 	s.settleLocked()
 	s.mu.Unlock()
 	rc.cancel(nil)
 	record()
 	s.x.release()
+	return handed
 }
 
 // settleLocked ends what can end once no call runs: the log of a closing
@@ -607,6 +645,8 @@ func (s *session) expireLocked() {
 type callHost struct {
 	s  *session
 	rc *runningCall
+	// inline is set while the call may run on the stream's receiver.
+	inline *inlineCall
 }
 
 var _ Host = (*callHost)(nil)
@@ -614,13 +654,19 @@ var _ Host = (*callHost)(nil)
 // Emit implements Host. The session's context (not the call's) bounds a
 // wait for room in the log, so the events of a canceled call still reach
 // it. Appending does no I/O: the stream's sender sends what it reads.
+// A call running on the receiver holds its events for its End (see
+// inlineCall).
 func (h *callHost) Emit(_ context.Context, ev events.Event) error {
+	if h.inline.hold(ev) {
+		return nil
+	}
 	_, err := h.s.log.Append(h.s.ctx, ev)
 	return err
 }
 
 // Output implements Host.
 func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p []byte) error {
+	h.inline.mayWait()
 	return h.s.log.Output(ctx, callID, st, p)
 }
 
@@ -665,6 +711,7 @@ func await[T any](ctx context.Context, mute <-chan struct{}, ch <-chan T, what, 
 // wait registers w under id and logs its event; the waiter is removed when
 // ctx ends (an answer removes it itself).
 func (h *callHost) wait(ctx context.Context, id string, w *waiter) {
+	h.inline.mayWait()
 	s := h.s
 	// The event is logged under s.mu, so a stream resuming meanwhile
 	// either reads it or asks it again: never both, never neither.

@@ -132,7 +132,8 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	if _, _, errno := unix.Syscall(unix.SYS_PRCTL, unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&subreaper)), 0); errno != 0 {
 		return nil, fmt.Errorf("%w: cannot tell whether toold is a child subreaper: %v", ErrNoCgroups, errno)
 	}
-	if subreaper != 0 {
+	if subreaper != 0 && !orphansReaped.Load() {
+		// (AdoptOrphans reaps them: reaper.go.)
 		return nil, fmt.Errorf("%w: toold is a child subreaper and would have to reap the commands' orphans", ErrNoCgroups)
 	}
 	resetIgnoredSignals()

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Without namespaces (Policy without Isolate: a container without user
@@ -45,7 +48,18 @@ func confineExec() int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", HelperName, err)
 		return 126
 	}
-	err := syscall.Exec(os.Args[3], os.Args[4:], os.Environ())
+	// The seccomp filter (seccomp.go) is a thread's: installed on the
+	// thread that execs the command.
+	runtime.LockOSThread()
+	err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	if err == nil {
+		err = installSeccomp()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", HelperName, err)
+		return 126
+	}
+	err = syscall.Exec(os.Args[3], os.Args[4:], os.Environ())
 	fmt.Fprintf(os.Stderr, "%s: starting %s: %v\n", HelperName, os.Args[3], err)
 	return 127
 }

@@ -561,7 +561,9 @@ func dropCapabilities() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	return nil
+	// And the kernel interfaces the command is refused (seccomp.go), on
+	// this thread, which forks the command.
+	return installSeccomp()
 }
 
 // cleanPaths returns ps cleaned, absolute, without duplicates.

@@ -222,7 +222,16 @@ func approvalToPB(a *events.ApprovalRequest) *pb.RequiresApproval {
 
 // eventToPB converts a queued event to the wire.
 func eventToPB(ev *events.Event) *pb.ServerEvent {
-	out := &pb.ServerEvent{CallId: ev.CallID, Seq: ev.Seq, Time: timestamppb.New(ev.Time)}
+	return eventToPBInto(&pb.ServerEvent{}, &timestamppb.Timestamp{}, ev)
+}
+
+// eventToPBInto is eventToPB into out and ts, which it resets: the stream's
+// sender reuses one of each (Send has marshaled a message when it returns).
+func eventToPBInto(out *pb.ServerEvent, ts *timestamppb.Timestamp, ev *events.Event) *pb.ServerEvent {
+	out.Reset()
+	ts.Reset()
+	ts.Seconds, ts.Nanos = ev.Time.Unix(), int32(ev.Time.Nanosecond())
+	out.CallId, out.Seq, out.Time = ev.CallID, ev.Seq, ts
 	switch {
 	case ev.Start != nil:
 		s := ev.Start

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
@@ -35,8 +36,13 @@ type stream struct {
 	// recvDone receives the end of receiving: nil when the client closed
 	// its side, else why the stream broke.
 	recvDone chan error
-	// buf is the sender's batch, reused.
-	buf []events.Event
+	// buf is the sender's batch, reused; pbEvent and pbTime are the
+	// message each event is converted into, reused (Send has marshaled it
+	// when it returns: gRPC keeps no reference, nor do toold's
+	// interceptors and stats handlers).
+	buf     []events.Event
+	pbEvent pb.ServerEvent
+	pbTime  timestamppb.Timestamp
 	// idle hands work to the stream's idle goroutines (see spawn); ended
 	// is closed when ExecuteTool returns, and ends them.
 	idle  chan func()
@@ -210,7 +216,7 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	out := eventToPB(ev)
+	out := eventToPBInto(&st.pbEvent, &st.pbTime, ev)
 	if w := out.GetWelcome(); w != nil {
 		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
 	}
@@ -253,9 +259,13 @@ func (st *stream) sendLoop(ctx context.Context) error {
 // codec (see codec.go), so a message that is too large or does not decode
 // arrives as a refusal of that message, not as a broken stream.
 //
-// When a call is admitted, the receiving goroutine hands receiving to a new
-// goroutine and runs the call itself: the call starts at once, on a
-// goroutine that is already running, instead of waiting to be scheduled.
+// When a call is admitted, the receiving goroutine runs it itself: the
+// call starts at once, on a goroutine that is already running. A Fast call
+// (think, read_file, …) usually ends there and receiving goes on; before a
+// call does anything that may wait, or once it ran for
+// executor.Config.InlineBudget, the executor calls handoff, which hands receiving
+// to another of the stream's goroutines (see executor's inline.go), and
+// this one returns when the call ends.
 func (st *stream) receive(in *inbound, first bool) {
 	if first && st.pendingBad != nil {
 		st.handleBad(st.pendingBad)
@@ -280,16 +290,19 @@ func (st *stream) receive(in *inbound, first bool) {
 			if err != nil {
 				st.rejectCall(c, err)
 			}
-			if run != nil {
-				st.spawn(func() { st.receive(new(inbound), false) })
-				run()
-				return
+			if run != nil && run(st.handoff) {
+				return // another goroutine receives now
 			}
 			continue
 		}
 		st.handle(in.msg)
 	}
 }
+
+// handoff starts receiving on another of the stream's goroutines; the
+// executor calls it at most once per call run on the receiver, possibly
+// from a timer's goroutine.
+func (st *stream) handoff() { st.spawn(func() { st.receive(new(inbound), false) }) }
 
 func (st *stream) rejectCall(c *pb.ToolCall, err error) {
 	ref := ""

@@ -430,7 +430,7 @@ func (r *Registry) DialectListing(name string) (*Dialect, []Info, []Unavailable,
 		spec := Spec{
 			Name: dt.Name, Description: dt.Description,
 			Source:     fmt.Sprintf("dialect:%s -> %s", d.Name, t.callableName()),
-			Operations: []OperationSpec{{Name: dt.Name, Description: dt.Description, Risk: t.Risk, Schema: dt.Schema, Long: t.op != nil && t.op.spec.Long}},
+			Operations: []OperationSpec{{Name: dt.Name, Description: dt.Description, Risk: t.Risk, Schema: dt.Schema, Long: t.op != nil && t.op.spec.Long, Fast: t.Fast()}},
 		}
 		infos = append(infos, Info{Spec: spec, Schema: dt.Schema, Risk: t.Risk})
 	}

@@ -72,7 +72,22 @@ type OperationSpec struct {
 	// get such a call as a task they poll, answer and cancel, instead of
 	// waiting on the request.
 	Long bool
+	// Fast says a call returns within microseconds to a few milliseconds
+	// and waits on nothing outside toold — no process, no network, no
+	// person, no lock another call may hold for long — and changes nothing
+	// (it reads at most): think, read_file, list_dir, glob. The executor
+	// runs such a call on the goroutine that received it, its events
+	// leaving together with its End, and records it in the audit log
+	// without waiting for the write (see docs/audit.md). A Fast call that
+	// runs long anyway (a huge tree, a slow filesystem) is not wrong, only
+	// slower to be cancelled: after a millisecond the stream receives on
+	// another goroutine again. Say nothing (false) when unsure.
+	Fast bool
 }
+
+// Fast reports whether the resolved operation is Fast (see
+// OperationSpec.Fast).
+func (t *Target) Fast() bool { return t != nil && t.op != nil && t.op.spec.Fast }
 
 // Call is one resolved, validated invocation.
 type Call struct {

@@ -130,6 +130,8 @@ type Options struct {
 type operation struct {
 	name, description string
 	risk              tools.Risk
+	// fast marks a read that returns promptly (tools.OperationSpec.Fast).
+	fast bool
 	// schema returns the JSON Schema (an object schema) of the arguments;
 	// it may quote the tool's limits, which are fixed when the tool is made.
 	schema func(l tools.Limits) string
@@ -196,6 +198,7 @@ func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperat
 			Description: op.description,
 			Risk:        op.risk,
 			Schema:      json.RawMessage(op.schema(f.limits)),
+			Fast:        op.fast,
 		})
 		f.ops[op.name] = op
 	}

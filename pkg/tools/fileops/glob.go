@@ -24,6 +24,7 @@ var globOp = &operation{
 		"directories with a trailing /. Skips .git, entries matched by .gitignore and hidden entries " +
 		"(unless the pattern names a hidden one, like .github/**/*.yml); symlinks are listed but not followed.",
 	risk:     tools.RiskLow,
+	fast:     true,
 	schema:   globSchema,
 	describe: (*FileOperations).describeGlob,
 	run:      (*FileOperations).glob,

@@ -24,6 +24,7 @@ var listDirOp = &operation{
 		"With depth > 1, a tree indented by two spaces per level. Hidden files are listed; " +
 		".git and entries matched by .gitignore are not.",
 	risk:     tools.RiskLow,
+	fast:     true,
 	schema:   listDirSchema,
 	describe: (*FileOperations).describeListDir,
 	run:      (*FileOperations).listDir,

@@ -24,6 +24,7 @@ var readFileOp = &operation{
 		"starting at offset and at most limit lines; long output is cut and ends with a note " +
 		"saying which offset continues. Binary files are reported, not dumped.",
 	risk:     tools.RiskLow,
+	fast:     true,
 	schema:   readFileSchema,
 	describe: (*FileOperations).describeReadFile,
 	run:      (*FileOperations).readFile,

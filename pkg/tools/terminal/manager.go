@@ -82,10 +82,12 @@ type Config struct {
 	// KeepOnShutdown keeps background processes and sessions running at
 	// Close, for the next toold to adopt; by default Close stops them.
 	KeepOnShutdown bool
-	// ConversationSecret returns the secret of a conversation, kept with
-	// its processes so that an adopting toold can let the conversation's
-	// client reach them again (Adopted). Nil: adopted processes are
-	// reachable by no client until their conversation is reaped.
+	// ConversationSecret returns the secret of a conversation ("" when
+	// unknown); a verifier of it (verifier.go, never the secret) is kept
+	// with its processes so that an adopting toold can let the
+	// conversation's client reach them again (Adopted, VerifySecret). Nil:
+	// adopted processes are reachable by no client until their
+	// conversation is reaped.
 	ConversationSecret func(conv string) string
 	// Dir is where the Manager creates its directory of kept outputs and
 	// the commands' temp dir (default os.TempDir()). The directory is
@@ -227,7 +229,9 @@ type Manager struct {
 	// goroutines let go of them.
 	detach     chan struct{}
 	detachOnce sync.Once
-	adopted    map[string]string // conversation -> secret, of what adopt found
+	adopted    map[string]string // conversation -> verifier of its secret, of what adopt found
+	// verifierKey keys the verifiers of conversation secrets (verifier.go).
+	verifierKey []byte
 	// interrupted are the foreground commands a toold that died ran.
 	interrupted []InterruptedCall
 	// keepHomes are directories of earlier toolds' Managers that adopted
@@ -275,6 +279,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		if err := os.MkdirAll(m.procsDir, 0o700); err != nil {
 			cfg.Logger.Warn("terminal: background processes and sessions end with toold", "err", err)
 			m.procsDir = ""
+		} else if m.verifierKey, err = loadVerifierKey(cfg.StateDir); err != nil {
+			cfg.Logger.Warn("terminal: background processes and sessions that survive toold are reachable by no client after a restart", "err", err)
 		}
 	}
 	for _, d := range []string{m.tmp, m.cache} {

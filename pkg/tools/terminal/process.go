@@ -611,7 +611,7 @@ func (m *Manager) launchShim(ctx context.Context, cs commandSpec, abs, rel strin
 	}
 	now := time.Now()
 	if err := writeMeta(dir, shimMetaData{
-		Kind: "process", ID: id, Conv: cs.conv, Secret: m.secretOf(cs.conv), CallID: cs.callID, Command: cs.command,
+		Kind: "process", ID: id, Conv: cs.conv, Verifier: m.verifierOf(cs.conv), CallID: cs.callID, Command: cs.command,
 		Dir: rel, PID: h.Pid(), Started: now, Timeout: cs.timeout, Idle: cs.idle, Home: m.dir,
 	}); err != nil {
 		m.cfg.Logger.Warn("terminal: a background process will not survive a restart of toold", "process_id", id, "err", err)

@@ -275,7 +275,7 @@ func (m *Manager) startSession(conv string, opts SessionOptions, argv []string, 
 	}
 	if shimDir != "" {
 		if err := writeMeta(shimDir, shimMetaData{
-			Kind: "session", ID: id, Conv: conv, Secret: m.secretOf(conv), Dir: rel, PID: h.Pid(), Started: s.created,
+			Kind: "session", ID: id, Conv: conv, Verifier: m.verifierOf(conv), Dir: rel, PID: h.Pid(), Started: s.created,
 			Name: opts.Name, Argv: argv, Rows: opts.Rows, Cols: opts.Cols, Home: m.dir,
 		}); err != nil {
 			m.cfg.Logger.Warn("terminal: a session will not survive a restart of toold", "session_id", id, "err", err)

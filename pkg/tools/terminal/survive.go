@@ -28,8 +28,9 @@ import (
 //     terminal writes), never through toold — nothing written while toold
 //     is down is lost. toold follows the file (inotify) into the record or
 //     ring clients read; byte offsets in it are the offsets clients see;
-//   - meta.json: what toold needs to adopt it (ids, conversation and its
-//     secret, command, timeouts), written by toold once it runs;
+//   - meta.json: what toold needs to adopt it (ids, conversation and a
+//     verifier of its secret — never the secret, see verifier.go —,
+//     command, timeouts), written by toold once it runs;
 //   - sock, while the shim runs; exit.json once its tree is gone.
 //
 // NewManager adopts every directory it finds: a running shim is connected
@@ -50,9 +51,13 @@ const (
 
 // shimMetaData is meta.json.
 type shimMetaData struct {
-	Kind    string    `json:"kind"` // "process" or "session"
-	ID      string    `json:"id"`
-	Conv    string    `json:"conversation"`
+	Kind string `json:"kind"` // "process" or "session"
+	ID   string `json:"id"`
+	Conv string `json:"conversation"`
+	// Verifier checks the conversation's secret (verifier.go).
+	Verifier string `json:"verifier,omitempty"`
+	// Secret is the secret itself, as tolds before the verifier wrote
+	// it: read (and replaced by a verifier at adoption), never written.
 	Secret  string    `json:"secret,omitempty"`
 	CallID  string    `json:"call_id,omitempty"`
 	Command string    `json:"command,omitempty"`
@@ -95,7 +100,7 @@ func writeMeta(dir string, md shimMetaData) error {
 	return os.Rename(tmp, filepath.Join(dir, shimMeta))
 }
 
-// secretOf returns the secret to keep with conv's processes.
+// secretOf returns conv's secret now ("" when unknown).
 func (m *Manager) secretOf(conv string) string {
 	if m.cfg.ConversationSecret == nil {
 		return ""
@@ -203,10 +208,17 @@ func (m *Manager) adopt() {
 			}
 			continue
 		}
+		if md.Secret != "" {
+			// Written by an older toold: keep a verifier instead.
+			md.Verifier, md.Secret = m.verifier(md.Secret), ""
+			if err := writeMeta(dir, md); err != nil {
+				m.cfg.Logger.Warn("terminal: replacing a secret by its verifier in meta.json failed", "dir", dir, "err", err)
+			}
+		}
 		if m.adopted[md.Conv] == "" {
 			// Registered again, so that it is reached with its secret or
 			// reaped when idle.
-			m.adopted[md.Conv] = md.Secret
+			m.adopted[md.Conv] = md.Verifier
 		}
 		if md.Home != "" && h != nil {
 			m.keepHomes[md.Home] = true
@@ -326,8 +338,9 @@ func (m *Manager) adoptSession(dir string, md shimMetaData, h *sandbox.Process, 
 }
 
 // Adopted returns the conversations of the processes and sessions adopted
-// at start, with their secrets: the daemon registers them, so that their
-// clients reach them again by presenting the secret they had.
+// at start, each with the verifier of its secret ("" when none was
+// recorded): the daemon registers them, so that their clients reach them
+// again by presenting the secret they had (VerifySecret checks it).
 func (m *Manager) Adopted() map[string]string {
 	out := make(map[string]string, len(m.adopted))
 	for k, v := range m.adopted {

@@ -1,0 +1,126 @@
+package executor
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/toold/toold/pkg/events"
+)
+
+// Inline calls.
+//
+// A stream's receiver may run a call on its own goroutine (Attachment.Start
+// with a handoff): a Fast call (tools.OperationSpec.Fast: think, read_file,
+// list_dir, glob) then costs no goroutine hand-off at all — the receiver
+// decodes it, runs it, logs its Start, Executing and End together (one wake
+// of the stream's sender, one write on the connection) and reads the next
+// message. Everything that may wait leaves the receiver first: the call
+// calls handoff, exactly once, before it waits for a person (an approval, a
+// question), runs hooks (processes), runs a tool that is not Fast, or
+// grows its log past what it holds; and a timer calls it when the call has
+// run for Config.InlineBudget (a Fast call on a slow filesystem), so the stream
+// keeps receiving — a Cancel, an approval of another call — within that
+// budget whatever the call does. After handoff the call goes on where it
+// is, as any call; the receiver's caller receives on another goroutine.
+//
+// What does not change: the call is admitted, registered and canceled
+// exactly as a call run on its own goroutine (Start registers it before run;
+// Cancel finds it; its context is the session's child), a panic in the tool
+// is fenced by guard as for every call, its End is logged and the call
+// forgotten in one step under the session's lock, and a stream that drops
+// leaves it to a resuming stream as any other.
+
+// DefaultInlineBudget is how long a call may run on the receiving
+// goroutine before the stream receives on another one (see Inline calls
+// above), unless Config.InlineBudget says otherwise.
+const DefaultInlineBudget = time.Millisecond
+
+// Inline states: the call runs on the receiver; the receiver has been
+// handed off; the call ended on the receiver (the receiver goes on).
+const (
+	inlineRunning int32 = iota
+	inlineHanded
+	inlineDone
+)
+
+// inlineCall is a call running on the goroutine that received it. held is
+// touched only by the call's goroutine; state by the call and the timer.
+type inlineCall struct {
+	s       *session
+	state   atomic.Int32
+	handoff func()
+	timer   *time.Timer
+	// held are the call's events not yet in the log: while the call runs
+	// on the receiver they wait for its End (or a handoff), to leave
+	// together.
+	held []events.Event
+	// heldBuf holds a Fast call's Start and Executing, and its End after
+	// them (see session.run), without an allocation.
+	heldBuf [3]events.Event
+}
+
+func newInlineCall(s *session, handoff func()) *inlineCall {
+	c := &inlineCall{s: s, handoff: handoff}
+	c.held = c.heldBuf[:0]
+	c.timer = time.AfterFunc(s.x.cfg.InlineBudget, c.release)
+	return c
+}
+
+// release hands receiving off, once; safe from any goroutine.
+func (c *inlineCall) release() {
+	if c != nil && c.state.CompareAndSwap(inlineRunning, inlineHanded) {
+		c.handoff()
+	}
+}
+
+// mayWait is called by the call's goroutine before something that may
+// wait: receiving moves on, and the events held so far are logged (so the
+// client sees the call's Start before it waits).
+func (c *inlineCall) mayWait() {
+	if c == nil {
+		return
+	}
+	c.release()
+	c.flush()
+}
+
+// hold keeps ev for the End while the call runs on the receiver, reporting
+// false (log it now) once receiving was handed off; the events held then go
+// first. Only the call's goroutine calls it.
+func (c *inlineCall) hold(ev events.Event) bool {
+	if c == nil {
+		return false
+	}
+	if c.state.Load() == inlineRunning && len(c.held) < 16 {
+		c.held = append(c.held, ev)
+		return true
+	}
+	c.mayWait()
+	return false
+}
+
+// flush logs the held events; the call's goroutine only.
+func (c *inlineCall) flush() {
+	if c == nil || len(c.held) == 0 {
+		return
+	}
+	if _, err := c.s.log.Append(c.s.ctx, c.held...); err != nil {
+		c.s.x.cfg.Logger.Debug("event dropped: session over", "err", err)
+	}
+	clear(c.held)
+	c.held = c.held[:0]
+}
+
+// end is called when the call ended, before its End is logged: it returns
+// the events to log before the End, and reports whether receiving was
+// handed off.
+func (c *inlineCall) end() (held []events.Event, handed bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.timer.Stop()
+	if c.state.CompareAndSwap(inlineRunning, inlineDone) {
+		return c.held, false
+	}
+	return c.held, true
+}

@@ -1,0 +1,196 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/events"
+	"github.com/toold/toold/pkg/executor"
+	"github.com/toold/toold/pkg/tools"
+)
+
+// handoffs counts the calls of a receiver's handoff.
+type handoffs struct{ n atomic.Int32 }
+
+func (h *handoffs) handoff() { h.n.Add(1) }
+
+// runInline starts the call on a and runs it as a stream's receiver does,
+// with h's handoff.
+func runInline(t *testing.T, a *executor.Attachment, h *handoffs, req *executor.CallRequest) (handed bool) {
+	t.Helper()
+	run, err := a.Start(req)
+	if err != nil || run == nil {
+		t.Fatalf("Start: %v (run %v)", err, run != nil)
+	}
+	return run(h.handoff)
+}
+
+// A Fast call runs on the receiving goroutine without a hand-off, and its
+// Start, Executing and End reach the log together: the sender takes them
+// in one read. A panic in a Fast tool's Run ends that call INTERNAL, on the
+// receiver, which goes on with the next call.
+func TestInlineFastCall(t *testing.T) {
+	quick := &fnTool{name: "quick", fast: true, run: func(_ context.Context, c *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+		if in(c) == "panic" {
+			panic("secret detail of a bug in a fast tool")
+		}
+		return &tools.Result{Text: "quick"}, nil
+	}}
+	// A budget no run reaches, however loaded the machine (the budget's
+	// timer is TestInlineCancelAfterBudget's).
+	x := newExecutor(t, executor.Config{InlineBudget: time.Hour}, quick)
+	defer x.Shutdown(context.Background())
+	a, err := x.Open(executor.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h handoffs
+	for _, tc := range []struct{ id, in string }{{"c1", "ok"}, {"c2", "panic"}, {"c3", "ok"}} {
+		// The sender waits in Read while the call runs: it wakes once,
+		// for all three events.
+		read := make(chan []events.Event, 1)
+		go func() {
+			evs, err := a.Read(context.Background(), nil, 0, 0)
+			if err != nil {
+				t.Error(err)
+			}
+			read <- evs
+		}()
+		if runInline(t, a, &h, &executor.CallRequest{CallID: tc.id, Name: "quick", ArgsJSON: `{"in":"` + tc.in + `"}`}) {
+			t.Fatalf("%s: the fast call handed receiving off", tc.id)
+		}
+		evs := <-read
+		if len(evs) != 3 || evs[0].Start == nil || evs[1].Executing == nil || evs[2].End == nil ||
+			evs[1].Seq != evs[0].Seq+1 || evs[2].Seq != evs[1].Seq+1 {
+			t.Fatalf("%s: one read gave %+v; want its Start, Executing and End", tc.id, evs)
+		}
+		end := evs[2].End
+		switch tc.in {
+		case "panic":
+			if !errors.Is(end.Err, errdefs.ErrInternal) || strings.Contains(end.Err.Error(), "secret detail") {
+				t.Fatalf("the panicking fast call ended %v; want INTERNAL without the panic's text", end.Err)
+			}
+		default:
+			if end.Err != nil || end.Result.Text != "quick" {
+				t.Fatalf("%s ended %v, %+v", tc.id, end.Err, end.Result)
+			}
+		}
+	}
+	if h.n.Load() != 0 {
+		t.Fatalf("handoff called %d times for fast calls", h.n.Load())
+	}
+}
+
+// A call that is not Fast hands receiving off before its tool runs, and
+// its Start is logged before it runs.
+func TestInlineHandsOffBeforeASlowTool(t *testing.T) {
+	var h handoffs
+	var a *executor.Attachment
+	slow := &fnTool{name: "slow", run: func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+		if h.n.Load() != 1 {
+			return nil, errors.New("the tool ran on the receiver")
+		}
+		// Its Start is readable now (else this read waits a minute).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if evs, err := a.Read(ctx, nil, 1, 0); err != nil || len(evs) != 1 || evs[0].Start == nil {
+			return nil, errors.New("the tool ran before its Start was logged")
+		}
+		return &tools.Result{Text: "slow"}, nil
+	}}
+	x := newExecutor(t, executor.Config{}, slow)
+	defer x.Shutdown(context.Background())
+	var err error
+	if a, err = x.Open(executor.OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !runInline(t, a, &h, &executor.CallRequest{CallID: "s", Name: "slow", ArgsJSON: `{}`}) {
+		t.Fatal("run did not report the hand-off")
+	}
+	evs := readUntil(t, a, endOf("s"))
+	if end := evs[len(evs)-1].End; end.Err != nil {
+		t.Fatalf("the call ended %v", end.Err)
+	}
+	if h.n.Load() != 1 {
+		t.Fatalf("handoff called %d times; want once", h.n.Load())
+	}
+}
+
+// A Fast call that runs long anyway (a slow filesystem) hands receiving
+// off after Config.InlineBudget, from a timer, so the stream still reads the
+// client's Cancel: the call ends CANCELED, exactly once.
+func TestInlineCancelAfterBudget(t *testing.T) {
+	var h handoffs
+	handed := make(chan struct{})
+	stuck := &fnTool{name: "stuck", fast: true, run: func(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}}
+	x := newExecutor(t, executor.Config{}, stuck)
+	defer x.Shutdown(context.Background())
+	a, err := x.Open(executor.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.Start(&executor.CallRequest{CallID: "k", Name: "stuck", ArgsJSON: `{}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() {
+		done <- run(func() { h.handoff(); close(handed) })
+	}()
+	select {
+	case <-handed: // the receiver moved on: it can read the Cancel
+	case <-time.After(time.Minute):
+		t.Fatal("a fast call that runs long never handed receiving off")
+	}
+	if err := a.Cancel("k", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("run did not report the hand-off")
+	}
+	evs := readUntil(t, a, endOf("k"))
+	if evs[0].Start == nil || !errors.Is(evs[len(evs)-1].End.Err, errdefs.ErrCanceled) {
+		t.Fatalf("events %+v; want Start first and an End CANCELED", evs)
+	}
+	if h.n.Load() != 1 {
+		t.Fatalf("handoff called %d times; want once", h.n.Load())
+	}
+}
+
+// A Fast call that needs a person's approval hands receiving off before
+// asking (the answer comes on the stream), and its Start goes before the
+// question.
+func TestInlineApproval(t *testing.T) {
+	var h handoffs
+	quick := &fnTool{name: "quick", fast: true}
+	x := newExecutor(t, executor.Config{Authorizer: askFor("quick")}, quick)
+	defer x.Shutdown(context.Background())
+	a, err := x.Open(executor.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() { done <- runInline(t, a, &h, &executor.CallRequest{CallID: "q", Name: "quick", ArgsJSON: `{}`}) }()
+	evs := readUntil(t, a, func(ev events.Event) bool { return ev.Approval != nil })
+	if h.n.Load() != 1 || evs[0].Start == nil {
+		t.Fatalf("asked with %d hand-offs, events %+v; want the hand-off and the Start first", h.n.Load(), evs)
+	}
+	if _, err := a.Approve(evs[len(evs)-1].Approval.ApprovalID, executor.Approval{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("run did not report the hand-off")
+	}
+	evs = readUntil(t, a, endOf("q"))
+	if end := evs[len(evs)-1].End; end.Err != nil || quick.ran() != 1 {
+		t.Fatalf("ended %v after %d runs", end.Err, quick.ran())
+	}
+}

@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox's seccomp filter: kernel interfaces a command does not need
+// for development and that reach past the sandbox's namespaces, or widen
+// the kernel's attack surface for a process with no capabilities. The
+// sandbox's command runs as the host's uid (0 when toold is root) in the
+// host's user namespace, so:
+//
+//   - keyctl, add_key, request_key are refused: the user keyring is
+//     the uid's, shared with every process of that uid outside the
+//     sandbox (the battery read a key the host had stored there, and
+//     added one);
+//   - a new user namespace is refused (unshare or clone with
+//     CLONE_NEWUSER; clone3, whose flags a filter cannot read, fails
+//     with ENOSYS so that libc falls back to clone): inside one a command
+//     would hold every capability again over the namespaces it makes;
+//   - io_uring, userfaultfd, bpf and perf_event_open are refused: a
+//     large kernel surface, the usual tools of a kernel exploit;
+//   - a system call of another architecture (32-bit x86 or x32 on
+//     x86-64) is refused (ENOSYS): its numbers differ, and a filter by
+//     number would not hold for it. 32-bit programs do not run in the
+//     sandbox.
+//
+// ptrace and process_vm_readv stay: debuggers and strace work on the
+// command's own processes; the pid namespace hides every other process,
+// and Landlock keeps the command from tracing outside its domain.
+//
+// Each refused call fails with EPERM (ENOSYS where said), which programs
+// handle as the feature being unavailable. The filter is installed on the
+// thread that forks the command (after no_new_privs), so that the command
+// and everything it starts inherit it; it cannot be removed.
+
+// cloneNewUser is CLONE_NEWUSER.
+const cloneNewUser = 0x10000000
+
+// seccompArch is the audit architecture of the native system calls, 0
+// when the filter does not know this architecture.
+func seccompArch() uint32 {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64
+	}
+	return 0
+}
+
+// seccompRefused are the system calls refused with EPERM.
+var seccompRefused = []uint32{
+	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	unix.SYS_USERFAULTFD, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN,
+}
+
+// seccompProgram returns the filter for arch.
+func seccompProgram(arch uint32) []unix.SockFilter {
+	const (
+		ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+		// seccomp_data: nr at 0, arch at 4, args from 16 (the low 32
+		// bits of args[0] at 16 on little-endian machines).
+		offNr, offArch, offArg0 = 0, 4, 16
+	)
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	eperm := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	enosys := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+		return unix.SockFilter{Code: code, K: k, Jt: jt, Jf: jf}
+	}
+	// The returns at the end, addressed from each test.
+	tail := []unix.SockFilter{
+		stmt(ret, allow),  // 0
+		stmt(ret, eperm),  // 1
+		stmt(ret, enosys), // 2
+		// 3: clone and unshare: refused when args[0] has CLONE_NEWUSER.
+		stmt(ldW, offArg0),
+		jump(jset, cloneNewUser, 0, 1),
+		stmt(ret, eperm),
+		stmt(ret, allow),
+	}
+	var body []unix.SockFilter
+	// to returns the jump offset from instruction i of body (whose length
+	// is n when done) to tail[t].
+	type fix struct {
+		at, target int
+		onTrue     bool
+	}
+	var fixes []fix
+	add := func(f unix.SockFilter, target int, onTrue bool) {
+		fixes = append(fixes, fix{len(body), target, onTrue})
+		body = append(body, f)
+	}
+	body = append(body, stmt(ldW, offArch))
+	add(jump(jeq, arch, 0, 0), 2, false) // another architecture: ENOSYS
+	body = append(body, stmt(ldW, offNr))
+	if arch == unix.AUDIT_ARCH_X86_64 {
+		add(jump(jge, 0x40000000, 0, 0), 2, true) // x32: ENOSYS
+	}
+	for _, nr := range seccompRefused {
+		add(jump(jeq, nr, 0, 0), 1, true)
+	}
+	add(jump(jeq, unix.SYS_CLONE3, 0, 0), 2, true)
+	add(jump(jeq, unix.SYS_CLONE, 0, 0), 3, true)
+	add(jump(jeq, unix.SYS_UNSHARE, 0, 0), 3, true)
+	// Everything else: allowed (tail[0] follows).
+	n := len(body)
+	for _, f := range fixes {
+		off := uint8(n - f.at - 1 + f.target)
+		if f.onTrue {
+			body[f.at].Jt = off
+		} else {
+			body[f.at].Jf = off
+		}
+	}
+	return append(body, tail...)
+}
+
+// installSeccomp installs the filter on the calling thread (locked to its
+// goroutine by the caller), which must have no_new_privs set.
+func installSeccomp() error {
+	arch := seccompArch()
+	if arch == 0 {
+		return fmt.Errorf("sandbox: no seccomp filter for %s", runtime.GOARCH)
+	}
+	prog := seccompProgram(arch)
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("sandbox: installing the seccomp filter: %w", errno)
+	}
+	runtime.KeepAlive(prog)
+	return nil
+}
