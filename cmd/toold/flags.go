@@ -12,10 +12,12 @@ import (
 	"github.com/toold/toold/pkg/daemon"
 )
 
-// profiles are the files --cpuprofile and --memprofile name: a CPU profile
-// of the daemon's whole run and an allocation profile at its end, as `go
-// test` writes them (make bench uses them for rows that miss their target).
-var profiles struct{ cpu, mem string }
+// profiles are the files --cpuprofile, --memprofile and --trace name: a CPU
+// profile of the daemon's whole run and an allocation profile at its end, as
+// `go test` writes them (make bench uses them for rows that miss their
+// target), and an execution trace of the run (`go tool trace`; Run marks its
+// start-up steps as regions).
+var profiles struct{ cpu, mem, trace string }
 
 // flagOutput receives usage and flag errors (tests read it).
 var flagOutput io.Writer = os.Stderr
@@ -63,6 +65,7 @@ func parseFlags(args []string) (*daemon.Main, error) {
 	)
 	fs.StringVar(&profiles.cpu, "cpuprofile", "", "write a CPU profile of the whole run to this file at exit")
 	fs.StringVar(&profiles.mem, "memprofile", "", "write an allocation profile to this file at exit")
+	fs.StringVar(&profiles.trace, "trace", "", "write an execution trace of the whole run to this file (go tool trace; start-up steps are regions)")
 	fs.VisitAll(func(f *flag.Flag) {
 		if !noEnv[f.Name] {
 			f.Usage += " [$" + envName(f.Name) + "]"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -187,5 +188,24 @@ func TestBinarySIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "shutting down") {
 		t.Fatalf("logs: %s", logs.String())
+	}
+}
+
+// Start-up runs with a higher GC target, and the one before comes back
+// after; GOGC=off is left alone.
+func TestLessGCWhileStarting(t *testing.T) {
+	current := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	for _, tt := range []struct{ before, during int }{{100, startupGCPercent}, {50, startupGCPercent}, {-1, -1}, {800, 800}} {
+		debug.SetGCPercent(tt.before)
+		restore := lessGCWhileStarting()
+		if got := current(); got != tt.during {
+			t.Errorf("GOGC %d: %d while starting, want %d", tt.before, got, tt.during)
+		}
+		restore()
+		if got := current(); got != tt.before {
+			t.Errorf("GOGC %d: %d after start-up, want it back", tt.before, got)
+		}
 	}
 }

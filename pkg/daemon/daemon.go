@@ -133,6 +133,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.release()
 		}
 	}()
+	steps := &startupSteps{ctx: ctx}
+	defer steps.end()
+	steps.next("config")
 	cfg := &m.Config
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -142,6 +145,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	exporting := true // a TracerProvider given by the caller records
 	if m.TracerProvider == nil {
+		steps.next("telemetry")
 		tp, shutdown, exp, err := telemetry.Setup(ctx, Version)
 		if err != nil {
 			return err
@@ -157,6 +161,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.mode, _ = authz.ParseMode(cfg.ApprovalMode)
 	mode := m.mode
 
+	steps.next("workspace and state")
 	if m.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return err
 	}
@@ -183,6 +188,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.operatorKey = key
 	m.access = service.NewAccess(key, heldConversations{m})
 	if m.Authorizer == nil {
+		steps.next("policy")
 		eng, err := m.newEngine()
 		if err != nil {
 			return err
@@ -198,22 +204,28 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// before the tools are registered (startup.go).
 	waitTerminal := m.startTerminal()
 	defer waitTerminal()
+	steps.next("dialects")
 	m.registry = tools.NewRegistry()
 	if err := m.registry.RegisterDialect(dialect.All()...); err != nil {
 		return err
 	}
+	steps.next("observe")
 	if err := m.startObserve(ctx); err != nil {
 		return err
 	}
+	steps.next("memory")
 	m.openMemory()
+	steps.next("web and journals")
 	more := m.moreOptions(toolLimits(cfg.Output))
 	more.JournalDir = m.recoverJournals() // checkpoints.go
+	steps.next("wait for terminal")
 	if err := waitTerminal(); err != nil {
 		return err
 	}
 	if m.terminalOff != nil {
 		m.registry.SetUnavailable(terminalOff(m.terminalOff))
 	}
+	steps.next("tools")
 	builtins := BuiltinTools(m.ws, toolLimits(cfg.Output), m.Capabilities, m.terminal, m.memory.tool, more)
 	if u, off := web.SearchUnavailable(more.Web); off {
 		m.registry.SetUnavailable(u) // listed as such, not offered
@@ -224,6 +236,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.registry.Register(builtins...); err != nil {
 		return err
 	}
+	steps.next("executor")
 	m.startCheckpoints() // checkpoints.go
 	m.exec, err = executor.New(executor.Config{
 		Registry:          m.registry,
@@ -259,9 +272,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:            m.Logger,
 		Sandbox:           m.terminal.Layers(), // nil without a sandbox or a shell
 	})
+	steps.next("mcp")
 	if err := m.startMCP(ctx); err != nil {
 		return err
 	}
+	steps.next("grpc")
 	m.peers = m.newPeerGuard()
 	m.grpc = m.newGRPCServer()
 	m.health = health.NewServer()
@@ -285,6 +300,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.health.SetServingStatus(pb.ToolService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	m.health.SetServingStatus(SandboxHealthService, m.sandboxHealth())
 
+	steps.next("listen")
 	if cfg.Socket != "" && cfg.Socket != "-" {
 		perm, _ := cfg.SocketPerm() // checked by Validate
 		l, err := listenUnix(cfg.Socket, perm)

@@ -391,6 +391,17 @@ func TestListToolsOrder(t *testing.T) {
 
 }
 
+// Every built-in operation's schema compiles: toold compiles them on first
+// use (pkg/tools), so this test is what keeps a broken one from reaching a
+// call.
+func TestBuiltinSchemasCompile(t *testing.T) {
+	for _, bt := range daemon.BuiltinTools(nil, tools.Limits{}, authz.Capabilities{}, nil, nil) {
+		if err := tools.CheckSchemas(bt); err != nil {
+			t.Errorf("%s: %v", bt.Spec().Name, err)
+		}
+	}
+}
+
 // slowTool blocks until its context ends.
 type slowTool struct{ started chan struct{} }
 

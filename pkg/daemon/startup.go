@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"runtime/trace"
 	"sync"
 
 	"github.com/toold/toold/pkg/tools/terminal"
@@ -22,7 +24,10 @@ import (
 // until wait returns.
 func (m *Main) startTerminal() (wait func() error) {
 	done := make(chan error, 1)
-	go func() { done <- m.setupTerminal() }()
+	go func() {
+		defer trace.StartRegion(context.Background(), "terminal").End()
+		done <- m.setupTerminal()
+	}()
 	return sync.OnceValue(func() error { return <-done })
 }
 
@@ -62,4 +67,26 @@ func (m *Main) setupTerminal() error {
 	}
 	m.containCommands(&tcfg) // policy.go
 	return nil
+}
+
+// startupSteps marks Run's steps as regions of an execution trace (toold
+// --trace), so that a start-up trace shows where the time to SERVING goes.
+// Without a trace running a region costs next to nothing.
+type startupSteps struct {
+	ctx context.Context
+	r   *trace.Region
+}
+
+// next ends the current step and begins the one called name.
+func (s *startupSteps) next(name string) {
+	s.end()
+	s.r = trace.StartRegion(s.ctx, name)
+}
+
+// end ends the current step.
+func (s *startupSteps) end() {
+	if s.r != nil {
+		s.r.End()
+		s.r = nil
+	}
 }

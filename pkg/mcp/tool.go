@@ -89,7 +89,7 @@ func newTool(u *upstream, rt *sdk.Tool) (*Tool, error) {
 		}
 	}
 	// Compile the schema alone, so one bad tool is refused, not the server.
-	if err := tools.NewRegistry().Register(t); err != nil {
+	if err := tools.CheckSchemas(t); err != nil {
 		return nil, fmt.Errorf("its inputSchema is not usable: %v", err)
 	}
 	return t, nil

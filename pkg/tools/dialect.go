@@ -84,6 +84,9 @@ type DialectTool struct {
 	// against the dialects runs on every call, and parsing each candidate's
 	// schema there was a tenth of a no-op call's CPU.
 	props map[string]bool
+	// snakes caches the snake_case forms of Name and Aliases, set by
+	// RegisterDialect, for the same reason (namedFold).
+	snakes []string
 }
 
 // Available reports whether toold has a counterpart for the tool.
@@ -111,14 +114,30 @@ func (t DialectTool) properties() map[string]bool {
 // named reports whether n is the tool's name or one of its aliases.
 func (t DialectTool) named(n string) bool { return t.Name == n || slices.Contains(t.Aliases, n) }
 
-// namedFold is named ignoring case and separators.
-func (t DialectTool) namedFold(n string) bool {
-	for _, x := range append([]string{t.Name}, t.Aliases...) {
-		if strings.EqualFold(x, n) || snakeCase(x) == snakeCase(n) {
+// namedFold is named ignoring case and separators; snakeN is
+// snakeCase(n), which the caller computes once for every tool it asks.
+func (t *DialectTool) namedFold(n, snakeN string) bool {
+	if strings.EqualFold(t.Name, n) {
+		return true
+	}
+	for _, x := range t.Aliases {
+		if strings.EqualFold(x, n) {
 			return true
 		}
 	}
-	return false
+	return slices.Contains(t.snakeNames(), snakeN)
+}
+
+// snakeNames returns the snake_case forms of the tool's name and aliases.
+func (t *DialectTool) snakeNames() []string {
+	if t.snakes != nil {
+		return t.snakes
+	}
+	out := make([]string, 0, 1+len(t.Aliases))
+	for _, x := range append([]string{t.Name}, t.Aliases...) {
+		out = append(out, snakeCase(x))
+	}
+	return out
 }
 
 // RegisterDialect adds dialects a call may be made in. Their order is the
@@ -138,6 +157,7 @@ func (r *Registry) RegisterDialect(ds ...Dialect) error {
 		d.Tools = slices.Clone(d.Tools) // the caller's definitions stay as they are
 		for i := range d.Tools {
 			d.Tools[i].props = d.Tools[i].properties()
+			d.Tools[i].snakes = d.Tools[i].snakeNames()
 		}
 		r.dialects = append(r.dialects, &d)
 	}
@@ -330,9 +350,10 @@ func (r *Registry) matchDialect(name string, args map[string]any) (*Dialect, *Di
 		var hit *DialectTool
 		var hd *Dialect
 		count := 0
+		sn := snakeCase(n)
 		for _, d := range r.dialects {
 			for i := range d.Tools {
-				if dt := &d.Tools[i]; dt.namedFold(n) {
+				if dt := &d.Tools[i]; dt.namedFold(n, sn) {
 					count++
 					if fits(dt) {
 						hit, hd = dt, d

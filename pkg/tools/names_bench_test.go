@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/toold/toold/pkg/tools"
+	"github.com/toold/toold/pkg/tools/dialect"
 )
 
 // BenchmarkResolve compares an exact name with the spellings that need
@@ -34,6 +35,30 @@ func BenchmarkDecodeArguments(b *testing.B) {
 				if _, err := tools.DecodeArguments(text); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkResolveWithDialects resolves as toold does, the five agents'
+// dialects registered: every call without a chosen dialect is matched
+// against their tools first (an MCP server's tool, toold's think, a Claude
+// Code name).
+func BenchmarkResolveWithDialects(b *testing.B) {
+	r := testRegistry(&testing.T{})
+	if err := r.RegisterDialect(dialect.All()...); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, args string }{
+		{"everything__echo", `{"message":"ping"}`},
+		{"think", `{"thought":"x"}`},
+		{"Read", `{"file_path":"/a"}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				args, _ := tools.DecodeArguments(c.args)
+				_, _ = r.ResolveCall("conv", "", c.name, args)
 			}
 		})
 	}

@@ -94,7 +94,10 @@ func NewRegistry() *Registry {
 }
 
 // Register adds tools in order. It fails, adding none of the remaining
-// ones, when a name is taken or a schema does not compile.
+// ones, when a name is taken or a schema is not a JSON object. A schema is
+// compiled when its operation is first prepared (a start-up compiling every
+// schema spent most of its CPU there); CheckSchemas compiles a tool's
+// schemas at once, where a bad one must be refused before it is offered.
 func (r *Registry) Register(ts ...Tool) error {
 	for _, t := range ts {
 		if err := r.register(t); err != nil {
@@ -141,7 +144,7 @@ func compileEntry(t Tool) (*entry, error) {
 		if _, dup := e.ops[op.Name]; dup {
 			return nil, fmt.Errorf("tool %q: duplicate operation %q", spec.Name, op.Name)
 		}
-		cs, err := compileSchema(spec.Name+"."+op.Name, op.Schema)
+		cs, err := parseSchema(spec.Name+"."+op.Name, op.Schema)
 		if err != nil {
 			return nil, err
 		}
@@ -161,6 +164,23 @@ func compileEntry(t Tool) (*entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// CheckSchemas checks t's spec as Register does and compiles the JSON
+// Schema of each of its operations, failing with the first that does not
+// compile. A tool from elsewhere (an MCP server's) is checked with it
+// before it is offered, so that no call finds its schema broken.
+func CheckSchemas(t Tool) error {
+	e, err := compileEntry(t)
+	if err != nil {
+		return err
+	}
+	for _, op := range e.spec.Operations {
+		if _, err := e.ops[op.Name].schema.compiled(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkNamesLocked fails when a name of e is taken.

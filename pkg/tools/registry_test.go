@@ -385,3 +385,68 @@ func TestHumanSize(t *testing.T) {
 		}
 	}
 }
+
+// A schema is compiled when its operation is first prepared; CheckSchemas
+// compiles every operation's at once, as toold does for an MCP server's
+// tools before offering them.
+func TestSchemasCompileOnFirstUse(t *testing.T) {
+	bad := &fakeTool{spec: tools.Spec{Name: "broken", Operations: []tools.OperationSpec{
+		{Name: "broken", Risk: tools.RiskLow, Schema: json.RawMessage(`{"type":"object","properties":{"x":{"type":5}}}`)},
+	}}}
+	err := tools.CheckSchemas(bad)
+	if err == nil || !strings.Contains(err.Error(), "schema of broken.broken") {
+		t.Fatalf("CheckSchemas = %v, want the schema refused", err)
+	}
+	if err := tools.CheckSchemas(&fakeTool{spec: tools.Spec{Name: "nojson", Operations: []tools.OperationSpec{
+		{Name: "nojson", Schema: json.RawMessage(`[1]`)},
+	}}}); err == nil {
+		t.Fatal("CheckSchemas accepted a schema that is not an object")
+	}
+	for _, tool := range []tools.Tool{&tools.Think{}, testRegistryTool()} {
+		if err := tools.CheckSchemas(tool); err != nil {
+			t.Fatalf("CheckSchemas(%s) = %v", tool.Spec().Name, err)
+		}
+	}
+	// Registered without the check, the broken schema fails the call that
+	// needs it (INTERNAL, not the caller's fault) and nothing else.
+	r := testRegistry(t)
+	if err := r.Register(bad); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the first compilation's result is kept
+		tg, err := r.Resolve("broken", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.Prepare(map[string]any{"x": 1}); !errors.Is(err, errdefs.ErrInternal) || !strings.Contains(err.Error(), "does not compile") {
+			t.Fatalf("Prepare = %v, want INTERNAL: the schema does not compile", err)
+		}
+	}
+	// Many first calls at once compile once and all validate.
+	errs := make(chan error, 8)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			args := map[string]any{"path": "a", "limit": "3"}
+			tg, err := r.Resolve("read_file", args)
+			if err == nil {
+				_, err = tg.Prepare(args)
+			}
+			if _, still := args["limit"].(string); err == nil && still {
+				err = errors.New("limit was not coerced to an integer")
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testRegistryTool is testRegistry's file_operations.
+func testRegistryTool() tools.Tool {
+	return &fakeTool{spec: tools.Spec{Name: "file_operations", Operations: []tools.OperationSpec{
+		{Name: "read_file", Risk: tools.RiskLow, Schema: json.RawMessage(readSchema)},
+	}}}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -30,14 +31,24 @@ type Coercion struct {
 	Rule string
 }
 
-// compiledSchema is an operation's schema, compiled for validation and kept
-// as a plain value for coercion.
+// compiledSchema is an operation's schema, kept as a plain value for
+// coercion and compiled for validation on first use: compiling every tool's
+// schema (and validating it against the draft's metaschema) was most of
+// toold's CPU from exec to SERVING, for operations a conversation may never
+// call. CheckSchemas compiles them at once where a bad schema must be refused
+// when it is offered (an MCP server's tools).
 type compiledSchema struct {
-	raw    map[string]any
+	name string // "tool.operation"
+	raw  map[string]any
+
+	once   sync.Once
 	schema *jsonschema.Schema
+	err    error
 }
 
-func compileSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
+// parseSchema parses an operation's schema (an empty one is any object);
+// compiled compiles it.
+func parseSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
@@ -49,17 +60,26 @@ func compileSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema of %s: not a JSON object", name)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	url := "toold:///" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
-	}
-	return &compiledSchema{raw: m, schema: s}, nil
+	return &compiledSchema{name: name, raw: m}, nil
+}
+
+// compiled returns the compiled schema, compiling it on the first call;
+// every call returns the first one's result. raw is only read (by the
+// compiler too), so calls may race with coercion.
+func (c *compiledSchema) compiled() (*jsonschema.Schema, error) {
+	c.once.Do(func() {
+		comp := jsonschema.NewCompiler()
+		comp.DefaultDraft(jsonschema.Draft2020)
+		url := "toold:///" + c.name + ".json"
+		if err := comp.AddResource(url, any(c.raw)); err != nil {
+			c.err = fmt.Errorf("schema of %s: %w", c.name, err)
+			return
+		}
+		if c.schema, c.err = comp.Compile(url); c.err != nil {
+			c.err = fmt.Errorf("schema of %s: %w", c.name, c.err)
+		}
+	})
+	return c.schema, c.err
 }
 
 // DecodeArguments parses a model's JSON argument text into an object. Empty
@@ -391,7 +411,13 @@ var printer = message.NewPrinter(language.English)
 // validate checks args against the schema and turns the first failure into
 // an INVALID_ARGUMENTS error naming the field and the rule.
 func (c *compiledSchema) validate(args map[string]any) error {
-	err := c.schema.Validate(any(args))
+	schema, err := c.compiled()
+	if err != nil {
+		// Only a tool registered without CheckSchemas can get here: a
+		// built-in's schemas are compiled by the package's tests.
+		return errdefs.Wrap(errdefs.ErrInternal, err, "the tool's input schema does not compile: %v", err)
+	}
+	err = schema.Validate(any(args))
 	if err == nil {
 		return nil
 	}
