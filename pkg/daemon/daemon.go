@@ -423,6 +423,10 @@ func (m *Main) Workspace() string { return m.ws.Dir() }
 // Registry returns the tool registry (tests add tools to it).
 func (m *Main) Registry() *tools.Registry { return m.registry }
 
+// Terminal returns the manager of commands and terminal sessions (nil
+// when toold runs without a shell).
+func (m *Main) Terminal() *terminal.Manager { return m.terminal }
+
 // Close shuts down gracefully: health reports NOT_SERVING, new calls are
 // refused, running calls get Config.ShutdownGrace to finish and are then
 // canceled (each still gets its ToolCallEnd), streams end, listeners close.

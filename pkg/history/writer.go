@@ -27,9 +27,12 @@ type Writer struct {
 	done   chan struct{}
 }
 
-// item is an entry to store, or a flush marker (done set).
+// item is an entry to store, or a flush marker (done set). The entry is
+// held by pointer: a queue of 4096 Entry values was 1.2 MB allocated at
+// start, most of an idle toold's heap; one small allocation a call is
+// cheaper than that.
 type item struct {
-	e    Entry
+	e    *Entry
 	done chan struct{}
 }
 
@@ -64,7 +67,7 @@ func (w *Writer) Record(ctx context.Context, e Entry) (int64, error) {
 		return 0, ErrClosed
 	}
 	select {
-	case w.ch <- item{e: e}:
+	case w.ch <- item{e: &e}:
 		return 0, nil
 	case <-ctx.Done():
 		return 0, context.Cause(ctx)
@@ -127,7 +130,7 @@ func (w *Writer) run() {
 			if it.done != nil {
 				flushed = append(flushed, it.done)
 			} else {
-				batch = append(batch, it.e)
+				batch = append(batch, *it.e)
 			}
 		}
 		add(it)

@@ -97,7 +97,7 @@ func BenchmarkWarmTrue(b *testing.B) {
 	for b.Loop() {
 		if os.Getenv("WARM_WAIT") != "" {
 			b.StopTimer()
-			for w.Ready() < 4 {
+			for w.ReadyNow() < 4 {
 				time.Sleep(time.Millisecond)
 			}
 			time.Sleep(20 * time.Millisecond)

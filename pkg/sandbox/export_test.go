@@ -11,11 +11,10 @@ func (w *Warm) KillReady() int {
 	return len(w.ready)
 }
 
-// Ready returns how many helpers are ready in w.
-func (w *Warm) Ready() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ready)
+// ReadyNow returns how many helpers are ready in w.
+func (w *Warm) ReadyNow() int {
+	r, _ := w.Ready()
+	return r
 }
 
 // PidSearches returns how many warm commands' pids were searched in /proc

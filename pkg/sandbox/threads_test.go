@@ -142,7 +142,7 @@ func fakeDaemon(tok, dir string) {
 		}
 		pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
 		w := sandbox.NewWarm(sandbox.Runner{Args: append(slices.Clone(sandbox.TestHelperArgs), "warm."+tok)}, ns.File(), nil, time.Second, 2, func() *sandbox.Policy { return pol })
-		for w.Ready() < 2 {
+		for w.ReadyNow() < 2 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		spec := sandbox.Spec{

@@ -385,6 +385,18 @@ func (w *Warm) start() (*warmHelper, error) {
 	return h, nil
 }
 
+// Ready returns how many helpers are ready and how many the pool keeps
+// (0, 0 for a nil pool). Tests wait for ready == size before counting a
+// process's descriptors: each ready helper holds a few of toold's.
+func (w *Warm) Ready() (ready, size int) {
+	if w == nil {
+		return 0, 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ready), w.size
+}
+
 // Close stops the helpers that are ready and waits for the pool's
 // goroutines; commands it started run on (their callers wait for them).
 func (w *Warm) Close() {

@@ -44,7 +44,7 @@ func warmPool(t *testing.T, c canaries, hide func() []string) *sandbox.Warm {
 		return p
 	})
 	t.Cleanup(w.Close)
-	testenv.Poll(t, 20*time.Second, "a warm helper", func() bool { return w.Ready() == 1 })
+	testenv.Poll(t, 20*time.Second, "a warm helper", func() bool { return w.ReadyNow() == 1 })
 	return w
 }
 
@@ -222,7 +222,7 @@ func TestWarmFallback(t *testing.T) {
 	if _, ok, _ := w.Start(context.Background(), spec, sandbox.Stdio{}); ok {
 		t.Fatal("a helper prepared for another policy took the command")
 	}
-	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.Ready() == 1 })
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
 	if n := w.KillReady(); n != 1 {
 		t.Fatalf("%d helpers ready", n)
 	}
@@ -232,7 +232,7 @@ func TestWarmFallback(t *testing.T) {
 		t.Fatalf("a dead helper took the command (err %v)", err)
 	}
 	// Refilled: the next command runs warm again.
-	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.Ready() == 1 })
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
 	p, out := warmStart(t, w, context.Background(), c.spec(c.policy()), nil, `echo fine`)
 	if e := p.Exit(); e.Code != 0 || !strings.Contains(out(), "fine") {
 		t.Fatalf("exit %v:\n%s", e, out())
@@ -268,7 +268,7 @@ func TestWarmEnd(t *testing.T) {
 	if pids := withCmdline("sleep\x003137\x00"); len(pids) > 0 {
 		t.Fatalf("the command's background process is still running: %v", pids)
 	}
-	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.Ready() == 1 })
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
 }
 
 // TestWarmHelperOutOfReach: a command cannot reach the helper that runs

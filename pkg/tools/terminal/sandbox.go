@@ -152,6 +152,16 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy string)
 	return ls
 }
 
+// WarmReady returns how many sandbox helpers are ready for isolated
+// commands and how many the manager keeps (sandbox.Warm.Ready; 0, 0
+// without them).
+func (m *Manager) WarmReady() (ready, size int) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.warm.Ready()
+}
+
 // Layers returns the layers of the boundary around commands and whether
 // each is in force; nil when commands run without a sandbox
 // (terminal.sandbox: off).
