@@ -282,8 +282,9 @@ func TestIsolatedForkBomb(t *testing.T) {
 		stdio.Slot = slot
 		return sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, stdio)
 	}, ctx, c.spec(p), `b() { b | b & }; b 2>/dev/null; sleep 100.`+tok+` 2>/dev/null; echo after`)
-	// Wait until the bomb hits the limit: fork starts failing.
-	waitFor(t, func() bool {
+	// Wait until the bomb hits the limit: fork starts failing. Forking
+	// 60 bashes under -race on two loaded cores took over 10 s.
+	testenv.Poll(t, time.Minute, "the bomb to reach its pids limit", func() bool {
 		n := 0
 		for _, d := range slot.Dirs() {
 			b, _ := os.ReadFile(filepath.Join(d, "pids.current"))

@@ -311,11 +311,12 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	checkNoSurvivors(t, tok)
 	// Steady output keeps an idle timeout from firing: the command runs
-	// longer than its idle timeout (3.5 s against 3 s), printing every
-	// 0.25 s, twelve times more often than the timeout needs, so that a
-	// loaded machine (-race, other packages' tests on two cores) stalling
-	// a second or two cannot fire it.
-	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in $(seq 14); do echo $i; sleep 0.25; done", "idle_timeout": 3}, nil); err != nil {
+	// longer than its idle timeout (7 s against 6 s), printing every
+	// 0.2 s, thirty times more often than the timeout needs, so that a
+	// loaded machine (-race, other packages' tests and a CI run on two
+	// cores: a 3 s timeout fired once at load 27) stalling a few seconds
+	// cannot fire it.
+	if _, err := e.call(nil, "conv", "busy", "run_command", map[string]any{"command": "for i in $(seq 35); do echo $i; sleep 0.2; done", "idle_timeout": 6}, nil); err != nil {
 		t.Errorf("steady output: %v", err)
 	}
 }
