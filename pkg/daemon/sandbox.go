@@ -81,6 +81,15 @@ func (m *Main) sandboxHide(tcfg *terminal.Config) {
 			}
 		}
 	}
+	// Other toolds' state directories (statereg.go), read again as
+	// commands start.
+	if st := m.memory.stateDir; st != "" {
+		if err := registerStateDir(st); err != nil {
+			m.Logger.Warn("could not register the state directory for other toolds' sandboxes to mask", "dir", st, "err", err)
+		}
+		keepOthers := slices.Clone(keep)
+		tcfg.OtherStateDirs = func() []string { return otherStateDirs(st, keepOthers) }
+	}
 	sb := *tcfg.Sandbox
 	sb.Hide = append([]string(nil), sb.Hide...)
 	seen := map[string]bool{}

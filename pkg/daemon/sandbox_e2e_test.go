@@ -1,12 +1,14 @@
 package daemon_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +361,39 @@ print("own", c.recv(4).decode())
 	}
 	if res, _ := x.call("alive", "run_command", `{"command":"echo alive"}`, approveOnce); !strings.Contains(res.GetContent()[0].GetText(), "alive") {
 		t.Fatalf("toold after the memory bomb: %v", res)
+	}
+}
+
+// Another toold's state directory — its operator credential, its history —
+// is out of a sandboxed command's reach, wherever it is: toold A keeps its
+// state in a directory of its own (--state-dir), and a command of toold B,
+// started after A, reads neither A's operator.key nor a secret planted in
+// A's state directory (statereg.go: the per-user registry of state
+// directories). Before, the battery's "operator credential" printed
+// another daemon's key.
+func TestSandboxMasksOtherTooldsState(t *testing.T) {
+	sandboxed(t)
+	a := daemontest.Start(t)
+	stateA := a.Main.Config.StateDir
+	secret := "other-toold-secret-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := os.WriteFile(filepath.Join(stateA, "planted"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyA, _ := os.ReadFile(filepath.Join(stateA, "operator.key"))
+	b := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	x := newSession(t, b)
+	// The path is hidden from the judge (which refuses *.key outright):
+	// the kernel must hold, not the judge.
+	hidden := base64.StdEncoding.EncodeToString([]byte(stateA))
+	res, _ := x.call("read", "run_command", jsonArgs(map[string]any{"command": `d=$(echo ` + hidden + ` | base64 -d); cat "$d"/planted "$d"/operator.k*; ls -la "$d"; echo end`}), approveOnce)
+	out := text(res)
+	if !strings.Contains(out, "end") {
+		t.Fatalf("the command did not run:\n%s", out)
+	}
+	if strings.Contains(out, secret) {
+		t.Fatalf("a command of toold B read a secret in toold A's state directory:\n%s", out)
+	}
+	if k := strings.TrimSpace(string(keyA)); k != "" && strings.Contains(out, k) {
+		t.Fatalf("a command of toold B read toold A's operator credential:\n%s", out)
 	}
 }

@@ -50,6 +50,11 @@ type Config struct {
 	// RequireSandbox makes NewManager fail unless every layer of the
 	// sandbox is in force (terminal.sandbox: require).
 	RequireSandbox bool
+	// OtherStateDirs, when set, returns the state directories of the
+	// other toolds of this user (their history, audit, keys): sandboxed
+	// commands cannot read them either. It is called at a command's start,
+	// at most once per hiddenTTL.
+	OtherStateDirs func() []string
 	// Secrets tells which files of the workspace sandboxed commands must
 	// not read (.env, keys): they are masked. Nil: none besides
 	// Sandbox.Hide.

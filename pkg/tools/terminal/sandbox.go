@@ -183,7 +183,7 @@ func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
-	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable)
+	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable, m.cfg.OtherStateDirs)
 	bound := sandbox.BoundUnixSockets(m.policy.Writable)
 	m.hidden.setBound(bound)
 	if len(secrets) == 0 && len(bound) == 0 {
@@ -256,7 +256,7 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // directories. Symbolic links
 // are not followed (what one points to is masked where it is, when it is
 // sensitive there).
-func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string) []string {
+func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.at) < hiddenTTL {
@@ -266,6 +266,9 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
 	out = append(out, sandbox.RuntimeUnixSockets(writable)...)
+	if otherState != nil {
+		out = append(out, otherState()...)
+	}
 	budget := hiddenBudget
 	if s == nil {
 		budget = 0
