@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -114,28 +115,44 @@ func (g *peerGuard) refusal(c net.Conn) string {
 		if !peercred.Loopback(c.RemoteAddr()) {
 			return ""
 		}
-		pids, err := g.check.TCPPeers(c.LocalAddr(), c.RemoteAddr())
-		if err != nil {
-			return "toold cannot find this loopback client's process: " + err.Error()
+		// A process that forks holds its parent's descriptors until its
+		// exec closes them: a client whose process forks a helper as it
+		// connects (toold's own tests, where the client and toold are one
+		// process) briefly shares its end with a process that is not the
+		// client. A refusal must hold on a second look: a command's process
+		// that is the client still holds its end then.
+		why := g.tcpRefusal(c)
+		for i := 0; why != "" && i < 3; i++ {
+			time.Sleep(20 * time.Millisecond)
+			why = g.tcpRefusal(c)
 		}
-		known := 0
-		for _, pid := range pids {
-			v, err := g.check.Check(pid)
-			if err != nil {
-				continue // it exited meanwhile; another holder decides
-			}
-			known++
-			if v.Command {
-				return v.Reason
-			}
-		}
-		if known == 0 && !g.tokenSet {
-			return "toold cannot attribute this loopback TCP client to a process it can inspect, and runs without a token: " +
-				"connect over the unix socket, or run toold with --token"
-		}
-		return ""
+		return why
 	}
 	return "toold cannot identify clients of a " + c.LocalAddr().Network() + " listener"
+}
+
+// tcpRefusal judges the processes holding a loopback TCP client's end.
+func (g *peerGuard) tcpRefusal(c net.Conn) string {
+	pids, err := g.check.TCPPeers(c.LocalAddr(), c.RemoteAddr())
+	if err != nil {
+		return "toold cannot find this loopback client's process: " + err.Error()
+	}
+	known := 0
+	for _, pid := range pids {
+		v, err := g.check.Check(pid)
+		if err != nil {
+			continue // it exited meanwhile; another holder decides
+		}
+		known++
+		if v.Command {
+			return v.Reason
+		}
+	}
+	if known == 0 && !g.tokenSet {
+		return "toold cannot attribute this loopback TCP client to a process it can inspect, and runs without a token: " +
+			"connect over the unix socket, or run toold with --token"
+	}
+	return ""
 }
 
 func (g *peerGuard) judge(pid int) string {
