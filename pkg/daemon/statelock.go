@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/toold/toold/pkg/errdefs"
 )
@@ -42,7 +43,17 @@ func (m *Main) lockStateDir(dir string) (held bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	// A toold that died a moment ago may still hold it through a child it
+	// was forking: a forked process has its parent's descriptors until its
+	// exec closes them (close-on-exec), and the lock lives as long as any
+	// of them. Such a lock names a process that is gone: wait for the
+	// exec (bounded) rather than refuse a restart.
+	for deadline := time.Now().Add(staleLockWait); errors.Is(err, syscall.EWOULDBLOCK) && holderGone(f.Name()) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		holder, _ := os.ReadFile(f.Name())
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -63,6 +74,24 @@ func (m *Main) lockStateDir(dir string) (held bool, err error) {
 	}
 	m.stateLock = f
 	return true, nil
+}
+
+// staleLockWait bounds how long a lock whose named holder is gone is
+// waited for (see lockStateDir).
+const staleLockWait = 5 * time.Second
+
+// holderGone reports whether the lock file names a pid ("pid N, ...")
+// that no longer exists.
+func holderGone(name string) bool {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return false
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(b), "pid %d,", &pid); err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
 // stateDirInUse is the error for a state directory another toold holds.

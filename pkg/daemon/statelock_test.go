@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/toold/toold/pkg/daemon"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/errdefs"
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // Two toolds on one state directory (two workspaces, each its own socket):
@@ -70,5 +73,38 @@ func TestStateDirOneTooldAtATime(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A lock left by a toold that is gone — still held for a moment by a child
+// it was forking, which has the lock's descriptor until its exec closes it
+// — does not refuse the next toold: it waits for the lock (here: a
+// flock(1) holding it half a second, with the file naming a process that
+// has exited). A lock whose named holder is alive is refused at once.
+func TestStateDirLockOfAGoneTooldIsWaitedFor(t *testing.T) {
+	flock, err := exec.LookPath("flock")
+	testenv.Need(t, err, "flock(1)")
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	lock := filepath.Join(state, daemon.StateLockFile)
+	if err := os.WriteFile(lock, []byte(fmt.Sprintf("pid %d, workspace /gone\n", gone.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command(flock, "-x", lock, "sh", "-c", "echo held; sleep 0.5")
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Wait()
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("flock did not take the lock: %q %v", buf, err)
+	}
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.StateDir = state }))
+	if d.Main.Config.StateDir != state {
+		t.Fatalf("state dir %s", d.Main.Config.StateDir)
 	}
 }
