@@ -147,13 +147,18 @@ func (r *Conversations) Restore(id, secret string) {
 	if secret == "" {
 		secret = newSecret()
 	}
+	r.restore(&conversation{id: id, secret: secret, attached: 1})
+}
+
+// restore registers c, idle from now on, unless the registry is closed or
+// holds its id already.
+func (r *Conversations) restore(c *conversation) {
 	r.mu.Lock()
-	if r.closed || r.m[id] != nil {
+	if r.closed || r.m[c.id] != nil {
 		r.mu.Unlock()
 		return
 	}
-	c := &conversation{id: id, secret: secret, attached: 1}
-	r.m[id] = c
+	r.m[c.id] = c
 	r.mu.Unlock()
 	r.leave(c) // idle from now on
 }
@@ -171,15 +176,7 @@ func (r *Conversations) RestoreVerified(id string, verify func(secret string) bo
 		r.Restore(id, "")
 		return
 	}
-	r.mu.Lock()
-	if r.closed || r.m[id] != nil {
-		r.mu.Unlock()
-		return
-	}
-	c := &conversation{id: id, verify: verify, attached: 1}
-	r.m[id] = c
-	r.mu.Unlock()
-	r.leave(c) // idle from now on
+	r.restore(&conversation{id: id, verify: verify, attached: 1})
 }
 
 // matches reports whether secret is c's; the caller holds the registry's
