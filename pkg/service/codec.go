@@ -2,7 +2,9 @@ package service
 
 import (
 	"io"
+	"math/bits"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -99,7 +101,7 @@ func (c clientCodec) Name() string { return c.base.Name() }
 // refused: grpc-go ends the stream on any send error, and one odd byte
 // must not end every call of the stream.
 func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) {
-	b, err := c.base.Marshal(v)
+	b, err := c.marshal(v)
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		return b, err
 	}
@@ -108,7 +110,83 @@ func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) {
 		return b, err
 	}
 	fixUTF8(m.ProtoReflect())
-	return c.base.Marshal(v)
+	return c.marshal(v)
+}
+
+// marshal is base's Marshal with one difference: a message large enough to
+// be pooled is marshaled into a buffer of sendPool, which does not clear
+// the buffers it hands out. grpc-go's default pool clears the whole
+// capacity of each one (v1.85, internal/mem's sizedBufferPool.Get), and a
+// 256 KiB output chunk takes a buffer of its 1 MiB tier: streaming a
+// command's output cleared 4 bytes for every byte sent, 13% of toold's
+// CPU in row 7 of toolbench (bench/profiles-2026-11-27-stream.md). The
+// marshaled message overwrites every byte it uses; the rest of the buffer
+// is never read.
+func (c clientCodec) marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.base.Marshal(v)
+	}
+	// UseCachedSize below relies on this Size, as in grpc-go's codec.
+	size := proto.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := proto.MarshalOptions{UseCachedSize: true}.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	buf := sendPool.Get(size)
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		sendPool.Put(buf)
+		return nil, err
+	}
+	*buf = b
+	return mem.BufferSlice{mem.NewBuffer(buf, sendPool)}, nil
+}
+
+// sendPool holds the buffers of the large messages toold sends; gRPC
+// returns each one once it has written it.
+var sendPool = &dirtyPool{}
+
+// dirtyPool is a mem.BufferPool of buffers whose capacities are powers of
+// two from 2^dirtyMinExp to 2^dirtyMaxExp, handed out as they were put
+// back (not cleared): for buffers that are written whole before they are
+// read. A size above the largest tier gets a buffer of its own.
+type dirtyPool struct {
+	tiers [dirtyMaxExp - dirtyMinExp + 1]sync.Pool
+}
+
+const (
+	dirtyMinExp = 10 // 1 KiB: gRPC's pooling threshold
+	dirtyMaxExp = 22 // 4 MiB: the default message limit
+)
+
+// Get returns a buffer of length size.
+func (p *dirtyPool) Get(size int) *[]byte {
+	exp := max(bits.Len(uint(max(size, 1)-1)), dirtyMinExp)
+	if exp > dirtyMaxExp {
+		b := make([]byte, size)
+		return &b
+	}
+	if b, ok := p.tiers[exp-dirtyMinExp].Get().(*[]byte); ok {
+		*b = (*b)[:size]
+		return b
+	}
+	b := make([]byte, size, 1<<exp)
+	return &b
+}
+
+// Put keeps a buffer whose capacity is one of the tiers; others are left
+// to the garbage collector.
+func (p *dirtyPool) Put(b *[]byte) {
+	c := cap(*b)
+	exp := bits.Len(uint(c)) - 1
+	if c == 0 || c != 1<<exp || exp < dirtyMinExp || exp > dirtyMaxExp {
+		return
+	}
+	p.tiers[exp-dirtyMinExp].Put(b)
 }
 
 // fixUTF8 replaces invalid UTF-8 in every string of m, however deep.
