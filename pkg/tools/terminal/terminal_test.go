@@ -271,6 +271,59 @@ func TestStreamingSlowProducer(t *testing.T) {
 	}
 }
 
+// A fast producer's output, read in batches once it passed the first
+// 256 KiB (process.pump), arrives whole and in order, in the stream and in
+// the kept record; and a line it writes after a pause still goes out when
+// written, not at the end.
+func TestStreamingFastProducerThenPause(t *testing.T) {
+	// Not parallel: it measures when output arrives.
+	e := newEnv(t)
+	var s sink
+	var want bytes.Buffer
+	for i := 1; i <= 200000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	want.WriteString("after the pause\n")
+	res, err := e.call(nil, "conv", "fast", "run_command", map[string]any{"command": "seq 1 200000; sleep 0.5; echo 'after the pause'; sleep 1"}, s.tools())
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+	if got := s.String(); got != want.String() {
+		t.Fatalf("streamed %d bytes, want %d; first difference at %d", len(got), want.Len(), firstDiff(got, want.String()))
+	}
+	s.mu.Lock()
+	last := s.chunks[len(s.chunks)-1]
+	s.mu.Unlock()
+	if end.Sub(last) < 600*time.Millisecond {
+		t.Errorf("the line after the pause arrived %s before the end: it was held back", end.Sub(last))
+	}
+	callID := res.Structured["call_id"].(string)
+	var kept strings.Builder
+	for offset := int64(0); offset < int64(want.Len()); {
+		r := e.must("conv", "read_output", map[string]any{"call_id": callID, "offset": offset, "limit": 100000})
+		next := r.Structured["next_offset"].(int64)
+		_, body, _ := strings.Cut(r.Text, "\n")
+		if next <= offset {
+			t.Fatalf("read_output at %d: next %d", offset, next)
+		}
+		kept.WriteString(body[:next-offset])
+		offset = next
+	}
+	if kept.String() != want.String() {
+		t.Errorf("kept output differs at %d", firstDiff(kept.String(), want.String()))
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
 // A timeout stops the whole tree — children, a grandchild that called
 // setsid — and keeps the output so far.
 func TestTimeoutKillsTree(t *testing.T) {
