@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -103,16 +105,27 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 	defer bare.stop()
 	var toold, raw, grpcLimit []float64
 	var tooldChunks, bareChunks int
+	// CPU per run, in ms: the server's own (toold's, the bare server's),
+	// toold's reaped children (the command and its helper), the client's.
+	var cpuToold, cpuCmd, cpuTooldClient, cpuBare, cpuBareClient []float64
+	var swToold, swBare []float64 // the server's context switches per run
 	for round := 0; round < 3 && row.Error == ""; round++ {
 		tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true, ConversationId: fmt.Sprint("s", round)})
 		if err != nil {
 			row.Error = err.Error()
 			break
 		}
+		s0, c0 := procCPU(d.pid())
+		w0 := procSwitches(d.pid())
+		u0 := selfCPU()
 		t0 := time.Now()
 		got, chunks, err := streamCall(tc, command)
 		tooldChunks = chunks
 		el := time.Since(t0)
+		u1 := selfCPU()
+		s1, c1 := procCPU(d.pid())
+		swToold = append(swToold, float64(procSwitches(d.pid())-w0))
+		cpuToold, cpuCmd, cpuTooldClient = append(cpuToold, s1-s0), append(cpuCmd, c1-c0), append(cpuTooldClient, u1-u0)
 		tc.close()
 		if err != nil || got != size {
 			row.Error = fmt.Sprintf("streamed %d of %d bytes: %v", got, size, err)
@@ -140,10 +153,17 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 			row.Error = err.Error()
 			break
 		}
+		s0, _ = procCPU(bare.cmd.Process.Pid)
+		w0 = procSwitches(bare.cmd.Process.Pid)
+		u0 = selfCPU()
 		t0 = time.Now()
 		got, chunks, err = streamCall(bc, command)
 		bareChunks = chunks
 		el = time.Since(t0)
+		u1 = selfCPU()
+		s1, _ = procCPU(bare.cmd.Process.Pid)
+		swBare = append(swBare, float64(procSwitches(bare.cmd.Process.Pid)-w0))
+		cpuBare, cpuBareClient = append(cpuBare, s1-s0), append(cpuBareClient, u1-u0)
 		bc.close()
 		if err != nil || got != size {
 			row.Error = fmt.Sprintf("bare server streamed %d of %d bytes: %v", got, size, err)
@@ -159,6 +179,11 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 	}
 	if tooldChunks > 0 && bareChunks > 0 {
 		row.Verified += fmt.Sprintf("; toold sent %d output chunks (%d KiB on average), the bare stream %d", tooldChunks, size/tooldChunks>>10, bareChunks)
+	}
+	if len(cpuToold) > 0 && len(cpuBare) > 0 {
+		row.Verified += fmt.Sprintf("; CPU per run (median): toold %.0f ms, its command %.0f ms, client %.0f ms; bare server %.0f ms, client %.0f ms",
+			median(cpuToold), median(cpuCmd), median(cpuTooldClient), median(cpuBare), median(cpuBareClient))
+		row.Verified += fmt.Sprintf("; context switches per run: toold %.0f, bare server %.0f", median(swToold), median(swBare))
 	}
 	return []*Row{row}
 }
@@ -352,6 +377,55 @@ func (b *bench) rowBurst(ctx context.Context, ws string) []*Row {
 		row.Error = fmt.Sprintf("only %d of %d commands ended success", ok, streams*per)
 	}
 	return []*Row{row}
+}
+
+// procCPU returns the CPU time, in ms, a process used (user and system)
+// and the CPU time of its children it has waited for (0, 0 if unknown;
+// the kernel counts in clock ticks, 10 ms here).
+func procCPU(pid int) (self, children float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0
+	}
+	// The fields after the command name: state is field 3, utime 14,
+	// stime 15, cutime 16, cstime 17.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0, 0
+	}
+	tick := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v * 10 }
+	return tick(f[11]) + tick(f[12]), tick(f[13]) + tick(f[14])
+}
+
+// procSwitches is the number of context switches of a process's live
+// threads, voluntary and not (0 if unknown).
+func procSwitches(pid int) int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	n := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasSuffix(strings.Fields(line + " x")[0], "ctxt_switches:") {
+				v, _ := strconv.Atoi(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]))
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// selfCPU is the CPU time, in ms, this process used so far (the client's,
+// while it only receives a stream).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
 }
 
 // procThreads returns a process's OS thread count (0 if unknown).
