@@ -77,8 +77,10 @@ func (b *bench) rowRunCommand(ctx context.Context, ws string) []*Row {
 // Row 7: 200 MB written to stdout by a command and streamed to the client
 // vs the same bytes read from a raw pipe.
 func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
-	row := &Row{ID: "stream-200m", Title: "7. 200 MB of command output streamed to the client", Kind: Rate, Unit: "MB/s", Target: "≥ 0.5× raw pipe",
-		check: func(r *Row) bool { return r.Ratio >= 0.5 }}
+	// The target is issue 27's: against the bare gRPC stream (the first
+	// baseline, so the ratio column is toold's share of it).
+	row := &Row{ID: "stream-200m", Title: "7. 200 MB of command output streamed to the client", Kind: Rate, Unit: "MB/s", Target: "≥ 0.8× the bare gRPC stream",
+		check: func(r *Row) bool { return r.Ratio >= 0.8 }}
 	size := 200 << 20
 	if b.smoke {
 		size = 8 << 20
@@ -172,10 +174,10 @@ func (b *bench) rowStream(ctx context.Context, ws string) []*Row {
 		grpcLimit = append(grpcLimit, float64(size)/(1<<20)/el.Seconds())
 	}
 	row.Toold = Measure{Name: "toold", Rate: median(toold), N: len(toold)}
-	row.Base = []Measure{{Name: "raw pipe", Rate: median(raw), N: len(raw)}, {Name: "bare gRPC stream, 256 KiB chunks (the transport's limit)", Rate: median(grpcLimit), N: len(grpcLimit)}}
+	row.Base = []Measure{{Name: "bare gRPC stream, 256 KiB chunks (the transport's limit)", Rate: median(grpcLimit), N: len(grpcLimit)}, {Name: "raw pipe", Rate: median(raw), N: len(raw)}}
 	row.Verified = fmt.Sprintf("%d bytes received in order as output chunks (median of 3)", size)
 	if l, r := median(grpcLimit), median(raw); l > 0 && r > 0 {
-		row.Verified += fmt.Sprintf("; toold %.2f× the bare gRPC stream, which is itself %.2f× the raw pipe", median(toold)/l, l/r)
+		row.Verified += fmt.Sprintf("; toold %.2f× the raw pipe; the bare gRPC stream is itself %.2f× the raw pipe", median(toold)/r, l/r)
 	}
 	if tooldChunks > 0 && bareChunks > 0 {
 		row.Verified += fmt.Sprintf("; toold sent %d output chunks (%d KiB on average), the bare stream %d", tooldChunks, size/tooldChunks>>10, bareChunks)
