@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +129,9 @@ func TestUnixGuardDecision(t *testing.T) {
 	}
 	defer verdicts.Close()
 
-	const base = 1170 // sends of base+i bytes record their verdict at i
+	// Sends of base+i bytes record their verdict at i: lengths no other
+	// process of the host sends on a unix socket while the test runs.
+	const base = 61170
 	decide, err := unixDecision(o, targets, "deny", "allow")
 	if err != nil {
 		t.Fatal(err)
@@ -234,8 +237,8 @@ print("done")
 		t.Fatal(err)
 	}
 	defer slot.Release()
-	run(slot, "1171", "1172")
-	run(nil, "1174")
+	run(slot, strconv.Itoa(base+1), strconv.Itoa(base+2))
+	run(nil, strconv.Itoa(base+4))
 	c, err := net.Dial("unixgram", sock)
 	if err != nil {
 		t.Fatal(err)
