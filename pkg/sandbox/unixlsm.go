@@ -35,7 +35,11 @@ import (
 // made: each sandbox has a network namespace of its own (OpenNetns), so a
 // socket a command binds is usable by the commands of that namespace, and
 // every socket of the host (or of a container, or another sandbox) is not.
-// toold hands no unix socket in: its egress proxy is forwarded over TCP.
+// toold hands no unix socket in: its egress proxy is forwarded over TCP,
+// and its warm helpers' socket pairs are seqpacket (no hook on their
+// sends). Commands cannot change the map or the program: the sandbox's
+// seccomp filter refuses bpf(2), and they cannot make a user (hence a
+// network) namespace either.
 // A process outside toold's cgroups is never affected, and a process in
 // them that talks to a socket of its own network namespace pays four
 // loads and a comparison.

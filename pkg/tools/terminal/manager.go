@@ -309,6 +309,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Sandbox != nil {
 		if err := m.setupSandbox(*cfg.Sandbox, isolation); err != nil {
 			m.store.close()
+			m.warm.Close()
+			_ = m.netns.Close()
+			_ = m.limits.Close()
+			_ = m.unixGuard.Close()
 			os.RemoveAll(dir)
 			return nil, err
 		}
