@@ -301,13 +301,33 @@ func (g *UnixGuard) release() {
 }
 
 // bpfLSMEnabled says whether the kernel runs the BPF LSM and lets toold
-// load a program on its hooks: it reads the active LSMs where securityfs
-// is mounted, then loads a program that allows everything (and closes it
-// unattached), before anything is created or pinned.
+// load a program on its hooks: it checks toold's capabilities, reads the
+// active LSMs where securityfs is mounted, then loads a program that
+// allows everything (and closes it unattached), before anything is
+// created or pinned.
+//
+// The load needs the kernel's BTF parsed (~11 ms of CPU and the 5 MB
+// vmlinux BTF mapped, twice over: the attach target is looked up by name),
+// which a kernel that refuses every LSM program would cost each start. A
+// refusal is a property of the boot (the active LSMs and the lockdown
+// mode are set at boot; lockdown can only be raised), so it is remembered
+// for the rest of the boot in unixGuardMemo, and later starts skip the
+// probe.
 func bpfLSMEnabled() error {
+	if err := bpfCapable(); err != nil {
+		return err
+	}
 	if b, err := os.ReadFile("/sys/kernel/security/lsm"); err == nil {
 		if !slices.Contains(strings.Split(strings.TrimSpace(string(b)), ","), "bpf") {
 			return fmt.Errorf("the kernel does not run the BPF LSM (active: %s; it needs CONFIG_BPF_LSM and \"bpf\" in lsm= at boot)", strings.TrimSpace(string(b)))
+		}
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if len(boot) > 0 {
+		if b, err := os.ReadFile(unixGuardMemo); err == nil {
+			if id, why, ok := strings.Cut(string(b), "\n"); ok && id == strings.TrimSpace(string(boot)) && why != "" {
+				return fmt.Errorf("%s (found at an earlier start in this boot, remembered in %s)", why, unixGuardMemo)
+			}
 		}
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
@@ -323,12 +343,62 @@ func bpfLSMEnabled() error {
 	if errors.Is(err, unix.EPERM) {
 		// cilium/ebpf suggests RLIMIT_MEMLOCK, which Linux 5.11+ does not
 		// use: say what the kernel's state is.
-		return fmt.Errorf("the kernel refused to load a BPF LSM program: EPERM%s", lockdownNote())
+		err = fmt.Errorf("the kernel refused to load a BPF LSM program: EPERM%s", lockdownNote())
+	} else if err != nil {
+		err = fmt.Errorf("the kernel cannot load a BPF LSM program: %w", err)
 	}
 	if err != nil {
-		return fmt.Errorf("the kernel cannot load a BPF LSM program: %w", err)
+		if len(boot) > 0 {
+			rememberRefusal(strings.TrimSpace(string(boot)), err.Error())
+		}
+		return err
 	}
 	return prog.Close()
+}
+
+// unixGuardMemo remembers, for one boot, that the kernel refused the BPF
+// LSM program: the boot id, a newline, the reason. It is in /run (a tmpfs
+// emptied at boot), written by root only.
+var unixGuardMemo = "/run/toold/unix-guard-refused"
+
+// rememberRefusal writes unixGuardMemo (best effort: a toold that cannot
+// write it probes again at its next start).
+func rememberRefusal(boot, why string) {
+	if err := os.MkdirAll(filepath.Dir(unixGuardMemo), 0o755); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d", unixGuardMemo, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(boot+"\n"+why), 0o644); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, unixGuardMemo); err != nil {
+		os.Remove(tmp)
+	}
+}
+
+// bpfCapable says whether toold's effective capabilities let it load and
+// attach an LSM program (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN), before any
+// BTF is read.
+func bpfCapable() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading toold's capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	var missing []string
+	for _, c := range []struct {
+		n    uint
+		name string
+	}{{unix.CAP_BPF, "CAP_BPF"}, {unix.CAP_PERFMON, "CAP_PERFMON"}, {unix.CAP_SYS_ADMIN, "CAP_SYS_ADMIN"}} {
+		if !has(c.n) {
+			missing = append(missing, c.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("toold lacks %s to load a BPF LSM program", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // lockdownNote names the kernel's lockdown mode when one is set.
