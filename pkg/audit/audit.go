@@ -140,7 +140,10 @@ type Record struct {
 // ResultDigest.
 func Digest(b []byte) string {
 	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
+	var d [len("sha256:") + 2*sha256.Size]byte
+	copy(d[:], "sha256:")
+	hex.Encode(d[len("sha256:"):], s[:])
+	return string(d[:]) // one allocation (the concatenation made two)
 }
 
 // Config configures a Log.
@@ -202,18 +205,18 @@ type Log struct {
 	cond   *sync.Cond // signaled when written or synced advance, a write fails, or the log closes
 	f      *os.File
 	fileNo int
-	size   int64  // of the file: whole records only, unless bad
-	seq    uint64 // last chained (queued or written)
-	hash   string // of the last chained record
+	size   int64   // of the file: whole records only, unless bad
+	seq    uint64  // last chained (queued or written)
+	hash   hexHash // of the last chained record
 	// queued are the lines of records chained but not yet written; the
 	// appender that found no write in progress writes them (writing), in
 	// batches, and the others wait for written to pass their seq.
 	queued      []byte
 	spare       []byte
 	writing     bool
-	written     uint64 // last written
-	writtenHash string // of the last written record
-	synced      uint64 // last fsynced (and named by the head file)
+	written     uint64  // last written
+	writtenHash hexHash // of the last written record
+	synced      uint64  // last fsynced (and named by the head file)
 	closed      bool
 	kick        chan struct{}
 	done        chan struct{}
@@ -273,7 +276,7 @@ func Open(cfg Config) (*Log, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, hash: GenesisHash, kick: make(chan struct{}, 1), done: make(chan struct{}),
+	l := &Log{cfg: cfg, hash: genesis, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		pruneKick: make(chan struct{}, 1), stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	files, err := listFiles(cfg.Dir)
@@ -343,7 +346,7 @@ func (l *Log) recover(path string) (int64, error) {
 	if err := json.Unmarshal(line, &r); err != nil {
 		return 0, fmt.Errorf("audit: last record of %s does not decode (run toolctl audit verify): %w", path, err)
 	}
-	l.seq, l.hash = r.Seq, lineHash(line)
+	l.seq, l.hash = r.Seq, hashOf(line)
 	return torn, nil
 }
 
@@ -388,6 +391,7 @@ func (l *Log) append(r Record, wait bool) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
+	r.Prev = p.prev.String()
 	if !l.writing {
 		l.writeQueuedLocked()
 	}
@@ -512,12 +516,15 @@ const enqueueKick = 64 << 10
 type pending struct {
 	ticket, epoch uint64
 	held          bool
+	// prev is the record's Prev (set in the Record only where it is
+	// returned: a string per record is an allocation).
+	prev hexHash
 }
 
 // chainLocked chains r to the last record and queues its line, waiting
 // first while SyncEvery records are unsynced and rotating when the file is
 // full (l.mu held; it may be released meanwhile). body is recordBody(r).
-// It returns r with Seq, Time and Prev set.
+// It returns r with Seq and Time set, and its prev in the pending.
 func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 	var line []byte
 	for {
@@ -540,14 +547,14 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 		}
 		if l.failErr != nil && l.recoverySeq == 0 {
 			// The first record after a failure says what was lost.
-			rec := Record{Kind: KindRecovered, Seq: l.seq + 1, Time: l.cfg.Now().UTC(), Prev: l.hash,
+			rec := Record{Kind: KindRecovered, Seq: l.seq + 1, Time: l.cfg.Now().UTC(), Prev: l.hash.String(),
 				Detail: fmt.Sprintf("%d records could not be written between %s and %s: %s",
 					l.lost, l.failedAt.Format(time.RFC3339Nano), l.cfg.Now().UTC().Format(time.RFC3339Nano), cause(l.failErr))}
 			b, err := json.Marshal(rec)
 			if err != nil {
 				return Record{}, pending{}, err
 			}
-			l.seq, l.hash, l.recoverySeq = rec.Seq, lineHash(b), rec.Seq
+			l.seq, l.hash, l.recoverySeq = rec.Seq, hashOf(b), rec.Seq
 			l.queued = append(append(l.queued, b...), '\n')
 			l.ticket++
 		}
@@ -556,9 +563,8 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 		// taken back out when it does not fit the file.
 		r.Seq = l.seq + 1
 		r.Time = l.cfg.Now().UTC()
-		r.Prev = l.hash
 		start := len(l.queued)
-		l.queued = appendLine(l.queued, r, body)
+		l.queued = appendLinePrev(l.queued, r, body, l.hash[:])
 		line = l.queued[start:]
 		size := l.size + int64(start)
 		if size == 0 || size+int64(len(line))+1 <= l.cfg.MaxFileBytes {
@@ -579,10 +585,11 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 			return Record{}, pending{}, l.refuse(err)
 		}
 	}
-	l.seq, l.hash = r.Seq, lineHash(line)
+	prev := l.hash
+	l.seq, l.hash = r.Seq, hashOf(line)
 	l.queued = append(l.queued, '\n')
 	l.ticket++
-	return r, pending{ticket: l.ticket, epoch: l.epoch}, nil
+	return r, pending{ticket: l.ticket, epoch: l.epoch, prev: prev}, nil
 }
 
 // recordBody is r's JSON without seq, time and prev, made before the log's
@@ -597,7 +604,22 @@ func (l *Log) chainLocked(r Record, body []byte) (Record, pending, error) {
 // json.Marshal's (TestLineIsJSONMarshal fills every field of Record, so a
 // field added to Record and not here fails it).
 func recordBody(r Record) ([]byte, error) {
-	b := make([]byte, 0, 192+len(r.Detail))
+	// Room for every field with its value unescaped, so that the body is
+	// made in one allocation (192 bytes were outgrown by a call end's two
+	// digests: the body was made twice).
+	n := fieldLen("kind", r.Kind, true) + fieldLen("conversation", r.Conversation, false) + fieldLen("call_id", r.CallID, false) +
+		fieldLen("tool", r.Tool, false) + fieldLen("operation", r.Operation, false) + fieldLen("decision", r.Decision, false) +
+		fieldLen("rule", r.Rule, false) + fieldLen("who", r.Who, false) + fieldLen("scope", r.Scope, false) +
+		fieldLen("grant_id", r.GrantID, false) + fieldLen("args_digest", r.ArgsDigest, false) +
+		fieldLen("result_digest", r.ResultDigest, false) + fieldLen("outcome", r.Outcome, false) +
+		fieldLen("code", r.Code, false) + fieldLen("detail", r.Detail, false) + fieldLen("pruned_hash", r.PrunedHash, false)
+	if r.ExitCode != nil {
+		n += len(`"exit_code":,`) + 20
+	}
+	if r.PrunedThrough != 0 {
+		n += len(`"pruned_through":,`) + 20
+	}
+	b := make([]byte, 0, n)
 	b = appendStringField(b, "kind", r.Kind, true)
 	b = appendStringField(b, "conversation", r.Conversation, false)
 	b = appendStringField(b, "call_id", r.CallID, false)
@@ -625,6 +647,14 @@ func recordBody(r Record) ([]byte, error) {
 	}
 	b = appendStringField(b, "pruned_hash", r.PrunedHash, false)
 	return b, nil
+}
+
+// fieldLen is the length of appendStringField's field for an unescaped v.
+func fieldLen(key, v string, always bool) int {
+	if v == "" && !always {
+		return 0
+	}
+	return len(key) + len(v) + len(`"":"",`)
 }
 
 // appendStringField appends `"key":"v",` — nothing when v is empty and the
@@ -697,6 +727,12 @@ func appendJSONString(b []byte, s string) []byte {
 // appendLine appends r's line, exactly what json.Marshal(r) gives
 // (TestLineIsJSONMarshal), from its body and its Seq, Time and Prev.
 func appendLine(b []byte, r Record, body []byte) []byte {
+	return appendLinePrev(b, r, body, []byte(r.Prev))
+}
+
+// appendLinePrev is appendLine with prev for r.Prev: the log chains with
+// the previous line's hash as bytes, not a string made per record.
+func appendLinePrev(b []byte, r Record, body, prev []byte) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, r.Seq, 10)
 	b = append(b, `,"time":"`...)
@@ -704,7 +740,7 @@ func appendLine(b []byte, r Record, body []byte) []byte {
 	b = append(b, `",`...)
 	b = append(b, body...)
 	b = append(b, `"prev":"`...)
-	b = append(b, r.Prev...)
+	b = append(b, prev...)
 	return append(b, `"}`...)
 }
 
@@ -849,7 +885,7 @@ func (l *Log) rotate() error {
 	}
 	l.f.Close()
 	l.synced = l.seq
-	if err := l.writeHead(l.seq, l.hash); err != nil {
+	if err := l.writeHead(l.seq, l.hash.String()); err != nil {
 		l.syncErr = err // the syncer writes it again
 	}
 	l.fileNo++
@@ -950,7 +986,7 @@ func (l *Log) syncOnce() {
 	err := f.Sync()
 	var herr error
 	if err == nil || errors.Is(err, os.ErrClosed) {
-		herr = l.writeHead(target, hash)
+		herr = l.writeHead(target, hash.String())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -1037,9 +1073,24 @@ func (l *Log) Close() error {
 }
 
 func lineHash(line []byte) string {
-	s := sha256.Sum256(line)
-	return hex.EncodeToString(s[:])
+	h := hashOf(line)
+	return h.String()
 }
+
+// hexHash is a line's hash in hex, as a record's prev holds it; the log
+// keeps the last one as an array (no allocation per record).
+type hexHash [2 * sha256.Size]byte
+
+// genesis is GenesisHash as a hexHash.
+var genesis = func() (h hexHash) { copy(h[:], GenesisHash); return h }()
+
+func hashOf(line []byte) (h hexHash) {
+	s := sha256.Sum256(line)
+	hex.Encode(h[:], s[:])
+	return h
+}
+
+func (h hexHash) String() string { return string(h[:]) }
 
 func fileName(dir string, no int) string {
 	return filepath.Join(dir, fmt.Sprintf("audit-%08d.jsonl", no))

@@ -625,3 +625,36 @@ func TestJSONStringIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// A record's body is made in one allocation, and chaining it makes none of
+// its own (the hash of the line before is kept as an array), whatever the
+// record holds: a call end with two digests, a decision with its rule.
+func TestRecordAllocations(t *testing.T) {
+	end := Record{Kind: KindCallEnd, Conversation: "conv-0123456789abcdef", CallID: "toolu_01ABCDEFGHIJKLMNOPQRSTUV", Tool: "file_operations",
+		Operation: "read_file", Outcome: "success", ArgsDigest: Digest([]byte(`{"path":"a.go"}`)), ResultDigest: Digest([]byte("x"))}
+	dec := Record{Kind: KindDecision, Conversation: "conv", CallID: "1", Tool: "terminal", Operation: "run_command", Decision: "allow",
+		Rule: "commands.allow[3]: git status", Detail: strings.Repeat("d", 300)}
+	for _, r := range []Record{end, dec} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = recordBody(r) }); n != 1 {
+			t.Errorf("recordBody(%s): %v allocations, want 1", r.Kind, n)
+		}
+	}
+	if got, want := Digest([]byte("x")), "sha256:"+lineHash([]byte("x")); got != want {
+		t.Fatalf("Digest: %q, want %q", got, want)
+	}
+	l, err := Open(Config{Dir: t.TempDir(), SyncEvery: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Warm the queue's buffers, then an Enqueue of a call's three records
+	// allocates their bodies and one slice of them.
+	for range 100 {
+		if err := l.EnqueueAll(dec, end, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = l.EnqueueAll(dec, end, end) }); n > 4 {
+		t.Errorf("EnqueueAll of 3 records: %v allocations, want at most 4", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,6 +272,13 @@ func TestSandboxReported(t *testing.T) {
 					names = append(names, l.GetName())
 					if l.GetDetail() == "" {
 						t.Fatalf("layer %s without a detail", l.GetName())
+					}
+					// The network layer says whether the kernel holds unix
+					// sockets bound after a command started, or why not.
+					if d := l.GetDetail(); l.GetName() == "network" && l.GetInForce() &&
+						!strings.Contains(d, "unix sockets outside the sandbox refused by the kernel whenever they were bound") &&
+						!regexp.MustCompile(`unix sockets outside the sandbox masked as each command starts, NOT those bound later \(no kernel guard: [^)]+`).MatchString(d) {
+						t.Fatalf("the network layer does not say how unix sockets are held: %q", d)
 					}
 				}
 				if !st.GetEnabled() || strings.Join(names, ",") != "writes,reads,network,control_plane,resources" {

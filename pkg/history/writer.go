@@ -17,23 +17,27 @@ var ErrClosed = errors.New("history: closed")
 // store) and one goroutine stores what is queued in batches, one
 // transaction each. Query first waits until everything queued before it is
 // stored, so a call that ended is found. Close stores what is queued.
+//
+// Record wakes the writing goroutine only when the queue was empty: the
+// entries queued while it lingers join the batch without a wake-up each
+// (a channel send per entry woke it once per call — a goroutine switch on
+// every call's path, bench/profiles-2026-11-27-hotpath.md).
 type Writer struct {
 	s     *Store
 	onErr func(error)
+	max   int
 
-	mu     sync.RWMutex // Record and Flush hold it shared; Close exclusive
-	closed bool
-	ch     chan item
-	done   chan struct{}
-}
-
-// item is an entry to store, or a flush marker (done set). The entry is
-// held by pointer: a queue of 4096 Entry values was 1.2 MB allocated at
-// start, most of an idle toold's heap; one small allocation a call is
-// cheaper than that.
-type item struct {
-	e    *Entry
-	done chan struct{}
+	mu      sync.Mutex
+	closed  bool
+	queue   []Entry
+	spare   []Entry // the queue's other buffer, reused
+	flushes []chan struct{}
+	// kick wakes the writer for a first entry; now cuts its linger short
+	// (a Flush, a full batch, Close). Both have room for one signal.
+	kick, now chan struct{}
+	// space is closed and replaced when the writer takes the queue.
+	space chan struct{}
+	done  chan struct{}
 }
 
 // maxBatch bounds the entries one transaction stores; linger is how long
@@ -54,41 +58,61 @@ func NewWriter(s *Store, queue int, onErr func(error)) *Writer {
 	if onErr == nil {
 		onErr = func(error) {}
 	}
-	w := &Writer{s: s, onErr: onErr, ch: make(chan item, queue), done: make(chan struct{})}
+	w := &Writer{s: s, onErr: onErr, max: queue, kick: make(chan struct{}, 1), now: make(chan struct{}, 1),
+		space: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
 
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // Record queues e; its ID is not known yet (zero).
 func (w *Writer) Record(ctx context.Context, e Entry) (int64, error) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
+	w.mu.Lock()
+	for !w.closed && len(w.queue) >= w.max {
+		space := w.space
+		w.mu.Unlock()
+		signal(w.now) // the writer stops lingering
+		select {
+		case <-space:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+		w.mu.Lock()
+	}
 	if w.closed {
+		w.mu.Unlock()
 		return 0, ErrClosed
 	}
-	select {
-	case w.ch <- item{e: &e}:
-		return 0, nil
-	case <-ctx.Done():
-		return 0, context.Cause(ctx)
+	w.queue = append(w.queue, e)
+	n := len(w.queue)
+	w.mu.Unlock()
+	switch n {
+	case 1:
+		signal(w.kick)
+	case maxBatch:
+		signal(w.now)
 	}
+	return 0, nil
 }
 
 // Flush waits until every entry queued before it is stored.
 func (w *Writer) Flush(ctx context.Context) error {
 	done := make(chan struct{})
-	w.mu.RLock()
+	w.mu.Lock()
 	if w.closed {
-		w.mu.RUnlock()
-		return nil // Close stored everything
+		w.mu.Unlock()
+		return nil // Close stores everything
 	}
-	select {
-	case w.ch <- item{done: done}:
-	case <-ctx.Done():
-		w.mu.RUnlock()
-		return context.Cause(ctx)
-	}
-	w.mu.RUnlock()
+	w.flushes = append(w.flushes, done)
+	w.mu.Unlock()
+	signal(w.kick)
+	signal(w.now)
 	select {
 	case <-done:
 		return nil
@@ -111,52 +135,79 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
+		<-w.done
 		return nil
 	}
 	w.closed = true
-	close(w.ch)
+	close(w.space) // Records waiting for room see closed
 	w.mu.Unlock()
+	signal(w.kick)
+	signal(w.now)
 	<-w.done
 	return nil
 }
 
 func (w *Writer) run() {
 	defer close(w.done)
-	batch := make([]Entry, 0, maxBatch)
-	var flushed []chan struct{}
-	for it := range w.ch {
-		batch, flushed = batch[:0], flushed[:0]
-		add := func(it item) {
-			if it.done != nil {
-				flushed = append(flushed, it.done)
-			} else {
-				batch = append(batch, *it.e)
-			}
-		}
-		add(it)
-		timer := time.NewTimer(linger)
-	more:
-		for len(batch) < maxBatch && len(flushed) == 0 {
+	timer := time.NewTimer(linger)
+	timer.Stop()
+	for {
+		<-w.kick
+		// Linger for more entries unless something waits for them.
+		w.mu.Lock()
+		wait := !w.closed && len(w.flushes) == 0 && len(w.queue) < min(maxBatch, w.max)
+		w.mu.Unlock()
+		if wait {
+			timer.Reset(linger)
 			select {
-			case it, ok := <-w.ch:
-				if !ok {
-					break more
-				}
-				add(it)
 			case <-timer.C:
-				break more
+			case <-w.now:
+				timer.Stop()
 			}
 		}
-		timer.Stop()
-		if len(batch) > 0 {
-			if err := w.s.RecordBatch(context.Background(), batch); err != nil {
+		w.mu.Lock()
+		batch, flushed, closed := w.queue, w.flushes, w.closed
+		w.queue, w.spare, w.flushes = w.spare[:0], nil, nil
+		if !closed {
+			close(w.space)
+			w.space = make(chan struct{})
+		}
+		select { // a signal for what was just taken
+		case <-w.now:
+		default:
+		}
+		w.mu.Unlock()
+		for rest := batch; len(rest) > 0; {
+			n := min(len(rest), maxBatch)
+			if err := w.s.RecordBatch(context.Background(), rest[:n]); err != nil {
 				w.onErr(err)
 			}
+			rest = rest[n:]
 		}
 		for _, d := range flushed {
 			close(d)
 		}
+		w.mu.Lock()
+		if w.spare == nil && cap(batch) <= 2*maxBatch {
+			// Reused; a burst's larger buffer goes to the collector.
+			w.spare = clear0(batch)
+		}
+		more := len(w.queue) > 0 || len(w.flushes) > 0
+		w.mu.Unlock()
+		if closed && !more {
+			return
+		}
+		if more {
+			signal(w.kick)
+		}
 	}
+}
+
+// clear0 zeroes b's whole array (its entries' strings are released) and
+// returns it empty.
+func clear0(b []Entry) []Entry {
+	clear(b[:cap(b)])
+	return b[:0]
 }
 
 // RecordBatch stores entries in one transaction.

@@ -336,6 +336,14 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 	}
 	onStart(pid)
 
+	// A command that ends at once and leaves nothing behind (true, a
+	// quick test) is waited for on this thread: its end wakes this thread
+	// only, not a reaper thread that then wakes this one.
+	ws, reaped, alone := waitBriefly(pid, quickWait)
+	if reaped && alone {
+		return exitOf(Exit{}, ws), nil
+	}
+
 	// The reaper waits for every child: the command, its children that
 	// were reparented here, and (after the command) the leftovers. It ends
 	// when no child is left.
@@ -345,6 +353,11 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 		cmdDone   = make(chan struct{})
 		treeEmpty = make(chan struct{})
 	)
+	if reaped {
+		// Reaped above, with children left behind.
+		status = ws
+		close(cmdDone)
+	}
 	go func() {
 		defer close(treeEmpty)
 		for {
@@ -396,11 +409,7 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			mu.Lock()
 			ws := status
 			mu.Unlock()
-			exit.Code = ws.ExitStatus()
-			if ws.Signaled() {
-				exit.Code, exit.Signal = -1, ws.Signal()
-			}
-			return exit, nil
+			return exitOf(exit, ws), nil
 		case s := <-sigs:
 			if (s == unix.SIGTERM || s == unix.SIGHUP) && !stopping {
 				exit.Stopped = true
@@ -423,6 +432,58 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			signalAll(Descendants(self), syscall.SIGKILL)
 		}
 	}
+}
+
+// quickWait is how long supervise waits for its command on the forking
+// thread before it hands the wait to a reaper thread. During it a stop
+// (a signal, the lifeline) is acted on only at its end.
+const quickWait = 5 * time.Millisecond
+
+// waitBriefly waits up to d for the child pid to end (its pidfd), and
+// reaps it if it did. alone says no other child was left then (its tree
+// is gone: the command's orphans are this process's children).
+func waitBriefly(pid int, d time.Duration) (ws unix.WaitStatus, reaped, alone bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return ws, false, false
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return ws, false, false
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return ws, false, false
+		}
+		break
+	}
+	for {
+		p, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || p != pid {
+			return ws, false, false
+		}
+		break
+	}
+	return ws, true, !hasChildren()
+}
+
+// exitOf completes exit with the command's wait status.
+func exitOf(exit Exit, ws unix.WaitStatus) Exit {
+	exit.Code = ws.ExitStatus()
+	if ws.Signaled() {
+		exit.Code, exit.Signal = -1, ws.Signal()
+	}
+	return exit
 }
 
 // prepareSupervise makes the calling process a subreaper and catches the

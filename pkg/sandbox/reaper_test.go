@@ -50,3 +50,26 @@ func TestReapOrphansLeavesOsExecChildren(t *testing.T) {
 		t.Fatalf("the orphan is still a zombie")
 	}
 }
+
+// The reaper skips its scan of every process only when no child is a
+// zombie: a zombie child (os/exec's, not yet waited for) is seen without
+// being reaped, and its Wait still gets its exit status.
+func TestZombieChildPendingSeesAZombieWithoutReapingIt(t *testing.T) {
+	child := exec.Command("sh", "-c", "exit 3")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	testenv.Poll(t, 10*time.Second, "the child to exit", func() bool {
+		return slices.Contains(ZombieChildren(self), child.Process.Pid)
+	})
+	for range 3 {
+		if !zombieChildPending() {
+			t.Fatal("a zombie child was not seen")
+		}
+	}
+	err := child.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("Wait after the peeks: %v, want exit status 3", err)
+	}
+}

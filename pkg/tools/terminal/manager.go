@@ -208,14 +208,17 @@ type Manager struct {
 	policy *sandbox.Policy
 	layers []sandbox.Layer
 	limits *sandbox.Limits // the commands' cgroup limits, when in force
-	netns  *sandbox.Netns  // the isolated commands' network namespace
-	warm   *sandbox.Warm   // helpers ready for isolated commands, or nil
-	hidden hiddenCache
-	dir    string // the Manager's own directory
-	tmp    string // TMPDIR of sandboxed commands
-	cache  string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
-	store  *store
-	env    map[string]string
+	// unixGuard holds unix sockets outside the sandbox in the kernel
+	// (BPF LSM), when this machine lets toold load it.
+	unixGuard *sandbox.UnixGuard
+	netns     *sandbox.Netns // the isolated commands' network namespace
+	warm      *sandbox.Warm  // helpers ready for isolated commands, or nil
+	hidden    hiddenCache
+	dir       string // the Manager's own directory
+	tmp       string // TMPDIR of sandboxed commands
+	cache     string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
+	store     *store
+	env       map[string]string
 	// cgroups, when set, runs unconfined commands without a helper.
 	cgroups       *sandbox.Cgroups
 	cgroupsFailed sync.Once // logs the fall back to helpers once
@@ -306,6 +309,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Sandbox != nil {
 		if err := m.setupSandbox(*cfg.Sandbox, isolation); err != nil {
 			m.store.close()
+			m.warm.Close()
+			_ = m.netns.Close()
+			_ = m.limits.Close()
+			_ = m.unixGuard.Close()
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -322,6 +329,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.warm.Close()
 		_ = m.netns.Close()
 		_ = m.limits.Close()
+		_ = m.unixGuard.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
 	}
@@ -538,8 +546,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.limits != nil {
 		if err == nil {
 			_ = m.limits.Close()
+			_ = m.unixGuard.Close()
 		} else {
-			go func() { <-done; _ = m.limits.Close() }()
+			go func() { <-done; _ = m.limits.Close(); _ = m.unixGuard.Close() }()
 		}
 	}
 	if !m.cfg.KeepOnShutdown && err == nil {

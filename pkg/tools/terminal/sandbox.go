@@ -36,7 +36,7 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 	// not by commands.
 	p.Hide = append(slices.Clip(p.Hide), m.store.dir)
 	p.Require = m.cfg.RequireSandbox
-	var isolateWhy, limitsWhy string
+	var isolateWhy, limitsWhy, unixWhy string
 	if p.Isolate {
 		if isolation == nil {
 			err := sandbox.ProbeIsolation(m.cfg.Runner)
@@ -71,6 +71,13 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 			if !lim.Complete() {
 				limitsWhy = lim.Describe()
 			}
+			// Unix sockets bound after a command started, held by the
+			// kernel (sandbox.UnixGuard) where it lets toold.
+			if g, err := sandbox.GuardUnixSockets(lim); err != nil {
+				unixWhy = err.Error()
+			} else {
+				m.unixGuard = g
+			}
 		}
 	} else {
 		limitsWhy = "the per-command cgroup is made by the isolated helper, and isolation is off"
@@ -98,7 +105,7 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 		// isolated command's cost is off its path (sandbox.Warm).
 		m.warm = sandbox.NewWarm(m.cfg.Runner, m.netns.File(), m.limits, m.cfg.KillGrace, warmHelpers, m.warmPolicy)
 	}
-	m.layers = m.describeLayers(p, isolateWhy, limitsWhy)
+	m.layers = m.describeLayers(p, isolateWhy, limitsWhy, unixWhy)
 	var missing []string
 	for _, l := range m.layers {
 		if l.InForce {
@@ -115,7 +122,14 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 }
 
 // describeLayers says which layers p enforces here.
-func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy string) []sandbox.Layer {
+//
+// The network layer says how unix sockets outside the sandbox are held:
+// by the kernel whenever they were bound (sandbox.UnixGuard), or only
+// masked when each command starts, and why (unixWhy). Either way the layer
+// is in force, as before the guard existed: terminal.sandbox: require does
+// not refuse a machine without BPF LSM (most distributions' kernels), and
+// the detail says which promise holds.
+func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWhy string) []sandbox.Layer {
 	abi := sandbox.LandlockABI()
 	landlock := "no Landlock"
 	if abi > 0 {
@@ -127,10 +141,17 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy string)
 			sandbox.Layer{Name: sandbox.LayerWrites, InForce: true, Detail: "mount namespace: everything read-only but the workspace, the temp dir, the cache dir and terminal.writable; no capabilities; " + landlock},
 			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked; private /proc"},
 		)
+		if unixWhy == "" {
+			unixWhy = "no per-command cgroups to tell commands by"
+		}
+		unixHow := "; unix sockets outside the sandbox masked as each command starts, NOT those bound later (no kernel guard: " + unixWhy + ")"
+		if m.unixGuard != nil {
+			unixHow = "; " + m.unixGuard.Describe()
+		}
 		if p.Proxy != "" {
-			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS"})
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS" + unixHow})
 		} else {
-			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only: no network (terminal.network: false)"})
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only: no network (terminal.network: false)" + unixHow})
 		}
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerControlPlane, InForce: true, Detail: "toold's socket masked and its processes invisible (pid namespace); abstract sockets are the namespace's own"})
 	} else {
