@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,41 @@ func TestRenamedSecretStaysMaskedEndToEnd(t *testing.T) {
 		res, _ = x.call(fmt.Sprint("leak", i), "run_command", jsonArgs(map[string]any{"command": fmt.Sprintf("n=nv; cat moved%d/.e$n; echo END", i)}))
 		if out := text(res); strings.Contains(out, secret) {
 			t.Fatalf("a renamed secret was read by the next command:\n%s", out)
+		}
+	}
+	// The moves' records hold the secret (a rewind puts it back), but no
+	// diff shows it: the conversation's client would hand it to the model.
+	ctx := d.AsOperator(context.Background())
+	cs := pb.NewCheckpointServiceClient(d.Conn)
+	ch, err := cs.Changes(ctx, &pb.ChangesRequest{ConversationId: "leaker", Diff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves := 0
+	for _, c := range ch.GetCalls() {
+		for _, p := range c.GetChanges() {
+			if strings.HasSuffix(p.GetPath(), "/.env") {
+				moves++
+			}
+			if strings.Contains(p.GetDiff(), secret) {
+				t.Fatalf("a checkpoint's diff shows a secret the command could not read: %s\n%s", p.GetPath(), p.GetDiff())
+			}
+		}
+	}
+	if moves != 6 {
+		t.Fatalf("the moves' records: %d changes of .env files, want 6 (3 removed, 3 created): %v", moves, ch)
+	}
+	// Rewinding the second and third moves puts their secrets back.
+	if _, err := cs.Rewind(ctx, &pb.RewindRequest{ConversationId: "leaker", CallId: "mv1"}); err != nil {
+		t.Fatalf("rewind: %v", err)
+	}
+	for i := range 3 {
+		want := fmt.Sprintf("cfg%d/.env", i)
+		if i == 0 {
+			want = "moved0/.env" // before the rewound calls
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, want)); err != nil || string(b) != "API_KEY="+secret+"\n" {
+			t.Errorf("after the rewind %s: %q, %v", want, b, err)
 		}
 	}
 }
