@@ -38,48 +38,98 @@ func TestRenamedSecretStaysMaskedEndToEnd(t *testing.T) {
 		if out := text(res); strings.Contains(out, secret) || !strings.Contains(out, "END") {
 			t.Fatalf("the secret was readable before the rename, or the command did not run:\n%s", out)
 		}
-		res, _ = x.call(fmt.Sprint("mv", i), "run_command", jsonArgs(map[string]any{"command": fmt.Sprintf("mv %s moved%d && echo MOVED", dir, i)}))
-		if out := text(res); !strings.Contains(out, "MOVED") {
+		// The directory holding the secret cannot be moved (it is a mount
+		// point in every view); where it could be, the mask must follow.
+		res, _ = x.call(fmt.Sprint("mv", i), "run_command", jsonArgs(map[string]any{"command": fmt.Sprintf("mv %s moved%d && echo MOVED || echo REFUSED", dir, i)}))
+		if out := text(res); !strings.Contains(out, "MOVED") && !strings.Contains(out, "REFUSED") {
 			t.Fatalf("mv: %s", out)
 		}
-		res, _ = x.call(fmt.Sprint("leak", i), "run_command", jsonArgs(map[string]any{"command": fmt.Sprintf("n=nv; cat moved%d/.e$n; echo END", i)}))
-		if out := text(res); strings.Contains(out, secret) {
+		res, _ = x.call(fmt.Sprint("leak", i), "run_command", jsonArgs(map[string]any{"command": fmt.Sprintf("n=nv; cat moved%d/.e$n %s/.e$n; echo END", i, dir)}))
+		if out := text(res); strings.Contains(out, secret) || !strings.Contains(out, "END") {
 			t.Fatalf("a renamed secret was read by the next command:\n%s", out)
 		}
 	}
-	// The moves' records hold the secret (a rewind puts it back), but no
-	// diff shows it: the conversation's client would hand it to the model.
+
+	// A person edits a secret while a command runs: the command's record
+	// holds the change (a rewind puts the old secret back), but no diff
+	// shows either content: the conversation's client would hand it to
+	// the model, which could read neither.
+	edited := "SECRET-EDITED-" + randomHex(t, 8)
+	done := make(chan string, 1)
+	go func() {
+		res, _ := x.call("w", "run_command", jsonArgs(map[string]any{"command": "touch started; while [ ! -e go ]; do sleep 0.05; done; rm -f started go; echo WAITED", "timeout": 60}))
+		done <- text(res)
+	}()
+	eventually(t, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(ws, "started"))
+		return err == nil
+	})
+	env1 := filepath.Join(ws, "cfg1", ".env")
+	if _, err := os.Stat(env1); err != nil {
+		env1 = filepath.Join(ws, "moved1", ".env")
+	}
+	if err := os.WriteFile(env1, []byte("API_KEY="+edited+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+	if out := <-done; !strings.Contains(out, "WAITED") {
+		t.Fatalf("w: %s", out)
+	}
 	ctx := d.AsOperator(context.Background())
 	cs := pb.NewCheckpointServiceClient(d.Conn)
-	ch, err := cs.Changes(ctx, &pb.ChangesRequest{ConversationId: "leaker", Diff: true})
+	ch, err := cs.Changes(ctx, &pb.ChangesRequest{ConversationId: "leaker", CallId: "w", Diff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves := 0
+	changed := false
 	for _, c := range ch.GetCalls() {
 		for _, p := range c.GetChanges() {
 			if strings.HasSuffix(p.GetPath(), "/.env") {
-				moves++
+				changed = true
 			}
-			if strings.Contains(p.GetDiff(), secret) {
+			if strings.Contains(p.GetDiff(), secret) || strings.Contains(p.GetDiff(), edited) {
 				t.Fatalf("a checkpoint's diff shows a secret the command could not read: %s\n%s", p.GetPath(), p.GetDiff())
 			}
 		}
 	}
-	if moves != 6 {
-		t.Fatalf("the moves' records: %d changes of .env files, want 6 (3 removed, 3 created): %v", moves, ch)
+	if !changed {
+		t.Fatalf("the command's record lacks the secret's change: %v", ch)
 	}
-	// Rewinding the second and third moves puts their secrets back.
-	if _, err := cs.Rewind(ctx, &pb.RewindRequest{ConversationId: "leaker", CallId: "mv1"}); err != nil {
+	if _, err := cs.Rewind(ctx, &pb.RewindRequest{ConversationId: "leaker", CallId: "w"}); err != nil {
 		t.Fatalf("rewind: %v", err)
 	}
-	for i := range 3 {
-		want := fmt.Sprintf("cfg%d/.env", i)
-		if i == 0 {
-			want = "moved0/.env" // before the rewound calls
+	if b, err := os.ReadFile(env1); err != nil || string(b) != "API_KEY="+secret+"\n" {
+		t.Errorf("after the rewind %s: %q, %v", env1, b, err)
+	}
+}
+
+// The rename race: a background command renames a secret's directory back
+// and forth without pause while the same conversation's commands start one
+// after another and read the secret at both of its places. Every command's
+// view is built from a walk made a moment before it; the secret must be
+// masked wherever it is when the command reads it.
+func TestRenameRaceSecretStaysMaskedEndToEnd(t *testing.T) {
+	sandboxed(t)
+	ws := t.TempDir()
+	secret := "SECRET-RACE-" + randomHex(t, 8)
+	os.MkdirAll(filepath.Join(ws, "cfg"), 0o755)
+	os.WriteFile(filepath.Join(ws, "cfg", ".env"), []byte("API_KEY="+secret+"\n"), 0o600)
+	d := daemontest.Start(t, daemontest.WithWorkspace(ws), daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	x := newSession(t, d)
+	res, _ := x.call("bg", "run_command", jsonArgs(map[string]any{"command": `end=$((SECONDS+10)); while [ $SECONDS -lt $end ]; do mv cfg alt 2>/dev/null; mv alt cfg 2>/dev/null; done; echo SWAPPED`, "is_background": true}))
+	pid, _ := res.GetStructured().AsMap()["process_id"].(string)
+	if pid == "" {
+		t.Fatalf("background: %v", res)
+	}
+	for i := range 25 {
+		res, _ := x.call(fmt.Sprint("r", i), "run_command", jsonArgs(map[string]any{"command": `n=nv; for k in 1 2 3 4 5 6 7 8 9 10; do cat cfg/.e$n alt/.e$n 2>/dev/null; done; echo END`}))
+		if out := text(res); strings.Contains(out, secret) {
+			t.Fatalf("round %d: a secret renamed as the command started was read:\n%s", i, out)
 		}
-		if b, err := os.ReadFile(filepath.Join(ws, want)); err != nil || string(b) != "API_KEY="+secret+"\n" {
-			t.Errorf("after the rewind %s: %q, %v", want, b, err)
-		}
+	}
+	r, _ := x.call("wait", "wait", mustJSON(t, map[string]any{"process_id": pid, "timeout": 60}))
+	r2, _ := x.call("out", "get_output", mustJSON(t, map[string]any{"process_id": pid}))
+	if !strings.Contains(text(r)+text(r2), "SWAPPED") {
+		t.Fatalf("the renamer did not run: %s %s", text(r), text(r2))
 	}
 }
