@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
@@ -100,6 +103,114 @@ func TestRenamedSecretStaysMaskedEndToEnd(t *testing.T) {
 	}
 	if b, err := os.ReadFile(env1); err != nil || string(b) != "API_KEY="+secret+"\n" {
 		t.Errorf("after the rewind %s: %q, %v", env1, b, err)
+	}
+}
+
+// Issue 25, checkpoints and rewind attacked by a command: it plants links to
+// a canary directory and a canary HOME's key, a hard link to a file outside
+// (refused by the kernel in the sandbox), a FIFO and a 30 GB sparse file,
+// then — from another conversation, in the background — swaps a directory
+// the rewind restores into with a symlink to the canary directory, over and
+// over, while the first conversation is rewound (forced) again and again.
+// Nothing outside the workspace is written, removed or re-moded, no diff
+// shows the key, and toold answers throughout (the FIFO hangs nothing, the
+// sparse file is not read).
+func TestAttackCheckpointsAndRewindEndToEnd(t *testing.T) {
+	sandboxed(t)
+	home := t.TempDir()
+	key := "SECRET-SSH-" + randomHex(t, 8)
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte(key+"\n"), 0o600)
+	t.Setenv("HOME", home)
+	canary := t.TempDir()
+	keep := filepath.Join(canary, "keep")
+	os.WriteFile(keep, []byte("canary\n"), 0o644)
+	canaryState := snapshot(t, canary)
+
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "atk"}}})
+	run := func(x *session, id, cmd string, more map[string]any) string {
+		t.Helper()
+		args := map[string]any{"command": cmd, "timeout": 60}
+		for k, v := range more {
+			args[k] = v
+		}
+		res, _ := x.call(id, "run_command", jsonArgs(args))
+		return text(res)
+	}
+	if out := run(x, "c1", "mkdir dir && echo inner > dir/keep && echo v1 > f.txt && chmod 600 f.txt && echo OK", nil); !strings.Contains(out, "OK") {
+		t.Fatalf("c1: %s", out)
+	}
+	out := run(x, "c2", fmt.Sprintf(`rm -rf dir && ln -s %[1]s dir && echo v2 > f.txt && chmod 644 f.txt
+s=ssh; ln -s %[2]s/.$s/id_ed25519 key; ln -s %[1]s/keep keep-link; ln -s %[2]s home
+ln %[1]s/keep hard 2>&1 || echo NO-HARDLINK
+mkfifo fifo; truncate -s 30G big; echo END`, canary, home), nil)
+	if !strings.Contains(out, "END") {
+		t.Fatalf("c2: %s", out)
+	}
+	if !strings.Contains(out, "NO-HARDLINK") {
+		t.Errorf("a command linked a file outside the workspace into it: %s", out)
+	}
+	ctx := d.AsOperator(context.Background())
+	cs := pb.NewCheckpointServiceClient(d.Conn)
+	ch, err := cs.Changes(ctx, &pb.ChangesRequest{ConversationId: "atk", Diff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ch.String(); strings.Contains(s, key) || strings.Contains(s, "canary\\n") {
+		t.Fatalf("a checkpoint captured what is outside the workspace:\n%s", s)
+	}
+
+	// The swapper, in another conversation, in the background.
+	y := newSession(t, d)
+	y.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "swapper"}}})
+	swap := fmt.Sprintf(`end=$((SECONDS+8)); while [ $SECONDS -lt $end ]; do rm -f dir 2>/dev/null; rm -rf dir 2>/dev/null; ln -s %[1]s dir 2>/dev/null; rm -f f.txt; ln -s %[1]s/keep f.txt 2>/dev/null; done; echo SWAPPED`, canary)
+	res, _ := y.call("bg", "run_command", jsonArgs(map[string]any{"command": swap, "is_background": true}))
+	pid, _ := res.GetStructured().AsMap()["process_id"].(string)
+	if pid == "" {
+		t.Fatalf("background: %v", res)
+	}
+	// Each round: a call removes dir/keep, and a forced rewind of it
+	// makes dir and writes dir/keep again, while dir keeps turning into a
+	// symlink to the canary directory.
+	rewound, refused := 0, 0
+	for i := range 12 {
+		run(x, fmt.Sprint("mk", i), "rm -f dir; mkdir -p dir; echo inner > dir/keep; echo v > f.txt", nil)
+		run(x, fmt.Sprint("rm", i), "rm -rf dir f.txt", nil)
+		rep, err := cs.Rewind(ctx, &pb.RewindRequest{ConversationId: "atk", CallId: fmt.Sprint("rm", i), Force: true})
+		if err != nil && status.Code(err) != codes.NotFound {
+			t.Fatalf("rewind %d: %v", i, err)
+		}
+		for _, a := range rep.GetActions() {
+			if a.GetDone() {
+				rewound++
+			} else if a.GetError() != "" {
+				refused++
+			}
+		}
+	}
+	t.Logf("paths restored: %d; refused: %d", rewound, refused)
+	if rewound == 0 {
+		t.Fatal("no rewind restored anything: the attack proves nothing")
+	}
+	r, _ := y.call("wait", "wait", mustJSON(t, map[string]any{"process_id": pid, "timeout": 60}))
+	r2, _ := y.call("out", "get_output", mustJSON(t, map[string]any{"process_id": pid}))
+	if !strings.Contains(text(r)+text(r2), "SWAPPED") {
+		t.Fatalf("the swapper did not run: %s %s", text(r), text(r2))
+	}
+	if got := snapshot(t, canary); got != canaryState {
+		t.Fatalf("the rewind changed the canary directory outside the workspace:\n%s\nwas\n%s", got, canaryState)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "canary\n" {
+		t.Fatalf("the canary file outside the workspace changed: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".ssh", "id_ed25519")); err != nil || string(b) != key+"\n" {
+		t.Fatalf("the canary key changed: %q %v", b, err)
+	}
+	// toold still answers, and the FIFO did not hang a later record.
+	if out := run(x, "c3", "echo still", nil); !strings.Contains(out, "still") {
+		t.Fatalf("after the attack: %s", out)
 	}
 }
 
