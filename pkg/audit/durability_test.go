@@ -190,6 +190,70 @@ func TestRetentionBySize(t *testing.T) {
 	}
 }
 
+// A retention pass appends its audit.pruned record before it removes the
+// files, so between the two (or after a crash between them) the newest
+// audit.pruned record names records still on disk while an older one
+// vouches for the start of the log: Verify passes and reports the older.
+// (toolctl audit verify, run while toold pruned, failed on this once in CI.)
+func TestRetentionPassInProgress(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 1000, MaxTotalBytes: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80 {
+		if _, err := l.Append(Record{Kind: KindCallEnd, CallID: strconv.Itoa(i), Tool: "think", Outcome: "success"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Poll(t, 10*time.Second, "the log to be pruned to 3000 bytes", func() bool {
+		return dirBytes(t, dir) <= 3000+1000
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := Verify(dir)
+	if err != nil || before.First <= 1 {
+		t.Fatalf("%+v %v", before, err)
+	}
+	// The next pass, stopped after its record: it names the last record
+	// of the first file kept, which is still there. (Reopened without a
+	// retention, so that no pass runs meanwhile.)
+	if l, err = Open(Config{Dir: dir, MaxFileBytes: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := listFiles(dir)
+	seq, hash, err := lastRecord(files[0].path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendSync(Record{Kind: KindPruned, PrunedThrough: seq, PrunedHash: hash, Detail: "a pass in progress"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(dir)
+	if err != nil {
+		t.Fatalf("verify during a retention pass: %v", err)
+	}
+	if rep.First != before.First || rep.Pruned == nil || rep.Pruned.PrunedThrough != rep.First-1 {
+		t.Fatalf("want the audit.pruned record that vouches for the start: %+v %+v", rep, rep.Pruned)
+	}
+	// The in-progress record is still checked against the record it names.
+	files, _ = listFiles(dir)
+	lines := readLines(t, files[len(files)-1].path)
+	for i, ln := range lines {
+		if bytes.Contains(ln, []byte(`"a pass in progress"`)) {
+			lines[i] = bytes.Replace(ln, []byte(`"pruned_hash":"`), []byte(`"pruned_hash":"0`), 1)
+		}
+	}
+	writeLines(t, files[len(files)-1].path, lines)
+	if _, err := Verify(dir); err == nil {
+		t.Fatal("verify passed with an edited audit.pruned record")
+	}
+}
+
 // Retention by age removes files whose last record is older than MaxAge
 // (by their modification time); toold reopened later prunes at Open.
 func TestRetentionByAge(t *testing.T) {

@@ -56,8 +56,9 @@ type Report struct {
 	// First is the first record's sequence number: above 1 when retention
 	// pruned the records before it, which Pruned then describes.
 	First uint64
-	// Pruned is the newest audit.pruned record, which vouches for the
-	// start of the log (nil when nothing was pruned).
+	// Pruned is the audit.pruned record that vouches for the start of the
+	// log (it names record First-1), or, when the log starts at record 1,
+	// the newest one (nil when nothing was pruned).
 	Pruned *Record
 }
 
@@ -87,6 +88,11 @@ func Verify(dir string) (Report, error) {
 	// startPrev is its prev.
 	var startGap *TamperError
 	var startPrev string
+	// prunes: every audit.pruned record, oldest first. A retention pass
+	// appends its record before it removes the files, so the newest may
+	// name records still on disk (a pass in progress, or stopped by a
+	// crash) while an older one vouches for the start.
+	var prunes []*Record
 	err = eachLine(dir, func(ln line) bool {
 		if ln.torn {
 			found = &TamperError{Kind: Truncated, Seq: prev.seq + 1, File: ln.file, Line: ln.no,
@@ -136,7 +142,7 @@ func Verify(dir string) (Report, error) {
 		}
 		if r.Kind == KindPruned {
 			c := r
-			rep.Pruned = &c
+			prunes = append(prunes, &c)
 		}
 		all = append(all, cur)
 		prev = cur
@@ -156,17 +162,31 @@ func Verify(dir string) (Report, error) {
 	if found != nil {
 		return rep, found
 	}
+	if n := len(prunes); n > 0 {
+		rep.Pruned = prunes[n-1]
+	}
 	if startGap != nil {
-		if p := rep.Pruned; p == nil || p.PrunedThrough != rep.First-1 || p.PrunedHash != startPrev {
-			if p != nil {
+		var vouch *Record
+		for _, p := range prunes {
+			if p.PrunedThrough == rep.First-1 && p.PrunedHash == startPrev {
+				vouch = p
+			}
+		}
+		if vouch == nil {
+			if p := rep.Pruned; p != nil {
 				startGap.Detail += fmt.Sprintf(" (the last audit.pruned record, %d, names record %d)", p.Seq, p.PrunedThrough)
 			}
 			return rep, startGap
 		}
+		rep.Pruned = vouch
 	}
-	if p := rep.Pruned; p != nil && p.PrunedThrough >= rep.First && p.PrunedThrough-rep.First < uint64(len(all)) {
+	for _, p := range prunes {
+		if p.PrunedThrough < rep.First || p.PrunedThrough-rep.First >= uint64(len(all)) {
+			continue
+		}
 		// Retention wrote its record but did not get to remove the files
-		// (toold stopped): the record it names must be the one kept.
+		// (it is removing them now, or toold stopped): the record it names
+		// must be the one kept.
 		if s := all[p.PrunedThrough-rep.First]; s.hash != p.PrunedHash {
 			return rep, &TamperError{Kind: Edited, Seq: s.seq, File: s.file, Line: s.line,
 				Detail: fmt.Sprintf("its hash is not the one audit.pruned record %d carries", p.Seq)}
