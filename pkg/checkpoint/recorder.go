@@ -61,6 +61,13 @@ type Config struct {
 	MaxCalls int
 	// Logger gets what goes wrong; nil discards it.
 	Logger *slog.Logger
+	// Secret, when set, reports whether a path of the workspace (absolute)
+	// is a secret that commands cannot read (the sandbox masks it): its
+	// content is kept, so that a rewind can put it back, but never served
+	// (Content refuses it, so no diff shows it). A command that moves a
+	// secret's directory must not learn the secret from its own call's
+	// diff.
+	Secret func(abs string) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -516,6 +523,9 @@ func (r *Recorder) Content(s State) ([]byte, error) {
 	if s.Kind != File || s.Hash == "" {
 		return nil, fmt.Errorf("%w: the content was not kept", ErrNotFound)
 	}
+	if s.Secret {
+		return nil, fmt.Errorf("%w: the content of a secret is not served", ErrSecret)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.blobs.get(s.Hash)
@@ -526,4 +536,6 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrDropped  = errors.New("dropped")
 	ErrRunning  = errors.New("calls are running")
+	// ErrSecret: the content asked for is a secret's (Config.Secret).
+	ErrSecret = errors.New("secret")
 )

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,9 @@ type State struct {
 	Hash string
 	// Target is a symlink's target.
 	Target string
+	// Secret says the path was a secret when this state was read
+	// (Config.Secret): Content never returns its content.
+	Secret bool
 
 	// The stat key: a file whose key did not change is not read again.
 	mtime, ctime int64
@@ -113,6 +117,7 @@ func (r *Recorder) stat(rel string, prev State) (State, error) {
 		}
 	case unix.S_IFREG:
 		s.Kind = File
+		s.Secret = r.cfg.Secret != nil && r.cfg.Secret(filepath.Join(r.cfg.Workspace, filepath.FromSlash(rel)))
 		if prev.sameKey(st) {
 			s.Hash = prev.Hash
 			return s, nil

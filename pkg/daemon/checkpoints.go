@@ -66,7 +66,13 @@ func (m *Main) startCheckpoints() {
 		}
 		m.checkpts.tmp, dir = tmp, tmp
 	}
-	rec, err := checkpoint.New(checkpointConfig(cfg, m.ws.Dir(), dir, m.Logger)) // sections.go
+	// The workspace's secrets are masked in the sandbox: their contents are
+	// kept for rewinds but never served in a diff.
+	var secret func(string) bool
+	if s := m.Capabilities.Sensitivity; s != nil {
+		secret = s.Sensitive
+	}
+	rec, err := checkpoint.New(checkpointConfig(cfg, m.ws.Dir(), dir, m.Logger, secret)) // sections.go
 	if err != nil {
 		m.checkpts.err = err
 		m.Logger.Warn("checkpoints off: the store cannot be opened", "dir", dir, "err", err)

@@ -133,6 +133,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.release()
 		}
 	}()
+	// Nothing toold inherited reaches the processes it starts.
+	closeInheritedOnExec() // inherited.go
 	steps := &startupSteps{ctx: ctx}
 	defer steps.end()
 	steps.next("config")

@@ -108,7 +108,9 @@ func memoryEmbedder(m memconfig.Memory) memory.Embedder {
 }
 
 // checkpointConfig returns the checkpoint recorder's configuration for the
-// checkpoints section over the workspace directory ws, its store in dir.
-func checkpointConfig(c checkpointconfig.Checkpoints, ws, dir string, log *slog.Logger) checkpoint.Config {
-	return checkpoint.Config{Workspace: ws, StoreDir: dir, MaxBytes: c.MaxBytes, MaxFileBytes: c.MaxFileBytes, MaxCalls: c.MaxCalls, Logger: log}
+// checkpoints section over the workspace directory ws, its store in dir;
+// secret tells the workspace's secrets (checkpoint.Config.Secret).
+func checkpointConfig(c checkpointconfig.Checkpoints, ws, dir string, log *slog.Logger, secret func(string) bool) checkpoint.Config {
+	return checkpoint.Config{Workspace: ws, StoreDir: dir, MaxBytes: c.MaxBytes, MaxFileBytes: c.MaxFileBytes, MaxCalls: c.MaxCalls, Logger: log,
+		Secret: secret}
 }

@@ -445,7 +445,7 @@ func initMain(spec Spec, onStart func(pid int)) (Exit, error) {
 	// then forks the command (supervise runs on this goroutine).
 	runtime.LockOSThread()
 	pol := *spec.Policy
-	if err := buildView(pol); err != nil {
+	if err := buildView(pol, map[string]bool{}); err != nil {
 		return Exit{}, err
 	}
 	_ = unix.Sethostname([]byte("toold-sandbox"))
@@ -465,8 +465,9 @@ var (
 
 // buildView makes the mount namespace's view: every mount private and
 // read-only, the writable directories writable, the hidden paths masked, a
-// fresh /proc and an empty /dev/shm.
-func buildView(pol Policy) error {
+// fresh /proc and an empty /dev/shm. The directories it pins (pinAncestors)
+// are added to pinned.
+func buildView(pol Policy, pinned map[string]bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("sandbox: making mounts private: %w", err)
 	}
@@ -498,6 +499,7 @@ func buildView(pol Policy) error {
 			return fmt.Errorf("sandbox: /dev/shm: %w", err)
 		}
 	}
+	pinAncestors(pol.Hide, pol.Writable, pinned)
 	for _, h := range pol.Hide {
 		// Gone, or no longer where it was (a socket's directory replaced
 		// by a file): nothing to hide there.
@@ -506,6 +508,38 @@ func buildView(pol Policy) error {
 		}
 	}
 	return nil
+}
+
+// pinAncestors bind-mounts onto itself every directory between a writable
+// directory and a hidden path below it (the directories holding a
+// workspace's .env), once (pinned lists those done). A mount point cannot
+// be renamed or removed in the namespace that has it (EBUSY), and every
+// sandbox's view has these: no command can move a secret's directory. A
+// mask follows its file when a directory above it is renamed, but the
+// views built later are made from a walk of the workspace made a moment
+// before: a command that renamed the directory back and forth without
+// pause had the secret out of place, unmasked, in the views built in
+// between (`mv cfg alt; mv alt cfg` in a loop, `cat cfg/.env alt/.env` in
+// the next commands). Failures are ignored: the path may be gone.
+func pinAncestors(hide, writable []string, pinned map[string]bool) {
+	for _, h := range hide {
+		for _, w := range writable {
+			rel, err := filepath.Rel(w, h)
+			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			dir := w
+			parts := strings.Split(rel, "/")
+			for _, part := range parts[:len(parts)-1] {
+				dir = filepath.Join(dir, part)
+				if pinned[dir] {
+					continue
+				}
+				pinned[dir] = true
+				_ = unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, "")
+			}
+		}
+	}
 }
 
 // setRecursive sets and clears mount attributes on the mount at path and

@@ -514,7 +514,8 @@ func warmMain() int {
 		return 0
 	}
 	// The view the command will see, as far as it is known now.
-	if err := buildView(*prep.Policy); err != nil {
+	pinned := map[string]bool{}
+	if err := buildView(*prep.Policy, pinned); err != nil {
 		_ = enc.Encode(message{Error: err.Error(), Prep: true})
 		return 0
 	}
@@ -525,6 +526,7 @@ func warmMain() int {
 	// Masks the forker asks for, from this thread, which still may mount.
 	for hs := range masks {
 		var err error
+		pinAncestors(hs, prep.Policy.Writable, pinned)
 		for _, h := range hs {
 			if e := mask(h); e != nil && !errors.Is(e, unix.ENOENT) && !errors.Is(e, unix.ENOTDIR) {
 				err = fmt.Errorf("sandbox: hiding %s: %w", h, e)

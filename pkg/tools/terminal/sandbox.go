@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/toold/toold/pkg/sandbox"
@@ -199,7 +200,8 @@ func (m *Manager) Layers() []sandbox.Layer {
 // network namespace are read now, for this command
 // (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
 // bound a moment ago is masked too); the walks (the workspace's secrets,
-// the runtime directories' sockets) are reused for hiddenTTL.
+// the runtime directories' sockets) are reused for hiddenTTL, unless a
+// secret they found has moved since (hiddenCache.moved).
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
@@ -245,6 +247,41 @@ type hiddenCache struct {
 	at    time.Time
 	paths []string
 	bound []string
+	// found are the workspace's secrets of the last walk, each with the
+	// file it was (device and inode): a walk is reused only while every
+	// one of them is still that file at that path. A command that renames
+	// a directory holding a secret (its mask moves with it in that
+	// command's view) moved it out of every later command's masks until
+	// the next walk: `mv cfg x`, then `cat x/.env`.
+	found []foundSecret
+}
+
+// foundSecret is a secret the walk found in the workspace.
+type foundSecret struct {
+	path     string
+	dev, ino uint64
+}
+
+// moved reports whether a secret of the last walk is no longer the same
+// file at the same path (renamed, removed or replaced).
+func (h *hiddenCache) moved() bool {
+	for _, f := range h.found {
+		dev, ino, ok := fileID(f.path)
+		if !ok || dev != f.dev || ino != f.ino {
+			return true
+		}
+	}
+	return false
+}
+
+// fileID returns the device and inode of path (not following a final
+// symbolic link).
+func fileID(path string) (dev, ino uint64, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), st.Ino, true
 }
 
 // setBound records the bound sockets masked for a command starting now.
@@ -280,9 +317,10 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.at) < hiddenTTL {
+	if time.Since(h.at) < hiddenTTL && !h.moved() {
 		return h.paths
 	}
+	h.found = h.found[:0]
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
@@ -309,6 +347,9 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 		}
 		if s.Sensitive(p) {
 			out = append(out, p)
+			if dev, ino, ok := fileID(p); ok {
+				h.found = append(h.found, foundSecret{path: p, dev: dev, ino: ino})
+			}
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
