@@ -127,6 +127,16 @@ function streamError(err: unknown): StreamError {
   return new StreamError(`toold stream failed: ${String(err)}`, "UNKNOWN", { cause: err });
 }
 
+/** Whether err, or an error it wraps, is the socket's reset (ECONNRESET, EPIPE). */
+function connectionReset(err: unknown): boolean {
+  for (let c: unknown = err, i = 0; c instanceof Object && i < 8; c = (c as { cause?: unknown }).cause, i++) {
+    const code = (c as { code?: unknown }).code;
+    if (code === "ECONNRESET" || code === "EPIPE") return true;
+    if (c instanceof ConnectError && /\b(ECONNRESET|EPIPE)\b/.test(c.rawMessage)) return true;
+  }
+  return false;
+}
+
 /** Opens a client. Nothing connects until the first request. */
 export function connect(opts: ConnectOptions = {}): Client {
   return new Client(opts);
@@ -441,8 +451,10 @@ export class Session {
       for await (const ev of events) this.dispatch(ev, welcomed);
     } catch (e) {
       err = streamError(e);
-      // HTTP/2 reports a lost connection as a canceled stream; we did not cancel it.
-      if (err.code === "CANCELED" && !this.abort.signal.aborted) {
+      // HTTP/2 reports a lost connection as a canceled stream, and a reset
+      // one (toold died with our bytes unread) as an aborted one; we did
+      // not cancel it.
+      if ((err.code === "CANCELED" || (err.code === "ABORTED" && connectionReset(e))) && !this.abort.signal.aborted) {
         err = new StreamError(`toold stream failed: UNAVAILABLE: the connection to toold was lost (${err.message})`, "UNAVAILABLE", { cause: e });
       }
     }
