@@ -150,24 +150,7 @@ func assertWhole(t *testing.T, dir string) {
 // kept file as well is found (the pruned record does not vouch for it);
 // so is an audit.pruned record whose hash does not match.
 func TestRetentionBySize(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Config{Dir: dir, MaxFileBytes: 1000, MaxTotalBytes: 3000}
-	l, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 80 {
-		if _, err := l.Append(Record{Kind: KindCallEnd, CallID: strconv.Itoa(i), Tool: "think", Outcome: "success"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The pruner runs after each rotation; wait until the log fits.
-	testenv.Poll(t, 10*time.Second, "the log to be pruned to 3000 bytes", func() bool {
-		return dirBytes(t, dir) <= 3000+1000
-	})
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := prunedLog(t)
 	rep, err := Verify(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -196,22 +179,7 @@ func TestRetentionBySize(t *testing.T) {
 // vouches for the start of the log: Verify passes and reports the older.
 // (toolctl audit verify, run while toold pruned, failed on this once in CI.)
 func TestRetentionPassInProgress(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(Config{Dir: dir, MaxFileBytes: 1000, MaxTotalBytes: 3000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 80 {
-		if _, err := l.Append(Record{Kind: KindCallEnd, CallID: strconv.Itoa(i), Tool: "think", Outcome: "success"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Poll(t, 10*time.Second, "the log to be pruned to 3000 bytes", func() bool {
-		return dirBytes(t, dir) <= 3000+1000
-	})
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := prunedLog(t)
 	before, err := Verify(dir)
 	if err != nil || before.First <= 1 {
 		t.Fatalf("%+v %v", before, err)
@@ -219,7 +187,8 @@ func TestRetentionPassInProgress(t *testing.T) {
 	// The next pass, stopped after its record: it names the last record
 	// of the first file kept, which is still there. (Reopened without a
 	// retention, so that no pass runs meanwhile.)
-	if l, err = Open(Config{Dir: dir, MaxFileBytes: 1000}); err != nil {
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 1000})
+	if err != nil {
 		t.Fatal(err)
 	}
 	files, _ := listFiles(dir)
@@ -296,6 +265,31 @@ func TestRetentionByAge(t *testing.T) {
 	if _, err := Verify(dir); err == nil {
 		t.Fatal("verify passed with an edited audit.pruned record")
 	}
+}
+
+// prunedLog writes 80 records to a log in a new directory with 1000-byte
+// files and a 3000-byte retention, waits until the pruner made it fit,
+// closes it and returns the directory.
+func prunedLog(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, MaxFileBytes: 1000, MaxTotalBytes: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80 {
+		if _, err := l.Append(Record{Kind: KindCallEnd, CallID: strconv.Itoa(i), Tool: "think", Outcome: "success"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pruner runs after each rotation; wait until the log fits.
+	testenv.Poll(t, 10*time.Second, "the log to be pruned to 3000 bytes", func() bool {
+		return dirBytes(t, dir) <= 3000+1000
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func dirBytes(t *testing.T, dir string) int64 {
