@@ -151,6 +151,15 @@ export function pidAlive(pid: number): boolean {
   return stat !== "" && stat.split(") ")[1]?.[0] !== "Z";
 }
 
+/** Kills pid if it is still there; a process that ended meanwhile (ESRCH) is not an error. */
+export function killIfAlive(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
+  }
+}
+
 /** How many sockets this process has open (from /proc/self/fd). */
 export function openSockets(): number {
   let n = 0;

@@ -14,7 +14,7 @@ import {
   type ApprovalRequest,
   type Decision,
 } from "../src/index.js";
-import { hostPid, pidAlive, readText, sleepArg, Toold, waitFor } from "../src/testing.js";
+import { hostPid, killIfAlive, pidAlive, readText, sleepArg, Toold, waitFor } from "../src/testing.js";
 
 describe("client on a unix socket (AUTO mode)", () => {
   let d: Toold;
@@ -290,7 +290,7 @@ describe("the daemon going away", () => {
       await assert.rejects(s.call("think", { thought: "x" }), StreamError);
       await client.close();
     } finally {
-      if (pid && pidAlive(pid)) process.kill(pid, "SIGKILL");
+      if (pid) killIfAlive(pid);
       await d.stop();
     }
   });
