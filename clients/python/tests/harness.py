@@ -162,6 +162,14 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def kill_if_alive(pid: int) -> None:
+    """Kills pid if it is still there; a process that ended meanwhile is not an error."""
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
 async def async_wait_for(cond, timeout: float = 10.0, what: str = "condition") -> None:
     """Like wait_for, without blocking the event loop."""
     import asyncio

@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import toold  # noqa: E402
-from harness import AsyncTestCase, Toold, async_wait_for, host_pid, pid_alive, read_text, sleep_arg  # noqa: E402
+from harness import AsyncTestCase, Toold, async_wait_for, host_pid, kill_if_alive, pid_alive, read_text, sleep_arg  # noqa: E402
 
 
 class ClientTest(AsyncTestCase):
@@ -319,7 +319,7 @@ class DaemonGoneTest(AsyncTestCase):
         pidfile = os.path.join(d.workspace, "pid.txt")
         await async_wait_for(lambda: read_text(pidfile).strip(), what="the command to start")
         pid = host_pid(arg)
-        self.addCleanup(lambda: pid_alive(pid) and os.kill(pid, 9))
+        self.addCleanup(kill_if_alive, pid)
         d.kill()
         with self.assertRaises(toold.StreamError) as cm:
             await asyncio.wait_for(task, 15)
