@@ -201,7 +201,8 @@ func (m *Manager) Layers() []sandbox.Layer {
 // (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
 // bound a moment ago is masked too); the walks (the workspace's secrets,
 // the runtime directories' sockets) are reused for hiddenTTL, unless a
-// secret they found has moved since (hiddenCache.moved).
+// secret they found has moved since (hiddenCache.moved) or a directory
+// they read has changed (hiddenCache.changed).
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
@@ -234,10 +235,16 @@ func (m *Manager) warmPolicy() *sandbox.Policy {
 }
 
 // hiddenTTL is how long a walk of the workspace for secrets is reused;
-// hiddenBudget bounds the entries one walk looks at.
+// hiddenBudget bounds the entries one walk looks at. ctimeSlack is how
+// much older than the walk a directory's change time must be for a
+// change after the walk to be told by it: the kernel's file times come
+// from a coarse clock (a tick, a few ms), so an entry added in the same
+// tick as the walk read the directory may leave its change time as the
+// walk saw it.
 const (
 	hiddenTTL    = 2 * time.Second
 	hiddenBudget = 50000
+	ctimeSlack   = 100 * time.Millisecond
 )
 
 // hiddenCache keeps the last walk of the workspace for secrets, and the
@@ -254,6 +261,48 @@ type hiddenCache struct {
 	// command's view) moved it out of every later command's masks until
 	// the next walk: `mv cfg x`, then `cat x/.env`.
 	found []foundSecret
+	// dirs are the directories the last walk read, each with its inode
+	// and change time taken before it was read. A name added, removed or
+	// renamed in a directory changes its change time, so while every one
+	// is unchanged no secret can have appeared among them — a person
+	// writing a .env or a key into the workspace between two commands,
+	// or renaming a file to such a name, is seen by the next command's
+	// masks, not 2 s later. settled is false when a directory's change
+	// time was too recent to be trusted (ctimeSlack): that walk is not
+	// reused.
+	dirs    []walkedDir
+	settled bool
+}
+
+// walkedDir is a directory a walk read.
+type walkedDir struct {
+	path      string
+	ino       uint64
+	sec, nsec int64
+}
+
+// changed reports whether a directory of the last walk is no longer the
+// one the walk read, or a name in it changed since.
+func (h *hiddenCache) changed() bool {
+	for _, d := range h.dirs {
+		var st syscall.Stat_t
+		if syscall.Lstat(d.path, &st) != nil || st.Ino != d.ino || st.Ctim.Sec != d.sec || st.Ctim.Nsec != d.nsec {
+			return true
+		}
+	}
+	return false
+}
+
+// noteDir records directory path as read by a walk that started at
+// start; it reports false when it cannot be (the walk then is not
+// reused).
+func (h *hiddenCache) noteDir(path string, start time.Time) bool {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return false
+	}
+	h.dirs = append(h.dirs, walkedDir{path: path, ino: st.Ino, sec: st.Ctim.Sec, nsec: st.Ctim.Nsec})
+	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(start.Add(-ctimeSlack))
 }
 
 // foundSecret is a secret the walk found in the workspace.
@@ -317,10 +366,11 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.at) < hiddenTTL && !h.moved() {
+	if time.Since(h.at) < hiddenTTL && h.settled && !h.moved() && !h.changed() {
 		return h.paths
 	}
-	h.found = h.found[:0]
+	h.found, h.dirs = h.found[:0], h.dirs[:0]
+	start, settled := time.Now(), s != nil
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
@@ -336,7 +386,15 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 		if budget--; budget < 0 {
 			return filepath.SkipAll
 		}
-		if err != nil || p == dir {
+		if err != nil {
+			// A directory that cannot be read is not known to be unchanged.
+			settled = false
+			return nil
+		}
+		if p == dir {
+			// WalkDir reads a directory after calling this for it: its
+			// change time is taken before the read.
+			settled = h.noteDir(p, start) && settled
 			return nil
 		}
 		if d.IsDir() && skipDirs[d.Name()] {
@@ -353,10 +411,19 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
+			settled = h.noteDir(p, start) && settled
 		}
 		return nil
 	})
-	h.at, h.paths = time.Now(), out
+	if budget < 0 {
+		// The walk stopped early: what it did not read is not masked
+		// anyway, and the next command walks again.
+		settled = false
+	}
+	h.at, h.paths, h.settled = time.Now(), out, settled
 	return out
 }
 
