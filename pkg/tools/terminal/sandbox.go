@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/sandbox"
 )
@@ -201,8 +204,8 @@ func (m *Manager) Layers() []sandbox.Layer {
 // (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
 // bound a moment ago is masked too); the walks (the workspace's secrets,
 // the runtime directories' sockets) are reused for hiddenTTL, unless a
-// secret they found has moved since (hiddenCache.moved) or a directory
-// they read has changed (hiddenCache.changed).
+// secret they found has moved since (hiddenCache.moved) or a name changed
+// in a directory they read (hiddenCache.changed).
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
@@ -235,16 +238,10 @@ func (m *Manager) warmPolicy() *sandbox.Policy {
 }
 
 // hiddenTTL is how long a walk of the workspace for secrets is reused;
-// hiddenBudget bounds the entries one walk looks at. ctimeSlack is how
-// much older than the walk a directory's change time must be for a
-// change after the walk to be told by it: the kernel's file times come
-// from a coarse clock (a tick, a few ms), so an entry added in the same
-// tick as the walk read the directory may leave its change time as the
-// walk saw it.
+// hiddenBudget bounds the entries one walk looks at.
 const (
 	hiddenTTL    = 2 * time.Second
 	hiddenBudget = 50000
-	ctimeSlack   = 100 * time.Millisecond
 )
 
 // hiddenCache keeps the last walk of the workspace for secrets, and the
@@ -261,48 +258,69 @@ type hiddenCache struct {
 	// command's view) moved it out of every later command's masks until
 	// the next walk: `mv cfg x`, then `cat x/.env`.
 	found []foundSecret
-	// dirs are the directories the last walk read, each with its inode
-	// and change time taken before it was read. A name added, removed or
-	// renamed in a directory changes its change time, so while every one
-	// is unchanged no secret can have appeared among them — a person
-	// writing a .env or a key into the workspace between two commands,
-	// or renaming a file to such a name, is seen by the next command's
-	// masks, not 2 s later. settled is false when a directory's change
-	// time was too recent to be trusted (ctimeSlack): that walk is not
-	// reused.
-	dirs    []walkedDir
-	settled bool
+	// watch is an inotify instance (non-blocking) with a watch on every
+	// directory the last walk read, added before the walk read it: a name
+	// created, removed or renamed in any of them since queues an event.
+	// A walk is reused only while none is queued — a person writing a
+	// .env or a key into the workspace between two commands, renaming a
+	// file to such a name or moving in a directory holding one is in the
+	// very next command's masks, not 2 s later. settled is false when a
+	// directory could not be watched (the inotify limits): that walk is
+	// not reused. closed: the Manager is closed; no more watches.
+	watch            int
+	watching, closed bool
+	settled          bool
 }
 
-// walkedDir is a directory a walk read.
-type walkedDir struct {
-	path      string
-	ino       uint64
-	sec, nsec int64
-}
+// watchMask is what a watched directory reports: any change of its names,
+// and its own removal or rename.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
 
-// changed reports whether a directory of the last walk is no longer the
-// one the walk read, or a name in it changed since.
+// changed reports whether a name changed in a directory of the last walk
+// since the walk read it (or whether that cannot be told).
 func (h *hiddenCache) changed() bool {
-	for _, d := range h.dirs {
-		var st syscall.Stat_t
-		if syscall.Lstat(d.path, &st) != nil || st.Ino != d.ino || st.Ctim.Sec != d.sec || st.Ctim.Nsec != d.nsec {
-			return true
-		}
+	if !h.watching {
+		return true
 	}
-	return false
+	var buf [4096]byte // room for an event with the longest name
+	n, err := unix.Read(h.watch, buf[:])
+	return n > 0 || !errors.Is(err, unix.EAGAIN)
 }
 
-// noteDir records directory path as read by a walk that started at
-// start; it reports false when it cannot be (the walk then is not
-// reused).
-func (h *hiddenCache) noteDir(path string, start time.Time) bool {
-	var st syscall.Stat_t
-	if syscall.Lstat(path, &st) != nil {
+// rewatch drops the last walk's watches and starts an empty inotify
+// instance for the next walk; it reports false when there is none.
+func (h *hiddenCache) rewatch() bool {
+	if h.watching {
+		unix.Close(h.watch)
+		h.watching = false
+	}
+	if h.closed {
 		return false
 	}
-	h.dirs = append(h.dirs, walkedDir{path: path, ino: st.Ino, sec: st.Ctim.Sec, nsec: st.Ctim.Nsec})
-	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(start.Add(-ctimeSlack))
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	h.watch, h.watching = fd, true
+	return true
+}
+
+// watchDir watches directory path for the walk about to read it.
+func (h *hiddenCache) watchDir(path string) bool {
+	if !h.watching {
+		return false
+	}
+	_, err := unix.InotifyAddWatch(h.watch, path, watchMask)
+	return err == nil
+}
+
+// close releases the watches; later walks are not reused.
+func (h *hiddenCache) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	h.rewatch()
 }
 
 // foundSecret is a secret the walk found in the workspace.
@@ -369,8 +387,8 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 	if time.Since(h.at) < hiddenTTL && h.settled && !h.moved() && !h.changed() {
 		return h.paths
 	}
-	h.found, h.dirs = h.found[:0], h.dirs[:0]
-	start, settled := time.Now(), s != nil
+	h.found = h.found[:0]
+	settled := h.rewatch() && s != nil
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
@@ -392,9 +410,9 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			return nil
 		}
 		if p == dir {
-			// WalkDir reads a directory after calling this for it: its
-			// change time is taken before the read.
-			settled = h.noteDir(p, start) && settled
+			// WalkDir reads a directory after calling this for it: the
+			// watch is there before the read.
+			settled = h.watchDir(p) && settled
 			return nil
 		}
 		if d.IsDir() && skipDirs[d.Name()] {
@@ -414,7 +432,7 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			return nil
 		}
 		if d.IsDir() {
-			settled = h.noteDir(p, start) && settled
+			settled = h.watchDir(p) && settled
 		}
 		return nil
 	})
