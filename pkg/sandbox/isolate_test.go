@@ -484,3 +484,51 @@ func runSpec(t *testing.T, spec sandbox.Spec) (sandbox.Exit, string) {
 	r.Close()
 	return p.Exit(), string(b)
 }
+
+// readOnlyScript tries to change, rename, remove and replace the directory
+// ro of the workspace, and to lift its mount; it also writes beside it.
+const readOnlyScript = `
+echo x >> ro/config; touch ro/new; mkdir ro/sub; rm -f ro/config; rm -rf ro
+mv ro moved; mkdir -p ro2 && mv ro2 ro
+umount ro; umount -l ro; mount -o remount,rw ro
+cat ro/config
+echo written > beside
+true`
+
+// checkReadOnly asserts that the script above changed nothing in ro and
+// that the write beside it was made.
+func checkReadOnly(t *testing.T, ws string, exit sandbox.Exit, out string) {
+	t.Helper()
+	if exit.Code != 0 || !strings.Contains(out, "kept") {
+		t.Fatalf("exit %v (the directory must still read):\n%s", exit, out)
+	}
+	if b, err := os.ReadFile(ws + "/ro/config"); err != nil || string(b) != "kept\n" {
+		t.Fatalf("a read-only directory's file changed: %q %v\n%s", b, err, out)
+	}
+	for _, p := range []string{ws + "/ro/new", ws + "/ro/sub", ws + "/moved"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Fatalf("%s was made from inside the sandbox:\n%s", p, out)
+		}
+	}
+	if _, err := os.Stat(ws + "/beside"); err != nil {
+		t.Fatalf("a write beside the read-only directory failed: %v\n%s", err, out)
+	}
+}
+
+// TestIsolatedReadOnly: a directory of the workspace named in ReadOnly reads
+// but cannot be written, renamed, removed, replaced or remounted, even as
+// root; the rest of the workspace stays writable.
+func TestIsolatedReadOnly(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	if err := os.MkdirAll(c.ws+"/ro", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.ws+"/ro/config", []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := c.policy()
+	p.ReadOnly = []string{c.ws + "/ro", c.ws + "/absent"}
+	exit, out := run(t, context.Background(), c.spec(p), readOnlyScript)
+	checkReadOnly(t, c.ws, exit, out)
+}

@@ -464,8 +464,8 @@ var (
 )
 
 // buildView makes the mount namespace's view: every mount private and
-// read-only, the writable directories writable, the hidden paths masked, a
-// fresh /proc and an empty /dev/shm. The directories it pins (pinAncestors)
+// read-only, the writable directories writable but their read-only paths,
+// the hidden paths masked, a fresh /proc and an empty /dev/shm. The directories it pins (pinAncestors)
 // are added to pinned.
 func buildView(pol Policy, pinned map[string]bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -481,6 +481,9 @@ func buildView(pol Policy, pinned map[string]bool) error {
 		if err := setRecursive(w, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
 			return fmt.Errorf("sandbox: writable directory %s: %w", w, err)
 		}
+	}
+	if err := readOnly(pol.ReadOnly); err != nil {
+		return err
 	}
 	// A fresh /proc of the new pid namespace, over the daemon's.
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -540,6 +543,29 @@ func pinAncestors(hide, writable []string, pinned map[string]bool) {
 			}
 		}
 	}
+}
+
+// readOnly binds each directory of paths onto itself read-only, with the
+// mounts below it (Policy.ReadOnly). A symbolic link is not followed, and a
+// path gone or no longer a directory is skipped; any other failure is the
+// view's: the command does not run with the directory writable.
+func readOnly(paths []string) error {
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				continue
+			}
+			return fmt.Errorf("sandbox: read-only directory %s: %w", p, err)
+		}
+		if err := setRecursive(p, unix.MOUNT_ATTR_RDONLY, 0); err != nil {
+			return fmt.Errorf("sandbox: read-only directory %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // setRecursive sets and clears mount attributes on the mount at path and

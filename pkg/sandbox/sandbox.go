@@ -97,6 +97,15 @@ type Policy struct {
 	// files by /dev/null. Paths that do not exist are skipped. Isolate
 	// only.
 	Hide []string `json:"hide,omitempty"`
+	// ReadOnly are absolute paths (symbolic links resolved) inside
+	// Writable directories that the command may read but not change: each
+	// directory is bind-mounted onto itself read-only, with everything
+	// below it, which also makes it a mount point the command cannot
+	// rename or remove (EBUSY) — nor replace by one of its own. The
+	// workspace's git directories are (see pkg/tools/terminal). Paths
+	// that do not exist, or are not directories, are skipped. Isolate
+	// only: Landlock cannot take a directory back from a writable one.
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Proxy is toold's egress proxy ("127.0.0.1:PORT"), the only way out
 	// of the isolated network namespace: the helper listens on the same
 	// address inside it and forwards each connection there. Empty: no

@@ -155,9 +155,15 @@ func (w *Warm) take() (*warmHelper, int) {
 }
 
 // sameBoundary reports whether a helper prepared for a can run a command
-// of policy b: everything but the masks must be the same (the helper adds
-// the masks it lacks).
+// of policy b: everything but the masks and the read-only directories must
+// be the same (the helper adds those it lacks), and none of a's read-only
+// directories may be writable for b.
 func sameBoundary(a, b Policy) bool {
+	for _, r := range a.ReadOnly {
+		if !slices.Contains(b.ReadOnly, r) {
+			return false
+		}
+	}
 	return slices.Equal(a.Writable, b.Writable) && a.NoNetwork == b.NoNetwork &&
 		slices.Equal(a.ConnectPorts, b.ConnectPorts) && a.Require == b.Require &&
 		a.Isolate == b.Isolate && a.Proxy == b.Proxy && len(a.Cgroups) == 0 && len(b.Cgroups) == 0 &&
@@ -520,14 +526,18 @@ func warmMain() int {
 		return 0
 	}
 	_ = unix.Sethostname([]byte("toold-sandbox"))
-	masks := make(chan []string)
+	masks := make(chan lateView)
 	masked := make(chan error)
 	go forker(*prep.Policy, prep.Lifeline, enc, status, masks, masked)
-	// Masks the forker asks for, from this thread, which still may mount.
-	for hs := range masks {
-		var err error
-		pinAncestors(hs, prep.Policy.Writable, pinned)
-		for _, h := range hs {
+	// Masks and read-only directories the forker asks for, from this
+	// thread, which still may mount.
+	for late := range masks {
+		err := readOnly(late.readOnly)
+		pinAncestors(late.hide, prep.Policy.Writable, pinned)
+		for _, h := range late.hide {
+			if err != nil {
+				break
+			}
 			if e := mask(h); e != nil && !errors.Is(e, unix.ENOENT) && !errors.Is(e, unix.ENOTDIR) {
 				err = fmt.Errorf("sandbox: hiding %s: %w", h, e)
 				break
@@ -538,10 +548,14 @@ func warmMain() int {
 	return 0
 }
 
+// lateView is what a warm helper's view lacks for its command: masks and
+// read-only directories that appeared since it was prepared.
+type lateView struct{ hide, readOnly []string }
+
 // forker is a warm helper's thread that runs the command (see warmMain).
-// It asks the helper's first thread for the masks its view lacks on masks,
+// It asks the helper's first thread for what its view lacks on masks,
 // and exits the process once the command is reported.
-func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
+func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks chan<- lateView, masked <-chan error) {
 	runtime.LockOSThread() // never unlocked: see warmMain
 	err := dropCapabilities()
 	confined := false
@@ -564,6 +578,10 @@ func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks
 	for _, h := range pol.Hide {
 		done[h] = true
 	}
+	doneRO := map[string]bool{}
+	for _, r := range pol.ReadOnly {
+		doneRO[r] = true
+	}
 	// Wait for the command: the daemon closes the socket instead when it
 	// discards this helper, or when it dies.
 	msg, fds, rerr := recvWarm(3)
@@ -584,13 +602,18 @@ func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks
 	run := func(spec Spec, onStart func(pid int)) (Exit, error) {
 		// The masks of this moment that the view lacks (a secret or a
 		// socket that appeared since it was built).
-		var late []string
+		var late lateView
 		for _, h := range spec.Policy.Hide {
 			if !done[h] {
-				late = append(late, h)
+				late.hide = append(late.hide, h)
 			}
 		}
-		if len(late) > 0 {
+		for _, r := range spec.Policy.ReadOnly {
+			if !doneRO[r] {
+				late.readOnly = append(late.readOnly, r)
+			}
+		}
+		if len(late.hide)+len(late.readOnly) > 0 {
 			masks <- late
 			if err := <-masked; err != nil {
 				return Exit{}, err

@@ -327,3 +327,52 @@ func withCmdline(cmdline string) []int {
 	}
 	return pids
 }
+
+// TestWarmReadOnly: a read-only directory the prepared view lacks is made
+// read-only before the command runs; a helper prepared with a read-only
+// directory does not take a command for which it is writable.
+func TestWarmReadOnly(t *testing.T) {
+	isolation(t)
+	c := newCanaries(t)
+	if err := os.MkdirAll(c.ws+"/ro", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.ws+"/ro/config", []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var prepared []string
+	ns, err := sandbox.OpenNetns("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	w := sandbox.NewWarm(sandbox.Runner{Args: sandbox.TestHelperArgs}, ns.File(), nil, warmGrace, 1, func() *sandbox.Policy {
+		p := c.policy()
+		mu.Lock()
+		defer mu.Unlock()
+		p.ReadOnly = prepared
+		return p
+	})
+	t.Cleanup(w.Close)
+	testenv.Poll(t, 20*time.Second, "a warm helper", func() bool { return w.ReadyNow() == 1 })
+	// The helpers prepared from now on have ro read-only.
+	mu.Lock()
+	prepared = []string{c.ws + "/ro"}
+	mu.Unlock()
+	p := c.policy()
+	p.ReadOnly = []string{c.ws + "/ro"}
+	proc, out := warmStart(t, w, context.Background(), c.spec(p), nil, readOnlyScript)
+	checkReadOnly(t, c.ws, proc.Exit(), out())
+
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
+	spec := c.spec(c.policy())
+	spec.Path, spec.Args, spec.Grace = "/bin/sh", []string{"sh", "-c", "echo x >> ro/config"}, warmGrace
+	if _, ok, _ := w.Start(context.Background(), spec, sandbox.Stdio{}); ok {
+		t.Fatal("a helper prepared with ro read-only took a command for which it is writable")
+	}
+	// And one whose policy has it read-only runs warm.
+	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
+	proc, out = warmStart(t, w, context.Background(), c.spec(p), nil, readOnlyScript)
+	checkReadOnly(t, c.ws, proc.Exit(), out())
+}
