@@ -527,8 +527,20 @@ func TestIsolatedReadOnly(t *testing.T) {
 	if err := os.WriteFile(c.ws+"/ro/config", []byte("kept\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// And one deeper: the directories above it cannot be moved either (a
+	// nested repository replaced by one of the command's).
+	if err := os.MkdirAll(c.ws+"/deep/repo/.git", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p := c.policy()
-	p.ReadOnly = []string{c.ws + "/ro", c.ws + "/absent"}
-	exit, out := run(t, context.Background(), c.spec(p), readOnlyScript)
+	p.ReadOnly = []string{c.ws + "/ro", c.ws + "/absent", c.ws + "/deep/repo/.git"}
+	exit, out := run(t, context.Background(), c.spec(p), readOnlyScript+`
+mv deep moved-deep; mv deep/repo deep/moved; touch deep/repo/.git/x
+true`)
 	checkReadOnly(t, c.ws, exit, out)
+	for _, q := range []string{"/moved-deep", "/deep/moved", "/deep/repo/.git/x"} {
+		if _, err := os.Lstat(c.ws + q); err == nil {
+			t.Fatalf("%s was made from inside the sandbox:\n%s", q, out)
+		}
+	}
 }

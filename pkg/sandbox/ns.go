@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -502,7 +503,7 @@ func buildView(pol Policy, pinned map[string]bool) error {
 			return fmt.Errorf("sandbox: /dev/shm: %w", err)
 		}
 	}
-	pinAncestors(pol.Hide, pol.Writable, pinned)
+	pinAncestors(slices.Concat(pol.Hide, pol.ReadOnly), pol.Writable, pinned)
 	for _, h := range pol.Hide {
 		// Gone, or no longer where it was (a socket's directory replaced
 		// by a file): nothing to hide there.
@@ -514,16 +515,18 @@ func buildView(pol Policy, pinned map[string]bool) error {
 }
 
 // pinAncestors bind-mounts onto itself every directory between a writable
-// directory and a hidden path below it (the directories holding a
-// workspace's .env), once (pinned lists those done). A mount point cannot
-// be renamed or removed in the namespace that has it (EBUSY), and every
-// sandbox's view has these: no command can move a secret's directory. A
-// mask follows its file when a directory above it is renamed, but the
-// views built later are made from a walk of the workspace made a moment
-// before: a command that renamed the directory back and forth without
-// pause had the secret out of place, unmasked, in the views built in
-// between (`mv cfg alt; mv alt cfg` in a loop, `cat cfg/.env alt/.env` in
-// the next commands). Failures are ignored: the path may be gone.
+// directory and a hidden or read-only path below it (the directories
+// holding a workspace's .env, or a nested repository's .git), once (pinned
+// lists those done). A mount point cannot be renamed or removed in the
+// namespace that has it (EBUSY), and every sandbox's view has these: no
+// command can move a secret's directory, or a repository to put its own
+// in its place. A mask follows its file when a directory above it is
+// renamed, but the views built later are made from a walk of the
+// workspace made a moment before: a command that renamed the directory
+// back and forth without pause had the secret out of place, unmasked, in
+// the views built in between (`mv cfg alt; mv alt cfg` in a loop, `cat
+// cfg/.env alt/.env` in the next commands). Failures are ignored: the path
+// may be gone.
 func pinAncestors(hide, writable []string, pinned map[string]bool) {
 	for _, h := range hide {
 		for _, w := range writable {

@@ -533,7 +533,7 @@ func warmMain() int {
 	// thread, which still may mount.
 	for late := range masks {
 		err := readOnly(late.readOnly)
-		pinAncestors(late.hide, prep.Policy.Writable, pinned)
+		pinAncestors(slices.Concat(late.hide, late.readOnly), prep.Policy.Writable, pinned)
 		for _, h := range late.hide {
 			if err != nil {
 				break
