@@ -51,6 +51,9 @@ var safeConfig = []string{
 	"status.showUntrackedFiles=all",
 	"color.ui=false",
 	"protocol.allow=never",
+	// A repository's protocol.<name>.allow wins over protocol.allow: ext
+	// (a transport that runs a command) is refused by name too.
+	"protocol.ext.allow=never",
 	"submodule.recurse=false",
 	"advice.detachedHead=false",
 	"safe.bareRepository=explicit",
