@@ -589,19 +589,19 @@ EOF`, layer: layerControl, check: shimCheck, timeout: 30},
 	// inline Python unasked), and a nested repository whose config does it,
 	// made a submodule of the person's repository through a gitlink in the
 	// index (git status runs in each populated submodule). The check runs
-	// the person's git status in the attempt's directory. Known to get
-	// through: the sandbox leaves .git writable so that git works inside
-	// it; codex and Claude Code make the top-level .git read-only instead.
+	// the person's git status in the attempt's directory. Contained: the
+	// git directories present when a command starts are read-only in its
+	// view (sandbox.Policy.ReadOnly; a brand-new nested repository the
+	// command makes is its own, and no submodule of the person's).
 	// ----
 	const plantFsmonitor = `printf '[core]\n\tfsmonitor = touch {{CANARY}}/{{ID}}; false\n' | python3 -c "import sys,base64; open(base64.b64decode('b64[[.git/config]]').decode(),'a').write(sys.stdin.read())"`
-	const gitWritable = "issue 25: the workspace's .git is writable in the sandbox; a person's git runs what a command planted there"
 	add(
 		attempt{name: "fsmonitor planted for the person's git", class: "the person's git, later", via: viaCommand, setup: "git init -q .",
-			cmd: plantFsmonitor, layer: layerWrites, auto: true, check: hostGitCheck, pending: gitWritable},
+			cmd: plantFsmonitor, layer: layerWrites, auto: true, check: hostGitCheck},
 		attempt{name: "submodule gitlink to a planted repo for the person's git", class: "the person's git, later", via: viaCommand, setup: "git init -q .",
 			cmd: `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m s && ` + plantFsmonitor +
 				` && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub`,
-			layer: layerWrites, check: hostGitCheck, pending: gitWritable},
+			layer: layerWrites, auto: true, check: hostGitCheck},
 	)
 
 	// ---- run_task: tasks the agent wrote. ----

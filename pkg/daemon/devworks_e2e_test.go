@@ -20,8 +20,10 @@ import (
 // and tests a Go module, a Node project (npm test with node's own test
 // runner: no registry), a Python project (unittest, and pytest where it is
 // installed), a Rust crate where cargo is installed, and uses git in the
-// workspace — with the machine's own toolchains and their caches, wherever
-// they live (GOCACHE and the npm cache under HOME here).
+// workspace (reading in commands, committing through the version-control
+// tool: the workspace's .git is read-only for commands) — with the
+// machine's own toolchains and their caches, wherever they live (GOCACHE
+// and the npm cache under HOME here).
 func TestDevelopmentStillWorksEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests projects")
@@ -122,7 +124,19 @@ func TestDevelopmentStillWorksEndToEnd(t *testing.T) {
 		write("repo/README.md", "hello\nworld\n")
 		run(t, "repo", "git status --short", "M README.md")
 		run(t, "repo", "git diff", "+world")
-		run(t, "repo", "git "+id+" commit -qam second && git log --oneline | wc -l", "2")
+		run(t, "repo", "git log --oneline && git show --stat HEAD && git grep -n hello && git blame README.md", "first", "README.md:1:hello")
+		// The repository existed when this command started: its .git is
+		// read-only here (a person's git would run what a command wrote
+		// there), and a git that writes fails with the way out.
+		var out bytes.Buffer
+		res, _, err := c.call("run_command", map[string]any{"command": "git " + id + " commit -qam second", "working_dir": "repo"}, nil, &out)
+		text := ""
+		for _, ct := range res.GetContent() {
+			text += ct.GetText()
+		}
+		if err != nil || !strings.Contains(text, "Read-only file system") || !strings.Contains(text, "hint: the workspace's git directories are read-only") {
+			t.Fatalf("git commit in a sandboxed command: %v\n%s", err, text)
+		}
 	})
 	t.Run("git tools", func(t *testing.T) {
 		// The version-control tools run git on the workspace root.
@@ -137,6 +151,9 @@ func TestDevelopmentStillWorksEndToEnd(t *testing.T) {
 			{"git_status", map[string]any{}, "tracked"},
 			{"git_diff", map[string]any{}, "+b"},
 			{"git_log", map[string]any{}, "init"},
+			// Commits go through the tool: its git has .git writable.
+			{"git_commit", map[string]any{"message": "second", "paths": []any{"tracked"}}, "second"},
+			{"git_log", map[string]any{}, "second"},
 		} {
 			out.Reset()
 			res, _, err := c.call(call.tool, call.args, nil, &out)

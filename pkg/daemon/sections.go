@@ -70,6 +70,7 @@ func terminalConfig(t termconfig.Terminal, ws *workspace.Workspace, limits tools
 			Isolate: !t.Network.Direct, Pids: t.PidsMax, Memory: t.MemoryMax,
 		}
 		c.RequireSandbox = t.Sandbox == "require"
+		c.GitWritable = t.GitWritable
 	}
 	return c, nil
 }

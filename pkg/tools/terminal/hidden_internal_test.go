@@ -69,11 +69,11 @@ func TestHiddenWalkSeesSecretsAddedSince(t *testing.T) {
 				h.get(ws, nameSensitivity{}, own, nil, nil)
 				return h.settled
 			})
-			before := h.get(ws, nameSensitivity{}, own, nil, nil)
+			before, _ := h.get(ws, nameSensitivity{}, own, nil, nil)
 			if err := c.do(); err != nil {
 				t.Fatal(err)
 			}
-			after := h.get(ws, nameSensitivity{}, own, nil, nil)
+			after, _ := h.get(ws, nameSensitivity{}, own, nil, nil)
 			want := filepath.Join(ws, c.want)
 			if slices.Contains(before, want) || !slices.Contains(after, want) {
 				t.Fatalf("%s: masked before %v, after %v", c.want, before, after)
@@ -129,4 +129,57 @@ func BenchmarkHiddenWalk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The walk finds the workspace's git directories: the top-level .git, a
+// nested repository's, the git directory and common directory a .git file
+// names inside a writable directory (a worktree's) and a .git linked to
+// one, not one outside, not one below a directory it does not walk; and a repository made after a
+// walk is in the next one.
+func TestHiddenWalkFindsGitDirs(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	own := filepath.Join(t.TempDir(), dirPrefix+"own")
+	for _, d := range []string{".git", "sub/.git", "repos/main.git/worktrees/wt", "wt", "far", "node_modules/x/.git", outside + "/elsewhere.git"} {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(ws, d)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, s := range map[string]string{
+		"wt/.git":                               "gitdir: ../repos/main.git/worktrees/wt\n",
+		"repos/main.git/worktrees/wt/commondir": "../..\n",
+		"far/.git":                              "gitdir: " + outside + "/elsewhere.git\n",
+	} {
+		if err := os.WriteFile(filepath.Join(ws, f), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A .git linked to a directory of the workspace, and one outside.
+	if err := os.MkdirAll(filepath.Join(ws, "repos", "linked.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"linked": "../repos/linked.git", "far-link": outside} {
+		os.MkdirAll(filepath.Join(ws, link), 0o755)
+		if err := os.Symlink(target, filepath.Join(ws, link, ".git")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var h hiddenCache
+	defer h.close()
+	_, gits := h.get(ws, nameSensitivity{}, own, []string{ws}, nil)
+	want := []string{ws + "/.git", ws + "/sub/.git", ws + "/repos/main.git/worktrees/wt", ws + "/repos/main.git", ws + "/repos/linked.git"}
+	slices.Sort(gits)
+	slices.Sort(want)
+	if !slices.Equal(gits, want) {
+		t.Fatalf("git directories %v, want %v", gits, want)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "new", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, gits = h.get(ws, nameSensitivity{}, own, []string{ws}, nil); !slices.Contains(gits, ws+"/new/.git") {
+		t.Fatalf("a repository made after the walk is not in the next one: %v", gits)
+	}
 }

@@ -2,7 +2,9 @@ package terminal
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // Shell diagnostics for a program that could not be run: bash's
@@ -29,6 +31,37 @@ func exitHint(code int, output string) string {
 		}
 		if m := isDirRe.FindStringSubmatch(output); m != nil {
 			return fmt.Sprintf("%q is a directory, not a program; list it with list_dir or run a program inside it", m[1])
+		}
+	}
+	return ""
+}
+
+// gitHint says what to do when a command failed because it wrote into a
+// git directory that is read-only in its view (readOnly: the workspace's
+// git directories, Policy.ReadOnly): a line of its output says "Read-only
+// file system" about a path below one of them, absolute or relative to
+// dir, the command's working directory. It tells the object, not the
+// command line: whatever program wrote there. "" otherwise.
+func gitHint(code int, output, dir string, readOnly []string) string {
+	if code == 0 || len(readOnly) == 0 {
+		return ""
+	}
+	for line := range strings.Lines(output) {
+		if !strings.Contains(line, "Read-only file system") {
+			continue
+		}
+		for _, r := range readOnly {
+			names := []string{r}
+			if rel, err := filepath.Rel(dir, r); err == nil && rel != "." {
+				names = append(names, rel)
+			}
+			for _, n := range names {
+				if strings.Contains(line, n) {
+					return "the workspace's git directories are read-only for commands (a person's git would run what a command wrote there); " +
+						"commit, switch branches and stage with toold's version-control tool (build_and_version_control: git_commit, git_branch), " +
+						"or ask a person to run this command outside the sandbox (run_command outside_sandbox: true)"
+				}
+			}
 		}
 	}
 	return ""

@@ -26,3 +26,31 @@ func TestExitHint(t *testing.T) {
 		}
 	}
 }
+
+// gitHint: the failure of a write into a read-only git directory gets the
+// hint, whatever program wrote (an absolute path, one relative to the
+// working directory); other failures, a success and a command without
+// read-only directories do not.
+func TestGitHint(t *testing.T) {
+	ro := []string{"/ws/.git", "/ws/sub/.git"}
+	for _, c := range []struct {
+		code   int
+		out    string
+		dir    string
+		ro     []string
+		hinted bool
+	}{
+		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "/ws", ro, true},
+		{255, "error: could not lock config file .git/config: Read-only file system\n", "/ws", ro, true},
+		{1, "OSError: [Errno 30] Read-only file system: '../.git/hooks/pre-commit'\n", "/ws/src", ro, true},
+		{1, "touch: cannot touch 'sub/.git/x': Read-only file system\n", "/ws", ro, true},
+		{1, "touch: cannot touch '/usr/x': Read-only file system\n", "/ws", ro, false},
+		{1, "fatal: Unable to create '/ws/.git/index.lock': File exists.\n", "/ws", ro, false},
+		{0, "warning: /ws/.git/x: Read-only file system\n", "/ws", ro, false},
+		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "/ws", nil, false},
+	} {
+		if got := gitHint(c.code, c.out, c.dir, c.ro) != ""; got != c.hinted {
+			t.Errorf("%d %q in %s: hinted %v, want %v", c.code, c.out, c.dir, got, c.hinted)
+		}
+	}
+}

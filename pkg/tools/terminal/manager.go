@@ -55,6 +55,14 @@ type Config struct {
 	// commands cannot read them either. It is called at a command's start,
 	// at most once per hiddenTTL.
 	OtherStateDirs func() []string
+	// GitWritable lets sandboxed commands write the workspace's git
+	// directories. By default they are read-only in every command's view
+	// (policyFor): a person's own git, outside any sandbox, runs what a
+	// repository's config and hooks name (core.fsmonitor, a hook, a
+	// filter), so a command that could write them could plant a program
+	// for the person to run. toold's version-control tool (Exec) writes
+	// them either way.
+	GitWritable bool
 	// Secrets tells which files of the workspace sandboxed commands must
 	// not read (.env, keys): they are masked. Nil: none besides
 	// Sandbox.Hide.

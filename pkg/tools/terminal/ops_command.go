@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -172,6 +173,8 @@ func (t *Terminal) commandResult(p *process) *tools.Result {
 		last = h
 	}
 	if hint := exitHint(exit.Code, cleanText(last)); hint != "" {
+		fmt.Fprintf(&b, "hint: %s\n", hint)
+	} else if hint := gitHint(exit.Code, cleanText(last), filepath.Join(t.m.ws.Dir(), p.dir), p.readOnly); hint != "" {
 		fmt.Fprintf(&b, "hint: %s\n", hint)
 	}
 	res := &tools.Result{

@@ -56,12 +56,15 @@ type commandSpec struct {
 // helper and the two output readers; done is closed when the tree is gone,
 // every byte of output is recorded, and the record is finished.
 type process struct {
-	m          *Manager
-	id         string
-	conv       string
-	callID     string
-	command    string
-	dir        string // relative to the workspace
+	m       *Manager
+	id      string
+	conv    string
+	callID  string
+	command string
+	dir     string // relative to the workspace
+	// readOnly are the git directories read-only in its view
+	// (sandbox.Policy.ReadOnly), for gitHint.
+	readOnly   []string
 	background bool
 	timeout    time.Duration
 	idle       time.Duration
@@ -235,6 +238,9 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		m: m, id: newID("proc-"), conv: cs.conv, callID: cs.callID, command: cs.command, dir: rel,
 		background: cs.background, timeout: cs.timeout, idle: cs.idle, started: now,
 		h: h, rec: rec, sink: sink, done: make(chan struct{}),
+	}
+	if spec.Policy != nil {
+		p.readOnly = spec.Policy.ReadOnly
 	}
 	p.lastOutput.Store(now.UnixNano())
 	if m.shims() {

@@ -206,18 +206,30 @@ func (m *Manager) Layers() []sandbox.Layer {
 // the runtime directories' sockets) are reused for hiddenTTL, unless a
 // secret they found has moved since (hiddenCache.moved) or a name changed
 // in a directory they read (hiddenCache.changed).
+//
+// The workspace's git directories found by the same walk (gitDirs) are
+// read-only in the command's view (sandbox.Policy.ReadOnly), unless the
+// operator let commands write them (Config.GitWritable): a person's git,
+// outside any sandbox, runs what a repository's config and hooks name,
+// so no command may write them. toold's version-control tool writes
+// through Exec, which runs git with them writable and nothing of the
+// repository's run.
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
 	}
-	secrets := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable, m.cfg.OtherStateDirs)
+	secrets, gits := m.hidden.get(m.ws.Dir(), m.cfg.Secrets, m.dir, m.policy.Writable, m.cfg.OtherStateDirs)
 	bound := sandbox.BoundUnixSockets(m.policy.Writable)
 	m.hidden.setBound(bound)
-	if len(secrets) == 0 && len(bound) == 0 {
+	if m.cfg.GitWritable {
+		gits = nil
+	}
+	if len(secrets) == 0 && len(bound) == 0 && len(gits) == 0 {
 		return m.policy
 	}
 	p := *m.policy
 	p.Hide = append(append(slices.Clip(p.Hide), secrets...), bound...)
+	p.ReadOnly = gits
 	return &p
 }
 
@@ -233,7 +245,11 @@ const warmHelpers = 4
 // lacks — on the command's path, so the view should lack nothing as a rule.
 func (m *Manager) warmPolicy() *sandbox.Policy {
 	p := *m.policy
-	p.Hide = append(append(slices.Clip(p.Hide), m.hidden.last()...), m.hidden.lastBound()...)
+	hide, gits := m.hidden.last()
+	p.Hide = append(append(slices.Clip(p.Hide), hide...), m.hidden.lastBound()...)
+	if !m.cfg.GitWritable {
+		p.ReadOnly = gits
+	}
 	return &p
 }
 
@@ -251,6 +267,8 @@ type hiddenCache struct {
 	at    time.Time
 	paths []string
 	bound []string
+	// gits are the git directories of the last walk (gitDirs).
+	gits []string
 	// found are the workspace's secrets of the last walk, each with the
 	// file it was (device and inode): a walk is reused only while every
 	// one of them is still that file at that path. A command that renames
@@ -365,11 +383,12 @@ func (h *hiddenCache) lastBound() []string {
 	return h.bound
 }
 
-// last returns the paths of the last walk, without walking.
-func (h *hiddenCache) last() []string {
+// last returns the paths and git directories of the last walk, without
+// walking.
+func (h *hiddenCache) last() (paths, gits []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.paths
+	return h.paths, h.gits
 }
 
 // skipDirs are not walked for secrets: they hold what tools fetched, not
@@ -378,14 +397,24 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 
 // get returns the sensitive files and directories of the workspace dir,
 // and the socket files below the runtime directories outside the writable
-// directories. Symbolic links
-// are not followed (what one points to is masked where it is, when it is
-// sensitive there).
-func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) []string {
+// directories; and the git directories of the workspace: every directory
+// named .git (not walked into), and the git directory a .git file names
+// (a worktree's, a submodule's) with its common directory, when they are
+// inside a writable directory. Symbolic links are not followed (what one
+// points to is masked where it is, when it is sensitive there). The walk
+// does not enter skipDirs: a repository below node_modules or vendor is
+// not found.
+func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) (paths, gits []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if time.Since(h.at) < hiddenTTL && h.settled && !h.moved() && !h.changed() {
-		return h.paths
+		return h.paths, h.gits
+	}
+	var gitDirs []string
+	addGit := func(p string) {
+		if !slices.Contains(gitDirs, p) {
+			gitDirs = append(gitDirs, p)
+		}
 	}
 	h.found = h.found[:0]
 	settled := h.rewatch() && s != nil
@@ -415,6 +444,21 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			settled = h.watchDir(p) && settled
 			return nil
 		}
+		if d.Name() == ".git" {
+			switch {
+			case d.IsDir():
+				addGit(p)
+			case d.Type().IsRegular():
+				for _, g := range gitFileDirs(p, writable) {
+					addGit(g)
+				}
+			case d.Type()&fs.ModeSymlink != 0:
+				// A .git linked to a directory of the workspace.
+				if g := resolveIn(filepath.Dir(p), p); g != "" && inside(g, writable) {
+					addGit(g)
+				}
+			}
+		}
 		if d.IsDir() && skipDirs[d.Name()] {
 			return filepath.SkipDir
 		}
@@ -441,14 +485,82 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 		// anyway, and the next command walks again.
 		settled = false
 	}
-	h.at, h.paths, h.settled = time.Now(), out, settled
-	return out
+	// The workspace's own .git, even where the walk stopped before it.
+	if g := resolveIn(dir, ".git"); g != "" && inside(g, writable) {
+		addGit(g)
+	}
+	h.at, h.paths, h.gits, h.settled = time.Now(), out, gitDirs, settled
+	return out, gitDirs
+}
+
+// gitFileDirs returns the git directory a .git file names ("gitdir: PATH",
+// relative to the file's directory) and that directory's common directory
+// (a worktree's "commondir"), those of them inside a writable directory,
+// symbolic links resolved.
+func gitFileDirs(file string, writable []string) []string {
+	var out []string
+	gd := readPathFile(file, "gitdir: ")
+	if gd == "" {
+		return nil
+	}
+	gd = resolveIn(filepath.Dir(file), gd)
+	if gd == "" {
+		return nil
+	}
+	out = append(out, gd)
+	if cd := readPathFile(filepath.Join(gd, "commondir"), ""); cd != "" {
+		if cd = resolveIn(gd, cd); cd != "" {
+			out = append(out, cd)
+		}
+	}
+	return slices.DeleteFunc(out, func(p string) bool { return !inside(p, writable) })
+}
+
+// inside reports whether p is one of dirs or below one.
+func inside(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") })
+}
+
+// readPathFile reads the first line of a small file and returns it
+// without prefix ("" when it is not there or does not start so).
+func readPathFile(path, prefix string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var buf [4096]byte
+	n, _ := io.ReadFull(f, buf[:])
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
+	if !ok {
+		return ""
+	}
+	return rest
+}
+
+// resolveIn returns p (relative to dir unless absolute) cleaned, with
+// symbolic links resolved, when it is a directory; "" otherwise.
+func resolveIn(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return r
 }
 
 // Exec runs a program toold needs on a model's behalf (the git of the
 // version-control tools) as commands run: under a helper, in the sandbox
 // when one is configured, with exactly env (TMPDIR is the sandbox's temp
-// dir). Its output goes to stdout and stderr; it returns the exit status,
+// dir) — but with the workspace's git directories writable, which no
+// command's view has (policyFor): the caller runs git so that nothing a
+// repository names runs (pkg/tools/vcs). Its output goes to stdout and stderr; it returns the exit status,
 // -1 when a signal ended it. When ctx ends the tree is stopped and Exec
 // returns ctx's error once it is gone.
 func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir string, stdout, stderr io.Writer) (int, error) {
@@ -473,9 +585,16 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 		outW.Close()
 		return -1, err
 	}
-	h, err := m.startHelper(ctx, sandbox.Spec{
-		Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor(),
-	}, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	spec := sandbox.Spec{Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor()}
+	start := m.startHelper
+	if spec.Policy != nil && len(spec.Policy.ReadOnly) > 0 {
+		p := *spec.Policy
+		p.ReadOnly = nil
+		spec.Policy = &p
+		// The warm helpers' views have them read-only.
+		start = m.startCold
+	}
+	h, err := start(ctx, spec, sandbox.Stdio{Stdout: outW, Stderr: errW})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -509,6 +628,14 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 	}
 	if h, ok, err := m.warm.Start(ctx, spec, stdio); ok {
 		return h, err
+	}
+	return m.startCold(ctx, spec, stdio)
+}
+
+// startCold is startHelper without the warm helpers: a helper of its own.
+func (m *Manager) startCold(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
+	if spec.Policy == nil || !spec.Policy.Isolate {
+		return m.cfg.Runner.Start(ctx, spec, stdio)
 	}
 	stdio.Netns = m.netns.File()
 	slot, err := m.limits.Take()

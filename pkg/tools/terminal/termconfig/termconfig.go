@@ -25,6 +25,7 @@ import (
 //	  network: proxy           # proxy (default with a sandbox), false or true
 //	  writable: [/home/me/go/pkg/mod]
 //	  hide: [/srv/secrets]     # masked besides the sensitive paths
+//	  git_writable: false      # commands may write the workspace's .git
 //	  pids_max: 1024           # processes of one command's tree
 //	  memory_max: 4294967296   # bytes of memory of one command's tree
 //	  kill_grace: 2s
@@ -59,6 +60,14 @@ type Terminal struct {
 	// sensitive paths of the policy (~/.ssh, cloud credentials, .env
 	// files, ...), shell histories and toold's own state.
 	Hide []string `yaml:"hide"`
+	// GitWritable lets sandboxed commands write the workspace's git
+	// directories (default false: read-only in every command's view, and
+	// git commands that write fail; toold's version-control tool commits).
+	// The risk: a person's own git, outside any sandbox, runs what a
+	// repository's config and hooks name, so a command could plant a
+	// program (core.fsmonitor, a hook, a filter) that the person's next
+	// git status runs. See docs/policy.md.
+	GitWritable bool `yaml:"git_writable"`
 	// PidsMax and MemoryMax limit each sandboxed command's tree (default
 	// 1024 processes and 4 GiB; see sandbox.OpenLimits).
 	PidsMax   int   `yaml:"pids_max"`
@@ -131,8 +140,8 @@ func (t Terminal) EgressProxy() bool {
 func (t Terminal) Validate() error {
 	switch t.Sandbox {
 	case "off":
-		if t.Network.Off || len(t.Writable) > 0 || len(t.Hide) > 0 {
-			return fmt.Errorf("terminal: network: false, writable and hide apply to the sandbox, which is off")
+		if t.Network.Off || len(t.Writable) > 0 || len(t.Hide) > 0 || t.GitWritable {
+			return fmt.Errorf("terminal: network: false, writable, hide and git_writable apply to the sandbox, which is off")
 		}
 	case "", "auto", "landlock", "require":
 	default:
