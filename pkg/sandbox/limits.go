@@ -563,7 +563,17 @@ func (s *Slot) Release() {
 	dirs := s.dirs
 	go func() {
 		for _, d := range dirs {
-			removeLimitDir(d)
+			// A slot has no cgroups below it (commands cannot make any:
+			// the cgroup file system is read-only in the sandbox and its
+			// capabilities are gone), so once its helper is reaped, which
+			// is when Warm releases it, a plain rmdir succeeds: the kernel
+			// refuses it (EBUSY) while a process is left. Only then is
+			// the slot searched (a shim's, its members killed, its tree
+			// walked): rmdir first took the release from 5.6% to 1.1%
+			// of a warm command's CPU (BenchmarkWarmTrue, perf).
+			if os.Remove(d) != nil {
+				removeLimitDir(d)
+			}
 		}
 	}()
 }
