@@ -68,14 +68,24 @@ type Stdio struct {
 // attach sets cmd's standard streams to the files that are set (a nil
 // *os.File in an io.Reader would not be a nil interface).
 func (s Stdio) attach(cmd *exec.Cmd) {
+	// An unset file is toold's one /dev/null (devNull), which os/exec
+	// would otherwise open, try to add to the poller and close for each
+	// command.
+	null, _ := devNull()
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
+	} else if null != nil {
+		cmd.Stdin = null
 	}
 	if s.Stdout != nil {
 		cmd.Stdout = s.Stdout
+	} else if null != nil {
+		cmd.Stdout = null
 	}
 	if s.Stderr != nil {
 		cmd.Stderr = s.Stderr
+	} else if null != nil {
+		cmd.Stderr = null
 	}
 }
 
