@@ -352,6 +352,11 @@ type Slot struct {
 	fd     int           // v2: the cgroup directory, for CLONE_INTO_CGROUP
 	run    chan func()   // v1: runs a function on the placed thread, once
 	done   chan struct{} // v1: closed when that function returned
+	// oom are the files that count the OOM killer's kills in the slot:
+	// memory.events (v2) or memory.oom_control (v1, also the switch leave
+	// turns on) — found once, so that the end of each command reads only
+	// these.
+	oom []string
 }
 
 // slotPoolSize is how many warm slots Limits keeps.
@@ -434,17 +439,21 @@ func (l *Limits) newSlot() (*Slot, error) {
 			return nil, err
 		}
 		s.fd = fd
+		if f := filepath.Join(g.dirs[0], "memory.events"); exists(f) {
+			s.oom = []string{f}
+		}
 		return s, nil
 	}
 	// The placed thread is toold's: the memory cgroup's OOM killer, which
 	// picks the largest process among its members, could kill toold. So
 	// it is off until the thread has left (leave).
 	for _, d := range s.dirs {
-		if exists(filepath.Join(d, "memory.oom_control")) {
-			if err := os.WriteFile(filepath.Join(d, "memory.oom_control"), []byte("1"), 0); err != nil {
+		if f := filepath.Join(d, "memory.oom_control"); exists(f) {
+			if err := os.WriteFile(f, []byte("1"), 0); err != nil {
 				g.remove()
 				return nil, fmt.Errorf("sandbox: memory.oom_control in %s: %w", d, err)
 			}
+			s.oom = append(s.oom, f)
 		}
 	}
 	s.run, s.done = make(chan func(), 1), make(chan struct{})
@@ -492,26 +501,22 @@ func (s *Slot) leave(tid string) {
 			return
 		}
 	}
-	for _, d := range s.dirs {
-		if exists(filepath.Join(d, "memory.oom_control")) {
-			_ = os.WriteFile(filepath.Join(d, "memory.oom_control"), []byte("0"), 0)
-		}
+	for _, f := range s.oom {
+		_ = os.WriteFile(f, []byte("0"), 0)
 	}
 }
 
 // oomKilled reports whether the kernel's OOM killer killed a process of
 // the slot because it reached its memory limit.
 func (s *Slot) oomKilled() bool {
-	for _, d := range s.dirs {
-		for _, f := range []string{"memory.events", "memory.oom_control"} {
-			b, err := os.ReadFile(filepath.Join(d, f))
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
-					return true
-				}
+	for _, f := range s.oom {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+				return true
 			}
 		}
 	}
