@@ -351,7 +351,7 @@ type Slot struct {
 	memory int64         // the memory limit, for Exit.MemoryLimit
 	fd     int           // v2: the cgroup directory, for CLONE_INTO_CGROUP
 	run    chan func()   // v1: runs a function on the placed thread, once
-	done   chan struct{} // v1: closed when that function returned
+	done   chan struct{} // v1: closed once that function returned and the thread left
 	// oom are the files that count the OOM killer's kills in the slot:
 	// memory.events (v2) or memory.oom_control (v1, also the switch leave
 	// turns on) — found once, so that the end of each command reads only
@@ -476,11 +476,16 @@ func (l *Limits) newSlot() (*Slot, error) {
 		f, ok := <-s.run
 		if ok {
 			f()
-		}
-		close(s.done)
-		if ok {
+			// Before start returns, so before the helper gets its spec:
+			// a command that reached the slot's memory limit while this
+			// thread was still a member, the OOM killer off, was held
+			// at the limit, and this thread, charging the slot for its
+			// own kernel memory, blocked in the memory cgroup's OOM wait
+			// and never left nor turned the killer on (a test process
+			// hung for 11 minutes at load 39 in TestIsolatedMemory).
 			s.leave(tid)
 		}
+		close(s.done)
 	}()
 	if err := <-placed; err != nil {
 		g.remove()
@@ -491,7 +496,8 @@ func (l *Limits) newSlot() (*Slot, error) {
 
 // leave moves the placed thread tid back to toold's own cgroups (the
 // parents of toold's directories) and then turns the slot's OOM killer on.
-// It runs on the placed thread, after the helper was forked. Should the
+// It runs on the placed thread, after the helper was forked and before
+// Slot.start returns (the helper runs nothing before it gets its spec). Should the
 // thread not leave, the OOM killer stays off: the command is then held at
 // its limit rather than toold risked.
 func (s *Slot) leave(tid string) {
