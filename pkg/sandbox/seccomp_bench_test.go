@@ -28,7 +28,7 @@ func BenchmarkSeccompSyscall(b *testing.B) {
 						done <- err
 						return
 					}
-					if err := installSeccomp(); err != nil {
+					if err := installSeccomp(nil); err != nil {
 						done <- err
 						return
 					}
@@ -52,7 +52,7 @@ func BenchmarkSeccompSyscall(b *testing.B) {
 				runtime.LockOSThread()
 				err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 				if err == nil {
-					err = installSeccomp()
+					err = installSeccomp(nil)
 				}
 				done <- err
 			}()
