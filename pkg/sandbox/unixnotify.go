@@ -49,8 +49,14 @@ import (
 //     inode checked: no second walk of the path). An inode is bound to one
 //     socket, once. Whatever a divergent resolution finds is checked the
 //     same way, so it can only refuse. Refused: EPERM.
-//   - AF_UNIX, an abstract name: connected as given (abstract names are
-//     the socket's network namespace's: the sandbox's).
+//   - AF_UNIX, an abstract name: abstract names are the socket's network
+//     namespace's (the sandbox's, shared by toold's commands), and
+//     Landlock's scope (ABI >= 6) kept a command to the abstract sockets
+//     of its own domain — which the helper's threads are not in. So the
+//     helper connects as given only when the listening socket (sock_diag,
+//     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
+//     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
+//     EPERM otherwise (ECONNREFUSED when nothing has the name).
 //   - AF_INET, AF_INET6 TCP: refused (EACCES, as Landlock would) to a port
 //     other than Policy.ConnectPorts when Policy.NoNetwork — the helper's
 //     threads are not in the command's Landlock domain, so the rule the
@@ -300,9 +306,13 @@ func refusedPort(sock int, addr []byte, pol *Policy) bool {
 // connectUnix connects the unix socket sock to addr, the caller tid's
 // address (see above).
 func connectUnix(sock int, addr []byte, tid int) unix.Errno {
-	if len(addr) <= 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX || addr[2] == 0 {
-		// Not a path: an abstract name (the sandbox's network
-		// namespace's), or what the kernel refuses.
+	if len(addr) <= 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX {
+		return rawConnect(sock, addr) // what the kernel refuses
+	}
+	if addr[2] == 0 {
+		if errno := abstractOwned(addr[2:]); errno != 0 {
+			return errno
+		}
 		return rawConnect(sock, addr)
 	}
 	path := addr[2:]
@@ -387,12 +397,48 @@ func boundInSandbox(file int) unix.Errno {
 	if st.Ino>>32 != 0 {
 		return unix.EPERM
 	}
-	bound, err := unixDiagVFS()
+	bound, err := unixDiag(udiagShowVFS)
 	if err != nil {
 		return unix.EPERM
 	}
-	if bound[vfsID{dev: kernelDev(st.Dev), ino: uint32(st.Ino)}] {
-		return 0
+	want := vfsID{dev: kernelDev(st.Dev), ino: uint32(st.Ino)}
+	for _, e := range bound {
+		if e.vfs == want {
+			return 0
+		}
+	}
+	return unix.EPERM
+}
+
+// abstractOwned returns 0 when the abstract name (its leading NUL
+// included) is bound in the helper's network namespace by a socket a
+// process of the helper's pid namespace holds, ECONNREFUSED when nothing
+// has it, EPERM otherwise.
+func abstractOwned(name []byte) unix.Errno {
+	bound, err := unixDiag(udiagShowName)
+	if err != nil {
+		return unix.EPERM
+	}
+	var inos []string
+	for _, e := range bound {
+		if e.name == string(name) {
+			inos = append(inos, "socket:["+strconv.FormatUint(uint64(e.ino), 10)+"]")
+		}
+	}
+	if len(inos) == 0 {
+		return unix.ECONNREFUSED
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && slices.Contains(inos, l) {
+				return 0
+			}
+		}
 	}
 	return unix.EPERM
 }
@@ -406,21 +452,33 @@ func kernelDev(dev uint64) uint32 {
 	return unix.Major(dev)<<20 | unix.Minor(dev)&0xfffff
 }
 
-// unixDiagVFS returns the files of the pathname unix sockets bound in the
-// calling thread's network namespace (sock_diag, UNIX_DIAG with
-// UDIAG_SHOW_VFS).
-func unixDiagVFS() (map[vfsID]bool, error) {
+// diagEntry is a unix socket as sock_diag reports it.
+type diagEntry struct {
+	ino  uint32 // the socket's inode (socket:[ino])
+	vfs  vfsID  // its file, with udiagShowVFS (zero for none)
+	name string // its address, with udiagShowName ("" for none)
+}
+
+// What unixDiag asks to be shown (UDIAG_SHOW_*).
+const (
+	udiagShowName = 0x1
+	udiagShowVFS  = 0x2
+)
+
+// unixDiag returns the unix sockets of the calling thread's network
+// namespace (sock_diag, UNIX_DIAG), with what show asks for.
+func unixDiag(show uint32) ([]diagEntry, error) {
 	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(s)
 	const (
-		udiagShowVFS = 0x2
-		unixDiagVFS  = 1
-		hdrLen       = unix.SizeofNlMsghdr
-		reqLen       = 24 // struct unix_diag_req
-		msgLen       = 16 // struct unix_diag_msg
+		attrName = 0 // UNIX_DIAG_NAME
+		attrVFS  = 1 // UNIX_DIAG_VFS
+		hdrLen   = unix.SizeofNlMsghdr
+		reqLen   = 24 // struct unix_diag_req
+		msgLen   = 16 // struct unix_diag_msg
 	)
 	req := make([]byte, hdrLen+reqLen)
 	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
@@ -429,11 +487,11 @@ func unixDiagVFS() (map[vfsID]bool, error) {
 	binary.NativeEndian.PutUint32(req[8:], 1) // seq
 	req[hdrLen] = unix.AF_UNIX
 	binary.NativeEndian.PutUint32(req[hdrLen+4:], 0xffffffff) // every state
-	binary.NativeEndian.PutUint32(req[hdrLen+12:], udiagShowVFS)
+	binary.NativeEndian.PutUint32(req[hdrLen+12:], show)
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, err
 	}
-	out := map[vfsID]bool{}
+	var out []diagEntry
 	buf := make([]byte, 32<<10)
 	for {
 		n, _, err := unix.Recvfrom(s, buf, 0)
@@ -459,16 +517,23 @@ func unixDiagVFS() (map[vfsID]bool, error) {
 			if len(data) < msgLen {
 				continue
 			}
+			e := diagEntry{ino: binary.NativeEndian.Uint32(data[4:])}
 			for a := data[msgLen:]; len(a) >= 4; {
 				l := int(binary.NativeEndian.Uint16(a))
 				if l < 4 || l > len(a) {
 					break
 				}
-				if binary.NativeEndian.Uint16(a[2:]) == unixDiagVFS && l >= 12 {
-					out[vfsID{ino: binary.NativeEndian.Uint32(a[4:]), dev: binary.NativeEndian.Uint32(a[8:])}] = true
+				switch binary.NativeEndian.Uint16(a[2:]) {
+				case attrVFS:
+					if l >= 12 {
+						e.vfs = vfsID{ino: binary.NativeEndian.Uint32(a[4:]), dev: binary.NativeEndian.Uint32(a[8:])}
+					}
+				case attrName:
+					e.name = string(a[4:l])
 				}
 				a = a[min((l+3)&^3, len(a)):]
 			}
+			out = append(out, e)
 		}
 	}
 }

@@ -28,13 +28,14 @@ import (
 // workspace, through /proc/self/fd of an O_PATH descriptor, and with a
 // datagram socket; then uses sockets of its own (a server and a client by
 // path and by abstract name), TCP to the proxy (argv[2]) and to a server of
-// nothing on another port, and runs the racer (argv[3]).
+// nothing on another port, and runs the racer (argv[3]). argv[4] is the
+// abstract name another command listens on.
 const lateNotifyScript = `import socket, sys, os, subprocess
 with open("ready", "w") as f:
     f.write("started\n")
 with open("go") as f:
     f.read()
-late, proxy_port, racer = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+late, proxy_port, racer, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def try_connect(label, path):
     s = socket.socket(socket.AF_UNIX)
     try:
@@ -49,6 +50,7 @@ try_connect("symlink", "link.sock")
 fd = os.open(late, os.O_PATH)
 try_connect("proc-self-fd", "/proc/self/fd/%d" % fd)
 try_connect("proc-pid-fd", "/proc/%d/fd/%d" % (os.getpid(), fd))
+try_connect("other-abstract", "\0" + other)
 try:
     d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     d.sendto(b"leak", late + ".dgram")
@@ -100,7 +102,9 @@ print(r.stdout.strip(), r.stderr.strip())
 // symbolic link in the workspace, /proc/self/fd of an O_PATH descriptor,
 // a datagram socket (not made), a second thread swapping the address
 // while the first connects —: the listener accepts nothing and receives
-// nothing. The command's own unix sockets (by path, by abstract name) and
+// nothing. Nor is another command's abstract socket reached (Landlock's
+// scope kept them apart; the supervisor's threads are outside the
+// command's domain, so it checks who holds the listener). The command's own unix sockets (by path, by abstract name) and
 // TCP to the proxy work; TCP to another port is refused as Landlock would
 // (EACCES, not ECONNREFUSED: nothing listens there);
 // a process outside still connects. It holds by the seccomp supervisor
@@ -140,17 +144,54 @@ func TestUnixNotifyLateSockets(t *testing.T) {
 
 	pol := c.policy()
 	pol.Proxy, pol.NoNetwork, pol.ConnectPorts = proxyLn.Addr().String(), true, []uint16{uint16(proxyPort)}
-	spec := c.spec(pol)
-	spec.Path, spec.Args = py, []string{"python3", "-c", lateNotifyScript, late, strconv.Itoa(proxyPort), racer}
-	spec.Grace = 500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The network namespace toold shares among its commands, and another
+	// command in it listening on an abstract name: Landlock's scope kept
+	// commands from each other's abstract sockets, and so must the
+	// supervisor.
+	shared, err := sandbox.OpenNetns(pol.Proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	other := "toold-other-" + strconv.Itoa(os.Getpid())
+	ospec := c.spec(pol)
+	ospec.Path, ospec.Args = py, []string{"python3", "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind("\0" + sys.argv[1])
+s.listen(1)
+open("other-ready", "w").write("x")
+s.accept()
+print("OTHER-ACCEPTED")`, other}
+	ospec.Grace = 500 * time.Millisecond
+	octx, ocancel := context.WithCancel(ctx)
+	or, ow, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer or.Close()
+	op, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(octx, ospec, sandbox.Stdio{Stdout: ow, Stderr: ow, Netns: shared.File()})
+	ow.Close()
+	if err != nil {
+		ocancel()
+		t.Fatalf("start: %v", err)
+	}
+	defer func() { ocancel(); <-op.Done() }()
+	testenv.Poll(t, time.Minute, "the other command listening", func() bool {
+		_, err := os.Stat(filepath.Join(c.ws, "other-ready"))
+		return err == nil
+	})
+
+	spec := c.spec(pol)
+	spec.Path, spec.Args = py, []string{"python3", "-c", lateNotifyScript, late, strconv.Itoa(proxyPort), racer, other}
+	spec.Grace = 500 * time.Millisecond
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w, Netns: shared.File()})
 	w.Close()
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -205,12 +246,19 @@ func TestUnixNotifyLateSockets(t *testing.T) {
 	}
 	for _, want := range []string{
 		"refused absolute 1", "refused relative 1", "refused symlink 1", "refused proc-self-fd 1", "refused proc-pid-fd 1",
+		"refused other-abstract 1",
 		"refused datagram 1", "refused socketpair datagram 1",
 		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 13", "racer done",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("want %q in the command's output:\n%s", want, text)
 		}
+	}
+
+	ocancel()
+	<-op.Done()
+	if b, _ := io.ReadAll(or); strings.Contains(string(b), "OTHER-ACCEPTED") {
+		t.Errorf("another command's abstract socket was reached:\n%s", text)
 	}
 
 	// Outside the sandbox the same sockets are reachable.
