@@ -166,14 +166,21 @@ func installSeccomp(pol *Policy) error {
 	notify := pol != nil && !pol.NoUnixSupervisor && UnixSupervisorSupported() == nil
 	prog := seccompProgram(arch, notify)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	flags := uintptr(0)
-	if notify {
-		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
-		// Nothing in the sandbox may trace this process (its notify fd,
-		// its memory): see serveUnixNotify.
+	if pol != nil {
+		// Nothing in the sandbox may trace the helper, read its memory or
+		// take its descriptors (the notify fd): a warm helper's forking
+		// thread is in the command's Landlock domain without capabilities,
+		// and a command attached to it with ptrace while the helper was
+		// dumpable (TestUnixNotifyLateSockets) — in a process whose first
+		// thread may still mount. The command is dumpable again after its
+		// exec.
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 			return fmt.Errorf("sandbox: making the helper non-dumpable: %w", err)
 		}
+	}
+	flags := uintptr(0)
+	if notify {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
 	fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {

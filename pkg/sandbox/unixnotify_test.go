@@ -28,7 +28,8 @@ import (
 // workspace, through /proc/self/fd of an O_PATH descriptor, and with a
 // datagram socket; then uses sockets of its own (a server and a client by
 // path and by abstract name), TCP to the proxy (argv[2]) and to a server of
-// nothing on another port, and runs the racer (argv[3]). argv[4] is the
+// nothing on another port, tries to trace its helper (the supervisor) or
+// take its descriptors (the notify fd), and runs the racer (argv[3]). argv[4] is the
 // abstract name another command listens on.
 const lateNotifyScript = `import socket, sys, os, subprocess
 with open("ready", "w") as f:
@@ -91,6 +92,16 @@ try:
     print("REACHED tcp port outside ConnectPorts")
 except OSError as e:
     print("refused tcp", e.errno)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for tid in os.listdir("/proc/1/task"):
+    if libc.ptrace(16, int(tid), None, None) == 0:
+        print("REACHED ptrace of the helper's thread", tid)
+pfd = libc.syscall(434, 1, 0)
+for n in range(64):
+    if pfd >= 0 and libc.syscall(438, pfd, n, 0) >= 0:
+        print("REACHED the helper's descriptor", n)
+print("helper untouchable")
 r = subprocess.run([racer, "-test.run=^TestUnixNotifyRacer$", "-test.count=1"], env=dict(os.environ, TOOLD_UNIXNOTIFY_RACER=late), capture_output=True, text=True)
 print(r.stdout.strip(), r.stderr.strip())
 `
@@ -120,6 +131,14 @@ func TestUnixNotifyLateSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A command under a helper of its own (terminal sessions, shims), and
+	// one handed to a warm helper (toold's run_command).
+	for _, warm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "warm"}[warm], func(t *testing.T) { lateSockets(t, py, racer, warm) })
+	}
+}
+
+func lateSockets(t *testing.T, py, racer string, warm bool) {
 	c := newCanaries(t)
 	for _, f := range []string{"ready", "go"} {
 		if err := unix.Mkfifo(filepath.Join(c.ws, f), 0o600); err != nil {
@@ -191,7 +210,19 @@ print("OTHER-ACCEPTED")`, other}
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w, Netns: shared.File()})
+	var p *sandbox.Process
+	if warm {
+		pool := sandbox.NewWarm(sandbox.Runner{Args: sandbox.TestHelperArgs}, shared.File(), nil, spec.Grace, 1, func() *sandbox.Policy { return pol })
+		defer pool.Close()
+		testenv.Poll(t, 20*time.Second, "a warm helper", func() bool { return pool.ReadyNow() == 1 })
+		var ok bool
+		p, ok, err = pool.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w})
+		if !ok {
+			t.Fatal("the ready helper did not take the command")
+		}
+	} else {
+		p, err = sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(ctx, spec, sandbox.Stdio{Stdout: w, Stderr: w, Netns: shared.File()})
+	}
 	w.Close()
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -248,7 +279,7 @@ print("OTHER-ACCEPTED")`, other}
 		"refused absolute 1", "refused relative 1", "refused symlink 1", "refused proc-self-fd 1", "refused proc-pid-fd 1",
 		"refused other-abstract 1",
 		"refused datagram 1", "refused socketpair datagram 1",
-		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 13", "racer done",
+		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 13", "helper untouchable", "racer done",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("want %q in the command's output:\n%s", want, text)
@@ -358,4 +389,82 @@ func TestUnixNotifyRacer(t *testing.T) {
 	close(stop)
 	fmt.Printf("racer done: %d connected, %d to its own socket\n", connected, ownHits.Load())
 	os.Exit(0)
+}
+
+// TestUnixNotifyOutlivesOwner: a command that outlives toold (a
+// background process under a shim, its owner gone) is still held — its
+// supervisor is its helper, not toold: a socket bound outside after its
+// owner went away is refused, its own socket works.
+func TestUnixNotifyOutlivesOwner(t *testing.T) {
+	isolation(t)
+	if err := sandbox.UnixSupervisorSupported(); err != nil {
+		testenv.Need(t, err, "a kernel with the seccomp supervisor's needs")
+	}
+	py, err := exec.LookPath("python3")
+	testenv.Need(t, err, "python3")
+	c := newCanaries(t)
+	if err := unix.Mkfifo(filepath.Join(c.ws, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shimDir := t.TempDir()
+	out, err := os.OpenFile(filepath.Join(c.ws, "out"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	late := filepath.Join(c.outside, "late.sock")
+	spec := c.spec(c.policy())
+	spec.Path, spec.Args = py, []string{"python3", "-u", "-c", `import socket, sys
+with open("go") as f:
+    f.read()
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    print("REACHED late")
+except OSError as e:
+    print("refused late", e.errno)
+srv = socket.socket(socket.AF_UNIX)
+srv.bind("own.sock")
+srv.listen(1)
+socket.socket(socket.AF_UNIX).connect("own.sock")
+print("own ok")`, late}
+	spec.Grace, spec.KeepTree = time.Second, true
+	spec.Shim = &sandbox.ShimSpec{Dir: shimDir, Orphan: time.Hour}
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, sandbox.Stdio{Stdout: out, Stderr: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		<-p.Done()
+	})
+	p.Detach() // its owner (toold) is gone
+	ln, err := net.Listen("unix", late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conn.Close()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(c.ws, "go"), []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	testenv.Poll(t, time.Minute, "the command's output", func() bool {
+		b, _ := os.ReadFile(filepath.Join(c.ws, "out"))
+		text = string(b)
+		return strings.Contains(text, "own ok") || strings.Contains(text, "Error")
+	})
+	if !strings.Contains(text, "refused late 1") || !strings.Contains(text, "own ok") || accepted.Load() != 0 {
+		t.Fatalf("accepted %d outside; output:\n%s", accepted.Load(), text)
+	}
 }
