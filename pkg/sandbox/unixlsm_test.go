@@ -284,40 +284,47 @@ func BenchmarkUnixConnect(b *testing.B) {
 					unix.Close(fd)
 				}
 			})
-			b.Run("sandbox", func(b *testing.B) {
-				py, err := exec.LookPath("python3")
-				if err != nil {
-					b.Skip(err)
-				}
-				if err := sandbox.ProbeIsolation(sandbox.Runner{Args: sandbox.TestHelperArgs}); err != nil {
-					b.Skip(err)
-				}
-				slot, err := lim.Take()
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer slot.Release()
-				ws := b.TempDir()
-				spec := sandbox.Spec{Dir: ws, Path: py, Args: []string{"python3", "-c", connectLoop, strconv.Itoa(max(b.N, 1000))},
-					Env: []string{"PATH=" + os.Getenv("PATH")}, Grace: 500 * time.Millisecond,
-					Policy: &sandbox.Policy{Isolate: true, Writable: []string{ws}}}
-				r, w, err := os.Pipe()
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer r.Close()
-				p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, sandbox.Stdio{Stdout: w, Stderr: w, Slot: slot})
-				w.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, _ := io.ReadAll(r)
-				ns, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-				if exit := p.Exit(); exit.Code != 0 || err != nil {
-					b.Fatalf("exit %s:\n%s", exit, out)
-				}
-				b.ReportMetric(ns, "ns/connect")
-			})
+			for _, supervised := range []bool{true, false} {
+				name := map[bool]string{true: "sandbox", false: "sandbox-unsupervised"}[supervised]
+				b.Run(name, func(b *testing.B) { sandboxConnects(b, lim, supervised) })
+			}
 		})
 	}
+}
+
+// sandboxConnects runs connectLoop in the sandbox, with or without the
+// unix-socket supervisor, and reports its ns/connect.
+func sandboxConnects(b *testing.B, lim *sandbox.Limits, supervised bool) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip(err)
+	}
+	if err := sandbox.ProbeIsolation(sandbox.Runner{Args: sandbox.TestHelperArgs}); err != nil {
+		b.Skip(err)
+	}
+	slot, err := lim.Take()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer slot.Release()
+	ws := b.TempDir()
+	spec := sandbox.Spec{Dir: ws, Path: py, Args: []string{"python3", "-c", connectLoop, strconv.Itoa(max(b.N, 1000))},
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Grace: 500 * time.Millisecond,
+		Policy: &sandbox.Policy{Isolate: true, Writable: []string{ws}, NoUnixSupervisor: !supervised}}
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, sandbox.Stdio{Stdout: w, Stderr: w, Slot: slot})
+	w.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	ns, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if exit := p.Exit(); exit.Code != 0 || err != nil {
+		b.Fatalf("exit %s:\n%s", exit, out)
+	}
+	b.ReportMetric(ns, "ns/connect")
 }
