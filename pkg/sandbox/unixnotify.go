@@ -339,8 +339,9 @@ func openAsCaller(path string, tid int) (int, unix.Errno) {
 	proc := "/proc/" + strconv.Itoa(tid)
 	// The helper resolves in its own root, which is the command's: a
 	// command cannot chroot (no capabilities). Should they differ, no.
-	var root, own unix.Stat_t
-	if unix.Stat(proc+"/root", &root) != nil || unix.Stat("/", &own) != nil || root.Dev != own.Dev || root.Ino != own.Ino {
+	var root unix.Stat_t
+	own := ownRoot()
+	if unix.Stat(proc+"/root", &root) != nil || own == nil || root.Dev != own.Dev || root.Ino != own.Ino {
 		return -1, unix.EPERM
 	}
 	if strings.HasPrefix(path, "/") {
@@ -367,6 +368,16 @@ func openAsCaller(path string, tid int) (int, unix.Errno) {
 	}
 	return fd, 0
 }
+
+// ownRoot is the helper's root directory (nil if it cannot be read); it
+// does not change.
+var ownRoot = sync.OnceValue(func() *unix.Stat_t {
+	var st unix.Stat_t
+	if unix.Stat("/", &st) != nil {
+		return nil
+	}
+	return &st
+})
 
 // tgidOf returns the process id of thread tid, as a string (tid itself
 // when it cannot be read).
@@ -465,6 +476,9 @@ const (
 	udiagShowVFS  = 0x2
 )
 
+// diagBufs are unixDiag's receive buffers.
+var diagBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // unixDiag returns the unix sockets of the calling thread's network
 // namespace (sock_diag, UNIX_DIAG), with what show asks for.
 func unixDiag(show uint32) ([]diagEntry, error) {
@@ -492,7 +506,9 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 		return nil, err
 	}
 	var out []diagEntry
-	buf := make([]byte, 32<<10)
+	bp := diagBufs.Get().(*[]byte)
+	defer diagBufs.Put(bp)
+	buf := *bp
 	for {
 		n, _, err := unix.Recvfrom(s, buf, 0)
 		if err != nil {

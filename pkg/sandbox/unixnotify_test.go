@@ -58,6 +58,12 @@ try:
     print("REACHED datagram")
 except OSError as e:
     print("refused datagram", e.errno)
+for kind, typ in (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQPACKET)):
+    try:
+        socket.socket(socket.AF_UNIX, typ).sendto(b"leak", late)
+        print("REACHED", kind, "sendto")
+    except OSError as e:
+        print("refused", kind, "sendto", e.errno)
 try:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     a.sendto(b"leak", late + ".dgram")
@@ -111,7 +117,7 @@ print(r.stdout.strip(), r.stderr.strip())
 // command started (no mask covers them), in a directory the command sees,
 // are out of its reach by every path to them — absolute, relative, a
 // symbolic link in the workspace, /proc/self/fd of an O_PATH descriptor,
-// a datagram socket (not made), a second thread swapping the address
+// a datagram socket (not made), sendto on a stream or seqpacket socket, a second thread swapping the address
 // while the first connects —: the listener accepts nothing and receives
 // nothing. Nor is another command's abstract socket reached (Landlock's
 // scope kept them apart; the supervisor's threads are outside the
@@ -279,6 +285,7 @@ print("OTHER-ACCEPTED")`, other}
 		"refused absolute 1", "refused relative 1", "refused symlink 1", "refused proc-self-fd 1", "refused proc-pid-fd 1",
 		"refused other-abstract 1",
 		"refused datagram 1", "refused socketpair datagram 1",
+		"refused stream sendto 95", "refused seqpacket sendto 107", // EOPNOTSUPP, ENOTCONN: no address at send
 		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 13", "helper untouchable", "racer done",
 	} {
 		if !strings.Contains(text, want) {
