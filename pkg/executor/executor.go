@@ -234,8 +234,10 @@ func (x *Executor) release() {
 	}
 }
 
-// killOnShutdown cancels a call's context when the shutdown grace ends; the
-// returned func stops that.
+// killOnShutdown cancels the context of a call run outside any stream (Run)
+// when the shutdown grace ends; the returned func stops that. A stream's
+// calls are found in their sessions instead (killCalls): no registration
+// per call.
 func (x *Executor) killOnShutdown(cancel context.CancelCauseFunc) func() bool {
 	return context.AfterFunc(x.kill, func() { cancel(context.Cause(x.kill)) })
 }
@@ -292,7 +294,7 @@ func (x *Executor) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	x.cfg.Logger.Warn("grace period over; canceling running calls")
-	x.killFn(errShutdown)
+	x.killCalls(errShutdown)
 	<-idle
 }
 
@@ -328,6 +330,29 @@ func (x *Executor) Run(ctx context.Context, req *CallRequest, host Host) *events
 	end, record := x.execute(ctx, req, host)
 	record()
 	return end
+}
+
+// killCalls cancels every running call with cause: Run's through the kill
+// context, a stream's in its session's calls. A call admitted later is
+// refused (Shutdown drains first), and a session's calls are registered
+// under its lock in the step that admits them, so none is missed.
+func (x *Executor) killCalls(cause error) {
+	x.killFn(cause)
+	x.mu.Lock()
+	var ss []*session
+	for _, m := range x.live {
+		for s := range m {
+			ss = append(ss, s)
+		}
+	}
+	x.mu.Unlock() // a session's lock is never taken under x.mu (endLocked takes them the other way)
+	for _, s := range ss {
+		s.mu.Lock()
+		for _, rc := range s.calls {
+			rc.cancel(cause)
+		}
+		s.mu.Unlock()
+	}
 }
 
 func isClosed(ch <-chan struct{}) bool {
