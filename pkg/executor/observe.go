@@ -57,6 +57,10 @@ type RuleSaver interface {
 type callObs struct {
 	started  time.Time
 	argsJSON []byte
+	// argsOf is the call whose arguments argsJSON is made of by the
+	// recorder (argsLate), not on the call's path: a call without an
+	// effect, or one that ended before it started.
+	argsOf   *tools.Call
 	decision string
 	rule     string
 	approver string
@@ -263,17 +267,24 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 	if o == nil {
 		return nil
 	}
-	o.argsJSON, _ = json.Marshal(call.Args)
 	l := x.cfg.Observe.Audit
+	if effectFree {
+		// Its arguments' JSON and digest are made by the recorder
+		// (argsLate): nothing happened that they would have to precede,
+		// and a Fast operation does not change its arguments.
+		o.argsOf = call
+		if l != nil {
+			o.startRec = &audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+				Tool: call.Tool, Operation: call.Operation} // enqueued after the End (recordEnd)
+		}
+		return nil
+	}
+	o.argsJSON, _ = json.Marshal(call.Args)
 	if l == nil {
 		return nil
 	}
 	start := audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
 		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)}
-	if effectFree {
-		o.startRec = &start // enqueued after the End (recordEnd)
-		return nil
-	}
 	o.effect = true
 	if o.allowed == nil {
 		return x.auditAppend(ctx, start)
@@ -300,8 +311,8 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 	if o == nil {
 		o = &callObs{started: req.Received}
 	}
-	if o.argsJSON == nil && call != nil {
-		o.argsJSON, _ = json.Marshal(call.Args)
+	if o.argsJSON == nil && o.argsOf == nil {
+		o.argsOf = call // argsLate; nil: the call did not decode
 	}
 	if end.Err == nil && end.Result != nil && call != nil && !ob.Hooks.Empty() {
 		req.inline.mayWait() // hooks are processes
@@ -351,6 +362,7 @@ func outcome(end *events.End) (outcome, code string) {
 // result), last. The recorder runs it (recorder.go).
 func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs, withAudit bool) {
 	ob := x.cfg.Observe
+	o.argsLate()
 	outcome, code := outcome(end)
 	ob.Metrics.CallEnded(ctx, start.Tool, start.Operation, outcome, code, end.Duration)
 	summary := ""
@@ -381,6 +393,7 @@ func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events
 	if x.cfg.Observe.Audit == nil {
 		return
 	}
+	o.argsLate()
 	outcome, code := outcome(end)
 	r := audit.Record{Kind: audit.KindCallEnd, Conversation: req.ConversationID, CallID: req.CallID, Tool: start.Tool,
 		Operation: start.Operation, Outcome: outcome, Code: code, ExitCode: exitCode(end.Result)}
@@ -410,6 +423,19 @@ func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events
 		o.startRec = nil
 	}
 	x.auditEnqueue(ctx, append(rs, r)...)
+}
+
+// argsLate makes the arguments' JSON of a call whose call.start did not
+// need it before the call ran, and the digest in that call.start.
+func (o *callObs) argsLate() {
+	if o.argsOf == nil {
+		return
+	}
+	o.argsJSON, _ = json.Marshal(o.argsOf.Args)
+	o.argsOf = nil
+	if o.startRec != nil {
+		o.startRec.ArgsDigest = audit.Digest(o.argsJSON)
+	}
 }
 
 // effectFree reports whether a call changes nothing and reaches nothing

@@ -82,7 +82,7 @@ func TestRecordsAfterTheEnd(t *testing.T) {
 
 	run := func(id, name string) {
 		t.Helper()
-		if end := x.Run(context.Background(), &executor.CallRequest{CallID: id, Name: name, ArgsJSON: `{}`}, &fakeHost{}); end.Err != nil {
+		if end := x.Run(context.Background(), &executor.CallRequest{CallID: id, Name: name, ArgsJSON: `{"k":"v"}`}, &fakeHost{}); end.Err != nil {
 			t.Fatalf("%s: %v", id, end.Err)
 		}
 	}
@@ -106,6 +106,24 @@ func TestRecordsAfterTheEnd(t *testing.T) {
 	want := []string{"b decision", "b call.start", "b call.end", "a decision", "a call.start", "a call.end"}
 	if got := auditKinds(t, dir); !equal(got, want) {
 		t.Fatalf("audit log after FlushRecords: %v, want %v", got, want)
+	}
+
+	// Every call's start and end carry its arguments' digest, and its
+	// history row the arguments, whenever they were made.
+	recs, err := audit.Tail(dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := audit.Digest([]byte(`{"k":"v"}`))
+	for _, r := range recs {
+		if r.Kind != audit.KindDecision && r.ArgsDigest != digest {
+			t.Fatalf("%s %s: args_digest %q, want %q", r.CallID, r.Kind, r.ArgsDigest, digest)
+		}
+	}
+	for _, e := range h.entries {
+		if e.Arguments != `{"k":"v"}` {
+			t.Fatalf("history of %s: arguments %q", e.CallID, e.Arguments)
+		}
 	}
 
 	run("c", "peek")
