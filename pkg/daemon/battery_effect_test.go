@@ -933,8 +933,30 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 	ows := t.TempDir()
 	os.WriteFile(filepath.Join(ows, ".env"), []byte(b.secrets["dotenv"]+"\n"), 0o600)
 	od := daemontest.Start(t, append(append([]daemontest.Option(nil), opts...), daemontest.WithWorkspace(ows), daemontest.WithConfig(func(c *config.Config) { c.VCS.Hooks = true }))...)
+	// Its layers, as it tells its clients: its own probe may fail where
+	// the main daemon's did not (a helper that took more than the probe's
+	// 10 s on a loaded machine), and an attempt on it is judged by them.
+	odInForce := map[string]bool{}
+	if oc, err := openClient(ctx, od, "own-"+mode); err != nil {
+		t.Fatal(err)
+	} else {
+		var odLayers []string
+		for _, l := range oc.sandbox.GetLayers() {
+			odInForce[l.GetName()] = l.GetInForce()
+			odLayers = append(odLayers, fmt.Sprintf("%s=%v", l.GetName(), l.GetInForce()))
+			if !l.GetInForce() && (mode == "yolo" || mode == "kernel") && testenv.Required() {
+				t.Errorf("the git and task daemon's %s layer is not in force (%s) on a machine that should have it (%s is set)", l.GetName(), l.GetDetail(), testenv.RequireEnv)
+			}
+		}
+		t.Logf("%s: the git and task daemon's layers %s", mode, strings.Join(odLayers, " "))
+		oc.s.CloseSend()
+	}
 	prefix := modePrefix[mode]
 	for i, a := range batteryAttempts() {
+		layersOf := inForce
+		if a.via == viaGit || a.via == viaTask {
+			layersOf = odInForce
+		}
 		switch {
 		case mode == "auto" && !a.auto,
 			mode == "off" && !a.off,
@@ -948,7 +970,7 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 		id := fmt.Sprintf("%s%04dq", prefix, i)
 		r := &attemptRun{a: a, mode: mode, id: id, rel: filepath.Join("b", id), state: state}
 		// An attempt whose layer toold says is missing here is pending.
-		if a.layer != "" && mode != "calibrate" && mode != "off" && !inForce[layerNames[a.layer]] {
+		if a.layer != "" && mode != "calibrate" && mode != "off" && !layersOf[layerNames[a.layer]] {
 			r.pending = a.layer + " (not in force)"
 		}
 		if a.pending != "" {
@@ -960,7 +982,7 @@ func (b *battery) runMode(t *testing.T, mode, toolctl string, before []*attemptR
 		if why := kernelPending[a.name]; why != "" && mode == "kernel" {
 			r.pending = why
 		}
-		if a.holdBack != "" && (mode == "calibrate" || !inForce[layerNames[a.layer]]) {
+		if a.holdBack != "" && (mode == "calibrate" || !layersOf[layerNames[a.layer]]) {
 			r.err = fmt.Errorf("held back: %s", a.holdBack)
 			runs = append(runs, r)
 			continue
