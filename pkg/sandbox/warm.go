@@ -156,14 +156,9 @@ func (w *Warm) take() (*warmHelper, int) {
 
 // sameBoundary reports whether a helper prepared for a can run a command
 // of policy b: everything but the masks and the read-only directories must
-// be the same (the helper adds those it lacks), and none of a's read-only
-// directories may be writable for b.
+// be the same (the helper adds the masks and read-only directories it
+// lacks, and lifts those b does not have).
 func sameBoundary(a, b Policy) bool {
-	for _, r := range a.ReadOnly {
-		if !slices.Contains(b.ReadOnly, r) {
-			return false
-		}
-	}
 	return slices.Equal(a.Writable, b.Writable) && a.NoNetwork == b.NoNetwork &&
 		slices.Equal(a.ConnectPorts, b.ConnectPorts) && a.Require == b.Require &&
 		a.Isolate == b.Isolate && a.Proxy == b.Proxy && len(a.Cgroups) == 0 && len(b.Cgroups) == 0 &&
@@ -532,7 +527,10 @@ func warmMain() int {
 	// Masks and read-only directories the forker asks for, from this
 	// thread, which still may mount.
 	for late := range masks {
-		err := readOnly(late.readOnly)
+		err := lift(late.writable)
+		if err == nil {
+			err = readOnly(late.readOnly)
+		}
 		pinAncestors(slices.Concat(late.hide, late.readOnly), prep.Policy.Writable, pinned)
 		for _, h := range late.hide {
 			if err != nil {
@@ -549,8 +547,23 @@ func warmMain() int {
 }
 
 // lateView is what a warm helper's view lacks for its command: masks and
-// read-only directories that appeared since it was prepared.
-type lateView struct{ hide, readOnly []string }
+// read-only directories that appeared since it was prepared, and the
+// read-only directories of the view the command may write (toold's
+// version-control tool's git).
+type lateView struct{ hide, readOnly, writable []string }
+
+// lift detaches the read-only binds of paths (readOnly), with what is
+// below them: the directory is as writable as the one holding it again.
+// A path that is no longer a mount point (below another one lifted) is
+// skipped.
+func lift(paths []string) error {
+	for _, p := range paths {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("sandbox: making %s writable: %w", p, err)
+		}
+	}
+	return nil
+}
 
 // forker is a warm helper's thread that runs the command (see warmMain).
 // It asks the helper's first thread for what its view lacks on masks,
@@ -613,7 +626,12 @@ func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks
 				late.readOnly = append(late.readOnly, r)
 			}
 		}
-		if len(late.hide)+len(late.readOnly) > 0 {
+		for _, r := range pol.ReadOnly {
+			if !slices.Contains(spec.Policy.ReadOnly, r) {
+				late.writable = append(late.writable, r)
+			}
+		}
+		if len(late.hide)+len(late.readOnly)+len(late.writable) > 0 {
 			masks <- late
 			if err := <-masked; err != nil {
 				return Exit{}, err

@@ -329,8 +329,8 @@ func withCmdline(cmdline string) []int {
 }
 
 // TestWarmReadOnly: a read-only directory the prepared view lacks is made
-// read-only before the command runs; a helper prepared with a read-only
-// directory does not take a command for which it is writable.
+// read-only before the command runs; one the prepared view has and the
+// command's policy does not is made writable again.
 func TestWarmReadOnly(t *testing.T) {
 	isolation(t)
 	c := newCanaries(t)
@@ -365,12 +365,18 @@ func TestWarmReadOnly(t *testing.T) {
 	proc, out := warmStart(t, w, context.Background(), c.spec(p), nil, readOnlyScript)
 	checkReadOnly(t, c.ws, proc.Exit(), out())
 
+	// Prepared with ro read-only, for a command that may write it (the
+	// version-control tool's git): lifted before it runs.
 	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
-	spec := c.spec(c.policy())
-	spec.Path, spec.Args, spec.Grace = "/bin/sh", []string{"sh", "-c", "echo x >> ro/config"}, warmGrace
-	if _, ok, _ := w.Start(context.Background(), spec, sandbox.Stdio{}); ok {
-		t.Fatal("a helper prepared with ro read-only took a command for which it is writable")
+	proc, out = warmStart(t, w, context.Background(), c.spec(c.policy()), nil, "echo more >> ro/config && touch ro/new")
+	if e := proc.Exit(); e.Code != 0 {
+		t.Fatalf("a write the command's policy allows failed: exit %v\n%s", e, out())
 	}
+	if b, _ := os.ReadFile(c.ws + "/ro/config"); string(b) != "kept\nmore\n" {
+		t.Fatalf("ro/config %q after a command that may write it", b)
+	}
+	os.WriteFile(c.ws+"/ro/config", []byte("kept\n"), 0o644)
+	os.Remove(c.ws + "/ro/new")
 	// And one whose policy has it read-only runs warm.
 	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
 	proc, out = warmStart(t, w, context.Background(), c.spec(p), nil, readOnlyScript)
