@@ -599,15 +599,13 @@ func (m *Manager) Exec(ctx context.Context, path string, args, env []string, dir
 		return -1, err
 	}
 	spec := sandbox.Spec{Path: path, Args: args, Env: env, Dir: dir, Grace: m.cfg.KillGrace, Policy: m.policyFor()}
-	start := m.startHelper
 	if spec.Policy != nil && len(spec.Policy.ReadOnly) > 0 {
+		// A warm helper's view has them read-only: it lifts them.
 		p := *spec.Policy
 		p.ReadOnly = nil
 		spec.Policy = &p
-		// The warm helpers' views have them read-only.
-		start = m.startCold
 	}
-	h, err := start(ctx, spec, sandbox.Stdio{Stdout: outW, Stderr: errW})
+	h, err := m.startHelper(ctx, spec, sandbox.Stdio{Stdout: outW, Stderr: errW})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -641,14 +639,6 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 	}
 	if h, ok, err := m.warm.Start(ctx, spec, stdio); ok {
 		return h, err
-	}
-	return m.startCold(ctx, spec, stdio)
-}
-
-// startCold is startHelper without the warm helpers: a helper of its own.
-func (m *Manager) startCold(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (*sandbox.Process, error) {
-	if spec.Policy == nil || !spec.Policy.Isolate {
-		return m.cfg.Runner.Start(ctx, spec, stdio)
 	}
 	stdio.Netns = m.netns.File()
 	slot, err := m.limits.Take()
