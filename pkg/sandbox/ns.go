@@ -452,7 +452,7 @@ func initMain(spec Spec, onStart func(pid int)) (Exit, error) {
 	if err := dropCapabilities(&pol); err != nil {
 		return Exit{}, err
 	}
-	spec.Policy.Isolate = false
+	spec.Policy.Isolate, spec.Policy.OwnNetns = false, true
 	return supervise(spec, onStart)
 }
 

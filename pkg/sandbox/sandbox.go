@@ -47,7 +47,9 @@
 // readable and executable, but only Policy.Writable directories (the
 // workspace and a temp dir), a few device files and the terminal devices
 // are writable; with NoNetwork, TCP connect and bind are refused as well
-// (Landlock does not cover UDP on ABI < 10, nor unix sockets by path); and
+// — bind only without Isolate: an isolated command's network namespace has
+// loopback only, so its own test servers may listen there (Landlock does
+// not cover UDP on ABI < 10, nor unix sockets by path); and
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
 // setuid programs (sudo) do not gain privileges.
@@ -74,7 +76,10 @@ type Policy struct {
 	// Writable are directories the tree may create, change and delete
 	// files in (recursively). They must exist.
 	Writable []string `json:"writable"`
-	// NoNetwork refuses TCP connect and bind.
+	// NoNetwork refuses TCP connect, and TCP bind unless Isolate: an
+	// isolated command binds in a network namespace that has loopback
+	// only, where the unix-socket supervisor (unixnotify.go) lets a
+	// command connect to its own listeners and to no other command's.
 	NoNetwork bool `json:"no_network"`
 	// ConnectPorts, with NoNetwork, are the TCP ports connect is still
 	// allowed to (toold's egress proxy). Landlock matches ports, not
@@ -92,6 +97,11 @@ type Policy struct {
 	// namespaces; every capability is dropped. It needs root (or
 	// CAP_SYS_ADMIN) in the daemon's user namespace and Linux 5.12.
 	Isolate bool `json:"isolate,omitempty"`
+	// OwnNetns says the command runs in a network namespace with
+	// loopback only, so Landlock leaves TCP bind alone (its own test
+	// servers). The isolated helper sets it when it hands the policy on
+	// to its Landlock stage without Isolate; callers set Isolate.
+	OwnNetns bool `json:"own_netns,omitempty"`
 	// Hide are absolute paths (symbolic links resolved) the command must
 	// not read: directories are covered by an empty read-only tmpfs,
 	// files by /dev/null. Paths that do not exist are skipped. Isolate
@@ -134,7 +144,9 @@ func (p Policy) Describe() string {
 	}
 	s := fmt.Sprintf("landlock ABI %d: writes only in %s", abi, strings.Join(p.Writable, ", "))
 	if p.NoNetwork {
-		if abi >= 4 {
+		if abi >= 4 && (p.Isolate || p.OwnNetns) {
+			s += "; no TCP connect"
+		} else if abi >= 4 {
 			s += "; no TCP connect or bind"
 		} else {
 			s += "; network NOT restricted (needs ABI 4)"
@@ -154,8 +166,11 @@ func confine(p Policy) error {
 		return fmt.Errorf("landlock is required but this kernel does not offer it")
 	}
 	cfg := landlock.V7 // file system (with ioctl on devices), TCP, scopes
-	if !p.NoNetwork {
+	switch {
+	case !p.NoNetwork:
 		cfg.HandledAccessNet = 0
+	case p.Isolate || p.OwnNetns:
+		cfg.HandledAccessNet = landlock.AccessNetSet(llsys.AccessNetConnectTCP)
 	}
 	cfg = cfg.BestEffort()
 	rules := []landlock.Rule{
@@ -225,9 +240,13 @@ func confineThread(p Policy) (ok bool, err error) {
 		file = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile
 	)
 	// landlock.V7's file system rights (all of ABI 5 to 8), its TCP
-	// rights with NoNetwork, and its scopes where the kernel has them.
+	// rights with NoNetwork (connect only, with Isolate), and its scopes
+	// where the kernel has them.
 	attr := llsys.RulesetAttr{HandledAccessFS: (1 << 16) - 1}
-	if p.NoNetwork {
+	switch {
+	case p.NoNetwork && (p.Isolate || p.OwnNetns):
+		attr.HandledAccessNet = llsys.AccessNetConnectTCP
+	case p.NoNetwork:
 		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
 	}
 	if abi >= 6 {
