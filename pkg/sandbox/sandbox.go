@@ -47,8 +47,9 @@
 // readable and executable, but only Policy.Writable directories (the
 // workspace and a temp dir), a few device files and the terminal devices
 // are writable; with NoNetwork, TCP connect and bind are refused as well
-// — bind only without Isolate: an isolated command's network namespace has
-// loopback only, so its own test servers may listen there (Landlock does
+// — bind only without Isolate and the supervisor: an isolated command's
+// network namespace has loopback only, so its own test servers may listen
+// there (Landlock does
 // not cover UDP on ABI < 10, nor unix sockets by path); and
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
@@ -76,10 +77,11 @@ type Policy struct {
 	// Writable are directories the tree may create, change and delete
 	// files in (recursively). They must exist.
 	Writable []string `json:"writable"`
-	// NoNetwork refuses TCP connect, and TCP bind unless Isolate: an
-	// isolated command binds in a network namespace that has loopback
-	// only, where the unix-socket supervisor (unixnotify.go) lets a
-	// command connect to its own listeners and to no other command's.
+	// NoNetwork refuses TCP connect, and TCP bind unless Isolate where
+	// the unix-socket supervisor is in force (unixnotify.go): an isolated
+	// command binds in a network namespace that has loopback only, and
+	// the supervisor lets it connect to its own listeners and to no other
+	// command's.
 	NoNetwork bool `json:"no_network"`
 	// ConnectPorts, with NoNetwork, are the TCP ports connect is still
 	// allowed to (toold's egress proxy). Landlock matches ports, not
@@ -126,6 +128,16 @@ type Policy struct {
 	NoUnixSupervisor bool `json:"no_unix_supervisor,omitempty"`
 }
 
+// loopbackBind says whether Landlock leaves TCP bind alone for p: in the
+// command's own network namespace (loopback only), and only where the
+// unix-socket supervisor decides its connects — who may reach a listener;
+// without it Landlock's connect rule (the proxy's port only) is all there
+// is, and a listener on the proxy's port at another address could catch
+// another command's connects.
+func (p Policy) loopbackBind() bool {
+	return (p.Isolate || p.OwnNetns) && !p.NoUnixSupervisor && UnixSupervisorSupported() == nil
+}
+
 // LandlockABI returns the Landlock ABI version the kernel offers, 0 when it
 // has none (not built in, or disabled at boot).
 func LandlockABI() int {
@@ -144,7 +156,7 @@ func (p Policy) Describe() string {
 	}
 	s := fmt.Sprintf("landlock ABI %d: writes only in %s", abi, strings.Join(p.Writable, ", "))
 	if p.NoNetwork {
-		if abi >= 4 && (p.Isolate || p.OwnNetns) {
+		if abi >= 4 && p.loopbackBind() {
 			s += "; no TCP connect"
 		} else if abi >= 4 {
 			s += "; no TCP connect or bind"
@@ -169,7 +181,7 @@ func confine(p Policy) error {
 	switch {
 	case !p.NoNetwork:
 		cfg.HandledAccessNet = 0
-	case p.Isolate || p.OwnNetns:
+	case p.loopbackBind():
 		cfg.HandledAccessNet = landlock.AccessNetSet(llsys.AccessNetConnectTCP)
 	}
 	cfg = cfg.BestEffort()
@@ -244,7 +256,7 @@ func confineThread(p Policy) (ok bool, err error) {
 	// where the kernel has them.
 	attr := llsys.RulesetAttr{HandledAccessFS: (1 << 16) - 1}
 	switch {
-	case p.NoNetwork && (p.Isolate || p.OwnNetns):
+	case p.NoNetwork && p.loopbackBind():
 		attr.HandledAccessNet = llsys.AccessNetConnectTCP
 	case p.NoNetwork:
 		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP

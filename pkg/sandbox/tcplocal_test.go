@@ -194,17 +194,32 @@ func TestSandboxTCPLoopback(t *testing.T) {
 
 // TestLandlockTCPBindRefused: without namespaces (Landlock alone, where
 // the machine cannot isolate) there is no namespace boundary around a
-// listener, so a command cannot bind TCP at all.
+// listener, and without the supervisor nothing tells a command's own
+// listener from another's: a command cannot bind TCP at all.
 func TestLandlockTCPBindRefused(t *testing.T) {
 	if sandbox.LandlockABI() < 4 {
 		testenv.Need(t, os.ErrNotExist, "Landlock ABI 4 (TCP rules)")
 	}
 	py, err := exec.LookPath("python3")
 	testenv.Need(t, err, "python3")
-	c := newCanaries(t)
-	pol := &sandbox.Policy{Writable: []string{c.ws, c.tmp}, NoNetwork: true}
-	spec := c.spec(pol)
-	spec.Path, spec.Args = py, []string{"python3", "-c", `import socket
+	for _, isolated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "landlock-only", true: "isolated-unsupervised"}[isolated], func(t *testing.T) {
+			c := newCanaries(t)
+			pol := &sandbox.Policy{Writable: []string{c.ws, c.tmp}, NoNetwork: true}
+			var stdio sandbox.Stdio
+			if isolated {
+				isolation(t)
+				pol = c.policy()
+				pol.NoNetwork, pol.NoUnixSupervisor = true, true
+				shared, err := sandbox.OpenNetns("")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer shared.Close()
+				stdio.Netns = shared.File()
+			}
+			spec := c.spec(pol)
+			spec.Path, spec.Args = py, []string{"python3", "-c", `import socket
 for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
     try:
         socket.socket(fam).bind((host, 0))
@@ -212,18 +227,82 @@ for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
     except OSError as e:
         print("refused", host, e.errno)
 `}
-	r, w, err := os.Pipe()
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			stdio.Stdout, stdio.Stderr = w, w
+			p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, stdio)
+			w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r)
+			if exit := p.Exit(); exit.Code != 0 || !strings.Contains(string(b), "refused 127.0.0.1 13") || !strings.Contains(string(b), "refused ::1 13") {
+				t.Fatalf("exit %s:\n%s", exit, b)
+			}
+		})
+	}
+}
+
+// tcpConnectLoop connects to a server of its own on 127.0.0.1 argv[1]
+// times (connect, accept, close) and prints the mean ns per connect.
+const tcpConnectLoop = `import socket, sys, time
+n = int(sys.argv[1])
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+addr = s.getsockname()
+t = time.perf_counter_ns()
+for _ in range(n):
+    c = socket.socket(); c.connect(addr); s.accept()[0].close(); c.close()
+print((time.perf_counter_ns() - t) // n)
+`
+
+// BenchmarkTCPConnectOwn measures connect, accept and close of a TCP
+// connection to a command's own server on loopback: outside the sandbox
+// (python3 as the command would run it) and in it, where every connect is
+// decided by the supervisor (sock_diag of the listeners, the pid
+// namespace's /proc for who holds them).
+func BenchmarkTCPConnectOwn(b *testing.B) {
+	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Fatal(err)
+		b.Skip(err)
 	}
-	defer r.Close()
-	p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, sandbox.Stdio{Stdout: w, Stderr: w})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(r)
-	if exit := p.Exit(); exit.Code != 0 || !strings.Contains(string(b), "refused 127.0.0.1 13") || !strings.Contains(string(b), "refused ::1 13") {
-		t.Fatalf("exit %s:\n%s", exit, b)
-	}
+	n := strconv.Itoa(max(b.N, 1000))
+	b.Run("host", func(b *testing.B) {
+		out, err := exec.Command(py, "-c", tcpConnectLoop, n).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ns, _ := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		b.ReportMetric(ns, "ns/connect")
+	})
+	b.Run("sandbox", func(b *testing.B) {
+		if err := sandbox.ProbeIsolation(sandbox.Runner{Args: sandbox.TestHelperArgs}); err != nil {
+			b.Skip(err)
+		}
+		if err := sandbox.UnixSupervisorSupported(); err != nil {
+			b.Skip(err)
+		}
+		ws := b.TempDir()
+		spec := sandbox.Spec{Dir: ws, Path: py, Args: []string{"python3", "-c", tcpConnectLoop, n},
+			Env: []string{"PATH=" + os.Getenv("PATH")}, Grace: 500 * time.Millisecond,
+			Policy: &sandbox.Policy{Isolate: true, Writable: []string{ws}, NoNetwork: true}}
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(context.Background(), spec, sandbox.Stdio{Stdout: w, Stderr: w})
+		w.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(r)
+		ns, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		if exit := p.Exit(); exit.Code != 0 || err != nil {
+			b.Fatalf("exit %s:\n%s", exit, out)
+		}
+		b.ReportMetric(ns, "ns/connect")
+	})
 }

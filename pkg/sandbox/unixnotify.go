@@ -58,11 +58,22 @@ import (
 //     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
 //     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
 //     EPERM otherwise (ECONNREFUSED when nothing has the name).
-//   - AF_INET, AF_INET6 TCP: refused (EACCES, as Landlock would) to a port
-//     other than Policy.ConnectPorts when Policy.NoNetwork — the helper's
-//     threads are not in the command's Landlock domain, so the rule the
-//     command's domain would apply is applied here; connected as given
-//     otherwise (the socket is of the sandbox's network namespace).
+//   - AF_INET, AF_INET6 TCP, with Policy.NoNetwork: the helper's threads
+//     are not in the command's Landlock domain (which allows connect only
+//     to Policy.ConnectPorts), so the helper decides (tcpAllowed):
+//     connected to the proxy (a port of Policy.ConnectPorts at
+//     Policy.Proxy's address), and to a loopback port when every socket
+//     listening on it in the sandbox's network namespace (sock_diag,
+//     INET_DIAG) is held by a process of the caller's pid namespace — the
+//     command's own test servers, never another command's: the namespace
+//     is shared by toold's commands, of every conversation. Refused:
+//     ECONNREFUSED when nothing listens on that port, EACCES (as Landlock
+//     would) otherwise. Bind is not the supervisor's: where it is in
+//     force, Landlock leaves bind alone in the namespace, which has
+//     loopback only (Policy.loopbackBind).
+//     The check and the connect are not atomic: a command that closes its
+//     own listener meanwhile, while another command binds the same port,
+//     reaches that one (as with abstract names).
 //   - anything else: connected as given.
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV:
