@@ -101,7 +101,8 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 		}
 		if p.Proxy != "" {
 			// Loopback inside the sandbox is the sandbox's own.
-			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
+			// "[::1]" as well: Python before 3.12 compares the bracketed host.
+			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1,[::1]", "localhost,127.0.0.1,::1,[::1]"
 		}
 	}
 	if p.Isolate {
@@ -147,8 +148,12 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 			unixWhy = "no per-command cgroups to tell commands by"
 		}
 		unixHow := unixGuards(m.unixGuard, unixWhy)
+		tcp := "no other TCP"
+		if sandbox.UnixSupervisorSupported() == nil {
+			tcp = "no other TCP out; a command's own TCP servers on loopback reachable to it, no other command's"
+		}
 		if p.Proxy != "" {
-			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS" + unixHow})
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, " + tcp + ", no DNS" + unixHow})
 		} else {
 			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only: no network (terminal.network: false)" + unixHow})
 		}
