@@ -81,7 +81,9 @@ print(t.recv(4096).decode().split("\r\n\r\n", 1)[-1].strip())
 // the same network namespace (another conversation's) stay out of its
 // reach by every address and by joining their SO_REUSEPORT group; the
 // host's loopback stays out of reach and the proxy works. The other
-// command's listeners see no connection, nor does the host's.
+// command's listeners see no connection, nor does the host's. The
+// command's Landlock domain allows connect only to the proxy's port: its
+// own connects work because the supervisor makes them, from outside it.
 func TestSandboxTCPLoopback(t *testing.T) {
 	isolation(t)
 	if err := sandbox.UnixSupervisorSupported(); err != nil {
