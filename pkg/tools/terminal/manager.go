@@ -530,6 +530,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.cancel(errManagerClosed)
 	m.warm.Close()
+	m.hidden.close()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	var err error

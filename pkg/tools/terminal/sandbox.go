@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/pkg/sandbox"
 )
@@ -209,7 +212,8 @@ func (m *Manager) Layers() []sandbox.Layer {
 // (sandbox.BoundUnixSockets: one kernel table, never cached — a socket
 // bound a moment ago is masked too); the walks (the workspace's secrets,
 // the runtime directories' sockets) are reused for hiddenTTL, unless a
-// secret they found has moved since (hiddenCache.moved).
+// secret they found has moved since (hiddenCache.moved) or a name changed
+// in a directory they read (hiddenCache.changed).
 func (m *Manager) policyFor() *sandbox.Policy {
 	if m.policy == nil || !m.policy.Isolate {
 		return m.policy
@@ -262,6 +266,69 @@ type hiddenCache struct {
 	// command's view) moved it out of every later command's masks until
 	// the next walk: `mv cfg x`, then `cat x/.env`.
 	found []foundSecret
+	// watch is an inotify instance (non-blocking) with a watch on every
+	// directory the last walk read, added before the walk read it: a name
+	// created, removed or renamed in any of them since queues an event.
+	// A walk is reused only while none is queued — a person writing a
+	// .env or a key into the workspace between two commands, renaming a
+	// file to such a name or moving in a directory holding one is in the
+	// very next command's masks, not 2 s later. settled is false when a
+	// directory could not be watched (the inotify limits): that walk is
+	// not reused. closed: the Manager is closed; no more watches.
+	watch            int
+	watching, closed bool
+	settled          bool
+}
+
+// watchMask is what a watched directory reports: any change of its names,
+// and its own removal or rename.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+
+// changed reports whether a name changed in a directory of the last walk
+// since the walk read it (or whether that cannot be told).
+func (h *hiddenCache) changed() bool {
+	if !h.watching {
+		return true
+	}
+	var buf [4096]byte // room for an event with the longest name
+	n, err := unix.Read(h.watch, buf[:])
+	return n > 0 || !errors.Is(err, unix.EAGAIN)
+}
+
+// rewatch drops the last walk's watches and starts an empty inotify
+// instance for the next walk; it reports false when there is none.
+func (h *hiddenCache) rewatch() bool {
+	if h.watching {
+		unix.Close(h.watch)
+		h.watching = false
+	}
+	if h.closed {
+		return false
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	h.watch, h.watching = fd, true
+	return true
+}
+
+// watchDir watches directory path for the walk about to read it.
+func (h *hiddenCache) watchDir(path string) bool {
+	if !h.watching {
+		return false
+	}
+	_, err := unix.InotifyAddWatch(h.watch, path, watchMask)
+	return err == nil
+}
+
+// close releases the watches; later walks are not reused.
+func (h *hiddenCache) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	h.rewatch()
 }
 
 // foundSecret is a secret the walk found in the workspace.
@@ -325,10 +392,11 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.at) < hiddenTTL && !h.moved() {
+	if time.Since(h.at) < hiddenTTL && h.settled && !h.moved() && !h.changed() {
 		return h.paths
 	}
 	h.found = h.found[:0]
+	settled := h.rewatch() && s != nil
 	// Other toolds' output directories beside this one's.
 	others, _ := filepath.Glob(filepath.Join(filepath.Dir(own), dirPrefix+"*"))
 	out := slices.DeleteFunc(others, func(p string) bool { return p == own })
@@ -344,7 +412,15 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 		if budget--; budget < 0 {
 			return filepath.SkipAll
 		}
-		if err != nil || p == dir {
+		if err != nil {
+			// A directory that cannot be read is not known to be unchanged.
+			settled = false
+			return nil
+		}
+		if p == dir {
+			// WalkDir reads a directory after calling this for it: the
+			// watch is there before the read.
+			settled = h.watchDir(p) && settled
 			return nil
 		}
 		if d.IsDir() && skipDirs[d.Name()] {
@@ -361,10 +437,19 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
+			settled = h.watchDir(p) && settled
 		}
 		return nil
 	})
-	h.at, h.paths = time.Now(), out
+	if budget < 0 {
+		// The walk stopped early: what it did not read is not masked
+		// anyway, and the next command walks again.
+		settled = false
+	}
+	h.at, h.paths, h.settled = time.Now(), out, settled
 	return out
 }
 
