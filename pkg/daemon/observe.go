@@ -124,14 +124,23 @@ func (m *Main) registerObserve() error {
 	o := &m.observe
 	var q service.HistoryQuerier
 	if o.history != nil {
-		q = o.historyW
+		q = flushedHistory{x: m.exec, w: o.historyW}
 	}
 	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr, m.access))
 	dir := ""
+	var flush func(context.Context) error
 	if o.audit != nil {
 		dir = o.audit.Dir()
+		log, x := o.audit, m.exec
+		flush = func(ctx context.Context) error {
+			if err := x.FlushRecords(ctx); err != nil {
+				return err
+			}
+			log.Flush()
+			return nil
+		}
 	}
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access))
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access, flush))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {
@@ -157,11 +166,31 @@ func (m *Main) registerObserve() error {
 	return err
 }
 
+// flushedHistory is the history a client queries: the records of the
+// calls that ended before a query (which the executor makes after a
+// call's End) are stored before it reads.
+type flushedHistory struct {
+	x *executor.Executor
+	w *history.Writer
+}
+
+func (h flushedHistory) Query(ctx context.Context, f history.Filter) ([]history.Entry, error) {
+	if err := h.x.FlushRecords(ctx); err != nil {
+		return nil, err
+	}
+	return h.w.Query(ctx, f)
+}
+
 // stopObserve flushes and closes what startObserve opened; safe to call
 // more than once.
 func (m *Main) stopObserve() error {
 	o := &m.observe
 	var errs []error
+	if m.exec != nil {
+		// The records of the last calls (Shutdown flushed them unless it
+		// did not run), before what they go to closes.
+		errs = append(errs, m.exec.FlushRecords(context.Background()))
+	}
 	for _, unreg := range []*func() error{&o.unregMCP, &o.unregTerm} {
 		if *unreg != nil {
 			errs = append(errs, (*unreg)())

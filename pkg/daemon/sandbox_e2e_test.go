@@ -273,12 +273,17 @@ func TestSandboxReported(t *testing.T) {
 					if l.GetDetail() == "" {
 						t.Fatalf("layer %s without a detail", l.GetName())
 					}
-					// The network layer says whether the kernel holds unix
-					// sockets bound after a command started, or why not.
-					if d := l.GetDetail(); l.GetName() == "network" && l.GetInForce() &&
-						!strings.Contains(d, "unix sockets outside the sandbox refused by the kernel whenever they were bound") &&
-						!regexp.MustCompile(`unix sockets outside the sandbox masked as each command starts, NOT those bound later \(no kernel guard: [^)]+`).MatchString(d) {
-						t.Fatalf("the network layer does not say how unix sockets are held: %q", d)
+					// The network layer says what holds unix sockets bound
+					// after a command started (the BPF LSM guard, the
+					// seccomp supervisor — wherever the kernel has what it
+					// needs, as here —), or why nothing does.
+					if d := l.GetDetail(); l.GetName() == "network" && l.GetInForce() {
+						guarded := strings.Contains(d, "unix sockets outside the sandbox refused by the kernel whenever they were bound") ||
+							strings.Contains(d, sandbox.UnixSupervisorDetail)
+						if sandbox.UnixSupervisorSupported() == nil && !strings.Contains(d, sandbox.UnixSupervisorDetail) ||
+							!guarded && !regexp.MustCompile(`unix sockets outside the sandbox masked as each command starts, NOT those bound later \(no kernel guard: [^;]+; no seccomp supervisor: [^)]+`).MatchString(d) {
+							t.Fatalf("the network layer does not say how unix sockets are held: %q", d)
+						}
 					}
 				}
 				if !st.GetEnabled() || strings.Join(names, ",") != "writes,reads,network,control_plane,resources" {

@@ -53,7 +53,7 @@ func confineExec() int {
 	runtime.LockOSThread()
 	err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	if err == nil {
-		err = installSeccomp()
+		err = installSeccomp(nil)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", HelperName, err)

@@ -447,7 +447,7 @@ func initMain(spec Spec, onStart func(pid int)) (Exit, error) {
 		return Exit{}, err
 	}
 	_ = unix.Sethostname([]byte("toold-sandbox"))
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(&pol); err != nil {
 		return Exit{}, err
 	}
 	spec.Policy.Isolate = false
@@ -571,8 +571,9 @@ func mask(path string) error {
 // its ambient, effective, permitted and inheritable sets, so that neither
 // it nor any program it runs (a setuid one, or root's) has a capability:
 // the command cannot mount, unmount the masks, load modules or create
-// device nodes, even as uid 0.
-func dropCapabilities() error {
+// device nodes, even as uid 0. pol is the command's policy, for its
+// seccomp filter's unix-socket supervisor (installSeccomp).
+func dropCapabilities(pol *Policy) error {
 	for c := 0; c <= 63; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
@@ -595,7 +596,7 @@ func dropCapabilities() error {
 	}
 	// And the kernel interfaces the command is refused (seccomp.go), on
 	// this thread, which forks the command.
-	return installSeccomp()
+	return installSeccomp(pol)
 }
 
 // cleanPaths returns ps cleaned, absolute, without duplicates.

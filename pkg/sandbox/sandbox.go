@@ -107,6 +107,13 @@ type Policy struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	Pids    int      `json:"pids,omitempty"`
 	Memory  int64    `json:"memory,omitempty"`
+	// NoUnixSupervisor turns the unix-socket supervisor off for an
+	// isolated command (unixnotify.go): its connects go straight to the
+	// kernel and it may make unix datagram sockets, so unix sockets bound
+	// outside after it started are reachable unless the BPF LSM guard
+	// (UnixGuard) holds them. For tests of that guard alone; toold never
+	// sets it. Isolate only.
+	NoUnixSupervisor bool `json:"no_unix_supervisor,omitempty"`
 }
 
 // LandlockABI returns the Landlock ABI version the kernel offers, 0 when it

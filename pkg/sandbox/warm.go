@@ -161,7 +161,7 @@ func sameBoundary(a, b Policy) bool {
 	return slices.Equal(a.Writable, b.Writable) && a.NoNetwork == b.NoNetwork &&
 		slices.Equal(a.ConnectPorts, b.ConnectPorts) && a.Require == b.Require &&
 		a.Isolate == b.Isolate && a.Proxy == b.Proxy && len(a.Cgroups) == 0 && len(b.Cgroups) == 0 &&
-		a.Pids == b.Pids && a.Memory == b.Memory
+		a.Pids == b.Pids && a.Memory == b.Memory && a.NoUnixSupervisor == b.NoUnixSupervisor
 }
 
 // devNull is handed to a warm helper for a standard file the caller left
@@ -543,7 +543,7 @@ func warmMain() int {
 // and exits the process once the command is reported.
 func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks chan<- []string, masked <-chan error) {
 	runtime.LockOSThread() // never unlocked: see warmMain
-	err := dropCapabilities()
+	err := dropCapabilities(&pol)
 	confined := false
 	if err == nil {
 		confined, err = confineThread(pol)

@@ -135,12 +135,10 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr erro
 
 // describeLayers says which layers p enforces here.
 //
-// The network layer says how unix sockets outside the sandbox are held:
-// by the kernel whenever they were bound (sandbox.UnixGuard), or only
-// masked when each command starts, and why (unixWhy). Either way the layer
-// is in force, as before the guard existed: terminal.sandbox: require does
-// not refuse a machine without BPF LSM (most distributions' kernels), and
-// the detail says which promise holds.
+// The network layer says how unix sockets outside the sandbox are held
+// (unixGuards). Either way the layer is in force, as before the guards
+// existed: terminal.sandbox: require does not refuse a machine without
+// them, and the detail says which promise holds.
 func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWhy string) []sandbox.Layer {
 	abi := sandbox.LandlockABI()
 	landlock := "no Landlock"
@@ -156,10 +154,7 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		if unixWhy == "" {
 			unixWhy = "no per-command cgroups to tell commands by"
 		}
-		unixHow := "; unix sockets outside the sandbox masked as each command starts, NOT those bound later (no kernel guard: " + unixWhy + ")"
-		if m.unixGuard != nil {
-			unixHow = "; " + m.unixGuard.Describe()
-		}
+		unixHow := unixGuards(m.unixGuard, unixWhy)
 		if p.Proxy != "" {
 			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS" + unixHow})
 		} else {
@@ -183,6 +178,24 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, Detail: limitsWhy})
 	}
 	return ls
+}
+
+// unixGuards says, for the network layer, what holds unix sockets bound
+// outside the sandbox after a command started: the BPF LSM guard (g, or
+// why not: unixWhy) and the seccomp supervisor of each command's helper
+// (sandbox.UnixSupervisorSupported, or why not); with neither, only the
+// masks made as each command starts.
+func unixGuards(g *sandbox.UnixGuard, unixWhy string) string {
+	sup := sandbox.UnixSupervisorSupported()
+	switch {
+	case g != nil && sup == nil:
+		return "; " + g.Describe() + "; and " + sandbox.UnixSupervisorDetail
+	case g != nil:
+		return "; " + g.Describe() + " (no seccomp supervisor: " + sup.Error() + ")"
+	case sup == nil:
+		return "; " + sandbox.UnixSupervisorDetail + " (no BPF LSM guard: " + unixWhy + ")"
+	}
+	return "; unix sockets outside the sandbox masked as each command starts, NOT those bound later (no kernel guard: " + unixWhy + "; no seccomp supervisor: " + sup.Error() + ")"
 }
 
 // WarmReady returns how many sandbox helpers are ready for isolated

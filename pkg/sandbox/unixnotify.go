@@ -1,0 +1,555 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The unix-socket supervisor: what holds a unix socket bound outside the
+// sandbox after a command started (no mask covers it) out of the command's
+// reach where the kernel does not let toold load its BPF LSM guard
+// (UnixGuard), and beside it where it does.
+//
+// An isolated command's seccomp filter (seccomp.go) sends every connect to
+// its helper (SECCOMP_RET_USER_NOTIF): the helper that installed the
+// filter serves the notify fd (serveUnixNotify) for as long as it lives —
+// the init of the command's pid namespace, which lives exactly as long as
+// the command's tree (when it dies the kernel kills the tree; a command
+// that outlives toold keeps its helper). Should the notify fd ever close
+// while the tree lives, every connect fails with ENOSYS: closed, never
+// open.
+//
+// A connect is emulated, never let through
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE): after a CONTINUE the kernel reads the
+// command's memory and descriptor table again, where another thread may
+// have swapped the address or the descriptor since the check. The helper
+// takes the command's socket itself (pidfd_getfd: the same open file
+// description), copies the address once (process_vm_readv, the
+// notification checked valid after the copy, so the pid was the caller's),
+// decides on its copy, connects its duplicate itself and answers with the
+// result. By the socket's family:
+//
+//   - AF_UNIX, a path: resolved as the command would (its working
+//     directory for a relative path, /proc/self meaning the caller; the
+//     helper shares the command's mount namespace and root) to an O_PATH
+//     descriptor of the file; allowed only when it is a socket bound in
+//     the sandbox's network namespace — sock_diag (UNIX_DIAG with
+//     UDIAG_SHOW_VFS) from the helper, which is in that namespace, lists
+//     the bound sockets' device and inode — and then connected through
+//     /proc/self/fd/N of that descriptor (the magic link ends at the
+//     inode checked: no second walk of the path). An inode is bound to one
+//     socket, once. Whatever a divergent resolution finds is checked the
+//     same way, so it can only refuse. Refused: EPERM.
+//   - AF_UNIX, an abstract name: abstract names are the socket's network
+//     namespace's (the sandbox's, shared by toold's commands), and
+//     Landlock's scope (ABI >= 6) kept a command to the abstract sockets
+//     of its own domain — which the helper's threads are not in. So the
+//     helper connects as given only when the listening socket (sock_diag,
+//     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
+//     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
+//     EPERM otherwise (ECONNREFUSED when nothing has the name).
+//   - AF_INET, AF_INET6 TCP: refused (EACCES, as Landlock would) to a port
+//     other than Policy.ConnectPorts when Policy.NoNetwork — the helper's
+//     threads are not in the command's Landlock domain, so the rule the
+//     command's domain would apply is applied here; connected as given
+//     otherwise (the socket is of the sandbox's network namespace).
+//   - anything else: connected as given.
+//
+// The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV:
+// once the helper has received a connect, only a fatal signal interrupts
+// the caller's wait, so a connect is never done twice (a signal handler
+// that returns restarts the call). The helper makes itself non-dumpable
+// before it installs the filter, so that nothing in the sandbox can trace
+// it, read its memory or take its descriptors (the notify fd).
+//
+// Unix datagram sockets are not made in the sandbox (the filter refuses
+// socket and socketpair of AF_UNIX with a type other than SOCK_STREAM and
+// SOCK_SEQPACKET, SOCK_RAW being a datagram socket there): a datagram
+// socket names its peer by path at every sendto and sendmsg, whose
+// message header a filter cannot read, and emulating every send of every
+// socket (data, SCM_RIGHTS, credentials) is not worth what it would cost.
+// A stream socket refuses an address at send (EOPNOTSUPP or EISCONN) and a
+// seqpacket socket ignores it, so connect is the only door by path.
+//
+// What differs for the command: the peer credentials a server of its own
+// sees (SO_PEERCRED, SCM_CREDENTIALS of a stream) are the helper's — the
+// same uid and gid, the pid of the sandbox's init — because the helper
+// makes the connection; unix datagram sockets fail with EPERM (syslog(3)
+// and sd_notify already had no socket to reach in the sandbox); a process
+// that made itself non-dumpable still connects (the helper has the
+// capabilities to take its socket).
+
+// seccompNotif is struct seccomp_notif.
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  struct {
+		Nr   int32
+		Arch uint32
+		IP   uint64
+		Args [6]uint64
+	}
+}
+
+// seccompNotifResp is struct seccomp_notif_resp.
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// ioctlNotifIDValid is SECCOMP_IOCTL_NOTIF_ID_VALID (_IOW('!', 2, __u64)).
+const ioctlNotifIDValid = 0x40082102
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd of a thread.
+const pidfdThread = unix.O_EXCL
+
+// UnixSupervisorDetail describes the supervisor for the network layer.
+const UnixSupervisorDetail = "unix sockets outside the sandbox refused whenever they were bound: every connect is emulated by the command's helper (seccomp user notification), which connects only to sockets bound in the sandbox's network namespace; no unix datagram sockets"
+
+// UnixSupervisorSupported says whether this kernel has what the
+// supervisor needs (user notification, Linux 5.0; pidfd_getfd, 5.6; a
+// killable wait once received, 5.19) on an architecture the filter knows,
+// or why not. Where it does, every isolated command's filter has the
+// supervisor's entries; where it does not, none has, and the network
+// layer's detail says so.
+func UnixSupervisorSupported() error { return unixSupervisorSupported() }
+
+var unixSupervisorSupported = sync.OnceValue(func() error {
+	if seccompArch() == 0 {
+		return fmt.Errorf("no seccomp filter for this architecture")
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return err
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("kernel release %q: %w", rel, err)
+	}
+	if major < 5 || major == 5 && minor < 19 {
+		return fmt.Errorf("kernel %s: the seccomp supervisor needs Linux 5.19 (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)", rel)
+	}
+	action := uint32(unix.SECCOMP_RET_USER_NOTIF)
+	if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action))); errno != 0 {
+		return fmt.Errorf("the kernel has no seccomp user notification: %w", errno)
+	}
+	return nil
+})
+
+// serveUnixNotify serves the notify fd of a filter this process installed,
+// for the command's policy pol, until the process exits. Each connect is
+// answered on a goroutine of its own: a connect that blocks (a full
+// backlog) holds up no other.
+func serveUnixNotify(fd int, pol Policy) {
+	for {
+		n := new(seccompNotif)
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(n)))
+		switch errno {
+		case 0:
+			go answerUnixNotify(fd, n, &pol)
+		case unix.EINTR, unix.ENOENT:
+			// ENOENT: the caller was killed before the notification was
+			// received.
+		default:
+			// Cannot happen with a valid fd; should it, every connect of
+			// the tree fails (ENOSYS) rather than wait.
+			unix.Close(fd)
+			return
+		}
+	}
+}
+
+// answerUnixNotify emulates one notified system call and answers it.
+func answerUnixNotify(fd int, n *seccompNotif, pol *Policy) {
+	resp := seccompNotifResp{ID: n.ID}
+	if errno := emulateConnect(fd, n, pol); errno != 0 {
+		resp.Error = -int32(errno)
+	}
+	// ENOENT when the caller is gone: nothing to answer.
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+}
+
+// notifValid reports whether notification id is still pending (its caller
+// alive and waiting).
+func notifValid(fd int, id uint64) bool {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
+	return errno == 0
+}
+
+// emulateConnect performs the notified connect on the caller's behalf (see
+// above) and returns its errno.
+func emulateConnect(fd int, n *seccompNotif, pol *Policy) unix.Errno {
+	if n.Data.Nr != unix.SYS_CONNECT {
+		return unix.ENOSYS
+	}
+	tid := int(n.Pid)
+	pidfd, err := openPidfd(tid)
+	if err != nil {
+		return unix.ESRCH // the caller is gone: the answer is not seen
+	}
+	defer unix.Close(pidfd)
+	if !notifValid(fd, n.ID) {
+		return unix.ESRCH
+	}
+	sock, err := unix.PidfdGetfd(pidfd, int(int32(n.Data.Args[0])), 0)
+	if err != nil {
+		return errnoOf(err, unix.EBADF)
+	}
+	defer unix.Close(sock)
+	size := int(int32(n.Data.Args[2]))
+	if size < 0 || size > unix.SizeofSockaddrAny {
+		return unix.EINVAL
+	}
+	addr := make([]byte, size)
+	if size > 0 {
+		got, err := unix.ProcessVMReadv(tid, []unix.Iovec{{Base: &addr[0], Len: uint64(size)}},
+			[]unix.RemoteIovec{{Base: uintptr(n.Data.Args[1]), Len: size}}, 0)
+		if err != nil || got != size {
+			return unix.EFAULT
+		}
+	}
+	// The copy was the caller's memory: its pid was not reused meanwhile.
+	if !notifValid(fd, n.ID) {
+		return unix.ESRCH
+	}
+	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return errnoOf(err, unix.ENOTSOCK)
+	}
+	switch domain {
+	case unix.AF_UNIX:
+		return connectUnix(sock, addr, tid)
+	case unix.AF_INET, unix.AF_INET6:
+		if refusedPort(sock, addr, pol) {
+			return unix.EACCES
+		}
+	}
+	return rawConnect(sock, addr)
+}
+
+// openPidfd returns a pidfd of the thread tid, or of its process where the
+// kernel has no thread pidfds.
+func openPidfd(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, pidfdThread)
+	if err == nil {
+		return fd, nil
+	}
+	b, rerr := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if rerr != nil {
+		return -1, err
+	}
+	_, rest, ok := strings.Cut(string(b), "\nTgid:")
+	if !ok {
+		return -1, err
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	tgid, cerr := strconv.Atoi(strings.TrimSpace(line))
+	if cerr != nil {
+		return -1, err
+	}
+	return unix.PidfdOpen(tgid, 0)
+}
+
+// errnoOf returns err's errno, or def.
+func errnoOf(err error, def unix.Errno) unix.Errno {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return def
+}
+
+// rawConnect connects sock to the address bytes addr.
+func rawConnect(sock int, addr []byte) unix.Errno {
+	var p unsafe.Pointer
+	if len(addr) > 0 {
+		p = unsafe.Pointer(&addr[0])
+	}
+	_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(p), uintptr(len(addr)))
+	return errno
+}
+
+// refusedPort reports whether Landlock's TCP rule for the command (connect
+// only to Policy.ConnectPorts, with Policy.NoNetwork) refuses addr on sock.
+func refusedPort(sock int, addr []byte, pol *Policy) bool {
+	if !pol.NoNetwork || len(addr) < 4 {
+		return false
+	}
+	typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil || typ != unix.SOCK_STREAM {
+		return false
+	}
+	proto, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	if err != nil || proto != unix.IPPROTO_TCP && proto != unix.IPPROTO_MPTCP {
+		return false
+	}
+	family := binary.NativeEndian.Uint16(addr)
+	if family != unix.AF_INET && family != unix.AF_INET6 {
+		return false // AF_UNSPEC: a disconnect
+	}
+	return !slices.Contains(pol.ConnectPorts, binary.BigEndian.Uint16(addr[2:4]))
+}
+
+// connectUnix connects the unix socket sock to addr, the caller tid's
+// address (see above).
+func connectUnix(sock int, addr []byte, tid int) unix.Errno {
+	if len(addr) <= 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX {
+		return rawConnect(sock, addr) // what the kernel refuses
+	}
+	if addr[2] == 0 {
+		if errno := abstractOwned(addr[2:]); errno != 0 {
+			return errno
+		}
+		return rawConnect(sock, addr)
+	}
+	path := addr[2:]
+	if i := slices.Index(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	file, errno := openAsCaller(string(path), tid)
+	if errno != 0 {
+		return errno
+	}
+	defer unix.Close(file)
+	if errno := boundInSandbox(file); errno != 0 {
+		return errno
+	}
+	name := "/proc/self/fd/" + strconv.Itoa(file)
+	via := make([]byte, 2, 2+len(name)+1)
+	binary.NativeEndian.PutUint16(via, unix.AF_UNIX)
+	via = append(append(via, name...), 0)
+	return rawConnect(sock, via)
+}
+
+// openAsCaller opens path (O_PATH) as the thread tid would resolve it.
+func openAsCaller(path string, tid int) (int, unix.Errno) {
+	proc := "/proc/" + strconv.Itoa(tid)
+	// The helper resolves in its own root, which is the command's: a
+	// command cannot chroot (no capabilities). Should they differ, no.
+	var root unix.Stat_t
+	own := ownRoot()
+	if unix.Stat(proc+"/root", &root) != nil || own == nil || root.Dev != own.Dev || root.Ino != own.Ino {
+		return -1, unix.EPERM
+	}
+	if strings.HasPrefix(path, "/") {
+		// The caller's /proc/self, not the helper's.
+		if rest, ok := strings.CutPrefix(path, "/proc/self/"); ok {
+			path = "/proc/" + tgidOf(tid) + "/" + rest
+		} else if rest, ok := strings.CutPrefix(path, "/proc/thread-self/"); ok {
+			path = proc + "/" + rest
+		}
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, errnoOf(err, unix.ENOENT)
+		}
+		return fd, 0
+	}
+	cwd, err := unix.Open(proc+"/cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unix.ESRCH
+	}
+	defer unix.Close(cwd)
+	fd, err := unix.Openat(cwd, path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errnoOf(err, unix.ENOENT)
+	}
+	return fd, 0
+}
+
+// ownRoot is the helper's root directory (nil if it cannot be read); it
+// does not change.
+var ownRoot = sync.OnceValue(func() *unix.Stat_t {
+	var st unix.Stat_t
+	if unix.Stat("/", &st) != nil {
+		return nil
+	}
+	return &st
+})
+
+// tgidOf returns the process id of thread tid, as a string (tid itself
+// when it cannot be read).
+func tgidOf(tid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err == nil {
+		if _, rest, ok := strings.Cut(string(b), "\nTgid:"); ok {
+			line, _, _ := strings.Cut(rest, "\n")
+			return strings.TrimSpace(line)
+		}
+	}
+	return strconv.Itoa(tid)
+}
+
+// boundInSandbox returns 0 when file (O_PATH) is a socket bound in the
+// helper's network namespace (the sandbox's), ECONNREFUSED when it is not
+// a socket (as connect would), EPERM otherwise.
+func boundInSandbox(file int) unix.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstat(file, &st); err != nil {
+		return unix.EPERM
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return unix.ECONNREFUSED
+	}
+	// sock_diag reports 32 bits of the inode: a larger one could match
+	// another inode's low bits, so it is never matched.
+	if st.Ino>>32 != 0 {
+		return unix.EPERM
+	}
+	bound, err := unixDiag(udiagShowVFS)
+	if err != nil {
+		return unix.EPERM
+	}
+	want := vfsID{dev: kernelDev(st.Dev), ino: uint32(st.Ino)}
+	for _, e := range bound {
+		if e.vfs == want {
+			return 0
+		}
+	}
+	return unix.EPERM
+}
+
+// abstractOwned returns 0 when the abstract name (its leading NUL
+// included) is bound in the helper's network namespace by a socket a
+// process of the helper's pid namespace holds, ECONNREFUSED when nothing
+// has it, EPERM otherwise.
+func abstractOwned(name []byte) unix.Errno {
+	bound, err := unixDiag(udiagShowName)
+	if err != nil {
+		return unix.EPERM
+	}
+	var inos []string
+	for _, e := range bound {
+		if e.name == string(name) {
+			inos = append(inos, "socket:["+strconv.FormatUint(uint64(e.ino), 10)+"]")
+		}
+	}
+	if len(inos) == 0 {
+		return unix.ECONNREFUSED
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && slices.Contains(inos, l) {
+				return 0
+			}
+		}
+	}
+	return unix.EPERM
+}
+
+// vfsID is a bound unix socket's file as sock_diag reports it: the
+// kernel's device number (major << 20 | minor) and the inode's low 32 bits.
+type vfsID struct{ dev, ino uint32 }
+
+// kernelDev converts a stat device number to the kernel's encoding.
+func kernelDev(dev uint64) uint32 {
+	return unix.Major(dev)<<20 | unix.Minor(dev)&0xfffff
+}
+
+// diagEntry is a unix socket as sock_diag reports it.
+type diagEntry struct {
+	ino  uint32 // the socket's inode (socket:[ino])
+	vfs  vfsID  // its file, with udiagShowVFS (zero for none)
+	name string // its address, with udiagShowName ("" for none)
+}
+
+// What unixDiag asks to be shown (UDIAG_SHOW_*).
+const (
+	udiagShowName = 0x1
+	udiagShowVFS  = 0x2
+)
+
+// diagBufs are unixDiag's receive buffers.
+var diagBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// unixDiag returns the unix sockets of the calling thread's network
+// namespace (sock_diag, UNIX_DIAG), with what show asks for.
+func unixDiag(show uint32) ([]diagEntry, error) {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(s)
+	const (
+		attrName = 0 // UNIX_DIAG_NAME
+		attrVFS  = 1 // UNIX_DIAG_VFS
+		hdrLen   = unix.SizeofNlMsghdr
+		reqLen   = 24 // struct unix_diag_req
+		msgLen   = 16 // struct unix_diag_msg
+	)
+	req := make([]byte, hdrLen+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	binary.NativeEndian.PutUint32(req[8:], 1) // seq
+	req[hdrLen] = unix.AF_UNIX
+	binary.NativeEndian.PutUint32(req[hdrLen+4:], 0xffffffff) // every state
+	binary.NativeEndian.PutUint32(req[hdrLen+12:], show)
+	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, err
+	}
+	var out []diagEntry
+	bp := diagBufs.Get().(*[]byte)
+	defer diagBufs.Put(bp)
+	buf := *bp
+	for {
+		n, _, err := unix.Recvfrom(s, buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return nil, err
+		}
+		for b := buf[:n]; len(b) >= hdrLen; {
+			l := int(binary.NativeEndian.Uint32(b))
+			if l < hdrLen || l > len(b) {
+				return nil, errors.New("sock_diag: a malformed answer")
+			}
+			typ, data := binary.NativeEndian.Uint16(b[4:]), b[hdrLen:l]
+			b = b[min((l+3)&^3, len(b)):]
+			switch typ {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				return nil, errors.New("sock_diag: an error answer")
+			}
+			if len(data) < msgLen {
+				continue
+			}
+			e := diagEntry{ino: binary.NativeEndian.Uint32(data[4:])}
+			for a := data[msgLen:]; len(a) >= 4; {
+				l := int(binary.NativeEndian.Uint16(a))
+				if l < 4 || l > len(a) {
+					break
+				}
+				switch binary.NativeEndian.Uint16(a[2:]) {
+				case attrVFS:
+					if l >= 12 {
+						e.vfs = vfsID{ino: binary.NativeEndian.Uint32(a[4:]), dev: binary.NativeEndian.Uint32(a[8:])}
+					}
+				case attrName:
+					e.name = string(a[4:l])
+				}
+				a = a[min((l+3)&^3, len(a)):]
+			}
+			out = append(out, e)
+		}
+	}
+}
