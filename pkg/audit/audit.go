@@ -507,6 +507,27 @@ func (l *Log) EnqueueAll(rs ...Record) error {
 	return nil
 }
 
+// Flush writes what Enqueue queued before it and returns once it is in
+// the file (not yet fsynced): a reader of the log's files — Tail, Verify,
+// Export — then finds every record chained before the Flush. A record a
+// failed write dropped is not waited for (it is counted in the next
+// audit.recovered record).
+func (l *Log) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	epoch, ticket := l.epoch, l.ticket
+	for l.writtenTicket < ticket && l.epoch == epoch && !l.closed {
+		if l.writing {
+			l.cond.Wait()
+			continue
+		}
+		if len(l.queued) == 0 || l.f == nil || (l.bad && l.repair() != nil) {
+			return
+		}
+		l.writeQueuedLocked()
+	}
+}
+
 // enqueueKick is how many queued bytes make Enqueue wake the log's writer
 // rather than leave them to the next write.
 const enqueueKick = 64 << 10

@@ -658,3 +658,35 @@ func TestRecordAllocations(t *testing.T) {
 		t.Errorf("EnqueueAll of 3 records: %v allocations, want at most 4", n)
 	}
 }
+
+// TestFlushWritesEnqueued: what Enqueue queued is in the file once Flush
+// returns, long before the log's own writer would take it.
+func TestFlushWritesEnqueued(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir, SyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(Record{Kind: KindDecision, CallID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.EnqueueAll(Record{Kind: KindCallStart, CallID: "b"}, Record{Kind: KindCallEnd, CallID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Tail(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("before Flush: %d records in the file, want 1 (the enqueued ones wait for a write)", len(recs))
+	}
+	l.Flush()
+	if recs, err = Tail(dir, 10); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[1].CallID != "b" || recs[2].Kind != KindCallEnd {
+		t.Fatalf("after Flush: %+v, want a's decision, b's start and end", recs)
+	}
+	l.Flush() // nothing queued: returns
+}

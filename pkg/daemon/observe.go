@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/trace"
 	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -45,12 +46,16 @@ func (m *Main) startObserve(ctx context.Context) error {
 	o := &m.observe
 	cfg := &m.Config
 	var err error
+	r := trace.StartRegion(ctx, "metrics")
+	defer func() { r.End() }()
 	if o.metricsSetup, err = telemetry.SetupMetrics(ctx, Version); err != nil {
 		return err
 	}
 	if o.metrics, err = telemetry.NewMetrics(o.metricsSetup.Provider); err != nil {
 		return err
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "audit")
 	switch {
 	case !cfg.Audit.On():
 		o.auditErr = errors.New("the audit log is turned off in toold's configuration (audit.enabled)")
@@ -67,6 +72,8 @@ func (m *Main) startObserve(ctx context.Context) error {
 			m.Logger.Error("audit log unavailable; set audit.enabled: true to refuse to start without it", "err", err)
 		}
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "history")
 	switch hc := cfg.History; hc.Backend {
 	case "off":
 		o.historyErr = errors.New("history is turned off in toold's configuration")
@@ -89,6 +96,8 @@ func (m *Main) startObserve(ctx context.Context) error {
 	if o.historyErr != nil && cfg.History.Backend != "off" {
 		m.Logger.Error("history unavailable", "err", o.historyErr)
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "hooks")
 	if o.hooks, err = hooks.New(cfg.Hooks, m.ws.Dir()); err != nil {
 		return err
 	}
@@ -115,14 +124,23 @@ func (m *Main) registerObserve() error {
 	o := &m.observe
 	var q service.HistoryQuerier
 	if o.history != nil {
-		q = o.historyW
+		q = flushedHistory{x: m.exec, w: o.historyW}
 	}
 	pb.RegisterHistoryServiceServer(m.grpc, service.NewHistoryServer(q, o.historyErr, m.access))
 	dir := ""
+	var flush func(context.Context) error
 	if o.audit != nil {
 		dir = o.audit.Dir()
+		log, x := o.audit, m.exec
+		flush = func(ctx context.Context) error {
+			if err := x.FlushRecords(ctx); err != nil {
+				return err
+			}
+			log.Flush()
+			return nil
+		}
 	}
-	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access))
+	pb.RegisterAuditServiceServer(m.grpc, service.NewAuditServer(dir, o.auditErr, m.access, flush))
 	mgr := m.mcp.manager
 	var err error
 	o.unregMCP, err = o.metrics.ObserveMCP(func() []telemetry.ServerHealth {
@@ -148,11 +166,31 @@ func (m *Main) registerObserve() error {
 	return err
 }
 
+// flushedHistory is the history a client queries: the records of the
+// calls that ended before a query (which the executor makes after a
+// call's End) are stored before it reads.
+type flushedHistory struct {
+	x *executor.Executor
+	w *history.Writer
+}
+
+func (h flushedHistory) Query(ctx context.Context, f history.Filter) ([]history.Entry, error) {
+	if err := h.x.FlushRecords(ctx); err != nil {
+		return nil, err
+	}
+	return h.w.Query(ctx, f)
+}
+
 // stopObserve flushes and closes what startObserve opened; safe to call
 // more than once.
 func (m *Main) stopObserve() error {
 	o := &m.observe
 	var errs []error
+	if m.exec != nil {
+		// The records of the last calls (Shutdown flushed them unless it
+		// did not run), before what they go to closes.
+		errs = append(errs, m.exec.FlushRecords(context.Background()))
+	}
 	for _, unreg := range []*func() error{&o.unregMCP, &o.unregTerm} {
 		if *unreg != nil {
 			errs = append(errs, (*unreg)())

@@ -145,3 +145,40 @@ func TestAuditUnavailable(t *testing.T) {
 		t.Fatalf("tail: %v", err)
 	}
 }
+
+// A call's records are made after its End (the executor's recorder), yet
+// a client that has the End finds them: the HistoryService and the
+// AuditService flush the records of the calls that ended before they read.
+// Neither is polled here.
+func TestRecordsFlushedBeforeReads(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
+	ctx := context.Background()
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "flushed"}}})
+	if w, err := x.s.Recv(); err != nil || w.GetWelcome() == nil {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	for i, id := range []string{"t1", "t2", "t3"} {
+		if res, _ := x.call(id, "think", `{"thought":"x"}`); !res.GetSuccess() {
+			t.Fatalf("think: %v", res)
+		}
+		hist, err := pb.NewHistoryServiceClient(d.Conn).Query(d.AsOperator(ctx), &pb.QueryHistoryRequest{ConversationId: "flushed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(hist.GetEntries()); n != i+1 || hist.GetEntries()[0].GetCallId() != id {
+			t.Fatalf("history right after %s's End: %v", id, hist.GetEntries())
+		}
+		tail, err := pb.NewAuditServiceClient(d.Conn).Tail(d.AsOperator(ctx), &pb.TailAuditRequest{Count: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range tail.GetRecords() {
+			got = append(got, r.GetCallId()+" "+r.GetKind())
+		}
+		if want := []string{id + " decision", id + " call.start", id + " call.end"}; strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("audit tail right after %s's End: %v, want %v", id, got, want)
+		}
+	}
+}

@@ -63,6 +63,10 @@ type Config struct {
 	// goroutine before the stream receives on another one (see inline.go;
 	// default DefaultInlineBudget).
 	InlineBudget time.Duration
+	// RecordLinger is how long an ended call's records wait for others
+	// to run with them, off the call's path (see recorder.go; default
+	// DefaultRecordLinger).
+	RecordLinger time.Duration
 	// Conversations binds conversations to secrets and reaps idle ones.
 	Conversations ConversationConfig
 	// Version and Workspace are reported in Welcome.
@@ -114,6 +118,9 @@ func (c Config) withDefaults() Config {
 	if c.InlineBudget <= 0 {
 		c.InlineBudget = DefaultInlineBudget
 	}
+	if c.RecordLinger <= 0 {
+		c.RecordLinger = DefaultRecordLinger
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +135,7 @@ func (c Config) withDefaults() Config {
 type Executor struct {
 	cfg   Config
 	convs *Conversations
+	rec   *recorder // ended calls' records (recorder.go)
 
 	mu       sync.Mutex
 	active   int           // calls running on the daemon
@@ -156,6 +164,7 @@ func New(cfg Config) (*Executor, error) {
 	x := &Executor{cfg: cfg.withDefaults(), draining: make(chan struct{}), kill: kill, killFn: killFn,
 		detached: map[string][]*session{}, live: map[string]map[*session]struct{}{}}
 	x.convs = NewConversations(x.cfg.Conversations)
+	x.rec = newRecorder(x.cfg.RecordLinger, recorderMax)
 	return x, nil
 }
 
@@ -225,10 +234,21 @@ func (x *Executor) release() {
 	}
 }
 
-// killOnShutdown cancels a call's context when the shutdown grace ends; the
-// returned func stops that.
+// killOnShutdown cancels the context of a call run outside any stream (Run)
+// when the shutdown grace ends; the returned func stops that. A stream's
+// calls are found in their sessions instead (killCalls): no registration
+// per call.
 func (x *Executor) killOnShutdown(cancel context.CancelCauseFunc) func() bool {
 	return context.AfterFunc(x.kill, func() { cancel(context.Cause(x.kill)) })
+}
+
+// FlushRecords waits until the records of every call that ended before it
+// — metrics, history rows, audit records, which run after a call's End
+// (recorder.go) — have been handed to the history writer and the audit
+// log, or until ctx ends. Read history or the audit log after it to see
+// every ended call.
+func (x *Executor) FlushRecords(ctx context.Context) error {
+	return x.rec.flush(ctx)
 }
 
 // Draining returns a channel closed when Shutdown has begun.
@@ -238,8 +258,10 @@ func (x *Executor) Draining() <-chan struct{} { return x.draining }
 // waiting to be resumed are given up (their calls end DISCONNECTED), running
 // calls get until ctx ends to finish, then they are canceled (each still
 // ends with its End, code CANCELED). Shutdown returns when no call runs. It
-// is safe to call more than once.
+// is safe to call more than once. The records of the calls that ended are
+// flushed (FlushRecords) before it returns.
 func (x *Executor) Shutdown(ctx context.Context) {
+	defer func() { _ = x.rec.flush(context.Background()) }() // no deadline: no error
 	// No conversation is reaped from now on: shutdown ends them all.
 	x.convs.Close()
 	x.mu.Lock()
@@ -272,7 +294,7 @@ func (x *Executor) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	x.cfg.Logger.Warn("grace period over; canceling running calls")
-	x.killFn(errShutdown)
+	x.killCalls(errShutdown)
 	<-idle
 }
 
@@ -308,6 +330,29 @@ func (x *Executor) Run(ctx context.Context, req *CallRequest, host Host) *events
 	end, record := x.execute(ctx, req, host)
 	record()
 	return end
+}
+
+// killCalls cancels every running call with cause: Run's through the kill
+// context, a stream's in its session's calls. A call admitted later is
+// refused (Shutdown drains first), and a session's calls are registered
+// under its lock in the step that admits them, so none is missed.
+func (x *Executor) killCalls(cause error) {
+	x.killFn(cause)
+	x.mu.Lock()
+	var ss []*session
+	for _, m := range x.live {
+		for s := range m {
+			ss = append(ss, s)
+		}
+	}
+	x.mu.Unlock() // a session's lock is never taken under x.mu (endLocked takes them the other way)
+	for _, s := range ss {
+		s.mu.Lock()
+		for _, rc := range s.calls {
+			rc.cancel(cause)
+		}
+		s.mu.Unlock()
+	}
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -147,3 +147,37 @@ func TestSessionLogAndCloseSend(t *testing.T) {
 		}
 	}
 }
+
+// A stream's running call is canceled when the shutdown grace runs out,
+// and still ends with its End (CANCELED), as a call run outside a stream.
+func TestShutdownCancelsStreamCalls(t *testing.T) {
+	b := &block{started: make(chan struct{}, 2), release: make(chan struct{})}
+	x := newExecutor(t, executor.Config{}, b)
+	a, err := x.Open(executor.OpenOptions{ConversationID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, id := range []string{"a", "b"} {
+		if err := a.Submit(&executor.CallRequest{CallID: id, Name: "block"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-b.started
+	<-b.started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	x.Shutdown(ctx) // returns once both calls ended
+	ended := map[string]error{}
+	readUntil(t, a, func(ev events.Event) bool {
+		if ev.End != nil {
+			ended[ev.CallID] = ev.End.Err
+		}
+		return len(ended) == 2
+	})
+	for id, err := range ended {
+		if !errors.Is(err, errdefs.ErrCanceled) {
+			t.Fatalf("call %s ended %v, want CANCELED", id, err)
+		}
+	}
+}

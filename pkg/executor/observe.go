@@ -57,6 +57,10 @@ type RuleSaver interface {
 type callObs struct {
 	started  time.Time
 	argsJSON []byte
+	// argsOf is the call whose arguments argsJSON is made of by the
+	// recorder (argsLate), not on the call's path: a call without an
+	// effect, or one that ended before it started.
+	argsOf   *tools.Call
 	decision string
 	rule     string
 	approver string
@@ -73,6 +77,10 @@ type callObs struct {
 	// startRec is the call.start of an effect-free call, enqueued with
 	// its call.end (see callStarted).
 	startRec *audit.Record
+	// effect is set once the call's call.start was written before it ran
+	// (a call with an effect): its call.end is queued in the audit log
+	// when its End is logged, not deferred with its other records.
+	effect bool
 }
 
 type obsKey struct{}
@@ -259,17 +267,25 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 	if o == nil {
 		return nil
 	}
-	o.argsJSON, _ = json.Marshal(call.Args)
 	l := x.cfg.Observe.Audit
+	if effectFree {
+		// Its arguments' JSON and digest are made by the recorder
+		// (argsLate): nothing happened that they would have to precede,
+		// and a Fast operation does not change its arguments.
+		o.argsOf = call
+		if l != nil {
+			o.startRec = &audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+				Tool: call.Tool, Operation: call.Operation} // enqueued after the End (recordEnd)
+		}
+		return nil
+	}
+	o.argsJSON, _ = json.Marshal(call.Args)
 	if l == nil {
 		return nil
 	}
 	start := audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
 		Tool: call.Tool, Operation: call.Operation, ArgsDigest: audit.Digest(o.argsJSON)}
-	if effectFree {
-		o.startRec = &start // enqueued after the End (recordEnd)
-		return nil
-	}
+	o.effect = true
 	if o.allowed == nil {
 		return x.auditAppend(ctx, start)
 	}
@@ -284,16 +300,19 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 }
 
 // callEnded runs the post-hooks (their context is added to the result),
-// tells the model what was changed, and records the end: the audit
-// record, the history entry and the metrics.
+// tells the model what was changed, and queues the call's records in the
+// recorder (recorder.go): its metrics, its history row and, for a call
+// without an effect, its audit records. The returned record queues the
+// call.end of a call with an effect in the audit log; the caller runs it
+// once the End is logged.
 func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *events.Start, call *tools.Call, end *events.End) (record func()) {
 	ob := x.cfg.Observe
 	o := obsFrom(ctx)
 	if o == nil {
 		o = &callObs{started: req.Received}
 	}
-	if o.argsJSON == nil && call != nil {
-		o.argsJSON, _ = json.Marshal(call.Args)
+	if o.argsJSON == nil && o.argsOf == nil {
+		o.argsOf = call // argsLate; nil: the call did not decode
 	}
 	if end.Err == nil && end.Result != nil && call != nil && !ob.Hooks.Empty() {
 		req.inline.mayWait() // hooks are processes
@@ -318,26 +337,36 @@ func (x *Executor) callEnded(ctx context.Context, req *CallRequest, start *event
 		}
 		end.Result.Text = b.String()
 	}
-	// What follows records the call; the End does not wait for it.
-	return func() { x.recordEnd(ctx, req, start, end, o) }
+	// What follows records the call; the End does not wait for it. The
+	// recorder's job is queued before the End is logged, so that a
+	// client that has the End finds the call in a flushed history.
+	if o.effect && ob.Audit != nil {
+		x.rec.add(func() { x.recordEnd(ctx, req, start, end, o, false) })
+		return func() { x.auditEnd(ctx, req, start, end, o) }
+	}
+	x.rec.add(func() { x.recordEnd(ctx, req, start, end, o, true) })
+	return func() {}
 }
 
-// recordEnd records an ended call: metrics, its history row, and the audit
-// log's call end (with the digests of its arguments and result), last.
-func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs) {
-	ob := x.cfg.Observe
-	outcome, code := "success", ""
+// outcome is an ended call's outcome and error code (history, metrics,
+// audit).
+func outcome(end *events.End) (outcome, code string) {
 	if end.Err != nil {
-		outcome, code = "error", strings.TrimPrefix(errdefs.CodeName(errdefs.As(end.Err)), "ERROR_CODE_")
+		return "error", strings.TrimPrefix(errdefs.CodeName(errdefs.As(end.Err)), "ERROR_CODE_")
 	}
+	return "success", ""
+}
+
+// recordEnd records an ended call: metrics, its history row, and with
+// withAudit the audit log's call end (with the digests of its arguments and
+// result), last. The recorder runs it (recorder.go).
+func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs, withAudit bool) {
+	ob := x.cfg.Observe
+	o.argsLate()
+	outcome, code := outcome(end)
 	ob.Metrics.CallEnded(ctx, start.Tool, start.Operation, outcome, code, end.Duration)
-	var resultJSON []byte
 	summary := ""
 	if end.Result != nil {
-		resultJSON, _ = json.Marshal(struct {
-			Text string          `json:"text"`
-			JSON json.RawMessage `json:"json,omitempty"`
-		}{end.Result.Text, end.Result.JSON})
 		summary = end.Result.Text
 	} else if end.Err != nil {
 		summary = errdefs.As(end.Err).Msg
@@ -351,30 +380,61 @@ func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *event
 			x.cfg.Logger.Error("history: recording the call failed", "call_id", req.CallID, "err", err)
 		}
 	}
-	if ob.Audit != nil {
-		r := audit.Record{Kind: audit.KindCallEnd, Conversation: req.ConversationID, CallID: req.CallID, Tool: start.Tool,
-			Operation: start.Operation, Outcome: outcome, Code: code, ExitCode: ec}
-		if o.argsJSON != nil {
-			r.ArgsDigest = audit.Digest(o.argsJSON)
-		}
-		if resultJSON != nil {
-			r.ResultDigest = audit.Digest(resultJSON)
-		}
-		// The call has happened, so nothing waits for these records'
-		// write: Enqueue leaves it to the next call's or the log's writer.
-		// A failure is logged; a lost record is counted in the log.
-		// One hold of the log's lock for the call's records (the lock is
-		// what 64 concurrent calls contend for).
-		rs := make([]audit.Record, 0, 3)
-		if o.allowed != nil { // the call ended before it started, or is effect-free
-			rs = append(rs, *o.allowed)
-			o.allowed = nil
-		}
-		if o.startRec != nil {
-			rs = append(rs, *o.startRec)
-			o.startRec = nil
-		}
-		x.auditEnqueue(ctx, append(rs, r)...)
+	if withAudit {
+		x.auditEnd(ctx, req, start, end, o)
+	}
+}
+
+// auditEnd queues the call's call.end in the audit log (with the digests
+// of its arguments and result), after its decision and call.start when
+// they are not written yet (an effect-free call, or one that ended before
+// it started).
+func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs) {
+	if x.cfg.Observe.Audit == nil {
+		return
+	}
+	o.argsLate()
+	outcome, code := outcome(end)
+	r := audit.Record{Kind: audit.KindCallEnd, Conversation: req.ConversationID, CallID: req.CallID, Tool: start.Tool,
+		Operation: start.Operation, Outcome: outcome, Code: code, ExitCode: exitCode(end.Result)}
+	if o.argsJSON != nil {
+		r.ArgsDigest = audit.Digest(o.argsJSON)
+	}
+	if end.Result != nil {
+		resultJSON, _ := json.Marshal(struct {
+			Text string          `json:"text"`
+			JSON json.RawMessage `json:"json,omitempty"`
+		}{end.Result.Text, end.Result.JSON})
+		r.ResultDigest = audit.Digest(resultJSON)
+	}
+	// The call has happened, so nothing waits for these records' write:
+	// Enqueue leaves it to the next call's or the log's writer. A failure
+	// is logged; a lost record is counted in the log. One hold of the
+	// log's lock for the call's records (the lock is what 64 concurrent
+	// calls contend for).
+	var buf [3]audit.Record
+	rs := buf[:0]
+	if o.allowed != nil { // the call ended before it started, or is effect-free
+		rs = append(rs, *o.allowed)
+		o.allowed = nil
+	}
+	if o.startRec != nil {
+		rs = append(rs, *o.startRec)
+		o.startRec = nil
+	}
+	x.auditEnqueue(ctx, append(rs, r)...)
+}
+
+// argsLate makes the arguments' JSON of a call whose call.start did not
+// need it before the call ran, and the digest in that call.start.
+func (o *callObs) argsLate() {
+	if o.argsOf == nil {
+		return
+	}
+	o.argsJSON, _ = json.Marshal(o.argsOf.Args)
+	o.argsOf = nil
+	if o.startRec != nil {
+		o.startRec.ArgsDigest = audit.Digest(o.argsJSON)
 	}
 }
 

@@ -378,7 +378,6 @@ func (s *session) append(evs ...events.Event) {
 // run runs an admitted call and reports whether receiving was handed off
 // (see Start).
 func (s *session) run(ctx context.Context, rc *runningCall, req *CallRequest) (handed bool) {
-	defer s.x.killOnShutdown(rc.cancel)()
 	h := &callHost{s: s, rc: rc, inline: req.inline}
 	end, record := s.x.execute(ctx, req, h)
 	held, handed := req.inline.end()

@@ -36,12 +36,15 @@ type callSink struct {
 	req    *CallRequest
 	target *tools.Target
 	call   *tools.Call
+	// ts is the call's tools.Sink (sink), kept here: one allocation less.
+	ts tools.Sink
 }
 
 // sink returns the call's tools.Sink: every capability the host and the
 // configuration give, nil for the others (see tools.Sink).
 func (s *callSink) sink() *tools.Sink {
-	ts := &tools.Sink{
+	ts := &s.ts
+	*ts = tools.Sink{
 		ProgressFunc: s.progress,
 		OutputFunc:   s.output,
 		StartedFunc:  s.startedPID,

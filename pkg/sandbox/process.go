@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toold/toold/pkg/procgroup"
 )
 
@@ -66,14 +68,24 @@ type Stdio struct {
 // attach sets cmd's standard streams to the files that are set (a nil
 // *os.File in an io.Reader would not be a nil interface).
 func (s Stdio) attach(cmd *exec.Cmd) {
+	// An unset file is toold's one /dev/null (devNull), which os/exec
+	// would otherwise open, try to add to the poller and close for each
+	// command.
+	null, _ := devNull()
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
+	} else if null != nil {
+		cmd.Stdin = null
 	}
 	if s.Stdout != nil {
 		cmd.Stdout = s.Stdout
+	} else if null != nil {
+		cmd.Stdout = null
 	}
 	if s.Stderr != nil {
 		cmd.Stderr = s.Stderr
+	} else if null != nil {
+		cmd.Stderr = null
 	}
 }
 
@@ -316,6 +328,48 @@ func onOwnThread(f func() error) error {
 	return <-errc
 }
 
+// initReapDelay is how long toold leaves a sandbox's init a zombie before
+// it reaps it. Reaped at once, the Go helper (a dozen threads) cost toold
+// 0.7-1 ms of CPU, sometimes 2, all in the kernel's invalidation of the
+// helper's /proc entries (waitid -> release_task -> proc_flush_pid ->
+// d_invalidate -> shrink_dcache_parent, which walks again and again while
+// dentries below /proc/PID are still being released by the helper's
+// exiting threads on the other core). A moment later they are gone and
+// the reap costs about 60 µs (BenchmarkWarmTrue, the reaping thread's CPU
+// time around waitid, load 19: 722, 976 -> 54, 69 µs; a 10-thread Go
+// program that had read /proc/thread-self/stat cost its reaper 5 ms
+// reaped at once). The command's end does not wait for it (Done comes
+// first); only the slot's release does (Reaped). A zombie holds no
+// namespace, file or memory of its tree, and its pid is not reused until
+// it is reaped, so a signal sent meanwhile reaches no one else.
+const initReapDelay = 20 * time.Millisecond
+
+// waitExited waits, without reaping it, until the child pid has exited
+// (its pidfd is readable), parked in the runtime's poller. It reports
+// whether it saw the exit; false when it could not tell (no pidfd).
+func waitExited(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	exited := false
+	err = rc.Read(func(fd uintptr) bool {
+		var info unix.Siginfo
+		if unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) != nil {
+			return true // cannot tell: the caller reaps as before
+		}
+		exited = info.Signo == int32(unix.SIGCHLD)
+		return exited
+	})
+	return err == nil && exited
+}
+
 // wait is the Process's goroutine: it waits for the helper and reads its
 // final report.
 func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFunc) {
@@ -333,6 +387,10 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 				p.exit = exit
 				statR.Close()
 				close(p.done)
+				// Reaped once it has exited and initReapDelay has passed.
+				if waitExited(p.cmd.Process.Pid) {
+					time.Sleep(initReapDelay)
+				}
 				_ = procgroup.Wait(p.cmd)
 				cancel()
 				close(p.reaped)
@@ -409,8 +467,9 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Reaped is closed once the helper is reaped as well: for a helper born
 // the sandbox's init, after Done, once the kernel has torn its namespaces
-// down; then no process of the tree is left in its cgroup (Stdio.Slot),
-// which can be removed without waiting. For any other process it is Done.
+// down and initReapDelay has passed; then no process of the tree is left
+// in its cgroup (Stdio.Slot), which can be removed without waiting. For
+// any other process it is Done.
 func (p *Process) Reaped() <-chan struct{} {
 	if p.reaped != nil {
 		return p.reaped

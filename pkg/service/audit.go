@@ -21,6 +21,7 @@ type AuditServer struct {
 	dir    string
 	off    error
 	access *Access
+	flush  func(context.Context) error
 }
 
 var _ pb.AuditServiceServer = (*AuditServer)(nil)
@@ -28,9 +29,14 @@ var _ pb.AuditServiceServer = (*AuditServer)(nil)
 // NewAuditServer returns the AuditService reading the log in dir; with dir
 // empty (the audit log is off, or could not be opened: off says why) every
 // RPC fails UNAVAILABLE. The audit log holds every conversation's records:
-// every RPC needs the operator credential (access; nil: nobody).
-func NewAuditServer(dir string, off error, access *Access) *AuditServer {
-	return &AuditServer{dir: dir, off: off, access: access}
+// every RPC needs the operator credential (access; nil: nobody). flush,
+// when not nil, runs before every read: it puts the records of the calls
+// that ended so far into the files (the executor records a call after its
+// End, and the audit log writes queued records in batches), so that a
+// client that had a call's End finds its records. A context that ends
+// while it waits ends the RPC with the context's code.
+func NewAuditServer(dir string, off error, access *Access, flush func(context.Context) error) *AuditServer {
+	return &AuditServer{dir: dir, off: off, access: access, flush: flush}
 }
 
 func (a *AuditServer) check(ctx context.Context) error {
@@ -43,6 +49,11 @@ func (a *AuditServer) check(ctx context.Context) error {
 			msg = a.off.Error()
 		}
 		return status.Error(codes.Unavailable, msg)
+	}
+	if a.flush != nil {
+		if err := a.flush(ctx); err != nil {
+			return status.FromContextError(err).Err()
+		}
 	}
 	return nil
 }

@@ -129,14 +129,12 @@ func (c clientCodec) marshal(v any) (mem.BufferSlice, error) {
 	}
 	// UseCachedSize below relies on this Size, as in grpc-go's codec.
 	size := proto.Size(m)
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		b, err := proto.MarshalOptions{UseCachedSize: true}.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-	}
-	buf := sendPool.Get(size)
+	// A small message (every event of a think) goes into a pooled buffer
+	// of smallPooled bytes too: gRPC frees it once written and it is
+	// used again. Marshaled into a fresh slice it was three allocations
+	// (the bytes, the slice boxed as a Buffer, the BufferSlice); pooled it
+	// is one (the BufferSlice).
+	buf := sendPool.Get(max(size, smallPooled))
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
 	if err != nil {
 		sendPool.Put(buf)
@@ -149,6 +147,11 @@ func (c clientCodec) marshal(v any) (mem.BufferSlice, error) {
 // sendPool holds the buffers of the large messages toold sends; gRPC
 // returns each one once it has written it.
 var sendPool = &dirtyPool{}
+
+// smallPooled is the least buffer a message is marshaled into: the first
+// tier above gRPC's pooling threshold (mem.NewBuffer keeps a buffer of a
+// capacity at or under it out of the pool).
+const smallPooled = 2 << 10
 
 // dirtyPool is a mem.BufferPool of buffers whose capacities are powers of
 // two from 2^dirtyMinExp to 2^dirtyMaxExp, handed out as they were put

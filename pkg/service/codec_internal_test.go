@@ -22,7 +22,7 @@ func outputEvent(data []byte, offset uint64) *pb.ServerEvent {
 // message whose invalid UTF-8 is repaired.
 func TestCodecMarshalsIntoReusedBuffers(t *testing.T) {
 	c := clientCodec{base: encoding.GetCodecV2("proto"), limit: DefaultMaxMessageBytes}
-	for i, n := range []int{300 << 10, 200 << 10, 256 << 10, 3 << 10, 300 << 10, 5 << 20} {
+	for i, n := range []int{300 << 10, 200 << 10, 256 << 10, 3 << 10, 300 << 10, 5 << 20, 10, 1 << 10, 0} {
 		data := bytes.Repeat([]byte{byte('a' + i)}, n)
 		want := outputEvent(data, uint64(i))
 		b, err := c.Marshal(want)
@@ -46,6 +46,24 @@ func TestCodecMarshalsIntoReusedBuffers(t *testing.T) {
 	got := &pb.ServerEvent{}
 	if err := proto.Unmarshal(b.Materialize(), got); err != nil || got.GetCallId() != "c\uFFFD" || len(got.GetProgress().GetOutput().GetData()) != 64<<10 {
 		t.Fatalf("repaired message: %v, call id %q", err, got.GetCallId())
+	}
+}
+
+// A small message (an event of a think) is marshaled into a pooled buffer
+// that gRPC frees once written: one allocation (the BufferSlice), not
+// three.
+func TestCodecSmallMessageAllocations(t *testing.T) {
+	c := clientCodec{base: encoding.GetCodecV2("proto"), limit: DefaultMaxMessageBytes}
+	ev := &pb.ServerEvent{CallId: "c1", Seq: 9, Event: &pb.ServerEvent_Executing{Executing: &pb.Executing{}}}
+	n := testing.AllocsPerRun(200, func() {
+		b, err := c.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Free()
+	})
+	if n > 1 {
+		t.Fatalf("marshaling a small event: %v allocations, want at most 1", n)
 	}
 }
 

@@ -178,8 +178,8 @@ func (m *Metrics) CallEnded(ctx context.Context, tool, op, outcome, code string,
 		return
 	}
 	a := callAttrsFor(callKey{tool, op, outcome, code})
-	m.calls.Add(ctx, 1, a.calls)
-	m.duration.Record(ctx, d.Seconds(), a.duration)
+	m.calls.Add(ctx, 1, a.calls...)
+	m.duration.Record(ctx, d.Seconds(), a.duration...)
 }
 
 // callKey and callAttrs: the attribute sets of a call's metrics, built once
@@ -187,8 +187,11 @@ func (m *Metrics) CallEnded(ctx context.Context, tool, op, outcome, code string,
 // were a tenth of a no-op call's allocations).
 type callKey struct{ tool, op, outcome, code string }
 
+// The options are kept as the slices the instruments take: passing one
+// option made a slice per call.
 type callAttrs struct {
-	calls, duration metric.MeasurementOption
+	calls    []metric.AddOption
+	duration []metric.RecordOption
 }
 
 // callAttrsCache holds at most maxCallAttrs sets; past that (a daemon
@@ -205,10 +208,10 @@ func callAttrsFor(k callKey) *callAttrs {
 		return a.(*callAttrs)
 	}
 	a := &callAttrs{
-		calls: metric.WithAttributeSet(attribute.NewSet(attribute.String("tool", k.tool), attribute.String("operation", k.op),
-			attribute.String("outcome", k.outcome), attribute.String("code", k.code))),
-		duration: metric.WithAttributeSet(attribute.NewSet(attribute.String("tool", k.tool), attribute.String("operation", k.op),
-			attribute.String("outcome", k.outcome))),
+		calls: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("tool", k.tool), attribute.String("operation", k.op),
+			attribute.String("outcome", k.outcome), attribute.String("code", k.code)))},
+		duration: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("tool", k.tool), attribute.String("operation", k.op),
+			attribute.String("outcome", k.outcome)))},
 	}
 	if callAttrsCount.Load() < maxCallAttrs {
 		if _, loaded := callAttrsCache.LoadOrStore(k, a); !loaded {
@@ -300,19 +303,19 @@ func (m *Metrics) AuditAppended(ctx context.Context, kind string) {
 	if m == nil {
 		return
 	}
-	m.auditRecords.Add(ctx, 1, auditAttrsFor(kind))
+	m.auditRecords.Add(ctx, 1, auditAttrsFor(kind)...)
 }
 
 // auditAttrs caches the attribute set of each audit record kind (a handful:
 // audit's Kind constants), built on every record before (4% of a no-op
 // call's CPU with three records a call).
-var auditAttrs sync.Map // kind -> metric.MeasurementOption
+var auditAttrs sync.Map // kind -> []metric.AddOption
 
-func auditAttrsFor(kind string) metric.MeasurementOption {
+func auditAttrsFor(kind string) []metric.AddOption {
 	if a, ok := auditAttrs.Load(kind); ok {
-		return a.(metric.MeasurementOption)
+		return a.([]metric.AddOption)
 	}
-	a := metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kind)))
+	a := []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kind)))}
 	auditAttrs.Store(kind, a)
 	return a
 }

@@ -135,3 +135,25 @@ func BenchmarkCallEnded(b *testing.B) {
 		m.CallEnded(ctx, "think", "", "success", "", time.Millisecond)
 	}
 }
+
+// A call's metrics allocate nothing once its attribute sets are cached:
+// the options are passed as the cached slices (one option passed alone
+// made a slice per measurement).
+func TestCallMetricsAllocateNothing(t *testing.T) {
+	setup, err := SetupMetrics(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Shutdown(context.Background())
+	m, err := NewMetrics(setup.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		m.CallEnded(ctx, "think", "", "success", "", time.Millisecond)
+		m.AuditAppended(ctx, "call.end")
+	}); n != 0 {
+		t.Fatalf("a call's metrics: %v allocations, want 0", n)
+	}
+}

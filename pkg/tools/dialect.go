@@ -332,17 +332,28 @@ func (r *Registry) matchDialect(name string, args map[string]any) (*Dialect, *Di
 		}
 		return true
 	}
-	cands := []string{name}
-	for _, v := range nameVariants(name) {
-		cands = append(cands, v.name)
-	}
-	for _, n := range cands {
+	exact := func(n string) (*Dialect, *DialectTool) {
 		for _, d := range r.dialects {
 			for i := range d.Tools {
 				if dt := &d.Tools[i]; dt.named(n) && fits(dt) {
 					return d, dt
 				}
 			}
+		}
+		return nil, nil
+	}
+	// The name as sent first: most calls stop here, without making the
+	// name's variants.
+	if d, dt := exact(name); dt != nil {
+		return d, dt
+	}
+	cands := []string{name}
+	for _, v := range nameVariants(name) {
+		cands = append(cands, v.name)
+	}
+	for _, n := range cands[1:] {
+		if d, dt := exact(n); dt != nil {
+			return d, dt
 		}
 	}
 	// Another case: only when one dialect's tool has the name that way.

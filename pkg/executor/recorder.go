@@ -1,0 +1,153 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Deferred records.
+//
+// What records an ended call — its metrics, its history row, and the audit
+// records of a call that had no effect (its decision, call.start and
+// call.end) — runs after the call's End has gone to the client, on no
+// call's path: the call queues it in the Executor's recorder, which runs
+// the queue in batches DefaultRecordLinger after the first record of a
+// batch was queued, on whatever processor the runtime picks. Run on the
+// call's goroutine, right after the End was logged, these records ran
+// before gRPC wrote the End (gRPC's writer yields once before a small
+// write, and the receiver, runnable with its records, took that moment).
+//
+// The audit records of a call with an effect are not deferred: its
+// decision and call.start are written before it runs, its call.end is
+// queued in the audit log as soon as the End is logged (docs/audit.md).
+//
+// The queue is bounded (recorderMax): a call that finds it full waits for
+// the recorder to take it (back-pressure on the calls, never unbounded
+// memory). FlushRecords runs the queue at once and waits for it; the
+// daemon flushes before a history query, an audit tail or verify, and
+// Shutdown flushes after the last call ended, so nothing is lost to an
+// orderly stop. A crash loses what is queued (at most one linger's worth
+// more than the audit log's own queue, docs/audit.md).
+
+// DefaultRecordLinger is how long the first record of a batch waits for
+// others before the recorder runs them, unless Config.RecordLinger says
+// otherwise.
+const DefaultRecordLinger = time.Millisecond
+
+// recorderMax bounds the records waiting for the recorder.
+const recorderMax = 4096
+
+// recorder runs queued record jobs in order, one batch at a time.
+type recorder struct {
+	linger time.Duration
+	max    int
+
+	mu       sync.Mutex
+	queue    []func()
+	spare    []func()
+	timer    *time.Timer // runs drain; armed while a batch lingers
+	armed    bool
+	draining bool   // a goroutine runs the queue (only one at a time: order)
+	queued   uint64 // jobs ever queued
+	done     uint64 // jobs ever run
+	// progress is closed (and replaced) whenever jobs were run, so a
+	// waiter (a full queue, FlushRecords) can also watch its context.
+	progress chan struct{}
+}
+
+func newRecorder(linger time.Duration, max int) *recorder {
+	r := &recorder{linger: linger, max: max, progress: make(chan struct{})}
+	r.timer = time.AfterFunc(time.Hour, r.fire)
+	r.timer.Stop()
+	return r
+}
+
+// add queues job, waiting while the queue is full.
+func (r *recorder) add(job func()) {
+	r.mu.Lock()
+	for len(r.queue) >= r.max {
+		r.armLocked(0) // full: run it now
+		ch := r.progress
+		r.mu.Unlock()
+		<-ch
+		r.mu.Lock()
+	}
+	r.queue = append(r.queue, job)
+	r.queued++
+	r.armLocked(r.linger)
+	r.mu.Unlock()
+}
+
+// armLocked makes sure a drain runs within d: the timer is armed unless a
+// drain runs (it takes what is queued before it stops) or one is armed
+// already (d 0 re-arms it to fire at once).
+func (r *recorder) armLocked(d time.Duration) {
+	if r.draining || (r.armed && d != 0) {
+		return
+	}
+	r.armed = true
+	r.timer.Reset(d)
+}
+
+// fire is the timer's: it runs the queue unless a drain already does.
+func (r *recorder) fire() {
+	r.mu.Lock()
+	r.armed = false
+	if r.draining {
+		r.mu.Unlock()
+		return
+	}
+	r.draining = true
+	r.drainLocked()
+	r.mu.Unlock()
+}
+
+// drainLocked runs the queue until it is empty (r.mu held, released while
+// jobs run), then ends the drain.
+func (r *recorder) drainLocked() {
+	for len(r.queue) > 0 {
+		batch := r.queue
+		r.queue, r.spare = r.spare[:0], nil
+		r.mu.Unlock()
+		for _, job := range batch {
+			job()
+		}
+		clear(batch)
+		r.mu.Lock()
+		if cap(batch) <= r.max { // a burst's larger array is not kept
+			r.spare = batch[:0]
+		}
+		r.done += uint64(len(batch))
+		close(r.progress)
+		r.progress = make(chan struct{})
+	}
+	r.draining = false
+	if r.armed {
+		r.armed = false
+		r.timer.Stop()
+	}
+}
+
+// flush runs every job queued before it (on this goroutine, unless a drain
+// runs already) and waits until they ran or ctx ends.
+func (r *recorder) flush(ctx context.Context) error {
+	r.mu.Lock()
+	target := r.queued
+	if !r.draining && len(r.queue) > 0 {
+		r.draining = true
+		r.drainLocked()
+	}
+	for r.done < target {
+		ch := r.progress
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,67 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The recorder's queue is bounded: a job that finds it full waits until
+// the recorder has run what is queued (it runs it at once, linger or not);
+// jobs run in the order they were queued.
+func TestRecorderBounded(t *testing.T) {
+	r := newRecorder(time.Hour, 2)
+	var mu sync.Mutex
+	var ran []int
+	job := func(i int) func() {
+		return func() {
+			mu.Lock()
+			ran = append(ran, i)
+			mu.Unlock()
+		}
+	}
+	ranNow := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), ran...)
+	}
+	r.add(job(1))
+	r.add(job(2))
+	if got := ranNow(); len(got) != 0 {
+		t.Fatalf("ran %v before the linger, want nothing", got)
+	}
+	r.add(job(3)) // full: waits for 1 and 2
+	if got := ranNow(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("when the full queue took job 3, ran %v, want [1 2]", got)
+	}
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ranNow(); len(got) != 3 || got[2] != 3 {
+		t.Fatalf("after flush ran %v, want [1 2 3]", got)
+	}
+	if err := r.flush(context.Background()); err != nil { // nothing queued
+		t.Fatal(err)
+	}
+}
+
+// A flush whose context ends while another goroutine runs the queue
+// returns the context's cause.
+func TestRecorderFlushContext(t *testing.T) {
+	r := newRecorder(time.Hour, 8)
+	release, started := make(chan struct{}), make(chan struct{})
+	r.add(func() { close(started); <-release })
+	go func() { _ = r.flush(context.Background()) }() // runs the blocking job
+	<-started
+	r.add(func() {})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.flush(ctx); err != context.Canceled {
+		t.Fatalf("flush with an ended context: %v, want context.Canceled", err)
+	}
+	close(release)
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
