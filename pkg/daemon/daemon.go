@@ -348,8 +348,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.startLeftovers()
 	// Start-up leaves garbage (schema compilation, policy parsing); give
-	// its pages back once, so an idle daemon stays small.
-	go debug.FreeOSMemory()
+	// its pages back once, and unmap the executable's pages that only
+	// start-up used (textdrop.go), so an idle daemon stays small.
+	go func() {
+		debug.FreeOSMemory()
+		if _, err := dropStartupText(); err != nil {
+			m.Logger.Debug("start-up's executable pages stay mapped", "err", err)
+		}
+	}()
 	m.startTrim() // and after every burst (memtrim.go)
 	m.Logger.Info("toold serving", "version", Version, "socket", m.socket, "tcp", m.TCPAddr(),
 		"workspace", m.ws.Dir(), "approval_mode", mode.String(), "tools", len(m.registry.List()))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/trace"
 	"time"
 
 	pb "github.com/toold/toold/gen/toold/v1"
@@ -45,12 +46,16 @@ func (m *Main) startObserve(ctx context.Context) error {
 	o := &m.observe
 	cfg := &m.Config
 	var err error
+	r := trace.StartRegion(ctx, "metrics")
+	defer func() { r.End() }()
 	if o.metricsSetup, err = telemetry.SetupMetrics(ctx, Version); err != nil {
 		return err
 	}
 	if o.metrics, err = telemetry.NewMetrics(o.metricsSetup.Provider); err != nil {
 		return err
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "audit")
 	switch {
 	case !cfg.Audit.On():
 		o.auditErr = errors.New("the audit log is turned off in toold's configuration (audit.enabled)")
@@ -67,6 +72,8 @@ func (m *Main) startObserve(ctx context.Context) error {
 			m.Logger.Error("audit log unavailable; set audit.enabled: true to refuse to start without it", "err", err)
 		}
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "history")
 	switch hc := cfg.History; hc.Backend {
 	case "off":
 		o.historyErr = errors.New("history is turned off in toold's configuration")
@@ -89,6 +96,8 @@ func (m *Main) startObserve(ctx context.Context) error {
 	if o.historyErr != nil && cfg.History.Backend != "off" {
 		m.Logger.Error("history unavailable", "err", o.historyErr)
 	}
+	r.End()
+	r = trace.StartRegion(ctx, "hooks")
 	if o.hooks, err = hooks.New(cfg.Hooks, m.ws.Dir()); err != nil {
 		return err
 	}

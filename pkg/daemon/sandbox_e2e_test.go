@@ -184,7 +184,8 @@ echo END`, home, keep, udpPort, tcpPort, d.Socket, os.Getpid())
 }
 
 // Building and testing projects of the workspace works in the sandbox: Go
-// (with its build cache), Python and Node.
+// (with its build cache), Python and Node, their tests' servers on
+// loopback included.
 func TestDevelopmentInSandbox(t *testing.T) {
 	sandboxed(t)
 	// The operator names Go's build cache writable (terminal.writable), as
@@ -208,7 +209,12 @@ func TestDevelopmentInSandbox(t *testing.T) {
 		"gop/add_test.go": "package gop\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n",
 		"py/test_add.py":  "import unittest\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 2, 3)\n\nif __name__ == '__main__':\n    unittest.main()\n",
 		"js/package.json": `{"name":"js","version":"1.0.0","scripts":{"test":"node test.js"}}`,
-		"js/test.js":      "const assert = require('assert'); assert.strictEqual(1 + 2, 3); console.log('node ok');\n",
+		"js/test.js":      nodeServerTest,
+		// Test servers on loopback (issue 25: development keeps working):
+		// httptest, http.server with urllib (NO_PROXY honoured), node's
+		// http, on 127.0.0.1 and ::1.
+		"gop/srv_test.go": goServerTest,
+		"py/srv.py":       pyServerTest,
 	}
 	for name, body := range files {
 		p := filepath.Join(ws, name)
@@ -217,8 +223,9 @@ func TestDevelopmentInSandbox(t *testing.T) {
 	}
 	x := newSession(t, d)
 	cases := []struct{ tool, cmd, want string }{
-		{"go", "cd gop && go test ./... 2>&1", "ok"},
+		{"go", "cd gop && go test -v ./... 2>&1", "--- PASS: TestServerV6"},
 		{"python3", "cd py && python3 -m unittest -v 2>&1", "OK"},
+		{"python3", "cd py && python3 srv.py 2>&1", "py ::1 pong"},
 		{"npm", "cd js && npm test 2>&1", "node ok"},
 	}
 	for i, c := range cases {
@@ -410,3 +417,78 @@ func TestSandboxMasksOtherTooldsState(t *testing.T) {
 		t.Fatalf("a command of toold B read toold A's operator credential:\n%s", out)
 	}
 }
+
+// goServerTest is a Go test with httptest servers on 127.0.0.1 and ::1.
+const goServerTest = `package gop
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+var pong = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
+
+func get(t *testing.T, url string) {
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if b, _ := io.ReadAll(res.Body); string(b) != "pong" {
+		t.Fatalf("%q", b)
+	}
+}
+
+func TestServer(t *testing.T) {
+	srv := httptest.NewServer(pong)
+	defer srv.Close()
+	get(t, srv.URL)
+}
+
+func TestServerV6(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(pong)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	get(t, srv.URL)
+}
+`
+
+// pyServerTest serves on 127.0.0.1 and ::1 with http.server and fetches
+// with urllib, which takes HTTP_PROXY and NO_PROXY from the environment.
+const pyServerTest = `import http.server, socket, threading, urllib.request
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"pong")
+    def log_message(self, *a):
+        pass
+class V6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+for cls, host, url in ((http.server.ThreadingHTTPServer, "127.0.0.1", "127.0.0.1"), (V6, "::1", "[::1]")):
+    s = cls((host, 0), H)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+    print("py", host, urllib.request.urlopen("http://%s:%d/" % (url, s.server_address[1]), timeout=60).read().decode())
+    s.shutdown()
+`
+
+// nodeServerTest is npm's test: an assertion, then node's http server and
+// client on loopback.
+const nodeServerTest = `const assert = require('assert');
+const http = require('http');
+assert.strictEqual(1 + 2, 3);
+const srv = http.createServer((q, r) => r.end('pong')).listen(0, '127.0.0.1', () => {
+  http.get({ host: '127.0.0.1', port: srv.address().port, path: '/' }, (res) => {
+    let b = '';
+    res.on('data', (d) => { b += d; });
+    res.on('end', () => { assert.strictEqual(b, 'pong'); console.log('node ok'); srv.close(); });
+  });
+});
+`

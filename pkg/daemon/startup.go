@@ -38,10 +38,15 @@ func (m *Main) setupTerminal() error {
 	if err != nil {
 		return err
 	}
-	if err := m.startEgress(&tcfg); err != nil {
+	r := trace.StartRegion(context.Background(), "egress")
+	err = m.startEgress(&tcfg)
+	r.End()
+	if err != nil {
 		return err
 	}
+	r = trace.StartRegion(context.Background(), "hide")
 	m.sandboxHide(&tcfg) // sandbox.go
+	r.End()
 	if m.stateLocked {
 		// Background processes and sessions outlive this toold; the next
 		// one on the state directory adopts them (docs/terminal.md).

@@ -2,14 +2,12 @@ package sandbox
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -453,7 +451,7 @@ func initMain(spec Spec, onStart func(pid int)) (Exit, error) {
 	if err := dropCapabilities(&pol); err != nil {
 		return Exit{}, err
 	}
-	spec.Policy.Isolate = false
+	spec.Policy.Isolate, spec.Policy.OwnNetns = false, true
 	return supervise(spec, onStart)
 }
 
@@ -645,32 +643,4 @@ func cleanPaths(ps []string) []string {
 		}
 	}
 	return out
-}
-
-// ProbeIsolation runs "sh -c 'exit 0'" isolated (Policy.Isolate) through r
-// and returns why it could not, or nil: whether this machine lets toold
-// make the sandbox's namespaces.
-func ProbeIsolation(r Runner) error {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "toold-probe-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	p, err := r.Start(ctx, Spec{
-		Path: sh, Args: []string{"sh", "-c", "exit 0"}, Dir: dir, Grace: time.Second,
-		Policy: &Policy{Isolate: true, Writable: []string{dir}},
-	}, Stdio{})
-	if err != nil {
-		return err
-	}
-	if exit := p.Exit(); exit.Code != 0 || exit.Err != nil {
-		return fmt.Errorf("the probe command in the sandbox ended with %s", exit)
-	}
-	return nil
 }

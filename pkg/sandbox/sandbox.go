@@ -47,7 +47,10 @@
 // readable and executable, but only Policy.Writable directories (the
 // workspace and a temp dir), a few device files and the terminal devices
 // are writable; with NoNetwork, TCP connect and bind are refused as well
-// (Landlock does not cover UDP on ABI < 10, nor unix sockets by path); and
+// — bind only without Isolate and the supervisor: an isolated command's
+// network namespace has loopback only, so its own test servers may listen
+// there (Landlock does
+// not cover UDP on ABI < 10, nor unix sockets by path); and
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
 // setuid programs (sudo) do not gain privileges.
@@ -74,7 +77,11 @@ type Policy struct {
 	// Writable are directories the tree may create, change and delete
 	// files in (recursively). They must exist.
 	Writable []string `json:"writable"`
-	// NoNetwork refuses TCP connect and bind.
+	// NoNetwork refuses TCP connect, and TCP bind unless Isolate where
+	// the unix-socket supervisor is in force (unixnotify.go): an isolated
+	// command binds in a network namespace that has loopback only, and
+	// the supervisor lets it connect to its own listeners and to no other
+	// command's.
 	NoNetwork bool `json:"no_network"`
 	// ConnectPorts, with NoNetwork, are the TCP ports connect is still
 	// allowed to (toold's egress proxy). Landlock matches ports, not
@@ -92,6 +99,11 @@ type Policy struct {
 	// namespaces; every capability is dropped. It needs root (or
 	// CAP_SYS_ADMIN) in the daemon's user namespace and Linux 5.12.
 	Isolate bool `json:"isolate,omitempty"`
+	// OwnNetns says the command runs in a network namespace with
+	// loopback only, so Landlock leaves TCP bind alone (its own test
+	// servers). The isolated helper sets it when it hands the policy on
+	// to its Landlock stage without Isolate; callers set Isolate.
+	OwnNetns bool `json:"own_netns,omitempty"`
 	// Hide are absolute paths (symbolic links resolved) the command must
 	// not read: directories are covered by an empty read-only tmpfs,
 	// files by /dev/null. Paths that do not exist are skipped. Isolate
@@ -125,6 +137,16 @@ type Policy struct {
 	NoUnixSupervisor bool `json:"no_unix_supervisor,omitempty"`
 }
 
+// loopbackBind says whether Landlock leaves TCP bind alone for p: in the
+// command's own network namespace (loopback only), and only where the
+// unix-socket supervisor decides its connects — who may reach a listener;
+// without it Landlock's connect rule (the proxy's port only) is all there
+// is, and a listener on the proxy's port at another address could catch
+// another command's connects.
+func (p Policy) loopbackBind() bool {
+	return (p.Isolate || p.OwnNetns) && !p.NoUnixSupervisor && UnixSupervisorSupported() == nil
+}
+
 // LandlockABI returns the Landlock ABI version the kernel offers, 0 when it
 // has none (not built in, or disabled at boot).
 func LandlockABI() int {
@@ -143,7 +165,9 @@ func (p Policy) Describe() string {
 	}
 	s := fmt.Sprintf("landlock ABI %d: writes only in %s", abi, strings.Join(p.Writable, ", "))
 	if p.NoNetwork {
-		if abi >= 4 {
+		if abi >= 4 && p.loopbackBind() {
+			s += "; no TCP connect"
+		} else if abi >= 4 {
 			s += "; no TCP connect or bind"
 		} else {
 			s += "; network NOT restricted (needs ABI 4)"
@@ -163,8 +187,11 @@ func confine(p Policy) error {
 		return fmt.Errorf("landlock is required but this kernel does not offer it")
 	}
 	cfg := landlock.V7 // file system (with ioctl on devices), TCP, scopes
-	if !p.NoNetwork {
+	switch {
+	case !p.NoNetwork:
 		cfg.HandledAccessNet = 0
+	case p.loopbackBind():
+		cfg.HandledAccessNet = landlock.AccessNetSet(llsys.AccessNetConnectTCP)
 	}
 	cfg = cfg.BestEffort()
 	rules := []landlock.Rule{
@@ -234,9 +261,13 @@ func confineThread(p Policy) (ok bool, err error) {
 		file = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile
 	)
 	// landlock.V7's file system rights (all of ABI 5 to 8), its TCP
-	// rights with NoNetwork, and its scopes where the kernel has them.
+	// rights with NoNetwork (connect only, with Isolate), and its scopes
+	// where the kernel has them.
 	attr := llsys.RulesetAttr{HandledAccessFS: (1 << 16) - 1}
-	if p.NoNetwork {
+	switch {
+	case p.NoNetwork && p.loopbackBind():
+		attr.HandledAccessNet = llsys.AccessNetConnectTCP
+	case p.NoNetwork:
 		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
 	}
 	if abi >= 6 {

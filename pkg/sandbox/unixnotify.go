@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -57,11 +58,22 @@ import (
 //     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
 //     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
 //     EPERM otherwise (ECONNREFUSED when nothing has the name).
-//   - AF_INET, AF_INET6 TCP: refused (EACCES, as Landlock would) to a port
-//     other than Policy.ConnectPorts when Policy.NoNetwork — the helper's
-//     threads are not in the command's Landlock domain, so the rule the
-//     command's domain would apply is applied here; connected as given
-//     otherwise (the socket is of the sandbox's network namespace).
+//   - AF_INET, AF_INET6 TCP, with Policy.NoNetwork: the helper's threads
+//     are not in the command's Landlock domain (which allows connect only
+//     to Policy.ConnectPorts), so the helper decides (tcpAllowed):
+//     connected to the proxy (a port of Policy.ConnectPorts at
+//     Policy.Proxy's address), and to a loopback port when every socket
+//     listening on it in the sandbox's network namespace (sock_diag,
+//     INET_DIAG) is held by a process of the caller's pid namespace — the
+//     command's own test servers, never another command's: the namespace
+//     is shared by toold's commands, of every conversation. Refused:
+//     ECONNREFUSED when nothing listens on that port, EACCES (as Landlock
+//     would) otherwise. Bind is not the supervisor's: where it is in
+//     force, Landlock leaves bind alone in the namespace, which has
+//     loopback only (Policy.loopbackBind).
+//     The check and the connect are not atomic: a command that closes its
+//     own listener meanwhile, while another command binds the same port,
+//     reaches that one (as with abstract names).
 //   - anything else: connected as given.
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV:
@@ -233,8 +245,8 @@ func emulateConnect(fd int, n *seccompNotif, pol *Policy) unix.Errno {
 	case unix.AF_UNIX:
 		return connectUnix(sock, addr, tid)
 	case unix.AF_INET, unix.AF_INET6:
-		if refusedPort(sock, addr, pol) {
-			return unix.EACCES
+		if errno := tcpAllowed(sock, addr, pol); errno != 0 {
+			return errno
 		}
 	}
 	return rawConnect(sock, addr)
@@ -282,25 +294,117 @@ func rawConnect(sock int, addr []byte) unix.Errno {
 	return errno
 }
 
-// refusedPort reports whether Landlock's TCP rule for the command (connect
-// only to Policy.ConnectPorts, with Policy.NoNetwork) refuses addr on sock.
-func refusedPort(sock int, addr []byte, pol *Policy) bool {
+// tcpAllowed returns 0 when the command may connect the TCP socket sock to
+// addr (see above): without Policy.NoNetwork; to the proxy (a port of
+// Policy.ConnectPorts, at Policy.Proxy's address when it has one); to a
+// loopback port whose every listener is held by a process of the caller's
+// command (its pid namespace, which is the helper's). Otherwise
+// ECONNREFUSED when nothing listens on that loopback port, EACCES (as
+// Landlock would) when something else does or the address is not local.
+// An address the kernel would refuse (short, of another family) is let
+// through for the kernel to refuse.
+func tcpAllowed(sock int, addr []byte, pol *Policy) unix.Errno {
 	if !pol.NoNetwork || len(addr) < 4 {
-		return false
+		return 0
 	}
 	typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
 	if err != nil || typ != unix.SOCK_STREAM {
-		return false
+		return 0
 	}
 	proto, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL)
 	if err != nil || proto != unix.IPPROTO_TCP && proto != unix.IPPROTO_MPTCP {
-		return false
+		return 0
 	}
-	family := binary.NativeEndian.Uint16(addr)
-	if family != unix.AF_INET && family != unix.AF_INET6 {
-		return false // AF_UNSPEC: a disconnect
+	var ip netip.Addr
+	switch binary.NativeEndian.Uint16(addr) {
+	case unix.AF_INET:
+		if len(addr) < unix.SizeofSockaddrInet4 {
+			return 0
+		}
+		ip = netip.AddrFrom4([4]byte(addr[4:8]))
+	case unix.AF_INET6:
+		if len(addr) < unix.SizeofSockaddrInet6-4 { // SIN6_LEN_RFC2133: no scope id
+			return 0
+		}
+		ip = netip.AddrFrom16([16]byte(addr[8:24])).Unmap()
+	default:
+		return 0 // AF_UNSPEC: a disconnect
 	}
-	return !slices.Contains(pol.ConnectPorts, binary.BigEndian.Uint16(addr[2:4]))
+	port := binary.BigEndian.Uint16(addr[2:4])
+	if slices.Contains(pol.ConnectPorts, port) {
+		proxy, err := netip.ParseAddrPort(pol.Proxy)
+		if err != nil || proxy.Addr().Unmap() == ip {
+			return 0
+		}
+	}
+	if !ip.IsLoopback() && !ip.IsUnspecified() { // 0.0.0.0 and :: mean this host
+		return unix.EACCES
+	}
+	return ownListeners(port)
+}
+
+// ownListeners returns 0 when TCP port is listened on in the helper's
+// network namespace (the sandbox's, shared by toold's commands) only by
+// sockets a process of the helper's pid namespace (the command's tree)
+// holds, ECONNREFUSED when nothing listens on it, EACCES otherwise. Every
+// listener of the port counts, whatever its address and family: which of
+// them a connect would reach is the kernel's choice (SO_REUSEPORT groups,
+// wildcard and dual-stack binds).
+func ownListeners(port uint16) unix.Errno {
+	var inos []string
+	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		ls, err := tcpListeners(family)
+		if err != nil {
+			return unix.EACCES
+		}
+		for _, l := range ls {
+			if l.port != port {
+				continue
+			}
+			if l.ino == 0 { // no file: no process holds it
+				return unix.EACCES
+			}
+			inos = append(inos, "socket:["+strconv.FormatUint(uint64(l.ino), 10)+"]")
+		}
+	}
+	if len(inos) == 0 {
+		return unix.ECONNREFUSED
+	}
+	if !heldInPidNS(inos, true) {
+		return unix.EACCES
+	}
+	return 0
+}
+
+// tcpListener is a listening TCP socket as sock_diag reports it.
+type tcpListener struct {
+	port uint16
+	ino  uint32
+}
+
+// tcpListeners returns the listening TCP sockets of family in the calling
+// thread's network namespace (sock_diag, INET_DIAG).
+func tcpListeners(family uint8) ([]tcpListener, error) {
+	const (
+		hdrLen = unix.SizeofNlMsghdr
+		reqLen = 56 // struct inet_diag_req_v2
+		msgLen = 72 // struct inet_diag_msg
+	)
+	req := make([]byte, hdrLen+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	binary.NativeEndian.PutUint32(req[8:], 1) // seq
+	req[hdrLen] = family
+	req[hdrLen+1] = unix.IPPROTO_TCP
+	binary.NativeEndian.PutUint32(req[hdrLen+4:], 1<<unix.BPF_TCP_LISTEN)
+	var out []tcpListener
+	err := sockDiag(req, func(data []byte) {
+		if len(data) >= msgLen {
+			out = append(out, tcpListener{port: binary.BigEndian.Uint16(data[4:]), ino: binary.NativeEndian.Uint32(data[68:])})
+		}
+	})
+	return out, err
 }
 
 // connectUnix connects the unix socket sock to addr, the caller tid's
@@ -439,6 +543,18 @@ func abstractOwned(name []byte) unix.Errno {
 	if len(inos) == 0 {
 		return unix.ECONNREFUSED
 	}
+	if !heldInPidNS(inos, false) {
+		return unix.EPERM
+	}
+	return 0
+}
+
+// heldInPidNS reports whether a process of the helper's pid namespace (its
+// /proc) holds a descriptor whose link is one of socks ("socket:[ino]"):
+// with all, whether every one of them is held.
+func heldInPidNS(socks []string, all bool) bool {
+	held := make([]bool, len(socks))
+	left := len(socks)
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if p.Name()[0] < '0' || p.Name()[0] > '9' {
@@ -446,12 +562,24 @@ func abstractOwned(name []byte) unix.Errno {
 		}
 		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
 		for _, fd := range fds {
-			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && slices.Contains(inos, l) {
-				return 0
+			l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name())
+			if err != nil {
+				continue
+			}
+			for i, s := range socks {
+				if !held[i] && s == l {
+					if !all {
+						return true
+					}
+					held[i] = true
+					if left--; left == 0 {
+						return true
+					}
+				}
 			}
 		}
 	}
-	return unix.EPERM
+	return false
 }
 
 // vfsID is a bound unix socket's file as sock_diag reports it: the
@@ -482,11 +610,6 @@ var diagBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // unixDiag returns the unix sockets of the calling thread's network
 // namespace (sock_diag, UNIX_DIAG), with what show asks for.
 func unixDiag(show uint32) ([]diagEntry, error) {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(s)
 	const (
 		attrName = 0 // UNIX_DIAG_NAME
 		attrVFS  = 1 // UNIX_DIAG_VFS
@@ -502,10 +625,45 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 	req[hdrLen] = unix.AF_UNIX
 	binary.NativeEndian.PutUint32(req[hdrLen+4:], 0xffffffff) // every state
 	binary.NativeEndian.PutUint32(req[hdrLen+12:], show)
-	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, err
-	}
 	var out []diagEntry
+	err := sockDiag(req, func(data []byte) {
+		if len(data) < msgLen {
+			return
+		}
+		e := diagEntry{ino: binary.NativeEndian.Uint32(data[4:])}
+		for a := data[msgLen:]; len(a) >= 4; {
+			l := int(binary.NativeEndian.Uint16(a))
+			if l < 4 || l > len(a) {
+				break
+			}
+			switch binary.NativeEndian.Uint16(a[2:]) {
+			case attrVFS:
+				if l >= 12 {
+					e.vfs = vfsID{ino: binary.NativeEndian.Uint32(a[4:]), dev: binary.NativeEndian.Uint32(a[8:])}
+				}
+			case attrName:
+				e.name = string(a[4:l])
+			}
+			a = a[min((l+3)&^3, len(a)):]
+		}
+		out = append(out, e)
+	})
+	return out, err
+}
+
+// sockDiag sends the dump request req (its netlink header included) to
+// sock_diag in the calling thread's network namespace and calls each with
+// every answer's payload.
+func sockDiag(req []byte, each func(data []byte)) error {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	const hdrLen = unix.SizeofNlMsghdr
+	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
 	bp := diagBufs.Get().(*[]byte)
 	defer diagBufs.Put(bp)
 	buf := *bp
@@ -515,41 +673,22 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			return nil, err
+			return err
 		}
 		for b := buf[:n]; len(b) >= hdrLen; {
 			l := int(binary.NativeEndian.Uint32(b))
 			if l < hdrLen || l > len(b) {
-				return nil, errors.New("sock_diag: a malformed answer")
+				return errors.New("sock_diag: a malformed answer")
 			}
 			typ, data := binary.NativeEndian.Uint16(b[4:]), b[hdrLen:l]
 			b = b[min((l+3)&^3, len(b)):]
 			switch typ {
 			case unix.NLMSG_DONE:
-				return out, nil
+				return nil
 			case unix.NLMSG_ERROR:
-				return nil, errors.New("sock_diag: an error answer")
+				return errors.New("sock_diag: an error answer")
 			}
-			if len(data) < msgLen {
-				continue
-			}
-			e := diagEntry{ino: binary.NativeEndian.Uint32(data[4:])}
-			for a := data[msgLen:]; len(a) >= 4; {
-				l := int(binary.NativeEndian.Uint16(a))
-				if l < 4 || l > len(a) {
-					break
-				}
-				switch binary.NativeEndian.Uint16(a[2:]) {
-				case attrVFS:
-					if l >= 12 {
-						e.vfs = vfsID{ino: binary.NativeEndian.Uint32(a[4:]), dev: binary.NativeEndian.Uint32(a[8:])}
-					}
-				case attrName:
-					e.name = string(a[4:l])
-				}
-				a = a[min((l+3)&^3, len(a)):]
-			}
-			out = append(out, e)
+			each(data)
 		}
 	}
 }

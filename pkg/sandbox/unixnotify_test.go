@@ -122,8 +122,9 @@ print(r.stdout.strip(), r.stderr.strip())
 // nothing. Nor is another command's abstract socket reached (Landlock's
 // scope kept them apart; the supervisor's threads are outside the
 // command's domain, so it checks who holds the listener). The command's own unix sockets (by path, by abstract name) and
-// TCP to the proxy work; TCP to another port is refused as Landlock would
-// (EACCES, not ECONNREFUSED: nothing listens there);
+// TCP to the proxy work; TCP to another loopback port where nothing
+// listens is refused as the kernel would (ECONNREFUSED; a listener of
+// another command's: EACCES, TestSandboxTCPLoopback);
 // a process outside still connects. It holds by the seccomp supervisor
 // alone (the BPF LSM guard is not loaded here).
 func TestUnixNotifyLateSockets(t *testing.T) {
@@ -286,7 +287,7 @@ print("OTHER-ACCEPTED")`, other}
 		"refused other-abstract 1",
 		"refused datagram 1", "refused socketpair datagram 1",
 		"refused stream sendto 95", "refused seqpacket sendto 107", // EOPNOTSUPP, ENOTCONN: no address at send
-		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 13", "helper untouchable", "racer done",
+		"own stream ping", "own via proc True", "own abstract ping", "via-proxy", "refused tcp 111", "helper untouchable", "racer done",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("want %q in the command's output:\n%s", want, text)

@@ -640,7 +640,7 @@ func forker(pol Policy, lifeline bool, enc *json.Encoder, status *os.File, masks
 		if confined {
 			spec.Policy = nil // applied to this thread already
 		} else {
-			spec.Policy.Isolate = false // supervise applies Landlock
+			spec.Policy.Isolate, spec.Policy.OwnNetns = false, true // supervise applies Landlock
 		}
 		spec.sigs = sigs
 		spec.files = []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"syscall"
@@ -311,11 +312,23 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m.store.maxRecords, m.store.maxAge = cfg.KeepCount, cfg.KeepAge
 	var isolation *error // the isolation probe's result through the helper found, if made
+	isolate := cfg.Sandbox != nil && cfg.Sandbox.Isolate
+	var netnsErr error
+	if isolate {
+		// The network namespace the isolated commands share, first: the
+		// isolation probe runs in it, as they will (setupSandbox).
+		r := trace.StartRegion(context.Background(), "netns")
+		m.netns, netnsErr = sandbox.OpenNetns(cfg.Sandbox.Proxy)
+		r.End()
+	}
 	if m.cfg.Runner.Helper == "" {
-		m.cfg.Runner.Helper, isolation = m.findHelper(cfg.Sandbox != nil && cfg.Sandbox.Isolate)
+		r := trace.StartRegion(context.Background(), "find helper")
+		m.cfg.Runner.Helper, isolation = m.findHelper(isolate && netnsErr == nil)
+		r.End()
 	}
 	if cfg.Sandbox != nil {
-		if err := m.setupSandbox(*cfg.Sandbox, isolation); err != nil {
+		defer trace.StartRegion(context.Background(), "sandbox").End()
+		if err := m.setupSandbox(*cfg.Sandbox, isolation, netnsErr); err != nil {
 			m.store.close()
 			m.warm.Close()
 			_ = m.netns.Close()
@@ -452,7 +465,7 @@ func (m *Manager) openCgroups() {
 // findHelper returns the path of a toold-helper next to the running
 // executable that runs a command correctly, or "" (re-execute this binary).
 // With isolate (the sandbox wants namespaces) it first probes isolation
-// through that helper (sandbox.ProbeIsolation), which runs a command through
+// through that helper (sandbox.ProbeIsolationIn, in m.netns), which runs a command through
 // it too: one process at start instead of two when both work. isolation is
 // then that probe's result for the helper returned (nil: not probed).
 func (m *Manager) findHelper(isolate bool) (helper string, isolation *error) {
@@ -465,7 +478,7 @@ func (m *Manager) findHelper(isolate bool) (helper string, isolation *error) {
 		return "", nil
 	}
 	if isolate {
-		err := sandbox.ProbeIsolation(sandbox.Runner{Helper: path, Args: m.cfg.Runner.Args})
+		err := sandbox.ProbeIsolationIn(sandbox.Runner{Helper: path, Args: m.cfg.Runner.Args}, m.netns)
 		if err == nil {
 			m.cfg.Logger.Debug("command helper", "path", path)
 			return path, &err

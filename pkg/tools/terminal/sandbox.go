@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -31,9 +32,11 @@ type Sensitivity interface {
 // directories, finds out which layers this machine offers (isolation needs
 // namespaces, limits a delegated cgroup, Landlock the kernel's LSM) and
 // says so in the log; with RequireSandbox it fails unless every layer is
-// in force. isolation, when not nil, is the result of the isolation probe
-// already made through m.cfg.Runner (findHelper).
-func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
+// in force. With p.Isolate, NewManager has opened the shared network
+// namespace (m.netns) or failed to (netnsErr); isolation, when not nil, is
+// the result of the isolation probe already made in it through
+// m.cfg.Runner (findHelper).
+func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr error) error {
 	log := m.cfg.Logger
 	p.Writable = append([]string{m.ws.Dir(), m.tmp, m.cache}, p.Writable...)
 	// The kept outputs of every conversation are read through read_output,
@@ -41,31 +44,32 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 	p.Hide = append(slices.Clip(p.Hide), m.store.dir)
 	p.Require = m.cfg.RequireSandbox
 	var isolateWhy, limitsWhy, unixWhy string
-	if p.Isolate {
+	switch {
+	case !p.Isolate:
+		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
+	case netnsErr != nil:
+		// One network namespace for every command (making one per command
+		// costs tens of milliseconds): without it, no isolation.
+		isolateWhy = netnsErr.Error()
+		p.Isolate = false
+	default:
 		if isolation == nil {
-			err := sandbox.ProbeIsolation(m.cfg.Runner)
+			err := sandbox.ProbeIsolationIn(m.cfg.Runner, m.netns)
 			isolation = &err
 		}
 		if err := *isolation; err != nil {
 			isolateWhy = "this machine does not let toold create the sandbox's namespaces: " + err.Error()
 			p.Isolate = false
 		}
-	} else {
-		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
+	}
+	if !p.Isolate && m.netns != nil {
+		_ = m.netns.Close()
+		m.netns = nil
 	}
 	if p.Isolate {
-		// One network namespace for every command: making one per command
-		// costs tens of milliseconds.
-		ns, err := sandbox.OpenNetns(p.Proxy)
-		if err != nil {
-			isolateWhy = err.Error()
-			p.Isolate = false
-		} else {
-			m.netns = ns
-		}
-	}
-	if p.Isolate {
+		r := trace.StartRegion(context.Background(), "limits")
 		lim, err := sandbox.OpenLimits(p.Pids, p.Memory)
+		r.End()
 		if err != nil {
 			limitsWhy = err.Error()
 		} else {
@@ -77,7 +81,10 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 			}
 			// Unix sockets bound after a command started, held by the
 			// kernel (sandbox.UnixGuard) where it lets toold.
-			if g, err := sandbox.GuardUnixSockets(lim); err != nil {
+			r := trace.StartRegion(context.Background(), "unixguard")
+			g, err := sandbox.GuardUnixSockets(lim)
+			r.End()
+			if err != nil {
 				unixWhy = err.Error()
 			} else {
 				m.unixGuard = g
@@ -101,12 +108,14 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error) error {
 		}
 		if p.Proxy != "" {
 			// Loopback inside the sandbox is the sandbox's own.
-			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
+			// "[::1]" as well: Python before 3.12 compares the bracketed host.
+			m.env["NO_PROXY"], m.env["no_proxy"] = "localhost,127.0.0.1,::1,[::1]", "localhost,127.0.0.1,::1,[::1]"
 		}
 	}
 	if p.Isolate {
 		// Helpers started ahead of time, their sandbox ready: most of an
 		// isolated command's cost is off its path (sandbox.Warm).
+		defer trace.StartRegion(context.Background(), "warm").End()
 		m.warm = sandbox.NewWarm(m.cfg.Runner, m.netns.File(), m.limits, m.cfg.KillGrace, warmHelpers, m.warmPolicy)
 	}
 	m.layers = m.describeLayers(p, isolateWhy, limitsWhy, unixWhy)
@@ -147,8 +156,12 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 			unixWhy = "no per-command cgroups to tell commands by"
 		}
 		unixHow := unixGuards(m.unixGuard, unixWhy)
+		tcp := "no other TCP"
+		if sandbox.UnixSupervisorSupported() == nil {
+			tcp = "no other TCP out; a command's own TCP servers on loopback reachable to it, no other command's"
+		}
 		if p.Proxy != "" {
-			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, no other TCP, no DNS" + unixHow})
+			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only; toold's egress proxy forwarded in at " + p.Proxy + " (host rules, private-address guard); no UDP, " + tcp + ", no DNS" + unixHow})
 		} else {
 			ls = append(ls, sandbox.Layer{Name: sandbox.LayerNetwork, InForce: true, Detail: "network namespace with loopback only: no network (terminal.network: false)" + unixHow})
 		}
