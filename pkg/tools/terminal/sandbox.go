@@ -57,7 +57,12 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr erro
 			err := sandbox.ProbeIsolationIn(m.cfg.Runner, m.netns)
 			isolation = &err
 		}
-		if err := *isolation; err != nil {
+		switch err := *isolation; {
+		case errors.Is(err, sandbox.ErrProbeUnfinished):
+			// Not a refusal: fail closed, isolated. If the kernel does
+			// refuse, every command fails and says so.
+			log.Warn("terminal: the sandbox's isolation probe did not finish (a loaded machine); commands stay isolated", "err", err)
+		case err != nil:
 			isolateWhy = "this machine does not let toold create the sandbox's namespaces: " + err.Error()
 			p.Isolate = false
 		}
