@@ -97,33 +97,9 @@ func TestSandboxTCPLoopback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "via-proxy\n")
-	})}
-	go srv.Serve(proxyLn)
-	defer srv.Close()
-	proxyPort := proxyLn.Addr().(*net.TCPAddr).Port
+	proxyLn, proxyPort := proxyStandIn(t)
 	// A service on the host's loopback.
-	host, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	var hostHits atomic.Int64
-	go func() {
-		for {
-			conn, err := host.Accept()
-			if err != nil {
-				return
-			}
-			hostHits.Add(1)
-			conn.Close()
-		}
-	}()
+	host, hostHits := countingListener(t, "tcp", "127.0.0.1:0")
 
 	pol := c.policy()
 	pol.Proxy, pol.NoNetwork, pol.ConnectPorts = proxyLn.Addr().String(), true, []uint16{uint16(proxyPort)}
@@ -307,4 +283,45 @@ func BenchmarkTCPConnectOwn(b *testing.B) {
 		}
 		b.ReportMetric(ns, "ns/connect")
 	})
+}
+
+// countingListener listens on network/address outside any sandbox and
+// counts the connections it accepts (each closed at once); it is closed
+// when the test ends.
+func countingListener(t *testing.T, network, address string) (net.Listener, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conn.Close()
+		}
+	}()
+	return ln, &accepted
+}
+
+// proxyStandIn serves "via-proxy" over HTTP on a loopback port, standing
+// in for toold's egress proxy; it returns the listener (closed when the
+// test ends) and its port.
+func proxyStandIn(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "via-proxy\n")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln, ln.Addr().(*net.TCPAddr).Port
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,16 +156,7 @@ func lateSockets(t *testing.T, py, racer string, warm bool) {
 		t.Fatal(err)
 	}
 	// A stand-in for the egress proxy.
-	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "via-proxy\n")
-	})}
-	go srv.Serve(proxyLn)
-	defer srv.Close()
-	proxyPort := proxyLn.Addr().(*net.TCPAddr).Port
+	proxyLn, proxyPort := proxyStandIn(t)
 
 	pol := c.policy()
 	pol.Proxy, pol.NoNetwork, pol.ConnectPorts = proxyLn.Addr().String(), true, []uint16{uint16(proxyPort)}
@@ -240,22 +230,7 @@ print("OTHER-ACCEPTED")`, other}
 	if _, err := os.ReadFile(filepath.Join(c.ws, "ready")); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", late)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conn.Close()
-		}
-	}()
+	_, accepted := countingListener(t, "unix", late)
 	pc, err := net.ListenPacket("unixgram", late+".dgram")
 	if err != nil {
 		t.Fatal(err)
@@ -447,22 +422,7 @@ print("own ok")`, late}
 		<-p.Done()
 	})
 	p.Detach() // its owner (toold) is gone
-	ln, err := net.Listen("unix", late)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conn.Close()
-		}
-	}()
+	_, accepted := countingListener(t, "unix", late)
 	if err := os.WriteFile(filepath.Join(c.ws, "go"), []byte("go\n"), 0); err != nil {
 		t.Fatal(err)
 	}
