@@ -49,8 +49,10 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr erro
 		isolateWhy = "terminal.network is true: commands share the host's network and file system view (the operator's choice)"
 	case netnsErr != nil:
 		// One network namespace for every command (making one per command
-		// costs tens of milliseconds): without it, no isolation.
-		isolateWhy = netnsErr.Error()
+		// costs tens of milliseconds): without it, no isolation. The
+		// reason reads as the probe's does (a container's operator looks
+		// for one sentence).
+		isolateWhy = "this machine does not let toold create the sandbox's namespaces: " + netnsErr.Error()
 		p.Isolate = false
 	default:
 		if isolation == nil {
