@@ -65,7 +65,7 @@ func TestUnixNotifyFailsClosed(t *testing.T) {
 			listener <- -1
 			return
 		}
-		prog := seccompProgram(seccompArch(), true)
+		prog := seccompProgram(seccompArch(), true, true)
 		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 		fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&fprog)))

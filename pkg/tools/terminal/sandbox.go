@@ -178,11 +178,8 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		if abi == 0 {
 			w.Detail = "no namespaces (" + isolateWhy + ") and no Landlock on this kernel"
 		}
-		ls = append(ls, w,
-			sandbox.Layer{Name: sandbox.LayerReads, Detail: isolateWhy},
-			sandbox.Layer{Name: sandbox.LayerNetwork, Detail: isolateWhy},
-			sandbox.Layer{Name: sandbox.LayerControlPlane, Detail: isolateWhy},
-		)
+		ls = append(ls, w, sandbox.Layer{Name: sandbox.LayerReads, Detail: isolateWhy})
+		ls = append(ls, supervisedLayers(p, isolateWhy, abi)...)
 	}
 	if m.limits != nil && limitsWhy == "" {
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, InForce: true, Detail: m.limits.Describe()})
@@ -190,6 +187,35 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, Detail: limitsWhy})
 	}
 	return ls
+}
+
+// supervisedLayers are the network and control plane layers of the
+// Landlock-only sandbox (no namespaces: isolateWhy): in force where each
+// command's helper supervises its connects (sandbox.Policy's
+// supervisedWithoutNamespaces: a kernel with the supervisor's needs,
+// terminal.network proxy or false), missing otherwise.
+func supervisedLayers(p sandbox.Policy, isolateWhy string, abi int) []sandbox.Layer {
+	sup := sandbox.UnixSupervisorSupported()
+	if !p.NoNetwork || p.NoUnixSupervisor || sup != nil {
+		why := isolateWhy
+		if p.NoNetwork && sup != nil {
+			why += "; no seccomp supervisor: " + sup.Error()
+		}
+		return []sandbox.Layer{{Name: sandbox.LayerNetwork, Detail: why}, {Name: sandbox.LayerControlPlane, Detail: why}}
+	}
+	out := "no network (terminal.network: false)"
+	if p.Proxy != "" {
+		out = "TCP only to toold's egress proxy at " + p.Proxy + " (host rules, private-address guard) and to the command's own listeners"
+	}
+	bind := "TCP bind to ports the kernel picks only (Landlock), listeners in toold's network namespace"
+	if abi < 4 {
+		bind = "TCP bind NOT restricted (Landlock ABI 4 needed), listeners in toold's network namespace"
+	}
+	return []sandbox.Layer{
+		{Name: sandbox.LayerNetwork, InForce: true, Detail: "no network namespace (" + isolateWhy + "): every connect is made by the command's helper (seccomp supervisor): " + out +
+			"; unix sockets only the command's own; no UDP, raw or other sockets, no TCP Fast Open, no DNS; " + bind},
+		{Name: sandbox.LayerControlPlane, InForce: true, Detail: "toold's socket and listeners refused to commands by their helper's supervisor (not the command's own), and toold refuses its commands' processes as clients; toold cannot be signalled or traced (Landlock); its processes are visible (no pid namespace)"},
+	}
 }
 
 // unixGuards says, for the network layer, what holds unix sockets bound
