@@ -47,10 +47,12 @@
 // readable and executable, but only Policy.Writable directories (the
 // workspace and a temp dir), a few device files and the terminal devices
 // are writable; with NoNetwork, TCP connect and bind are refused as well
-// — bind only without Isolate and the supervisor: an isolated command's
-// network namespace has loopback only, so its own test servers may listen
-// there (Landlock does
-// not cover UDP on ABI < 10, nor unix sockets by path); and
+// — bind only without the supervisor: an isolated command's network
+// namespace has loopback only, so its own test servers may listen there,
+// and without namespaces a supervised command may bind ports the kernel
+// picks (port 0); the supervisor decides its connects (Landlock does not
+// cover UDP on ABI < 10, nor unix sockets by path: the seccomp filter
+// makes no UDP socket, and the supervisor decides unix connects); and
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
 // setuid programs (sudo) do not gain privileges.

@@ -33,12 +33,19 @@ import (
 // command's own processes; the pid namespace hides every other process,
 // and Landlock keeps the command from tracing outside its domain.
 //
-// With notify (an isolated command, where the kernel has what the
-// supervisor needs: unixnotify.go), connect goes to toold's unix-socket
-// supervisor (SECCOMP_RET_USER_NOTIF), and unix datagram sockets are not
-// made (socket and socketpair of AF_UNIX with a type other than
-// SOCK_STREAM and SOCK_SEQPACKET: EPERM), because a datagram socket
-// addresses a socket by path at every send.
+// With notify (where the kernel has what the supervisor needs:
+// unixnotify.go), connect goes to the command's unix-socket supervisor
+// (SECCOMP_RET_USER_NOTIF). With notify or Policy.NoNetwork, the sockets a
+// command makes are limited: AF_UNIX only as a stream or seqpacket (a
+// datagram socket addresses a socket by path at every send), AF_INET and
+// AF_INET6 only as a TCP stream (no UDP — a datagram names its peer at
+// every send, which a filter cannot read —, no raw, ICMP or SCTP socket):
+// EPERM; AF_NETLINK; no other family (EAFNOSUPPORT: AF_VSOCK would reach
+// the VM's host, AF_PACKET the link). And TCP Fast Open is refused
+// (EOPNOTSUPP, as where the kernel's client side is off): MSG_FASTOPEN on
+// sendto, sendmsg and sendmmsg connects without connect(2) — past the
+// supervisor and Landlock's port rule —, and TCP_FASTOPEN_CONNECT defers
+// the connection past the supervisor's decision.
 //
 // Each refused call fails with EPERM (ENOSYS where said), which programs
 // handle as the feature being unavailable. The filter is installed on the

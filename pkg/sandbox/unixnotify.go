@@ -57,7 +57,9 @@ import (
 //     helper connects as given only when the listening socket (sock_diag,
 //     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
 //     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
-//     EPERM otherwise (ECONNREFUSED when nothing has the name).
+//     EPERM otherwise (ECONNREFUSED when nothing has the name); the
+//     helper holds that listener across the connect (a unix socket's name
+//     is freed only with the socket), so the name cannot change hands.
 //   - AF_INET, AF_INET6 TCP, with Policy.NoNetwork: the helper's threads
 //     are not in the command's Landlock domain (which allows connect only
 //     to Policy.ConnectPorts), so the helper decides (tcpAllowed):
@@ -71,9 +73,19 @@ import (
 //     would) otherwise. Bind is not the supervisor's: where it is in
 //     force, Landlock leaves bind alone in the namespace, which has
 //     loopback only (Policy.loopbackBind).
-//     The check and the connect are not atomic: a command that closes its
-//     own listener meanwhile, while another command binds the same port,
-//     reaches that one (as with abstract names).
+//     The listeners checked are held across the connect (pidfd_getfd of
+//     the holding process's descriptor: none can close and free the port
+//     for another command's listener) and the port is checked again after
+//     it: a listener not the command's that joined meanwhile (a
+//     SO_REUSEPORT group) resets the connection, EACCES. A listener that
+//     joins, gets the connection, accepts it and leaves again between the
+//     two checks is not seen.
+//   - Without namespaces (the Landlock-only sandbox, Policy.Supervised),
+//     the helper serves the notify fd its command's confining stage sent
+//     it, and "the command's" is the helper's descendants rather than its
+//     pid namespace: a unix socket by path is connected only when a
+//     process of the command's tree holds it (there is no sandbox network
+//     namespace to list), an abstract name or a loopback port likewise.
 //   - anything else: connected as given.
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV:
@@ -173,18 +185,32 @@ type supervisor struct {
 	tree int
 }
 
-// procs returns the pids of the command's tree, as /proc names.
-func (s *supervisor) procs() []string {
+// eachProc calls f with the pid of each process of the command's tree, as
+// a /proc name, the caller's process (caller, its pid) first — most often
+// the one that holds the listener it connects to (a test and its server) —
+// until f returns false. The rest of the tree is listed only when f asks
+// for more: in the Landlock-only sandbox that is a read of every
+// process's stat (Descendants).
+func (s *supervisor) eachProc(caller string, f func(pid string) bool) {
+	if !f(caller) {
+		return
+	}
+	var rest []string
 	if s.tree == 0 {
-		names, _ := readDirNames("/proc")
-		return names
+		rest, _ = readDirNames("/proc")
+	} else {
+		for _, p := range Descendants(s.tree) {
+			rest = append(rest, strconv.Itoa(p))
+		}
 	}
-	pids := Descendants(s.tree)
-	out := make([]string, len(pids))
-	for i, p := range pids {
-		out[i] = strconv.Itoa(p)
+	for _, p := range rest {
+		if p == caller || p[0] < '0' || p[0] > '9' {
+			continue
+		}
+		if !f(p) {
+			return
+		}
 	}
-	return out
 }
 
 // readDirNames returns the names in dir.
@@ -281,7 +307,7 @@ func (s *supervisor) emulateConnect(fd int, n *seccompNotif) unix.Errno {
 	case unix.AF_UNIX:
 		return s.connectUnix(sock, addr, tid)
 	case unix.AF_INET, unix.AF_INET6:
-		return s.connectTCP(sock, addr)
+		return s.connectTCP(sock, addr, tgidOf(tid))
 	}
 	return rawConnect(sock, addr)
 }
@@ -341,7 +367,7 @@ func rawConnect(sock int, addr []byte) unix.Errno {
 // Otherwise ECONNREFUSED when nothing listens on that loopback port,
 // EACCES (as Landlock would) when something else does or the address is
 // not local.
-func (s *supervisor) connectTCP(sock int, addr []byte) unix.Errno {
+func (s *supervisor) connectTCP(sock int, addr []byte, caller string) unix.Errno {
 	port, local, errno := s.tcpTarget(sock, addr)
 	if errno != 0 {
 		return errno
@@ -349,7 +375,7 @@ func (s *supervisor) connectTCP(sock int, addr []byte) unix.Errno {
 	if !local {
 		return rawConnect(sock, addr)
 	}
-	held, errno := s.holdListeners(port)
+	held, inos, errno := s.holdListeners(port, caller, nil)
 	defer closeAll(held)
 	if errno != 0 {
 		return errno
@@ -357,7 +383,10 @@ func (s *supervisor) connectTCP(sock int, addr []byte) unix.Errno {
 	if errno := rawConnect(sock, addr); errno != 0 {
 		return errno
 	}
-	after, errno := s.holdListeners(port)
+	// Those checked count as the command's even if it closed them
+	// meanwhile (a server that accepts once and closes its listener):
+	// only a listener that joined since is looked for.
+	after, _, errno := s.holdListeners(port, caller, inos)
 	closeAll(after)
 	if errno != 0 {
 		// Disconnect (AF_UNSPEC): an established TCP connection is reset.
@@ -420,40 +449,45 @@ func closeAll(fds []int) {
 }
 
 // holdListeners returns duplicates of every socket listening on TCP port
-// in the helper's network namespace when each is held by a process of the
-// command's tree (pidfd_getfd of that process's descriptor, checked to be
-// the same socket): while the supervisor holds them, none of them can
-// close and free the port for another command's listener. Otherwise it
-// holds nothing and returns ECONNREFUSED when nothing listens on the port,
-// EACCES when another listens on it. Every listener of the port counts,
-// whatever its address and family: which of them a connect would reach is
-// the kernel's choice (SO_REUSEPORT groups, wildcard and dual-stack
-// binds).
-func (s *supervisor) holdListeners(port uint16) ([]int, unix.Errno) {
+// in the helper's network namespace, and their inodes, when each is held
+// by a process of the command's tree (pidfd_getfd of that process's
+// descriptor, checked to be the same socket): while the supervisor holds
+// them, none of them can close and free the port for another command's
+// listener. Otherwise it holds nothing and returns ECONNREFUSED when
+// nothing listens on the port, EACCES when another listens on it. Every
+// listener of the port counts, whatever its address and family: which of
+// them a connect would reach is the kernel's choice (SO_REUSEPORT groups,
+// wildcard and dual-stack binds). Listeners whose inode is in known (held
+// already) are neither held again nor looked for; with known, nothing
+// listening on the port is no refusal.
+func (s *supervisor) holdListeners(port uint16, caller string, known []uint32) ([]int, []uint32, unix.Errno) {
 	var inos []uint32
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		ls, err := tcpListeners(family)
 		if err != nil {
-			return nil, unix.EACCES
+			return nil, nil, unix.EACCES
 		}
 		for _, l := range ls {
-			if l.port != port {
+			if l.port != port || slices.Contains(known, l.ino) {
 				continue
 			}
 			if l.ino == 0 { // no file: no process holds it
-				return nil, unix.EACCES
+				return nil, nil, unix.EACCES
 			}
 			inos = append(inos, l.ino)
 		}
 	}
 	if len(inos) == 0 {
-		return nil, unix.ECONNREFUSED
+		if known != nil {
+			return nil, nil, 0
+		}
+		return nil, nil, unix.ECONNREFUSED
 	}
-	held, ok := s.hold(inos)
+	held, ok := s.hold(inos, caller)
 	if !ok {
-		return nil, unix.EACCES
+		return nil, nil, unix.EACCES
 	}
-	return held, 0
+	return held, inos, 0
 }
 
 // tcpListener is a listening TCP socket as sock_diag reports it.
@@ -496,7 +530,7 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) unix.Errno {
 	if addr[2] == 0 {
 		// The listener held across the connect: its name stays its own
 		// (a unix socket's address is released with the socket only).
-		held, errno := s.holdAbstract(addr[2:])
+		held, errno := s.holdAbstract(addr[2:], tgidOf(tid))
 		defer closeAll(held)
 		if errno != 0 {
 			return errno
@@ -512,7 +546,7 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) unix.Errno {
 		return errno
 	}
 	defer unix.Close(file)
-	if errno := s.boundInSandbox(file); errno != 0 {
+	if errno := s.boundInSandbox(file, tgidOf(tid)); errno != 0 {
 		return errno
 	}
 	name := "/proc/self/fd/" + strconv.Itoa(file)
@@ -585,7 +619,7 @@ func tgidOf(tid int) string {
 // an isolated command; without namespaces (s.tree), bound in it by a
 // socket a process of the command's tree holds. ECONNREFUSED when it is
 // not a socket (as connect would), EPERM otherwise.
-func (s *supervisor) boundInSandbox(file int) unix.Errno {
+func (s *supervisor) boundInSandbox(file int, caller string) unix.Errno {
 	var st unix.Stat_t
 	if err := unix.Fstat(file, &st); err != nil {
 		return unix.EPERM
@@ -607,7 +641,7 @@ func (s *supervisor) boundInSandbox(file int) unix.Errno {
 		if e.vfs != want {
 			continue
 		}
-		if s.tree == 0 || s.holds(e.ino) {
+		if s.tree == 0 || s.holds(e.ino, caller) {
 			return 0
 		}
 		return unix.EPERM
@@ -619,7 +653,7 @@ func (s *supervisor) boundInSandbox(file int) unix.Errno {
 // abstract name (its leading NUL included) in the helper's network
 // namespace when a process of the command's tree holds it (hold),
 // ECONNREFUSED when nothing listens on it, EPERM otherwise.
-func (s *supervisor) holdAbstract(name []byte) ([]int, unix.Errno) {
+func (s *supervisor) holdAbstract(name []byte, caller string) ([]int, unix.Errno) {
 	bound, err := unixDiag(udiagShowName)
 	if err != nil {
 		return nil, unix.EPERM
@@ -634,7 +668,7 @@ func (s *supervisor) holdAbstract(name []byte) ([]int, unix.Errno) {
 	if ino == 0 {
 		return nil, unix.ECONNREFUSED
 	}
-	held, ok := s.hold([]uint32{ino})
+	held, ok := s.hold([]uint32{ino}, caller)
 	if !ok {
 		return nil, unix.EPERM
 	}
@@ -645,29 +679,29 @@ func (s *supervisor) holdAbstract(name []byte) ([]int, unix.Errno) {
 // socket (unix sockets included).
 const tcpListen = 10
 
-// holds reports whether a process of the command's tree holds a
-// descriptor of the socket ino.
-func (s *supervisor) holds(ino uint32) bool {
+// holds reports whether a process of the command's tree (caller, the
+// caller's pid, first) holds a descriptor of the socket ino.
+func (s *supervisor) holds(ino uint32, caller string) bool {
 	link := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-	for _, p := range s.procs() {
-		if p[0] < '0' || p[0] > '9' {
-			continue
-		}
+	found := false
+	s.eachProc(caller, func(p string) bool {
 		fds, _ := readDirNames("/proc/" + p + "/fd")
 		for _, fd := range fds {
 			if l, err := os.Readlink("/proc/" + p + "/fd/" + fd); err == nil && l == link {
-				return true
+				found = true
+				return false
 			}
 		}
-	}
-	return false
+		return true
+	})
+	return found
 }
 
 // hold returns a duplicate of each socket of inos, taken (pidfd_getfd)
-// from a process of the command's tree that holds it and checked to be
-// that socket; ok is false, and nothing is held, when one of them is not
-// held by the command's tree.
-func (s *supervisor) hold(inos []uint32) (fds []int, ok bool) {
+// from a process of the command's tree (caller, the caller's pid, first)
+// that holds it and checked to be that socket; ok is false, and nothing
+// is held, when one of them is not held by the command's tree.
+func (s *supervisor) hold(inos []uint32, caller string) (fds []int, ok bool) {
 	links := make(map[string]int, len(inos)) // "socket:[ino]" -> index
 	for i, ino := range inos {
 		links["socket:["+strconv.FormatUint(uint64(ino), 10)+"]"] = i
@@ -677,15 +711,14 @@ func (s *supervisor) hold(inos []uint32) (fds []int, ok bool) {
 		got[i] = -1
 	}
 	left := len(inos)
-	for _, p := range s.procs() {
-		if left == 0 {
-			break
-		}
-		if p[0] < '0' || p[0] > '9' {
-			continue
-		}
+	s.eachProc(caller, func(p string) bool {
 		names, _ := readDirNames("/proc/" + p + "/fd")
 		pidfd := -1
+		defer func() {
+			if pidfd >= 0 {
+				unix.Close(pidfd)
+			}
+		}()
 		for _, n := range names {
 			l, err := os.Readlink("/proc/" + p + "/fd/" + n)
 			if err != nil {
@@ -699,7 +732,7 @@ func (s *supervisor) hold(inos []uint32) (fds []int, ok bool) {
 				pid, _ := strconv.Atoi(p)
 				if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
 					pidfd = -1
-					break
+					return true
 				}
 			}
 			target, _ := strconv.Atoi(n)
@@ -713,12 +746,12 @@ func (s *supervisor) hold(inos []uint32) (fds []int, ok bool) {
 				continue
 			}
 			got[i] = fd
-			left--
+			if left--; left == 0 {
+				return false
+			}
 		}
-		if pidfd >= 0 {
-			unix.Close(pidfd)
-		}
-	}
+		return true
+	})
 	if left > 0 {
 		for _, fd := range got {
 			if fd >= 0 {
