@@ -260,7 +260,9 @@ sleep 100.%[1]s`, tok, trapped)
 	if !exit.Stopped || exit.Err != nil {
 		t.Errorf("exit %+v, want stopped", exit)
 	}
-	if took < 250*time.Millisecond || took > 10*time.Second {
+	// At least the grace (one process ignores SIGTERM), and far less than
+	// the sleeps' 100 s (the grace's SIGKILL ended it, nothing waited).
+	if took < 250*time.Millisecond || took > 60*time.Second {
 		t.Errorf("stopping took %s; want about the grace period (300ms), as one process ignores SIGTERM", took)
 	}
 	if !strings.Contains(out(), "ready") {
@@ -337,12 +339,10 @@ func TestTerminalHangup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForMsg(t, func() bool { return strings.Contains(screen.String(), "ready> ") }, screen.String) // the shell reads its terminal
-	begin := time.Now()
 	p.Stop()
 	<-p.Done()
-	if took := time.Since(begin); took > 4*time.Second {
-		t.Errorf("stopping an interactive shell took %s; SIGHUP should end it at once (the grace is 5s)", took)
-	}
+	// SIGHUP ended it, not the grace's SIGKILL (an interactive shell
+	// ignores SIGTERM).
 	if exit := p.Exit(); !exit.Stopped || exit.Signal != syscall.SIGHUP {
 		t.Errorf("exit %+v, want stopped by SIGHUP", exit)
 	}
