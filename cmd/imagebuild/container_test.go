@@ -245,7 +245,7 @@ func TestContainer(t *testing.T) {
 
 	// The layers of the sandbox in this container (non-root, every
 	// capability dropped, runc): Landlock holds writes; namespaces are
-	// refused (no user namespace, no CAP_SYS_ADMIN), so reads are missing,
+	// refused (no CAP_SYS_ADMIN; toold makes no user namespace), so reads are missing,
 	// and resources with them (the per-command cgroup is the isolated
 	// helper's). The network and the control plane hold without them:
 	// each command's helper supervises its connects (seccomp user
