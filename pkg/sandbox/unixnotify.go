@@ -546,7 +546,7 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) unix.Errno {
 		return errno
 	}
 	defer unix.Close(file)
-	if errno := s.boundInSandbox(file, tgidOf(tid)); errno != 0 {
+	if errno := s.boundInSandbox(file, tid); errno != 0 {
 		return errno
 	}
 	name := "/proc/self/fd/" + strconv.Itoa(file)
@@ -617,9 +617,10 @@ func tgidOf(tid int) string {
 // boundInSandbox returns 0 when file (O_PATH) is a socket the command may
 // connect to: bound in the helper's network namespace (the sandbox's) for
 // an isolated command; without namespaces (s.tree), bound in it by a
-// socket a process of the command's tree holds. ECONNREFUSED when it is
-// not a socket (as connect would), EPERM otherwise.
-func (s *supervisor) boundInSandbox(file int, caller string) unix.Errno {
+// socket a process of the command's tree (the caller, thread tid, first)
+// holds. ECONNREFUSED when it is not a socket (as connect would), EPERM
+// otherwise.
+func (s *supervisor) boundInSandbox(file int, tid int) unix.Errno {
 	var st unix.Stat_t
 	if err := unix.Fstat(file, &st); err != nil {
 		return unix.EPERM
@@ -641,7 +642,7 @@ func (s *supervisor) boundInSandbox(file int, caller string) unix.Errno {
 		if e.vfs != want {
 			continue
 		}
-		if s.tree == 0 || s.holds(e.ino, caller) {
+		if s.tree == 0 || s.holds(e.ino, tgidOf(tid)) {
 			return 0
 		}
 		return unix.EPERM
