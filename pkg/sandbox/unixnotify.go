@@ -77,9 +77,10 @@ import (
 //     the holding process's descriptor: none can close and free the port
 //     for another command's listener) and the port is checked again after
 //     it: a listener not the command's that joined meanwhile (a
-//     SO_REUSEPORT group) resets the connection, EACCES. A listener that
-//     joins, gets the connection, accepts it and leaves again between the
-//     two checks is not seen.
+//     SO_REUSEPORT group) resets the connection, EACCES — and so does a
+//     server's end of it that another process holds (a listener that
+//     joined, got the connection, accepted it and left again between the
+//     two checks; one that left without accepting took it with it).
 //   - Without namespaces (the Landlock-only sandbox, Policy.Supervised),
 //     the helper serves the notify fd its command's confining stage sent
 //     it, and "the command's" is the helper's descendants rather than its
@@ -388,6 +389,9 @@ func (s *supervisor) connectTCP(sock int, addr []byte, caller string) unix.Errno
 	// only a listener that joined since is looked for.
 	after, _, errno := s.holdListeners(port, caller, inos)
 	closeAll(after)
+	if errno == 0 {
+		errno = s.serverEndHeld(sock, caller)
+	}
 	if errno != 0 {
 		// Disconnect (AF_UNSPEC): an established TCP connection is reset.
 		unspec := make([]byte, unix.SizeofSockaddrInet6)
@@ -490,15 +494,22 @@ func (s *supervisor) holdListeners(port uint16, caller string, known []uint32) (
 	return held, inos, 0
 }
 
-// tcpListener is a listening TCP socket as sock_diag reports it.
+// tcpListener is a TCP socket as sock_diag reports it: its local port
+// (port), its peer's (dport) and its inode (0 when no process holds it).
 type tcpListener struct {
-	port uint16
-	ino  uint32
+	port, dport uint16
+	ino         uint32
 }
 
 // tcpListeners returns the listening TCP sockets of family in the calling
 // thread's network namespace (sock_diag, INET_DIAG).
 func tcpListeners(family uint8) ([]tcpListener, error) {
+	return tcpSockets(family, 1<<unix.BPF_TCP_LISTEN)
+}
+
+// tcpSockets returns the TCP sockets of family in the calling thread's
+// network namespace whose state is in the mask states (1 << TCP_*).
+func tcpSockets(family uint8, states uint32) ([]tcpListener, error) {
 	const (
 		hdrLen = unix.SizeofNlMsghdr
 		reqLen = 56 // struct inet_diag_req_v2
@@ -511,14 +522,92 @@ func tcpListeners(family uint8) ([]tcpListener, error) {
 	binary.NativeEndian.PutUint32(req[8:], 1) // seq
 	req[hdrLen] = family
 	req[hdrLen+1] = unix.IPPROTO_TCP
-	binary.NativeEndian.PutUint32(req[hdrLen+4:], 1<<unix.BPF_TCP_LISTEN)
+	binary.NativeEndian.PutUint32(req[hdrLen+4:], states)
 	var out []tcpListener
 	err := sockDiag(req, func(data []byte) {
 		if len(data) >= msgLen {
-			out = append(out, tcpListener{port: binary.BigEndian.Uint16(data[4:]), ino: binary.NativeEndian.Uint32(data[68:])})
+			out = append(out, tcpListener{port: binary.BigEndian.Uint16(data[4:]), dport: binary.BigEndian.Uint16(data[6:]),
+				ino: binary.NativeEndian.Uint32(data[68:])})
 		}
 	})
 	return out, err
+}
+
+// serverEndHeld returns 0 when the server's end of the loopback connection
+// sock just made is not the end of another: not accepted yet (it waits in
+// the queue of a listener — every listener of the port was checked as the
+// command's after the connect, and a listener that left meanwhile took its
+// queue with it, reset), gone, or held by a process of the command's tree
+// (caller first). EACCES when another process accepted it: a listener
+// that joined the port, got the connection, accepted it and left again
+// between the supervisor's two checks. The server's end is looked up by
+// the connection's addresses (sock_diag, one hash lookup; a dump of the
+// established sockets walks the kernel's whole table, milliseconds).
+func (s *supervisor) serverEndHeld(sock int, caller string) unix.Errno {
+	local, err := unix.Getsockname(sock)
+	if err != nil {
+		return unix.EACCES
+	}
+	peer, err := unix.Getpeername(sock)
+	if err != nil {
+		return 0 // reset already: nothing to reach
+	}
+	const (
+		hdrLen = unix.SizeofNlMsghdr
+		reqLen = 56 // struct inet_diag_req_v2
+		msgLen = 72 // struct inet_diag_msg
+	)
+	req := make([]byte, hdrLen+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	binary.NativeEndian.PutUint32(req[8:], 1) // seq
+	r := req[hdrLen:]
+	r[1] = unix.IPPROTO_TCP
+	binary.NativeEndian.PutUint32(r[4:], ^uint32(0))
+	// The server's end: its source is the client's peer, its destination
+	// the client.
+	switch l := local.(type) {
+	case *unix.SockaddrInet4:
+		p, ok := peer.(*unix.SockaddrInet4)
+		if !ok {
+			return unix.EACCES
+		}
+		r[0] = unix.AF_INET
+		binary.BigEndian.PutUint16(r[8:], uint16(p.Port))
+		binary.BigEndian.PutUint16(r[10:], uint16(l.Port))
+		copy(r[12:], p.Addr[:])
+		copy(r[28:], l.Addr[:])
+	case *unix.SockaddrInet6:
+		p, ok := peer.(*unix.SockaddrInet6)
+		if !ok {
+			return unix.EACCES
+		}
+		r[0] = unix.AF_INET6
+		binary.BigEndian.PutUint16(r[8:], uint16(p.Port))
+		binary.BigEndian.PutUint16(r[10:], uint16(l.Port))
+		copy(r[12:], p.Addr[:])
+		copy(r[28:], l.Addr[:])
+	default:
+		return unix.EACCES
+	}
+	binary.NativeEndian.PutUint32(r[48:], ^uint32(0)) // INET_DIAG_NOCOOKIE
+	binary.NativeEndian.PutUint32(r[52:], ^uint32(0))
+	var ino uint32
+	err = sockDiag(req, func(data []byte) {
+		if len(data) >= msgLen {
+			ino = binary.NativeEndian.Uint32(data[68:])
+		}
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return 0 // gone
+	case err != nil:
+		return unix.EACCES
+	case ino != 0 && !s.holds(ino, caller):
+		return unix.EACCES
+	}
+	return 0
 }
 
 // connectUnix connects the unix socket sock to addr, the caller tid's
@@ -834,9 +923,10 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 	return out, err
 }
 
-// sockDiag sends the dump request req (its netlink header included) to
+// sockDiag sends the request req (its netlink header included) to
 // sock_diag in the calling thread's network namespace and calls each with
-// every answer's payload.
+// every answer's payload: a dump's until its end, a lookup's one. An
+// error answer is returned (wrapping its errno).
 func sockDiag(req []byte, each func(data []byte)) error {
 	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
@@ -847,6 +937,7 @@ func sockDiag(req []byte, each func(data []byte)) error {
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
+	dump := binary.NativeEndian.Uint16(req[6:])&unix.NLM_F_DUMP == unix.NLM_F_DUMP
 	bp := diagBufs.Get().(*[]byte)
 	defer diagBufs.Put(bp)
 	buf := *bp
@@ -869,9 +960,17 @@ func sockDiag(req []byte, each func(data []byte)) error {
 			case unix.NLMSG_DONE:
 				return nil
 			case unix.NLMSG_ERROR:
+				if len(data) >= 4 {
+					if e := -int32(binary.NativeEndian.Uint32(data)); e > 0 {
+						return fmt.Errorf("sock_diag: %w", unix.Errno(e))
+					}
+				}
 				return errors.New("sock_diag: an error answer")
 			}
 			each(data)
+			if !dump {
+				return nil // one answer, no NLMSG_DONE
+			}
 		}
 	}
 }
