@@ -321,6 +321,11 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			pol := *spec.Policy
 			pol.Supervised = true
 			spec.Policy = &pol
+		} else if spec.Policy.Supervised {
+			// Only this helper says so: nothing serves the stage's fd 3.
+			pol := *spec.Policy
+			pol.Supervised = false
+			spec.Policy = &pol
 		}
 		// Confined in the command's own first process, not here: the
 		// helper stays outside the command's Landlock domain, so that

@@ -494,22 +494,15 @@ func (s *supervisor) holdListeners(port uint16, caller string, known []uint32) (
 	return held, inos, 0
 }
 
-// tcpListener is a TCP socket as sock_diag reports it: its local port
-// (port), its peer's (dport) and its inode (0 when no process holds it).
+// tcpListener is a listening TCP socket as sock_diag reports it.
 type tcpListener struct {
-	port, dport uint16
-	ino         uint32
+	port uint16
+	ino  uint32
 }
 
 // tcpListeners returns the listening TCP sockets of family in the calling
 // thread's network namespace (sock_diag, INET_DIAG).
 func tcpListeners(family uint8) ([]tcpListener, error) {
-	return tcpSockets(family, 1<<unix.BPF_TCP_LISTEN)
-}
-
-// tcpSockets returns the TCP sockets of family in the calling thread's
-// network namespace whose state is in the mask states (1 << TCP_*).
-func tcpSockets(family uint8, states uint32) ([]tcpListener, error) {
 	const (
 		hdrLen = unix.SizeofNlMsghdr
 		reqLen = 56 // struct inet_diag_req_v2
@@ -522,12 +515,11 @@ func tcpSockets(family uint8, states uint32) ([]tcpListener, error) {
 	binary.NativeEndian.PutUint32(req[8:], 1) // seq
 	req[hdrLen] = family
 	req[hdrLen+1] = unix.IPPROTO_TCP
-	binary.NativeEndian.PutUint32(req[hdrLen+4:], states)
+	binary.NativeEndian.PutUint32(req[hdrLen+4:], 1<<unix.BPF_TCP_LISTEN)
 	var out []tcpListener
 	err := sockDiag(req, func(data []byte) {
 		if len(data) >= msgLen {
-			out = append(out, tcpListener{port: binary.BigEndian.Uint16(data[4:]), dport: binary.BigEndian.Uint16(data[6:]),
-				ino: binary.NativeEndian.Uint32(data[68:])})
+			out = append(out, tcpListener{port: binary.BigEndian.Uint16(data[4:]), ino: binary.NativeEndian.Uint32(data[68:])})
 		}
 	})
 	return out, err
