@@ -34,7 +34,9 @@ import (
 // — so the tree is exactly the cgroup's members, without walking /proc; and
 // cgroup.kill kills all of them at once, forks racing with the kill
 // included. The command sees an ordinary process: its own pid in the
-// daemon's pid namespace, signals and /proc as usual.
+// daemon's pid namespace, signals and /proc as usual, in a process group
+// of its own (a session of its own when it runs on a terminal or toold has
+// a controlling terminal: see Start).
 //
 // The guarantees are the helper's (see the package documentation):
 //
@@ -304,8 +306,19 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir}
 	stdio.attach(cmd)
+	// A session of its own where a terminal is involved: the command's
+	// (it becomes the command's controlling terminal), or toold's, which a
+	// command in toold's session could open as /dev/tty (and hang reading
+	// it, or push input into it). Otherwise a process group of its own
+	// does the same for signals (kill 0 reaches only the command's group)
+	// at a fraction of the cost: setsid(2) makes the kernel create a
+	// scheduler autogroup per session (CONFIG_SCHED_AUTOGROUP, on in most
+	// distributions), 140–300 µs of every command's start on this machine
+	// (bench/profiles-2026-11-27-outpath.md).
+	session := stdio.Terminal || hasControllingTerminal()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:  true,
+		Setsid:  session,
+		Setpgid: !session,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 		// No parent-death signal: the kernel would send it when the thread
@@ -329,6 +342,21 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 		c.put(cg)
 	}()
 	return p, nil
+}
+
+// hasControllingTerminal reports whether toold has a controlling terminal
+// (when it cannot tell, that it has). It is asked at every start: a
+// session leader without one (toold under systemd) acquires one by
+// opening a terminal without O_NOCTTY.
+func hasControllingTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		unix.Close(fd)
+		return true
+	}
+	// ENXIO: no controlling terminal; ENOENT: no /dev/tty to open one
+	// by, in this mount namespace (the commands' too).
+	return err != unix.ENXIO && err != unix.ENOENT
 }
 
 // startErrorOf explains a failed start as the helper does.
