@@ -345,19 +345,33 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 }
 
 // hasControllingTerminal reports whether toold has a controlling terminal
-// (when it cannot tell, that it has). It is asked at every start: a
-// session leader without one (toold under systemd) acquires one by
-// opening a terminal without O_NOCTTY.
+// (when it cannot tell, that it has). A session leader without one (toold
+// under systemd) acquires one by opening a terminal without O_NOCTTY, so
+// it asks again at every start; a process that leads no session never
+// acquires one, so once it had none the answer is kept.
 func hasControllingTerminal() bool {
+	if noTerminalForGood.Load() {
+		return false
+	}
 	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err == nil {
+	switch err {
+	case nil:
 		unix.Close(fd)
 		return true
+	case unix.ENXIO: // no controlling terminal
+		if sid, err := unix.Getsid(0); err == nil && sid != os.Getpid() {
+			noTerminalForGood.Store(true)
+		}
+		return false
+	case unix.ENOENT: // no /dev/tty to open one by, for the commands either
+		return false
 	}
-	// ENXIO: no controlling terminal; ENOENT: no /dev/tty to open one
-	// by, in this mount namespace (the commands' too).
-	return err != unix.ENXIO && err != unix.ENOENT
+	return true
 }
+
+// noTerminalForGood: toold has no controlling terminal and, leading no
+// session, cannot acquire one (see hasControllingTerminal).
+var noTerminalForGood atomic.Bool
 
 // startErrorOf explains a failed start as the helper does.
 func startErrorOf(spec Spec, err error) error {
