@@ -37,6 +37,7 @@ type bench struct {
 	only     *regexp.Regexp
 	profiles string  // directory for pprof profiles of rows that miss
 	peersDir string  // testdata/mcp, where the MCP peers are installed
+	ladderd  string  // the ladder row's server (default: ladderd beside toolbench)
 	current  *daemon // the toold started last, when profiling
 }
 
@@ -57,6 +58,7 @@ func main() {
 		corpus   = flag.String("corpus", runtime.GOROOT()+"/src", "the tree the search rows search")
 		profiles = flag.String("profiles", "", "write CPU and allocation profiles of toold for rows that miss their target into this directory")
 		peersDir = flag.String("peers", "testdata/mcp", "where `make mcp-peers` installed the MCP peers")
+		ladderd  = flag.String("ladderd", "", "the ladder row's server (default: ladderd beside toolbench; go build ./cmd/toolbench/ladderd)")
 	)
 	flag.Parse()
 	self, err := os.Executable()
@@ -68,7 +70,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, peersDir: *peersDir}
+	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, peersDir: *peersDir, ladderd: *ladderd}
 	if *rows != "" {
 		b.only = regexp.MustCompile(*rows)
 	}
