@@ -97,6 +97,12 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 			if err != nil {
 				return fail(fmt.Errorf("rung %s: %v", r.id, err))
 			}
+			if b.profiles != "" {
+				// Every toold rung's profiles are kept (as ladder-ID),
+				// target or not: they say what its step is made of.
+				d.missed = append(d.missed, "ladder-"+r.id)
+				b.current = nil
+			}
 			cv, err := openConv(ctx, d.client, &pb.Hello{})
 			if err != nil {
 				d.stop()
