@@ -41,6 +41,13 @@ type bench struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve-mcp-proxy" {
+		if err := serveMCPProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "toolbench serve-mcp-proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "serve-bare" {
 		if err := serveBare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "toolbench serve-bare:", err)
