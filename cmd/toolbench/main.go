@@ -36,6 +36,7 @@ type bench struct {
 	rows     []*Row
 	only     *regexp.Regexp
 	profiles string  // directory for pprof profiles of rows that miss
+	trace    bool    // with profiles: toold's execution trace too
 	peersDir string  // testdata/mcp, where the MCP peers are installed
 	current  *daemon // the toold started last, when profiling
 }
@@ -63,6 +64,7 @@ func main() {
 		mdOut    = flag.String("md", "", "write the markdown table to this file")
 		corpus   = flag.String("corpus", runtime.GOROOT()+"/src", "the tree the search rows search")
 		profiles = flag.String("profiles", "", "write CPU and allocation profiles of toold for rows that miss their target into this directory")
+		trace    = flag.Bool("trace", false, "with -profiles: also keep toold's execution trace (ID.trace, for go tool trace)")
 		peersDir = flag.String("peers", "testdata/mcp", "where `make mcp-peers` installed the MCP peers")
 	)
 	flag.Parse()
@@ -75,7 +77,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, peersDir: *peersDir}
+	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, trace: *trace, peersDir: *peersDir}
 	if *rows != "" {
 		b.only = regexp.MustCompile(*rows)
 	}

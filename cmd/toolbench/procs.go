@@ -42,6 +42,7 @@ type daemon struct {
 	// With -profiles: toold's CPU and allocation profiles (written when it
 	// stops), kept under profDir for the rows in missed.
 	cpuProf, memProf, profDir string
+	trace                     string // the execution trace (-trace), or ""
 	missed                    []string
 	stopped                   bool
 }
@@ -61,6 +62,10 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 	if b.profiles != "" {
 		d.cpuProf, d.memProf, d.profDir = sock+".cpu.pprof", sock+".allocs.pprof", b.profiles
 		args = append(args, "--cpuprofile", d.cpuProf, "--memprofile", d.memProf)
+		if b.trace {
+			d.trace = sock + ".trace"
+			args = append(args, "--trace", d.trace)
+		}
 		b.current = d
 	}
 	cmd := exec.Command(b.toold, args...)
@@ -160,16 +165,21 @@ func (d *daemon) stop() {
 }
 
 // keepProfiles copies the daemon's profiles (once it has stopped) to
-// profDir as ID.cpu.pprof and ID.allocs.pprof.
+// profDir as ID.cpu.pprof and ID.allocs.pprof, and its execution trace as
+// ID.trace.
 func (d *daemon) keepProfiles(id string) {
 	if err := os.MkdirAll(d.profDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)
 		return
 	}
-	for src, kind := range map[string]string{d.cpuProf: "cpu", d.memProf: "allocs"} {
+	keep := map[string]string{d.cpuProf: id + ".cpu.pprof", d.memProf: id + ".allocs.pprof"}
+	if d.trace != "" {
+		keep[d.trace] = id + ".trace"
+	}
+	for src, name := range keep {
 		b, err := os.ReadFile(src)
 		if err == nil {
-			err = os.WriteFile(filepath.Join(d.profDir, id+"."+kind+".pprof"), b, 0o644)
+			err = os.WriteFile(filepath.Join(d.profDir, name), b, 0o644)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)

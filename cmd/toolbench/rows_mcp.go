@@ -195,7 +195,8 @@ func (b *bench) rowReadFile(ctx context.Context, ws string) []*Row {
 // reach, in the same run: the hop (toolbench serve-mcp-proxy, a bare gRPC
 // server calling the same server with the go-sdk and answering with
 // toold's End) and the hop sending toold's Start first (as toold does for
-// a call that may wait, while the server works).
+// a call that may wait, while the server works). A second toold, without
+// audit and history, shows their share.
 func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 	row := &Row{ID: "mcp-echo", Title: "8. MCP tool (server-everything `echo`) through toold", Kind: Latency, Target: "p50 ≤ 1.5× direct go-sdk",
 		check: func(r *Row) bool { return r.Ratio <= 1.5 }}
@@ -207,12 +208,23 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 	if err != nil {
 		return fail(err)
 	}
-	cfg, err := b.writeConfig("mcp", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{
-		"mcpServers": map[string]any{"everything": map[string]any{"command": p.node, "args": []string{p.everything, "stdio"}}},
-	}})
+	servers := map[string]any{"everything": map[string]any{"command": p.node, "args": []string{p.everything, "stdio"}}}
+	cfg, err := b.writeConfig("mcp", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{"mcpServers": servers}})
 	if err != nil {
 		return fail(err)
 	}
+	// A second toold without audit and history: their share, same run.
+	cfgOff, err := b.writeConfig("mcp-off", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{"mcpServers": servers},
+		"audit": map[string]any{"enabled": false}, "history": map[string]any{"backend": "off"}})
+	if err != nil {
+		return fail(err)
+	}
+	off, err := b.startToold(ctx, ws, "--config", cfgOff)
+	if err != nil {
+		return fail(err)
+	}
+	defer off.stop()
+	// Started last: with -profiles, the profiles are this one's.
 	d, err := b.startToold(ctx, ws, "--config", cfg)
 	if err != nil {
 		return fail(err)
@@ -253,7 +265,12 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 		return fail(err)
 	}
 	defer hsc.close()
-	got := make([]string, 4)
+	oc, err := openConv(ctx, off.client, &pb.Hello{OmitExecuting: true})
+	if err != nil {
+		return fail(err)
+	}
+	defer oc.close()
+	got := make([]string, 5)
 	echo := func(c *conv, i int) func() (time.Duration, error) {
 		return timed(func() error {
 			res, err := c.call("everything__echo", echoArgs)
@@ -275,7 +292,7 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 		got[1] = resultText(r)
 		return nil
 	})
-	sides := []func() (time.Duration, error){echo(tc, 0), directCall, echo(hc, 2), echo(hsc, 3)}
+	sides := []func() (time.Duration, error){echo(tc, 0), directCall, echo(hc, 2), echo(hsc, 3), echo(oc, 4)}
 	n := b.iters(1000)
 	if _, err := roundsN(50, 2, sides...); err != nil {
 		return fail(err)
@@ -301,13 +318,14 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 	row.Base = []Measure{latencies("direct go-sdk", ds[1]),
 		latencies("the hop (bare gRPC server calling the go-sdk, End only)", ds[2]),
 		latencies("the hop sending toold's Start first", ds[3]),
+		latencies("toold without audit and history", ds[4]),
 		latencies("no-op call (think) on the same toold", dthink)}
 	if slices.ContainsFunc(got, func(s string) bool { return s != got[0] }) {
 		row.Error = fmt.Sprintf("results differ: %q", got)
 	} else {
 		direct := row.Base[0].P50
 		row.Verified = fmt.Sprintf("same text %q all ways; the hop is %.2f× direct, with Start %.2f×; echo through toold less its no-op round trip: %s (direct: %s)",
-			got[0], row.Base[1].P50/direct, row.Base[2].P50/direct, ms(row.Toold.P50-row.Base[3].P50), ms(direct))
+			got[0], row.Base[1].P50/direct, row.Base[2].P50/direct, ms(row.Toold.P50-row.Base[4].P50), ms(direct))
 	}
 	return []*Row{row}
 }
