@@ -64,7 +64,7 @@ func main() {
 		mdOut    = flag.String("md", "", "write the markdown table to this file")
 		corpus   = flag.String("corpus", runtime.GOROOT()+"/src", "the tree the search rows search")
 		profiles = flag.String("profiles", "", "write CPU and allocation profiles of toold for rows that miss their target into this directory")
-		trace    = flag.Bool("trace", false, "with -profiles: also keep toold's execution trace (ID.trace, for go tool trace)")
+		trace    = flag.Bool("trace", false, "with -profiles: also keep toold's execution trace (ID.trace, for go tool trace), and row 8's hop's (ID.hop-start.trace)")
 		peersDir = flag.String("peers", "testdata/mcp", "where `make mcp-peers` installed the MCP peers")
 	)
 	flag.Parse()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -245,7 +246,14 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 		return fail(err)
 	}
 	defer hop.stop()
-	hopStart, err := b.startServer("serve-mcp-proxy", evs, "--", p.node, p.everything, "stdio")
+	var hopTrace []string
+	if b.trace && b.profiles != "" {
+		if err := os.MkdirAll(b.profiles, 0o755); err != nil {
+			return fail(err)
+		}
+		hopTrace = []string{"-trace", filepath.Join(b.profiles, row.ID+".hop-start.trace")}
+	}
+	hopStart, err := b.startServer("serve-mcp-proxy", evs, append(hopTrace, "--", p.node, p.everything, "stdio")...)
 	if err != nil {
 		return fail(err)
 	}
@@ -384,8 +392,22 @@ func serveMCPProxy(args []string) error {
 	fs := flag.NewFlagSet("serve-mcp-proxy", flag.ContinueOnError)
 	sock := fs.String("socket", "", "unix socket to serve on")
 	replyPath := fs.String("reply", "", "file with the ServerEvents to answer with (the last an End)")
+	traceOut := fs.String("trace", "", "write an execution trace to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer func() {
+			trace.Stop()
+			f.Close()
+		}()
 	}
 	replies, err := readReplies(*replyPath)
 	if err != nil {
