@@ -273,3 +273,62 @@ func TestAttackGitfileSubmoduleRedirect(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackVcsArguments: the version-control tool's arguments as a hostile
+// model sends them — options where a ref goes (--output, --exec,
+// --upload-pack, --config-env), ref:path and paths outside the workspace,
+// pathspec magic, a transport URL, .git itself as a path, a message that
+// looks like options — in YOLO. None may write outside the workspace,
+// print a secret from outside it, change the person's .git/config or run
+// anything; each must end (refused or done), never hang.
+func TestAttackVcsArguments(t *testing.T) {
+	g := newGitGuard(t)
+	secret := "SECRET-outside-" + randomHex(t, 6)
+	keys := t.TempDir()
+	os.WriteFile(filepath.Join(keys, "key"), []byte(secret+"\n"), 0o600)
+	os.Symlink(keys, filepath.Join(g.ws, "out"))
+	config, _ := os.ReadFile(filepath.Join(g.ws, ".git", "config"))
+	mark := filepath.Join(g.outside, "ran")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"git_diff", map[string]any{"ref": "--output=" + mark}},
+		{"git_diff", map[string]any{"ref": "--ext-diff"}},
+		{"git_log", map[string]any{"ref": "--exec=touch " + mark}},
+		{"git_log", map[string]any{"ref": "--output=" + mark}},
+		{"git_log", map[string]any{"path": "../" + filepath.Base(keys) + "/key"}},
+		{"git_log", map[string]any{"path": ":(top)../x"}},
+		{"git_show", map[string]any{"ref": "HEAD", "path": filepath.Join(keys, "key")}},
+		{"git_show", map[string]any{"ref": "HEAD", "path": "out/key"}},
+		{"git_show", map[string]any{"ref": "HEAD:../key"}},
+		{"git_show", map[string]any{"ref": "--textconv"}},
+		{"git_show", map[string]any{"ref": "ext::sh -c touch% " + mark}},
+		{"git_diff", map[string]any{"paths": []any{":(glob)**", ":(top)../", "out/key", "../"}}},
+		{"git_branch", map[string]any{"action": "create", "name": "x", "start_point": "--upload-pack=touch " + mark}},
+		{"git_branch", map[string]any{"action": "create", "name": "--config-env=core.fsmonitor=PATH"}},
+		{"git_branch", map[string]any{"action": "switch", "name": "-"}},
+		{"git_commit", map[string]any{"message": "--no-verify -c core.fsmonitor=touch " + mark, "paths": []any{".git/config"}}},
+		{"git_commit", map[string]any{"message": "m", "paths": []any{"out/key"}}},
+		{"git_commit", map[string]any{"message": "m", "paths": []any{"../"}}},
+		{"git_commit", map[string]any{"message": "m", "paths": []any{".git"}}},
+		{"git_commit", map[string]any{"message": "m", "paths": []any{"nested/.git/config"}}},
+	} {
+		text, ok := g.tool(c.tool, c.args)
+		if strings.Contains(text, secret) {
+			t.Errorf("%s %v printed the secret outside the workspace: %s", c.tool, c.args, text)
+		}
+		if _, err := os.Lstat(mark); err == nil {
+			t.Fatalf("%s %v: %s was made (ok=%v: %s)", c.tool, c.args, mark, ok, text)
+		}
+		if now, _ := os.ReadFile(filepath.Join(g.ws, ".git", "config")); !bytes.Equal(now, config) {
+			t.Fatalf("%s %v changed .git/config:\n%s", c.tool, c.args, now)
+		}
+	}
+	if out := g.hostGit(".", "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "key") || strings.Contains(out, ".git/") {
+		t.Errorf("the person's history has a path it must not:\n%s", out)
+	}
+	if ran := g.personsGit("."); len(ran) > 0 {
+		t.Errorf("the person's git ran: %v", ran)
+	}
+}
