@@ -332,3 +332,56 @@ func TestAttackVcsArguments(t *testing.T) {
 		t.Errorf("the person's git ran: %v", ran)
 	}
 }
+
+// TestAttackPersonsConfigNamesWorkspaceFiles: the person's own git config
+// names programs that live in the work tree — core.hooksPath=.husky (as
+// husky sets it), a clean filter and an fsmonitor that are scripts of the
+// repository. The files are the workspace's, writable by every command;
+// a command (inline Python, which AUTO runs unasked) rewrites them, and
+// the person's git status and commit afterwards, on the host, run them.
+//
+// Known open (reported to the lead): the read-only git directories do not
+// cover what the person's config names outside them. Logged as pending
+// (failing with TOOLD_ATTACK_PENDING=fail).
+func TestAttackPersonsConfigNamesWorkspaceFiles(t *testing.T) {
+	for _, mode := range []string{"yolo", "auto"} {
+		t.Run(mode, func(t *testing.T) {
+			g := newGitGuard(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = mode }))
+			g.c.approve = false
+			g.write(".husky/pre-commit", "#!/bin/sh\ntrue\n")
+			g.write("scripts/clean.sh", "#!/bin/sh\ncat\n")
+			g.write("scripts/fsmonitor.sh", "#!/bin/sh\nexit 1\n")
+			g.write(".gitattributes", "*.md filter=tidy\n")
+			for _, f := range []string{".husky/pre-commit", "scripts/clean.sh", "scripts/fsmonitor.sh"} {
+				os.Chmod(filepath.Join(g.ws, f), 0o755)
+			}
+			g.hostGit(".", "config", "core.hooksPath", ".husky")
+			g.hostGit(".", "config", "filter.tidy.clean", "scripts/clean.sh")
+			g.hostGit(".", "config", "core.fsmonitor", "scripts/fsmonitor.sh")
+			g.hostGit(".", "add", "-A")
+			g.hostGit(".", "commit", "-qm", "the person's scripts")
+			for _, c := range []struct{ name, file string }{
+				{"husky hook", ".husky/pre-commit"}, {"clean filter script", "scripts/clean.sh"}, {"fsmonitor script", "scripts/fsmonitor.sh"},
+			} {
+				line := fmt.Sprintf("#!/bin/sh\ntouch %s\ncat 2>/dev/null; exit 1\n", filepath.Join(g.outside, strings.ReplaceAll(c.name, " ", "-")))
+				hidden := fmt.Sprintf(`python3 -c "import base64; open('%s','w').write(base64.b64decode('%s').decode())"`, c.file, base64.StdEncoding.EncodeToString([]byte(line)))
+				code, text, asked := g.try(".", hidden+" 2>&1")
+				g.write("README.md", "changed by "+c.name+"\n")
+				newHostGit(g.ws, "add", "README.md").Run() // the person stages it: the clean filter runs
+				ran := g.personsGit(".")
+				switch {
+				case len(ran) > 0 && os.Getenv("TOOLD_ATTACK_PENDING") == "fail":
+					t.Errorf("%s: the person's git ran what a command wrote: %v (exit %d, asked %d: %s)", c.name, ran, code, asked, text)
+				case len(ran) > 0:
+					t.Logf("%s: pending (the person's config names a workspace file): the person's git ran what a command wrote: %v", c.name, ran)
+				default:
+					t.Logf("%s: now contained (exit %d, asked %d) — make it required", c.name, code, asked)
+				}
+				for _, e := range ran {
+					os.Remove(filepath.Join(g.outside, e))
+				}
+				g.hostGit(".", "checkout", "-q", "HEAD", "--", c.file)
+			}
+		})
+	}
+}
