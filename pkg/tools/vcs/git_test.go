@@ -453,6 +453,13 @@ func TestSubmodules(t *testing.T) {
 		t.Fatalf("lib's gitlink is not its new HEAD %s: %s", head, got)
 	}
 
+	// A submodule removed from the work tree: its deletion is staged.
+	os.RemoveAll(filepath.Join(r.dir, "lib"))
+	r.mustCall("git_commit", map[string]any{"message": "drop lib", "paths": []any{"lib"}})
+	if got := r.git("ls-tree", "HEAD", "lib"); got != "" {
+		t.Fatalf("lib is still in HEAD after its removal was committed: %s", got)
+	}
+
 	// A repository of its own, not a submodule.
 	r.write("nested/x", "x\n")
 	r.git("-C", "nested", "init", "-q")

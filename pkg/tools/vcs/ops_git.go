@@ -600,8 +600,8 @@ func (v *VCS) refuseNestedRepositories(ctx context.Context, paths []string) erro
 // the submodule's own configuration (its filters, its textconv), which
 // driverOverrides does not empty, and with the git directories writable.
 // A submodule is left out of git add (pathspec magic) and its gitlink
-// updated to the commit its HEAD names by git update-index, which runs
-// nothing in it.
+// updated to the commit its HEAD names (or removed, when its directory is
+// gone) by git update-index, which runs nothing in it.
 func (v *VCS) stage(ctx context.Context, paths []string) error {
 	ls, err := v.exec(ctx, append([]string{"ls-files", "--stage", "-z", "--"}, paths...)...)
 	if err != nil {
@@ -641,7 +641,9 @@ func (v *VCS) stage(ctx context.Context, paths []string) error {
 	if r.exit != 0 && !strings.Contains(string(r.stderr), "did not match any files") {
 		return failed("git_commit (staging the paths)", r)
 	}
-	r, err = v.runGit(ctx, append([]string{"update-index", "--"}, gitlinks...)...)
+	// --remove: a submodule whose directory is gone is staged as deleted,
+	// as git add -A would.
+	r, err = v.runGit(ctx, append([]string{"update-index", "--remove", "--"}, gitlinks...)...)
 	if err != nil {
 		return err
 	}
