@@ -185,8 +185,23 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		}
 		spec.Shim = &sh
 	}
+	// The helper leads the command's process group (the command and the
+	// processes it starts stay in it unless they move; kill 0 reaches
+	// them and the helper, which then stops the tree). A session of its
+	// own only where it is needed, as in Cgroups.Start: for a terminal (it
+	// becomes the controlling terminal), when toold has a controlling
+	// terminal (a command in toold's session could open it as /dev/tty),
+	// and for a shim, whose tree outlives toold (a process group of
+	// toold's session would be orphaned at toold's death, and the kernel
+	// sends SIGHUP to an orphaned group with a stopped member). setsid(2)
+	// makes the kernel create a scheduler autogroup per session
+	// (CONFIG_SCHED_AUTOGROUP), a cost every command's start paid
+	// (bench/profiles-2026-11-27-outpath.md). Stopping the tree never
+	// relies on either: the helper signals its descendants.
+	session := stdio.Terminal || spec.Shim != nil || hasControllingTerminal()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:  true,
+		Setsid:  session,
+		Setpgid: !session,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 	}
