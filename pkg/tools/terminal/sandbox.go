@@ -100,6 +100,9 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr erro
 	} else {
 		limitsWhy = "the per-command cgroup is made by the isolated helper, and isolation is off"
 	}
+	if p.Isolate {
+		m.openSecretGuard()
+	}
 	m.policy = &p
 	m.env["TMPDIR"] = m.tmp
 	if p.Isolate {
@@ -157,7 +160,7 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 	if p.Isolate {
 		ls = append(ls,
 			sandbox.Layer{Name: sandbox.LayerWrites, InForce: true, Detail: "mount namespace: everything read-only but the workspace, the temp dir, the cache dir and terminal.writable; no capabilities; " + landlock},
-			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked; private /proc"},
+			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked as each command starts; private /proc; " + m.secretsHow()},
 		)
 		if unixWhy == "" {
 			unixWhy = "no per-command cgroups to tell commands by"
@@ -190,6 +193,40 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, Detail: limitsWhy})
 	}
 	return ls
+}
+
+// openSecretGuard starts the guard of the secrets that appear in the
+// workspace or toold's home directory while a command runs
+// (sandbox.SecretGuard), or notes why it cannot (secretWhy): without it,
+// such a secret is masked only for the commands that start after it.
+func (m *Manager) openSecretGuard() {
+	if m.cfg.Secrets == nil {
+		m.secretWhy = "no sensitive paths configured"
+		return
+	}
+	roots := []string{m.ws.Dir()}
+	if home, err := os.UserHomeDir(); err == nil {
+		if real, err := filepath.EvalSymlinks(home); err == nil && real != "/" {
+			roots = append(roots, real)
+		}
+	}
+	r := trace.StartRegion(context.Background(), "secretguard")
+	g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: roots, Sensitive: m.cfg.Secrets.Sensitive, Netns: m.netns.File(), Logger: m.cfg.Logger})
+	r.End()
+	if err != nil {
+		m.secretWhy = err.Error()
+		return
+	}
+	m.secretGuard = g
+}
+
+// secretsHow says, for the reads layer, what holds a secret that appears
+// while a command runs.
+func (m *Manager) secretsHow() string {
+	if m.secretGuard != nil {
+		return m.secretGuard.Describe()
+	}
+	return "a secret that appears while a command runs is NOT refused to it, only masked for the commands after it (no secret guard: " + m.secretWhy + ")"
 }
 
 // unixGuards says, for the network layer, what holds unix sockets bound
