@@ -196,7 +196,7 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 }
 
 // openSecretGuard starts the guard of the secrets that appear in the
-// workspace or toold's home directory while a command runs
+// workspace or a home directory while a command runs
 // (sandbox.SecretGuard), or notes why it cannot (secretWhy): without it,
 // such a secret is masked only for the commands that start after it.
 func (m *Manager) openSecretGuard() {
@@ -204,9 +204,19 @@ func (m *Manager) openSecretGuard() {
 		m.secretWhy = "no sensitive paths configured"
 		return
 	}
+	// The workspace and every home directory whose secrets are masked
+	// (toold's, /root, /home/*).
 	roots := []string{m.ws.Dir()}
+	homes, _ := filepath.Glob("/home/*")
 	if home, err := os.UserHomeDir(); err == nil {
-		if real, err := filepath.EvalSymlinks(home); err == nil && real != "/" {
+		homes = append(homes, home)
+	}
+	for _, h := range append(homes, "/root") {
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil || real == "/" || slices.Contains(roots, real) {
+			continue
+		}
+		if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 			roots = append(roots, real)
 		}
 	}
