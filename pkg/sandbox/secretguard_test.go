@@ -366,3 +366,56 @@ func TestSecretGuardGoneAllows(t *testing.T) {
 		t.Fatalf("cat after the guard's process was killed: %v, %q (child: %s)", err, catOut.String(), childOut.String())
 	}
 }
+
+// ownScript writes a .env of its own, reads it back, keeps it open and
+// waits; then reads it again through what it holds.
+const ownScript = `import os
+open(".env", "w").write("MINE\n")
+print("own", repr(open(".env").read()), flush=True)
+fd = os.open(".env", os.O_RDONLY)
+open("started", "w").close()
+open("go").read()
+print("after", repr(os.pread(fd, 100, 0)))
+`
+
+// TestSecretGuardOwnFileWrittenOutside: a .env a command wrote itself is
+// its own (it reads it back); once a process outside the sandbox writes a
+// secret into it, the command holding it is killed before it reads that.
+func TestSecretGuardOwnFileWrittenOutside(t *testing.T) {
+	s := newGuardSetup(t)
+	py, err := exec.LookPath("python3")
+	testenv.Need(t, err, "python3")
+	if err := unix.Mkfifo(filepath.Join(s.ws, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, out := s.start(t, ctx, py, ownScript)
+	s.waitFile(t, "started")
+	s.waitMarked(t, ".env")
+	f, err := os.OpenFile(filepath.Join(s.ws, ".env"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(lateSecret + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	testenv.Poll(t, time.Minute, "the guard killing the holder", func() bool {
+		_, _, killed := s.guard.Stats()
+		return killed > 0
+	})
+	if fd, err := unix.Open(filepath.Join(s.ws, "go"), unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+		unix.Write(fd, []byte("go\n"))
+		unix.Close(fd)
+	}
+	exit := p.Exit()
+	text := <-out
+	t.Logf("exit %s:\n%s", exit, text)
+	if !strings.Contains(text, "own 'MINE\\n'") {
+		t.Errorf("the command could not read the .env it wrote:\n%s", text)
+	}
+	if strings.Contains(text, lateSecret) {
+		t.Errorf("the command read what a process outside wrote into its file:\n%s", text)
+	}
+}
