@@ -246,7 +246,7 @@ func TestCancelAndTimeout(t *testing.T) {
 	start := time.Now()
 	c.callTimeout("capped", "sleep", `{"ms":60000}`, time.Hour)
 	res, _ = c.end("capped")
-	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_TIMEOUT || time.Since(start) > 5*time.Second {
+	if res.GetError().GetCode() != pb.ErrorCode_ERROR_CODE_TIMEOUT || time.Since(start) > 30*time.Second { // capped at 1s, not the sleep's 60s
 		t.Fatalf("capped call: %v after %v", res, time.Since(start))
 	}
 	<-observed

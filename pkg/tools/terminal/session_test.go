@@ -82,7 +82,7 @@ func TestSessionResizeAndInterrupt(t *testing.T) {
 	e.must("conv", "send_input", map[string]any{"session_id": id, "data": "\u0003"})
 	e.must("conv", "send_input", map[string]any{"session_id": id, "data": "echo after-$((6*7))\n"})
 	e.expect("conv", id, "after-42")
-	if took := time.Since(begin); took > 5*time.Second {
+	if took := time.Since(begin); took > 60*time.Second { // not the sleep's 100 s
 		t.Errorf("Ctrl-C took %s", took)
 	}
 	checkNoSurvivors(t, "100."+tok)

@@ -353,7 +353,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 	if res == nil || !strings.Contains(res.Text, "started") || !strings.Contains(res.Text, "stopped after its timeout") {
 		t.Fatalf("result %v", res)
 	}
-	if took > 10*time.Second {
+	if took > 60*time.Second { // the timeout's 0.5 s, not the sleeps' 100 s
 		t.Errorf("took %s", took)
 	}
 	checkNoSurvivors(t, tok)
