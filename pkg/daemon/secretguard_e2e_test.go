@@ -129,3 +129,33 @@ echo DONE`
 		}
 	}
 }
+
+// TestSecretGuardOptionEndToEnd: terminal.secret_guard: false turns the
+// guard off, and the reads layer's detail says so: a secret that appears
+// while a command runs is not refused to it.
+func TestSecretGuardOptionEndToEnd(t *testing.T) {
+	off := false
+	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) {
+		c.ApprovalMode = "yolo"
+		c.Terminal.SecretGuard = &off
+	}))
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "off"}}})
+	w, err := x.s.Recv()
+	if err != nil || w.GetWelcome() == nil {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	for _, l := range w.GetWelcome().GetSandbox().GetLayers() {
+		if l.GetName() != "reads" {
+			continue
+		}
+		if !l.GetInForce() {
+			t.Skipf("the reads layer is not in force here: %s", l.GetDetail())
+		}
+		if !strings.Contains(l.GetDetail(), "NOT refused to it") || !strings.Contains(l.GetDetail(), "secret_guard is false") {
+			t.Errorf("the reads layer does not say the guard is off: %s", l.GetDetail())
+		}
+		return
+	}
+	t.Fatal("no reads layer in Welcome")
+}

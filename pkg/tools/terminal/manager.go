@@ -64,6 +64,10 @@ type Config struct {
 	// for the person to run. toold's version-control tool (Exec) writes
 	// them either way.
 	GitWritable bool
+	// NoSecretGuard turns the secret guard off (terminal.secret_guard:
+	// false): a secret that appears while a command runs is then masked
+	// only for the commands that start after it.
+	NoSecretGuard bool
 	// Secrets tells which files of the workspace sandboxed commands must
 	// not read (.env, keys): they are masked. Nil: none besides
 	// Sandbox.Hide.

@@ -200,6 +200,10 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 // (sandbox.SecretGuard), or notes why it cannot (secretWhy): without it,
 // such a secret is masked only for the commands that start after it.
 func (m *Manager) openSecretGuard() {
+	if m.cfg.NoSecretGuard {
+		m.secretWhy = "terminal.secret_guard is false (the operator's choice)"
+		return
+	}
 	if m.cfg.Secrets == nil {
 		m.secretWhy = "no sensitive paths configured"
 		return
