@@ -67,6 +67,7 @@ type SecretGuard struct {
 
 	notify, perm, modify *os.File
 	mounts               map[[2]int32]*os.File // fsid -> a root on that file system
+	skipped              []string              // roots whose file system cannot be watched
 
 	mu     sync.Mutex
 	marked map[fileKey]*secretMark
@@ -143,25 +144,23 @@ func OpenSecretGuard(cfg SecretGuardConfig) (*SecretGuard, error) {
 	if g.notify, err = open(unix.FAN_CLASS_NOTIF | unix.FAN_REPORT_DFID_NAME); err != nil {
 		return nil, fmt.Errorf("secret guard: fanotify with directory handles and names: %w", err)
 	}
-	for _, root := range cfg.Roots {
-		var sfs unix.Statfs_t
-		if err := unix.Statfs(root, &sfs); err != nil {
-			return nil, fmt.Errorf("secret guard: %s: %w", root, err)
+	// The first root (the workspace) must be watched; another whose file
+	// system cannot be (no file handles: some network file systems) is
+	// left out, and said so.
+	var kept []string
+	for i, root := range cfg.Roots {
+		err := g.watch(root)
+		if err != nil && i == 0 {
+			return nil, err
 		}
-		fsid := [2]int32{sfs.Fsid.Val[0], sfs.Fsid.Val[1]}
-		if _, seen := g.mounts[fsid]; seen {
+		if err != nil {
+			g.skipped = append(g.skipped, root)
+			g.log("secret guard: a directory left out", "dir", root, "err", err)
 			continue
 		}
-		f, err := os.Open(root)
-		if err != nil {
-			return nil, fmt.Errorf("secret guard: %w", err)
-		}
-		g.mounts[fsid] = f
-		if err := unix.FanotifyMark(int(g.notify.Fd()), unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM,
-			unix.FAN_CREATE|unix.FAN_MOVED_TO|unix.FAN_ONDIR, unix.AT_FDCWD, root); err != nil {
-			return nil, fmt.Errorf("secret guard: watching the file system of %s: %w", root, err)
-		}
+		kept = append(kept, root)
 	}
+	g.cfg.Roots = kept
 	ok = true
 	g.wg.Add(3)
 	go func() { defer g.wg.Done(); g.loop(g.perm, g.onPerm) }()
@@ -170,9 +169,36 @@ func OpenSecretGuard(cfg SecretGuardConfig) (*SecretGuard, error) {
 	return g, nil
 }
 
+// watch puts the filesystem mark on root's file system (once per file
+// system) and keeps a descriptor on it for open_by_handle_at.
+func (g *SecretGuard) watch(root string) error {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(root, &sfs); err != nil {
+		return fmt.Errorf("secret guard: %s: %w", root, err)
+	}
+	fsid := [2]int32{sfs.Fsid.Val[0], sfs.Fsid.Val[1]}
+	if _, seen := g.mounts[fsid]; seen {
+		return nil
+	}
+	if err := unix.FanotifyMark(int(g.notify.Fd()), unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM,
+		unix.FAN_CREATE|unix.FAN_MOVED_TO|unix.FAN_ONDIR, unix.AT_FDCWD, root); err != nil {
+		return fmt.Errorf("secret guard: watching the file system of %s: %w", root, err)
+	}
+	f, err := os.Open(root)
+	if err != nil {
+		return fmt.Errorf("secret guard: %w", err)
+	}
+	g.mounts[fsid] = f
+	return nil
+}
+
 // Describe says what the guard holds, for the reads layer.
 func (g *SecretGuard) Describe() string {
-	return "secrets that appear while a command runs are refused to it by the kernel (fanotify permission marks on each new sensitive file; a command that opened or mapped one before its mark is killed)"
+	d := "secrets that appear while a command runs are refused to it by the kernel (fanotify permission marks on each new sensitive file; a command that opened or mapped one before its mark is killed)"
+	if len(g.skipped) > 0 {
+		d += "; NOT below " + strings.Join(g.skipped, ", ") + " (its file system cannot be watched)"
+	}
+	return d
 }
 
 // Stats returns how many files the guard marked, how many opens and reads
