@@ -73,6 +73,10 @@ type SecretGuard struct {
 	marked map[fileKey]*secretMark
 	dirs   map[string]string // directory handle -> path, cleared when a directory moves
 
+	// life is held (read) by each event's handling and (write) by Close
+	// while it closes the files: a handler never uses a file Close closed.
+	life sync.RWMutex
+
 	marks   atomic.Int64
 	denied  atomic.Int64
 	killed  atomic.Int64
@@ -225,7 +229,9 @@ func (g *SecretGuard) Close() error {
 	if g == nil || !g.closing.CompareAndSwap(false, true) {
 		return nil
 	}
+	g.life.Lock()
 	g.closeFiles()
+	g.life.Unlock()
 	g.wg.Wait()
 	return nil
 }
@@ -258,12 +264,35 @@ func (g *SecretGuard) loop(f *os.File, handle func(m *unix.FanotifyEventMetadata
 		}
 		for b := buf[:n]; len(b) >= int(unsafe.Sizeof(unix.FanotifyEventMetadata{})); {
 			m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
-			if m.Event_len < uint32(m.Metadata_len) || int(m.Event_len) > len(b) {
+			if m.Event_len < uint32(m.Metadata_len) || int(m.Event_len) > len(b) || m.Event_len == 0 {
 				break
 			}
+			g.life.RLock()
+			if g.closing.Load() {
+				// The kernel allows what was pending when the group
+				// closes; the events' descriptors are toold's to close.
+				g.life.RUnlock()
+				closeEventFds(b)
+				return
+			}
 			handle(m, b[m.Metadata_len:m.Event_len])
+			g.life.RUnlock()
 			b = b[m.Event_len:]
 		}
+	}
+}
+
+// closeEventFds closes the descriptors of the events in b.
+func closeEventFds(b []byte) {
+	for len(b) >= int(unsafe.Sizeof(unix.FanotifyEventMetadata{})) {
+		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
+		if m.Event_len < uint32(m.Metadata_len) || int(m.Event_len) > len(b) || m.Event_len == 0 {
+			return
+		}
+		if m.Fd >= 0 {
+			unix.Close(int(m.Fd))
+		}
+		b = b[m.Event_len:]
 	}
 }
 
