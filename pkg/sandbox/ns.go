@@ -546,14 +546,15 @@ func pinAncestors(hide, writable []string, pinned map[string]bool) {
 	}
 }
 
-// readOnly binds each directory of paths onto itself read-only, with the
-// mounts below it (Policy.ReadOnly). A symbolic link is not followed, and a
-// path gone or no longer a directory is skipped; any other failure is the
-// view's: the command does not run with the directory writable.
+// readOnly binds each directory or regular file of paths onto itself
+// read-only, with the mounts below it (Policy.ReadOnly). A symbolic link
+// is not followed, and a path gone or neither a directory nor a regular
+// file is skipped; any other failure is the view's: the command does not
+// run with the path writable.
 func readOnly(paths []string) error {
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
-		if err != nil || !fi.IsDir() {
+		if err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
 			continue
 		}
 		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {

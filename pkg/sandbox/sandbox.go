@@ -111,12 +111,14 @@ type Policy struct {
 	Hide []string `json:"hide,omitempty"`
 	// ReadOnly are absolute paths (symbolic links resolved) inside
 	// Writable directories that the command may read but not change: each
-	// directory is bind-mounted onto itself read-only, with everything
-	// below it, which also makes it a mount point the command cannot
-	// rename or remove (EBUSY) — nor replace by one of its own. The
-	// workspace's git directories are (see pkg/tools/terminal). Paths
-	// that do not exist, or are not directories, are skipped. Isolate
-	// only: Landlock cannot take a directory back from a writable one.
+	// directory (or regular file) is bind-mounted onto itself read-only,
+	// with everything below it, which also makes it a mount point the
+	// command cannot rename or remove (EBUSY) — nor replace by one of its
+	// own — and pins the directories between it and its writable one. The
+	// workspace's git directories and .git files are (see
+	// pkg/tools/terminal). Paths that do not exist, or are neither
+	// directories nor regular files, are skipped. Isolate only: Landlock
+	// cannot take a directory back from a writable one.
 	ReadOnly []string `json:"read_only,omitempty"`
 	// Proxy is toold's egress proxy ("127.0.0.1:PORT"), the only way out
 	// of the isolated network namespace: the helper listens on the same

@@ -482,9 +482,9 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // get returns the sensitive files and directories of the workspace dir,
 // and the socket files below the runtime directories outside the writable
 // directories; and the git directories of the workspace: every directory
-// named .git (not walked into), and the git directory a .git file names
-// (a worktree's, a submodule's) with its common directory, when they are
-// inside a writable directory. Symbolic links are not followed (what one
+// named .git (not walked into), every file named .git, and the git
+// directory a .git file names (a worktree's, a submodule's) with its
+// common directory, when they are inside a writable directory. Symbolic links are not followed (what one
 // points to is masked where it is, when it is sensitive there). The walk
 // does not enter skipDirs: a repository below node_modules or vendor is
 // not found.
@@ -533,6 +533,11 @@ func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []stri
 			case d.IsDir():
 				addGit(p)
 			case d.Type().IsRegular():
+				// The file itself too (a submodule's, a worktree's): a
+				// command rewriting it to name a repository of its own
+				// would have the person's git run that one's config;
+				// read-only, it also pins the work tree holding it.
+				addGit(p)
 				for _, g := range gitFileDirs(p, writable) {
 					addGit(g)
 				}
