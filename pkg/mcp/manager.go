@@ -244,6 +244,29 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	return err
 }
 
+// Reauthorize discards an HTTP server's stored OAuth token (the file and
+// the token in memory) and restarts it with the same entry, so that its
+// next connection asks a person to authorize again; calls running on it
+// end, as with Remove. It returns the server's status after the first
+// connection attempt (StateAuthorizing with the URL when the server wants
+// OAuth), or fails with ErrServerNotFound, or an ErrInvalidArgument error
+// for a stdio server, which has no authorization.
+func (m *Manager) Reauthorize(ctx context.Context, name string) (Status, error) {
+	m.mu.Lock()
+	u, ok := m.byName[name]
+	m.mu.Unlock()
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrServerNotFound, name)
+	}
+	if u.cfg.URL == "" {
+		return Status{}, errdefs.New(errdefs.ErrInvalidArgument, "MCP server %q is a stdio server: it has no OAuth authorization to renew", name)
+	}
+	if err := m.Remove(ctx, name); err != nil {
+		return Status{}, err
+	}
+	return m.Add(ctx, name, u.cfg)
+}
+
 // List returns the status of every server, sorted by name.
 func (m *Manager) List() []Status {
 	m.mu.Lock()
