@@ -50,6 +50,12 @@ type daemon struct {
 // startToold starts the toold binary on a fresh socket with workspace and
 // waits until its health check reports SERVING.
 func (b *bench) startToold(ctx context.Context, workspace string, extra ...string) (*daemon, error) {
+	return b.startTooldEnv(ctx, nil, workspace, extra...)
+}
+
+// startTooldEnv is startToold with env added to toold's environment (after
+// toolbench's own settings, so it overrides them).
+func (b *bench) startTooldEnv(ctx context.Context, env []string, workspace string, extra ...string) (*daemon, error) {
 	sock := filepath.Join(b.tmp, fmt.Sprintf("toold%d.sock", sockSeq.Add(1)))
 	logPath := sock + ".log"
 	logf, err := os.Create(logPath)
@@ -71,7 +77,7 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 	cmd := exec.Command(b.toold, args...)
 	cmd.Stderr = logf
 	cmd.Stdout = logf
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	cmd.Env = append(append(os.Environ(), "OTEL_TRACES_EXPORTER=none"), env...)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err

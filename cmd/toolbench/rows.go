@@ -26,6 +26,7 @@ func (b *bench) run(ctx context.Context) error {
 		fn func(context.Context, string) []*Row
 	}
 	for _, r := range []rowFn{
+		{"ladder", b.rowLadder},
 		{"think", b.rowThink},
 		{"rate", b.rowRate},
 		{"read", b.rowReadFile},
