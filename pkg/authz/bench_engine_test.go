@@ -33,3 +33,37 @@ func BenchmarkAuthorize(b *testing.B) {
 		})
 	}
 }
+
+// benchLines are command lines as run_command sends them (row 6 of the
+// bench is the first): the judge reads each one on every call.
+var benchLines = []struct{ name, line string }{
+	{"true", "true"},
+	{"ls", "ls"},
+	{"git_status", "git status"},
+	{"pipeline", `find src -name '*.go' -newer go.mod | xargs grep -n "func Test" | sort -k1,1 | uniq -c | head -n 40 > /tmp/tests.txt && wc -l /tmp/tests.txt; git log --oneline -n 5 -- src | cat; echo "done: $(date +%s)"`},
+}
+
+// BenchmarkJudgeCommand is the judge's share of run_command: a line as the
+// terminal tool describes it (Dir "."), in YOLO (the bench's mode) and
+// AUTO.
+func BenchmarkJudgeCommand(b *testing.B) {
+	f := newFixture(b)
+	e, err := authz.NewEngine(authz.EngineConfig{Workspace: f.w, Home: f.home})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []authz.Mode{authz.ModeYOLO, authz.ModeAuto} {
+		for _, l := range benchLines {
+			req := &authz.Request{ConversationID: "c", Mode: mode, Tool: "run_command", Operation: "run_command",
+				Risk: tools.RiskHigh, Effect: tools.Effect{Command: l.line, Dir: ".", Risk: tools.RiskHigh, CanLeaveSandbox: true}}
+			b.Run(mode.String()+"/"+l.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.Authorize(context.Background(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // commandLine adds the commands of a command line and what they touch.
 func (j *judgement) commandLine(line string) {
-	pl := shellread.ParseLine(line, j.e.home, j.req.Effect.Interactive)
+	pl := j.e.lines.parse(line, j.e.home, j.req.Effect.Interactive)
 	for _, pr := range pl.Problems {
 		if j.relaxed {
 			// A line the judge cannot read runs in the sandbox all the

@@ -90,6 +90,8 @@ type Engine struct {
 	now        func() time.Time
 	log        *slog.Logger
 	grants     grantStore
+	// lines keeps parsed command lines (linecache.go).
+	lines lineCache
 }
 
 var (

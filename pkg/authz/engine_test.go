@@ -606,3 +606,25 @@ func TestCommandDir(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineKeptParseIsNotChanged: the engine keeps a command line's
+// parse, and the judge adds problems to a line's commands that depend on
+// more than the line (popd asks only where earlier lines of the shell
+// filled its stack: a call with a directory). Judging the same line in
+// another situation must not see a problem added for an earlier call, in
+// either order.
+func TestEngineKeptParseIsNotChanged(t *testing.T) {
+	f := newFixture(t)
+	e := f.engine(t, nil, nil)
+	plain := cmdReq(authz.ModeYOLO, "popd")
+	inDir := cmdReq(authz.ModeYOLO, "popd")
+	inDir.Dir = f.ws
+	for i, c := range []struct {
+		req  *authz.Request
+		want authz.Decision
+	}{{plain, authz.Allow}, {inDir, authz.Ask}, {plain, authz.Allow}, {inDir, authz.Ask}, {plain, authz.Allow}} {
+		if v := authorize(t, e, c.req); v.Decision != c.want {
+			t.Fatalf("call %d (dir %q): %v (%s: %s), want %v", i, c.req.Dir, v.Decision, v.Rule, v.Reason, c.want)
+		}
+	}
+}

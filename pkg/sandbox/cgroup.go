@@ -329,7 +329,7 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 		CgroupFD:    cg.fd,
 	}
 	if err := cmd.Start(); err != nil {
-		c.put(cg)
+		c.put(cg, false)
 		return nil, startErrorOf(spec, err)
 	}
 	p := &Process{pid: cmd.Process.Pid, cgroupDir: cg.dir, done: make(chan struct{}), stopReq: make(chan struct{})}
@@ -339,7 +339,9 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 		defer close(p.done)
 		p.exit = c.supervise(cmd, cg, spec, p.stopReq)
 		unwatch()
-		c.put(cg)
+		// supervise returns only once it read the cgroup empty: no
+		// second read before the command counts as done.
+		c.put(cg, true)
 	}()
 	return p, nil
 }
@@ -517,9 +519,11 @@ func (c *Cgroups) inotifyFd() int {
 }
 
 // put takes back a cgroup whose command ended: it is kept for reuse when
-// empty, otherwise (or beyond maxIdleCgroups) removed.
-func (c *Cgroups) put(cg *cgroup) {
-	reusable := !cg.wasKilled() && !cg.populated()
+// empty, otherwise (or beyond maxIdleCgroups) removed. empty says the
+// caller has just read it empty (supervise's last read); otherwise put
+// reads it.
+func (c *Cgroups) put(cg *cgroup, empty bool) {
+	reusable := !cg.wasKilled() && (empty || !cg.populated())
 	c.mu.Lock()
 	if reusable && !c.closed && len(c.idle) < maxIdleCgroups {
 		// An idle cgroup keeps no descriptor open: toold's descriptors

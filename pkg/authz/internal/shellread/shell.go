@@ -192,6 +192,24 @@ type ParsedLine struct {
 	Problems []Problem
 }
 
+// Clone returns a copy of pl that a judge may change as it does (AddProblem
+// on its commands) without changing pl: the line's and each command's
+// Problems are its own; everything else (words, layers, redirects) is
+// shared and must not be written. ParseLine's result is never changed after
+// it returns, so a parsed line can be kept and cloned for each judgement.
+func (pl *ParsedLine) Clone() *ParsedLine {
+	out := &ParsedLine{Problems: slices.Clip(pl.Problems), Commands: make([]*Command, len(pl.Commands))}
+	cs := make([]Command, len(pl.Commands))
+	for i, c := range pl.Commands {
+		cs[i] = *c
+		// Clipped, an append to the copy's Problems allocates: it never
+		// writes into pl's array.
+		cs[i].Problems = slices.Clip(c.Problems)
+		out.Commands[i] = &cs[i]
+	}
+	return out
+}
+
 // Rule names of the checks on command lines.
 const (
 	RuleUnparseable  = "builtin:unparseable-command"

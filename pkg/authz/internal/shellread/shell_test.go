@@ -208,3 +208,34 @@ func FuzzParseCommandLine(f *testing.F) {
 		}
 	})
 }
+
+// TestParsedLineClone: a problem added to a clone's command (as the judge
+// adds them) is not in the parsed line, nor in another clone, also when the
+// command already has problems with room to grow.
+func TestParsedLineClone(t *testing.T) {
+	pl := ParseLine("sudo cd; ls", "/home/u", false)
+	if len(pl.Commands) != 2 || len(pl.Commands[0].Problems) == 0 {
+		t.Fatalf("parse: %d commands, problems %v", len(pl.Commands), pl.Commands[0].Problems)
+	}
+	pl.Commands[0].Problems = append(make([]Problem, 0, 16), pl.Commands[0].Problems...)
+	before := [2]int{len(pl.Commands[0].Problems), len(pl.Commands[1].Problems)}
+	a, b := pl.Clone(), pl.Clone()
+	extra := Problem{Rule: "test:added", Reason: "added to a clone", Hard: true}
+	for _, c := range a.Commands {
+		c.AddProblem(extra)
+	}
+	for i, c := range pl.Commands {
+		if len(c.Problems) != before[i] {
+			t.Errorf("parsed command %d: problems %v", i, c.Problems)
+		}
+		if got := b.Commands[i].Problems; len(got) != before[i] || (len(got) > 0 && got[len(got)-1] == extra) {
+			t.Errorf("other clone's command %d: problems %v", i, got)
+		}
+		if cap(c.Problems) > before[i] && c.Problems[:before[i]+1][before[i]] == extra {
+			t.Errorf("parsed command %d: the clone wrote into its array", i)
+		}
+	}
+	if a.Commands[0].Name() != pl.Commands[0].Name() || a.Commands[1].Src != "ls" {
+		t.Errorf("clone: %q %q", a.Commands[0].Name(), a.Commands[1].Src)
+	}
+}
