@@ -333,13 +333,13 @@ bench-deps: postgres ## Install the baselines the harness compares with (ripgrep
 
 .PHONY: bench
 bench: build bench-deps test-deps ## Run the benchmark harness (bench/results.md, bench/results.json) and the Go benchmarks.
-	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
+	$(GO) build -o $(BIN)/ ./cmd/toolbench ./cmd/toolbench/ladderd
 	$(BIN)/toolbench -toold $(BIN)/toold -json bench/results.json -md bench/results.md -profiles bench/profiles
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
 
 .PHONY: bench-smoke
 bench-smoke: build bench-deps ## Run the harness briefly (no targets), so it cannot rot.
-	$(GO) build -o $(BIN)/toolbench ./cmd/toolbench
+	$(GO) build -o $(BIN)/ ./cmd/toolbench ./cmd/toolbench/ladderd
 	$(BIN)/toolbench -toold $(BIN)/toold -smoke
 
 # `make run` builds bin/toold (saying so: the first build downloads the

@@ -36,11 +36,20 @@ type bench struct {
 	rows     []*Row
 	only     *regexp.Regexp
 	profiles string  // directory for pprof profiles of rows that miss
+	trace    bool    // with profiles: toold's execution trace too
 	peersDir string  // testdata/mcp, where the MCP peers are installed
+	ladderd  string  // the ladder row's server (default: ladderd beside toolbench)
 	current  *daemon // the toold started last, when profiling
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve-mcp-proxy" {
+		if err := serveMCPProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "toolbench serve-mcp-proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "serve-bare" {
 		if err := serveBare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "toolbench serve-bare:", err)
@@ -56,7 +65,9 @@ func main() {
 		mdOut    = flag.String("md", "", "write the markdown table to this file")
 		corpus   = flag.String("corpus", runtime.GOROOT()+"/src", "the tree the search rows search")
 		profiles = flag.String("profiles", "", "write CPU and allocation profiles of toold for rows that miss their target into this directory")
+		trace    = flag.Bool("trace", false, "with -profiles: also keep toold's execution trace (ID.trace, for go tool trace), and row 8's hop's (ID.hop-start.trace)")
 		peersDir = flag.String("peers", "testdata/mcp", "where `make mcp-peers` installed the MCP peers")
+		ladderd  = flag.String("ladderd", "", "the ladder row's server (default: ladderd beside toolbench; go build ./cmd/toolbench/ladderd)")
 	)
 	flag.Parse()
 	self, err := os.Executable()
@@ -68,7 +79,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, peersDir: *peersDir}
+	b := &bench{toold: *toold, self: self, smoke: *smoke, corpus: *corpus, tmp: tmp, profiles: *profiles, trace: *trace, peersDir: *peersDir, ladderd: *ladderd}
 	if *rows != "" {
 		b.only = regexp.MustCompile(*rows)
 	}

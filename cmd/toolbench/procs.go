@@ -42,6 +42,7 @@ type daemon struct {
 	// With -profiles: toold's CPU and allocation profiles (written when it
 	// stops), kept under profDir for the rows in missed.
 	cpuProf, memProf, profDir string
+	trace                     string // the execution trace (-trace), or ""
 	missed                    []string
 	stopped                   bool
 }
@@ -49,6 +50,12 @@ type daemon struct {
 // startToold starts the toold binary on a fresh socket with workspace and
 // waits until its health check reports SERVING.
 func (b *bench) startToold(ctx context.Context, workspace string, extra ...string) (*daemon, error) {
+	return b.startTooldEnv(ctx, nil, workspace, extra...)
+}
+
+// startTooldEnv is startToold with env added to toold's environment (after
+// toolbench's own settings, so it overrides them).
+func (b *bench) startTooldEnv(ctx context.Context, env []string, workspace string, extra ...string) (*daemon, error) {
 	sock := filepath.Join(b.tmp, fmt.Sprintf("toold%d.sock", sockSeq.Add(1)))
 	logPath := sock + ".log"
 	logf, err := os.Create(logPath)
@@ -61,12 +68,16 @@ func (b *bench) startToold(ctx context.Context, workspace string, extra ...strin
 	if b.profiles != "" {
 		d.cpuProf, d.memProf, d.profDir = sock+".cpu.pprof", sock+".allocs.pprof", b.profiles
 		args = append(args, "--cpuprofile", d.cpuProf, "--memprofile", d.memProf)
+		if b.trace {
+			d.trace = sock + ".trace"
+			args = append(args, "--trace", d.trace)
+		}
 		b.current = d
 	}
 	cmd := exec.Command(b.toold, args...)
 	cmd.Stderr = logf
 	cmd.Stdout = logf
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	cmd.Env = append(append(os.Environ(), "OTEL_TRACES_EXPORTER=none"), env...)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -160,16 +171,21 @@ func (d *daemon) stop() {
 }
 
 // keepProfiles copies the daemon's profiles (once it has stopped) to
-// profDir as ID.cpu.pprof and ID.allocs.pprof.
+// profDir as ID.cpu.pprof and ID.allocs.pprof, and its execution trace as
+// ID.trace.
 func (d *daemon) keepProfiles(id string) {
 	if err := os.MkdirAll(d.profDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)
 		return
 	}
-	for src, kind := range map[string]string{d.cpuProf: "cpu", d.memProf: "allocs"} {
+	keep := map[string]string{d.cpuProf: id + ".cpu.pprof", d.memProf: id + ".allocs.pprof"}
+	if d.trace != "" {
+		keep[d.trace] = id + ".trace"
+	}
+	for src, name := range keep {
 		b, err := os.ReadFile(src)
 		if err == nil {
-			err = os.WriteFile(filepath.Join(d.profDir, id+"."+kind+".pprof"), b, 0o644)
+			err = os.WriteFile(filepath.Join(d.profDir, name), b, 0o644)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "toolbench: profiles:", err)
@@ -290,6 +306,12 @@ func (b *bench) startBare(replies ...*pb.ServerEvent) (*bareServer, error) {
 // every call with that many bytes of output in Progress chunks of
 // streamChunk bytes (as toold sends a command's output) before the replies.
 func (b *bench) startBareStreaming(stream int, replies ...*pb.ServerEvent) (*bareServer, error) {
+	return b.startServer("serve-bare", replies, "-stream", strconv.Itoa(stream))
+}
+
+// startServer starts `toolbench MODE -socket S -reply F ARGS...`, the
+// replies written to F, and waits for it to print "ready".
+func (b *bench) startServer(mode string, replies []*pb.ServerEvent, args ...string) (*bareServer, error) {
 	sock := filepath.Join(b.tmp, fmt.Sprintf("bare%d.sock", sockSeq.Add(1)))
 	replyPath := sock + ".reply"
 	var raw []byte
@@ -303,7 +325,7 @@ func (b *bench) startBareStreaming(stream int, replies ...*pb.ServerEvent) (*bar
 	if err := os.WriteFile(replyPath, raw, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.self, "serve-bare", "-socket", sock, "-reply", replyPath, "-stream", strconv.Itoa(stream))
+	cmd := exec.Command(b.self, append([]string{mode, "-socket", sock, "-reply", replyPath}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -316,7 +338,7 @@ func (b *bench) startBareStreaming(stream int, replies ...*pb.ServerEvent) (*bar
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("bare server did not start: %q %v", line, err)
+		return nil, fmt.Errorf("%s did not start: %q %v", mode, line, err)
 	}
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -381,30 +403,45 @@ func serveBare(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(*replyPath)
+	replies, err := readReplies(*replyPath)
 	if err != nil {
 		return err
+	}
+	return serveUntilSignal(*sock, &pingPong{replies: replies, stream: *stream, chunk: make([]byte, streamChunk)})
+}
+
+// readReplies reads the events startServer wrote.
+func readReplies(path string) ([]*pb.ServerEvent, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var replies []*pb.ServerEvent
 	for len(raw) > 0 {
 		m, n := protowire.ConsumeBytes(raw)
 		if n < 0 {
-			return fmt.Errorf("bad reply file")
+			return nil, fmt.Errorf("bad reply file")
 		}
 		r := &pb.ServerEvent{}
 		if err := proto.Unmarshal(m, r); err != nil {
-			return err
+			return nil, err
 		}
 		replies = append(replies, r)
 		raw = raw[n:]
 	}
-	l, err := net.Listen("unix", *sock)
+	return replies, nil
+}
+
+// serveUntilSignal serves srv and health (SERVING) on the unix socket
+// sock, says "ready" on stdout, and stops at SIGTERM.
+func serveUntilSignal(sock string, srv pb.ToolServiceServer) error {
+	l, err := net.Listen("unix", sock)
 	if err != nil {
 		return err
 	}
 	gs := grpc.NewServer()
 	healthpb.RegisterHealthServer(gs, health.NewServer()) // SERVING
-	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies, stream: *stream, chunk: make([]byte, streamChunk)})
+	pb.RegisterToolServiceServer(gs, srv)
 	go func() {
 		sigs := make(chan os.Signal, 1)
 		signalNotify(sigs)

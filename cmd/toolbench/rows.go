@@ -26,6 +26,7 @@ func (b *bench) run(ctx context.Context) error {
 		fn func(context.Context, string) []*Row
 	}
 	for _, r := range []rowFn{
+		{"ladder", b.rowLadder},
 		{"think", b.rowThink},
 		{"rate", b.rowRate},
 		{"read", b.rowReadFile},
@@ -58,22 +59,30 @@ const thinkArgs = `{"thought":"benchmark"}`
 // rounds alternates two measurements in batches, so that both see the same
 // machine: noise from other tenants lands on both.
 func rounds(n, batches int, a, b func() (time.Duration, error)) (da, db []time.Duration, err error) {
+	ds, err := roundsN(n, batches, a, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds[0], ds[1], nil
+}
+
+// roundsN is rounds for any number of sides, alternating in batches in
+// the order given; ds[i] are fs[i]'s durations.
+func roundsN(n, batches int, fs ...func() (time.Duration, error)) (ds [][]time.Duration, err error) {
 	per := max(1, n/batches)
+	ds = make([][]time.Duration, len(fs))
 	for i := 0; i < batches; i++ {
-		for _, side := range []struct {
-			f   func() (time.Duration, error)
-			out *[]time.Duration
-		}{{a, &da}, {b, &db}} {
+		for k, f := range fs {
 			for j := 0; j < per; j++ {
-				d, err := side.f()
+				d, err := f()
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
-				*side.out = append(*side.out, d)
+				ds[k] = append(ds[k], d)
 			}
 		}
 	}
-	return da, db, nil
+	return ds, nil
 }
 
 func timed(f func() error) func() (time.Duration, error) {
@@ -96,6 +105,12 @@ func captureEnd(ctx context.Context, c pb.ToolServiceClient) (*pb.ServerEvent, e
 
 // captureCall makes one think call and returns its events, Start to End.
 func captureCall(ctx context.Context, c pb.ToolServiceClient, hello *pb.Hello) ([]*pb.ServerEvent, error) {
+	return captureCallOf(ctx, c, hello, "think", thinkArgs)
+}
+
+// captureCallOf makes one call of the tool and returns its events, Start
+// to End.
+func captureCallOf(ctx context.Context, c pb.ToolServiceClient, hello *pb.Hello, name, args string) ([]*pb.ServerEvent, error) {
 	s, err := c.ExecuteTool(ctx)
 	if err != nil {
 		return nil, err
@@ -107,7 +122,7 @@ func captureCall(ctx context.Context, c pb.ToolServiceClient, hello *pb.Hello) (
 		}
 	}
 	if err := s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{
-		CallId: "1", Name: "think", Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: thinkArgs},
+		CallId: "1", Name: name, Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: args},
 	}}}); err != nil {
 		return nil, err
 	}

@@ -6,14 +6,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
+	"slices"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 )
@@ -187,69 +192,122 @@ func (b *bench) rowReadFile(ctx context.Context, ws string) []*Row {
 }
 
 // Row 8: an MCP tool (server-everything's echo) called through toold vs
-// directly with the go-sdk.
+// directly with the go-sdk. Two more sides bound what a gRPC front can
+// reach, in the same run: the hop (toolbench serve-mcp-proxy, a bare gRPC
+// server calling the same server with the go-sdk and answering with
+// toold's End) and the hop sending toold's Start first (as toold does for
+// a call that may wait, while the server works). A second toold, without
+// audit and history, shows their share.
 func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 	row := &Row{ID: "mcp-echo", Title: "8. MCP tool (server-everything `echo`) through toold", Kind: Latency, Target: "p50 ≤ 1.5× direct go-sdk",
 		check: func(r *Row) bool { return r.Ratio <= 1.5 }}
+	fail := func(err error) []*Row {
+		row.Error = err.Error()
+		return []*Row{row}
+	}
 	p, err := b.findPeers()
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
-	cfg, err := b.writeConfig("mcp", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{
-		"mcpServers": map[string]any{"everything": map[string]any{"command": p.node, "args": []string{p.everything, "stdio"}}},
-	}})
+	servers := map[string]any{"everything": map[string]any{"command": p.node, "args": []string{p.everything, "stdio"}}}
+	cfg, err := b.writeConfig("mcp", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{"mcpServers": servers}})
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
+	// A second toold without audit and history: their share, same run.
+	cfgOff, err := b.writeConfig("mcp-off", map[string]any{"approval_mode": "yolo", "mcp": map[string]any{"mcpServers": servers},
+		"audit": map[string]any{"enabled": false}, "history": map[string]any{"backend": "off"}})
+	if err != nil {
+		return fail(err)
+	}
+	off, err := b.startToold(ctx, ws, "--config", cfgOff)
+	if err != nil {
+		return fail(err)
+	}
+	defer off.stop()
+	// Started last: with -profiles, the profiles are this one's.
 	d, err := b.startToold(ctx, ws, "--config", cfg)
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
 	defer d.stop()
 	direct, err := mcpClient(ctx, p.node, p.everything, "stdio")
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
 	defer direct.Close()
+	const echoArgs = `{"message":"ping"}`
+	evs, err := captureCallOf(ctx, d.client, &pb.Hello{OmitExecuting: true}, "everything__echo", echoArgs)
+	if err != nil {
+		return fail(err)
+	}
+	hop, err := b.startServer("serve-mcp-proxy", evs[len(evs)-1:], "--", p.node, p.everything, "stdio")
+	if err != nil {
+		return fail(err)
+	}
+	defer hop.stop()
+	var hopTrace []string
+	if b.trace && b.profiles != "" {
+		if err := os.MkdirAll(b.profiles, 0o755); err != nil {
+			return fail(err)
+		}
+		hopTrace = []string{"-trace", filepath.Join(b.profiles, row.ID+".hop-start.trace")}
+	}
+	hopStart, err := b.startServer("serve-mcp-proxy", evs, append(hopTrace, "--", p.node, p.everything, "stdio")...)
+	if err != nil {
+		return fail(err)
+	}
+	defer hopStart.stop()
 	tc, err := openConv(ctx, d.client, &pb.Hello{OmitExecuting: true})
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
 	defer tc.close()
-	var got, gotDirect string
-	tooldCall := timed(func() error {
-		res, err := tc.call("everything__echo", `{"message":"ping"}`)
-		if err != nil {
-			return err
-		}
-		if !res.GetSuccess() || len(res.GetContent()) == 0 {
-			return fmt.Errorf("echo through toold failed: %v", res.GetError())
-		}
-		got = res.GetContent()[0].GetText()
-		return nil
-	})
+	hc, err := openConv(ctx, hop.client, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer hc.close()
+	hsc, err := openConv(ctx, hopStart.client, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer hsc.close()
+	oc, err := openConv(ctx, off.client, &pb.Hello{OmitExecuting: true})
+	if err != nil {
+		return fail(err)
+	}
+	defer oc.close()
+	got := make([]string, 5)
+	echo := func(c *conv, i int) func() (time.Duration, error) {
+		return timed(func() error {
+			res, err := c.call("everything__echo", echoArgs)
+			if err != nil {
+				return err
+			}
+			if !res.GetSuccess() || len(res.GetContent()) == 0 {
+				return fmt.Errorf("echo failed: %v", res.GetError())
+			}
+			got[i] = res.GetContent()[0].GetText()
+			return nil
+		})
+	}
 	directCall := timed(func() error {
 		r, err := direct.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "ping"}})
 		if err != nil {
 			return err
 		}
-		gotDirect = resultText(r)
+		got[1] = resultText(r)
 		return nil
 	})
+	sides := []func() (time.Duration, error){echo(tc, 0), directCall, echo(hc, 2), echo(hsc, 3), echo(oc, 4)}
 	n := b.iters(1000)
-	if _, _, err := rounds(50, 2, tooldCall, directCall); err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+	if _, err := roundsN(50, 2, sides...); err != nil {
+		return fail(err)
 	}
-	dt, dd, err := rounds(n, 20, tooldCall, directCall)
+	ds, err := roundsN(n, 20, sides...)
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
 	// The round trip of a no-op call on the same toold and stream, in the
 	// same run: what toold's forwarding adds is the echo's time less this.
@@ -262,16 +320,106 @@ func (b *bench) rowMCP(ctx context.Context, ws string) []*Row {
 	})
 	dthink, _, err := rounds(n/2, 10, think, directCall)
 	if err != nil {
-		row.Error = err.Error()
-		return []*Row{row}
+		return fail(err)
 	}
-	row.Toold = latencies("toold", dt)
-	row.Base = []Measure{latencies("direct go-sdk", dd), latencies("no-op call (think) on the same toold", dthink)}
-	if got != gotDirect {
-		row.Error = fmt.Sprintf("results differ: %q vs %q", got, gotDirect)
+	row.Toold = latencies("toold", ds[0])
+	row.Base = []Measure{latencies("direct go-sdk", ds[1]),
+		latencies("the hop (bare gRPC server calling the go-sdk, End only)", ds[2]),
+		latencies("the hop sending toold's Start first", ds[3]),
+		latencies("toold without audit and history", ds[4]),
+		latencies("no-op call (think) on the same toold", dthink)}
+	if slices.ContainsFunc(got, func(s string) bool { return s != got[0] }) {
+		row.Error = fmt.Sprintf("results differ: %q", got)
 	} else {
-		row.Verified = fmt.Sprintf("same text %q both ways; echo through toold less its no-op round trip: %s (direct: %s)",
-			got, ms(row.Toold.P50-row.Base[1].P50), ms(row.Base[0].P50))
+		direct := row.Base[0].P50
+		row.Verified = fmt.Sprintf("same text %q all ways; the hop is %.2f× direct, with Start %.2f×; echo through toold less its no-op round trip: %s (direct: %s)",
+			got[0], row.Base[1].P50/direct, row.Base[2].P50/direct, ms(row.Toold.P50-row.Base[4].P50), ms(direct))
 	}
 	return []*Row{row}
+}
+
+// mcpProxy is the hop alone: a bare gRPC server that calls each ToolCall's
+// tool (SERVER__TOOL, the server part dropped) on one go-sdk session, on
+// the goroutine that received it, and answers with the replies, the last
+// (an End) carrying the tool's text. The replies before it are sent before
+// the call.
+type mcpProxy struct {
+	pb.UnimplementedToolServiceServer
+	cs      *sdk.ClientSession
+	replies []*pb.ServerEvent
+}
+
+func (p *mcpProxy) ExecuteTool(s pb.ToolService_ExecuteToolServer) error {
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			return nil
+		}
+		call := m.GetCall()
+		if call == nil {
+			continue
+		}
+		for _, reply := range p.replies[:len(p.replies)-1] {
+			r := proto.Clone(reply).(*pb.ServerEvent)
+			r.CallId = call.GetCallId()
+			if err := s.Send(r); err != nil {
+				return err
+			}
+		}
+		var args map[string]any
+		if err := json.Unmarshal([]byte(call.GetArgumentsJson()), &args); err != nil {
+			return err
+		}
+		_, name, _ := strings.Cut(call.GetName(), "__")
+		res, err := p.cs.CallTool(s.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return err
+		}
+		end := proto.Clone(p.replies[len(p.replies)-1]).(*pb.ServerEvent)
+		end.CallId = call.GetCallId()
+		if c := end.GetEnd().GetResult().GetContent(); len(c) > 0 {
+			c[0].Kind = &pb.Content_Text{Text: resultText(res)}
+		}
+		if err := s.Send(end); err != nil {
+			return err
+		}
+	}
+}
+
+// serveMCPProxy is the serve-mcp-proxy mode: connect to the stdio MCP
+// server given after the flags, then serve until SIGTERM.
+func serveMCPProxy(args []string) error {
+	fs := flag.NewFlagSet("serve-mcp-proxy", flag.ContinueOnError)
+	sock := fs.String("socket", "", "unix socket to serve on")
+	replyPath := fs.String("reply", "", "file with the ServerEvents to answer with (the last an End)")
+	traceOut := fs.String("trace", "", "write an execution trace to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer func() {
+			trace.Stop()
+			f.Close()
+		}()
+	}
+	replies, err := readReplies(*replyPath)
+	if err != nil {
+		return err
+	}
+	if len(replies) == 0 || replies[len(replies)-1].GetEnd() == nil || fs.NArg() == 0 {
+		return errors.New("need replies ending with an End, and the server's command")
+	}
+	cs, err := mcpClient(context.Background(), fs.Arg(0), fs.Args()[1:]...)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	return serveUntilSignal(*sock, &mcpProxy{cs: cs, replies: replies})
 }

@@ -532,13 +532,26 @@ func (m *Main) release() error {
 	return errors.Join(errs...)
 }
 
-// newGRPCServer builds the server with the house-style chain: the otelgrpc
-// stats handler, then logging (with trace ids), the refusal of toold's own
-// commands (peers.go; health included), auth (health exempt), and recovery
-// last, so a panic in a handler becomes INTERNAL for that RPC.
+// newGRPCServer builds the server: the service's codec and message limit,
+// the peer guard's credentials, and ServerChain with the peer guard.
 func (m *Main) newGRPCServer() *grpc.Server {
-	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		m.Logger.Log(ctx, slog.Level(lvl), msg, fields...)
+	opts := append(m.svc.GRPCServerOptions(), m.peers.serverOption())
+	opts = append(opts, ServerChain(m.Logger, m.TracerProvider, m.Config.Token, m.peers.unary, m.peers.stream)...)
+	return grpc.NewServer(opts...)
+}
+
+// ServerChain returns the stats handler and interceptor chains of toold's
+// gRPC server, in the house order: the otelgrpc stats handler (spans from
+// tp), then logging (with trace ids, to logger), the refusal of toold's
+// own commands (guardUnary, guardStream: the peer guard, see peers.go;
+// health included; nil leaves it out), auth by token (health exempt; ""
+// checks nothing), and recovery last, so a panic in a handler becomes
+// INTERNAL for that RPC. toold builds its server with it (newGRPCServer);
+// toolbench's ladder builds servers with it to measure what the chain
+// costs a call without the rest of toold.
+func ServerChain(logger *slog.Logger, tp trace.TracerProvider, token string, guardUnary grpc.UnaryServerInterceptor, guardStream grpc.StreamServerInterceptor) []grpc.ServerOption {
+	logf := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		logger.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
@@ -550,31 +563,33 @@ func (m *Main) newGRPCServer() *grpc.Server {
 			return logging.DefaultServerCodeToLevel(c)
 		}),
 	}
-	authFn := m.authFunc()
+	authFn := tokenAuth(token)
 	notHealth := selector.MatchFunc(func(_ context.Context, cm interceptors.CallMeta) bool {
 		return cm.Service != healthpb.Health_ServiceDesc.ServiceName
 	})
 	recoveryOpt := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
-		m.Logger.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
+		logger.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error; the details are in the toold log")
 	})
-	opts := append(m.svc.GRPCServerOptions(),
-		m.peers.serverOption(),
-		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(m.TracerProvider))),
-		grpc.ChainUnaryInterceptor(
-			logging.UnaryServerInterceptor(logger, logOpts...),
-			m.peers.unary,
-			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
-			recovery.UnaryServerInterceptor(recoveryOpt),
-		),
-		grpc.ChainStreamInterceptor(
-			logging.StreamServerInterceptor(logger, logOpts...),
-			m.peers.stream,
-			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
-			recovery.StreamServerInterceptor(recoveryOpt),
-		),
-	)
-	return grpc.NewServer(opts...)
+	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(logf, logOpts...)}
+	stream := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(logf, logOpts...)}
+	if guardUnary != nil {
+		unary = append(unary, guardUnary)
+	}
+	if guardStream != nil {
+		stream = append(stream, guardStream)
+	}
+	unary = append(unary,
+		selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), notHealth),
+		recovery.UnaryServerInterceptor(recoveryOpt))
+	stream = append(stream,
+		selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), notHealth),
+		recovery.StreamServerInterceptor(recoveryOpt))
+	return []grpc.ServerOption{
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp))),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}
 }
 
 func traceFields(ctx context.Context) logging.Fields {
@@ -584,9 +599,9 @@ func traceFields(ctx context.Context) logging.Fields {
 	return nil
 }
 
-// authFunc checks the bearer token when one is configured.
-func (m *Main) authFunc() auth.AuthFunc {
-	want := []byte(m.Config.Token)
+// tokenAuth checks the bearer token when one is configured.
+func tokenAuth(token string) auth.AuthFunc {
+	want := []byte(token)
 	return func(ctx context.Context) (context.Context, error) {
 		if len(want) == 0 {
 			return ctx, nil

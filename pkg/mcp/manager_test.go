@@ -19,15 +19,15 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/pkg/authz"
+	"github.com/toold/toold/pkg/config/value"
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
 	"github.com/toold/toold/pkg/executor"
 	"github.com/toold/toold/pkg/mcp"
 	"github.com/toold/toold/pkg/mcp/mcpconfig"
 	"github.com/toold/toold/pkg/mcp/mcptest"
-	"github.com/toold/toold/pkg/tools"
-
 	"github.com/toold/toold/pkg/testenv"
+	"github.com/toold/toold/pkg/tools"
 )
 
 // recorder is a executor.Host that keeps a call's events; it cannot ask a
@@ -537,5 +537,70 @@ func TestHTTPIdleConnectionClosedFirst(t *testing.T) {
 	})
 	if end, _ := f.call(ctx, "idle__ping", `{}`); end.Err != nil || endText(end) != "pong" {
 		t.Fatalf("call after the idle connection closed: %q %v", endText(end), end.Err)
+	}
+}
+
+// The server's idle timeout counts time without progress: a call that
+// reports progress more often than that runs past it, with every note
+// delivered before the End; a call that reports none ends TIMEOUT and the
+// session stays usable. The server is the Go SDK's, in-process.
+func TestIdleTimeout(t *testing.T) {
+	server := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	type args struct {
+		Steps int `json:"steps,omitempty"`
+		Every int `json:"every_ms,omitempty"`
+	}
+	sdk.AddTool(server, &sdk.Tool{Name: "work", Description: "reports steps of progress, every_ms apart; with none, waits until canceled"},
+		func(ctx context.Context, req *sdk.CallToolRequest, a args) (*sdk.CallToolResult, any, error) {
+			if a.Steps == 0 {
+				<-ctx.Done()
+				return nil, nil, ctx.Err()
+			}
+			for i := 1; i <= a.Steps; i++ {
+				select {
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				case <-time.After(time.Duration(a.Every) * time.Millisecond):
+				}
+				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: float64(a.Steps)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "worked"}}}, nil, nil
+		})
+	url := serveHTTP(t, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil))
+	f := newFixture(t, mcp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const idle = time.Second
+	entry := mcpconfig.Server{URL: url, Toold: mcpconfig.ServerPolicy{IdleTimeout: value.Duration(idle)}}
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"slow": entry}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 12 steps 200 ms apart: 2.4 s, over twice the idle timeout.
+	began := time.Now()
+	end, rec := f.call(ctx, "slow__work", `{"steps":12,"every_ms":200}`)
+	if end.Err != nil || endText(end) != "worked" {
+		t.Fatalf("a call with progress: %q %v", endText(end), end.Err)
+	}
+	if d := time.Since(began); d < 2*idle {
+		t.Fatalf("the call took %s; the test needs it to outlast the idle timeout", d)
+	}
+	ps := rec.progress()
+	if len(ps) != 12 || ps[11].Fraction != 1 {
+		t.Fatalf("%d progress events, want 12 ending at 1: %+v", len(ps), ps)
+	}
+
+	end, rec = f.call(ctx, "slow__work", `{"steps":0}`)
+	if !errors.Is(end.Err, errdefs.ErrTimeout) || !strings.Contains(end.Err.Error(), "sent neither progress nor a result") {
+		t.Fatalf("a call without progress ended %v, want TIMEOUT", end.Err)
+	}
+	if len(rec.progress()) != 0 {
+		t.Fatalf("progress from a call that reported none: %+v", rec.progress())
+	}
+	if end, _ := f.call(ctx, "slow__work", `{"steps":1,"every_ms":1}`); end.Err != nil || endText(end) != "worked" {
+		t.Fatalf("after the timeout: %q %v", endText(end), end.Err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,26 +168,24 @@ const (
 // passes, or when ctx ends; ending early sends notifications/cancelled and
 // leaves the session usable. A result with isError and a JSON-RPC error
 // both end the call with a typed error; structuredContent is kept.
+//
+// The SDK's call runs on Run's goroutine: its result wakes the caller
+// directly (bench row 8 pays for every goroutine hand-off on the way
+// back). Progress is emitted by a goroutine of its own, started by the
+// call's first notification (pending.push), so a slow client never holds
+// up the SDK's reader; the idle timer cancels the call from the timer's
+// goroutine.
 func (t *Tool) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*tools.Result, error) {
 	u := t.up
 	cs, err := u.current()
 	if err != nil {
 		return nil, err
 	}
-	token := fmt.Sprintf("toold-%d", u.m.token.Add(1))
-	p := &pending{notes: make(chan progressNote, progressInbox)}
+	token := "toold-" + strconv.FormatUint(u.m.token.Add(1), 10)
+	p := &pending{}
 	if sink != nil {
 		p.asker = sink.Ask
 	}
-	u.mu.Lock()
-	u.calls[token] = p
-	u.mu.Unlock()
-	defer func() {
-		u.mu.Lock()
-		delete(u.calls, token)
-		u.mu.Unlock()
-	}()
-
 	idle := time.Duration(u.cfg.Toold.IdleTimeout)
 	if idle <= 0 {
 		idle = u.m.opts.IdleTimeout
@@ -198,59 +197,48 @@ func (t *Tool) Run(ctx context.Context, call *tools.Call, sink *tools.Sink) (*to
 		cctx, stop = context.WithTimeoutCause(cctx, mt, errMaxTime)
 		defer stop()
 	}
-	type outcome struct {
-		res *sdk.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		meta := sdk.Meta{"progressToken": token}
-		// The call's W3C trace context, so the server's spans join toold's
-		// trace of the call.
-		carrier := propagation.MapCarrier{}
-		propagation.TraceContext{}.Inject(cctx, carrier)
-		for k, v := range carrier {
-			meta[k] = v
-		}
-		res, err := cs.CallTool(cctx, &sdk.CallToolParams{
-			Name:      t.remote,
-			Arguments: call.Args,
-			Meta:      meta,
-		})
-		done <- outcome{res, err}
-	}()
-
-	timer := time.NewTimer(idle)
+	timer := time.AfterFunc(idle, func() { cancel(errIdle) })
 	defer timer.Stop()
-	var last progressNote
-	seen := false
-	emit := func(n progressNote) {
-		seen, last = true, n
+	p.alive = func() { timer.Reset(idle) }
+	p.emit = func(n progressNote) {
 		if sink.Progress(progressText(n), fraction(n)) != nil {
 			cancel(errSinkGone)
 		}
 	}
-	for {
-		select {
-		case o := <-done:
-			if seen {
-				t.settle(p, last, emit)
-			}
-			if o.err != nil {
-				return nil, t.callError(cctx, o.err, idle)
-			}
-			return t.result(o.res)
-		case n := <-p.notes:
-			timer.Reset(idle)
-			emit(n)
-		case <-timer.C:
-			cancel(errIdle)
-		}
+	u.mu.Lock()
+	u.calls[token] = p
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		delete(u.calls, token)
+		u.mu.Unlock()
+	}()
+
+	meta := sdk.Meta{"progressToken": token}
+	// The call's W3C trace context, so the server's spans join toold's
+	// trace of the call.
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(cctx, carrier)
+	for k, v := range carrier {
+		meta[k] = v
 	}
+	res, err := cs.CallTool(cctx, &sdk.CallToolParams{
+		Name:      t.remote,
+		Arguments: call.Args,
+		Meta:      meta,
+	})
+	if last, progressed := p.finish(); progressed {
+		t.settle(p, last)
+	}
+	if err != nil {
+		return nil, t.callError(cctx, err, idle)
+	}
+	return t.result(res)
 }
 
-// settle emits the progress that arrives shortly after the result.
-func (t *Tool) settle(p *pending, last progressNote, emit func(progressNote)) {
+// settle emits the progress that arrives shortly after the result (see
+// Settling), once the forwarder has stopped; last is the last note emitted.
+func (t *Tool) settle(p *pending, last progressNote) {
 	wait := settleQuiet
 	if last.total > 0 && last.progress < last.total {
 		wait = settleTotal
@@ -260,13 +248,13 @@ func (t *Tool) settle(p *pending, last progressNote, emit func(progressNote)) {
 	for {
 		select {
 		case n := <-p.notes:
-			emit(n)
+			p.emit(n)
 			if n.total > 0 && n.progress >= n.total {
 				// Complete; take what is already queued and stop.
 				for {
 					select {
 					case n := <-p.notes:
-						emit(n)
+						p.emit(n)
 					default:
 						return
 					}

@@ -379,12 +379,24 @@ func (u *upstream) buildTools(remote []*sdk.Tool) ([]*Tool, []RefusedTool) {
 	return out, refused
 }
 
-// pending is a running call's inbox for progress notifications.
+// pending is a running call's inbox for progress notifications, and the
+// goroutine that emits them (the forwarder, started by the first).
 type pending struct {
-	notes chan progressNote
 	// asker asks the call's person a question (nil when the call's client
 	// cannot answer).
 	asker func(ctx context.Context, q tools.Question) (string, error)
+	// emit turns a note into a Progress event: only the forwarder calls
+	// it, then Run once the forwarder is done. alive resets the call's idle
+	// timer (the forwarder, before each note).
+	emit  func(progressNote)
+	alive func()
+
+	mu       sync.Mutex
+	notes    chan progressNote // made with the forwarder
+	stop     chan struct{}     // closed by finish: the forwarder returns
+	stopped  chan struct{}     // closed by the forwarder when it returns
+	finished bool              // finish ran: no forwarder starts any more
+	last     progressNote      // the forwarder's last note, read after stopped
 }
 
 type progressNote struct {
@@ -392,21 +404,66 @@ type progressNote struct {
 	progress, total float64
 }
 
-// push adds a note without blocking the SDK's notification goroutine: when
-// the inbox is full (the client reads slowly), the oldest note is dropped,
-// so the newest progress always gets through.
+// push adds a note without blocking the SDK's notification goroutine,
+// starting the forwarder with the call's first: when the inbox is full (the
+// client reads slowly), the oldest note is dropped, so the newest progress
+// always gets through. A note after finish without a forwarder (the call
+// reported no progress) is dropped, as Settling says.
 func (p *pending) push(n progressNote) {
+	p.mu.Lock()
+	if p.notes == nil {
+		if p.finished {
+			p.mu.Unlock()
+			return
+		}
+		p.notes = make(chan progressNote, progressInbox)
+		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+		go p.forward()
+	}
+	notes := p.notes
+	p.mu.Unlock()
 	for {
 		select {
-		case p.notes <- n:
+		case notes <- n:
 			return
 		default:
 		}
 		select {
-		case <-p.notes:
+		case <-notes:
 		default:
 		}
 	}
+}
+
+// forward emits notes until finish stops it.
+func (p *pending) forward() {
+	defer close(p.stopped)
+	for {
+		select {
+		case n := <-p.notes:
+			p.alive()
+			p.emit(n)
+			p.last = n
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// finish is called by Run when the SDK's call returned: it stops the
+// forwarder, if one started, and returns the last note it emitted and
+// whether the call reported progress (then Run settles).
+func (p *pending) finish() (last progressNote, progressed bool) {
+	p.mu.Lock()
+	p.finished = true
+	started := p.notes != nil
+	p.mu.Unlock()
+	if !started {
+		return progressNote{}, false
+	}
+	close(p.stop)
+	<-p.stopped
+	return p.last, true
 }
 
 func (u *upstream) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {

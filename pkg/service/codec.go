@@ -60,9 +60,17 @@ func TransportMessageBytes(maxMessage int) int {
 // codec that turns a bad ClientMessage into a refusal of that message, and
 // the transport limit. Every server that registers s must use them.
 func (s *Server) GRPCServerOptions() []grpc.ServerOption {
+	return CodecServerOptions(s.opts.MaxMessageBytes)
+}
+
+// CodecServerOptions returns the options GRPCServerOptions returns for a
+// message limit of maxMessageBytes (0: DefaultMaxMessageBytes): toold's
+// codec and the transport limit. toolbench's ladder builds servers with
+// them to measure what they cost without the rest of toold.
+func CodecServerOptions(maxMessageBytes int) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ForceServerCodecV2(clientCodec{base: encoding.GetCodecV2("proto"), limit: s.opts.MaxMessageBytes}),
-		grpc.MaxRecvMsgSize(TransportMessageBytes(s.opts.MaxMessageBytes)),
+		grpc.ForceServerCodecV2(clientCodec{base: encoding.GetCodecV2("proto"), limit: maxMessageBytes}),
+		grpc.MaxRecvMsgSize(TransportMessageBytes(maxMessageBytes)),
 	}
 }
 

@@ -113,7 +113,26 @@ func normalize(v any) any {
 }
 
 func endToPB(e *events.End) *pb.ToolCallEnd {
-	res := &pb.ToolResult{Duration: durationpb.New(e.Duration)}
+	res := &pb.ToolResult{}
+	fillResult(res, e, nil)
+	return &pb.ToolCallEnd{Result: res}
+}
+
+// fillResult fills res, reset, from e. sc, when not nil, lends the
+// messages of a common result (its duration and one text content), so that
+// the stream's sender converts a call's End without allocating them.
+func fillResult(res *pb.ToolResult, e *events.End, sc *sendScratch) {
+	res.Reset()
+	if sc != nil {
+		nanos := e.Duration.Nanoseconds()
+		secs := nanos / 1e9
+		sc.dur.Reset()
+		sc.dur.Seconds, sc.dur.Nanos = secs, int32(nanos-secs*1e9)
+		res.Duration = &sc.dur
+		res.Content = sc.content[:0]
+	} else {
+		res.Duration = durationpb.New(e.Duration)
+	}
 	// meta is made only when there is metadata (most calls have none: an
 	// empty map per End was a tenth of the sender's allocations).
 	var meta map[string]any
@@ -125,7 +144,14 @@ func endToPB(e *events.End) *pb.ToolCallEnd {
 	}
 	if r := e.Result; r != nil {
 		if r.Text != "" {
-			res.Content = append(res.Content, &pb.Content{Kind: &pb.Content_Text{Text: r.Text}})
+			if sc != nil {
+				sc.text.Reset()
+				sc.textKind.Text = r.Text
+				sc.text.Kind = &sc.textKind
+				res.Content = append(res.Content, &sc.text)
+			} else {
+				res.Content = append(res.Content, &pb.Content{Kind: &pb.Content_Text{Text: r.Text}})
+			}
 		}
 		if len(r.JSON) > 0 {
 			res.Content = append(res.Content, &pb.Content{Kind: &pb.Content_Json{Json: string(r.JSON)}})
@@ -162,8 +188,10 @@ func endToPB(e *events.End) *pb.ToolCallEnd {
 	if len(e.Coercions) > 0 {
 		set("coerced_arguments", len(e.Coercions))
 	}
+	if len(res.Content) == 0 {
+		res.Content = nil // as a fresh conversion: no empty, non-nil slice
+	}
 	res.Metadata = structOf(meta)
-	return &pb.ToolCallEnd{Result: res}
 }
 
 func scopeToPB(s authz.Scope) *pb.ApprovalScope {
@@ -230,12 +258,41 @@ func approvalToPB(a *events.ApprovalRequest) *pb.RequiresApproval {
 
 // eventToPB converts a queued event to the wire.
 func eventToPB(ev *events.Event) *pb.ServerEvent {
-	return eventToPBInto(&pb.ServerEvent{}, &timestamppb.Timestamp{}, ev)
+	return eventToPBInto(&pb.ServerEvent{}, &timestamppb.Timestamp{}, nil, ev)
 }
 
-// eventToPBInto is eventToPB into out and ts, which it resets: the stream's
-// sender reuses one of each (Send has marshaled a message when it returns).
-func eventToPBInto(out *pb.ServerEvent, ts *timestamppb.Timestamp, ev *events.Event) *pb.ServerEvent {
+// sendScratch is what a stream's sender converts events into, reused from
+// one Send to the next (Send has marshaled a message when it returns:
+// gRPC keeps no reference, nor do toold's interceptors and stats
+// handlers): the ServerEvent and its timestamp, and the messages of a
+// call's Start, Executing and End with a text result — every message of a
+// Fast call, which the sender then converts without an allocation (there
+// were about fifteen a call). Rarer events and parts are made anew.
+type sendScratch struct {
+	ev       pb.ServerEvent
+	ts       timestamppb.Timestamp
+	start    pb.ToolCallStart
+	startW   pb.ServerEvent_Start
+	exec     pb.Executing
+	execW    pb.ServerEvent_Executing
+	end      pb.ToolCallEnd
+	endW     pb.ServerEvent_End
+	res      pb.ToolResult
+	dur      durationpb.Duration
+	text     pb.Content
+	textKind pb.Content_Text
+	content  [2]*pb.Content
+}
+
+// convert converts ev into the scratch messages; what it returns is valid
+// until the next convert.
+func (sc *sendScratch) convert(ev *events.Event) *pb.ServerEvent {
+	return eventToPBInto(&sc.ev, &sc.ts, sc, ev)
+}
+
+// eventToPBInto is eventToPB into out and ts, which it resets, and, when
+// sc is not nil, into its messages for a Start, Executing or End.
+func eventToPBInto(out *pb.ServerEvent, ts *timestamppb.Timestamp, sc *sendScratch, ev *events.Event) *pb.ServerEvent {
 	out.Reset()
 	ts.Reset()
 	ts.Seconds, ts.Nanos = ev.Time.Unix(), int32(ev.Time.Nanosecond())
@@ -243,10 +300,21 @@ func eventToPBInto(out *pb.ServerEvent, ts *timestamppb.Timestamp, ev *events.Ev
 	switch {
 	case ev.Start != nil:
 		s := ev.Start
-		out.Event = &pb.ServerEvent_Start{Start: &pb.ToolCallStart{
-			RequestedName: s.RequestedName, Tool: s.Tool, Operation: s.Operation,
-			Display: s.Display, Risk: riskToPB(s.Risk), TraceId: s.TraceID,
-		}}
+		var start *pb.ToolCallStart
+		if sc != nil {
+			start = &sc.start
+			start.Reset()
+		} else {
+			start = &pb.ToolCallStart{}
+		}
+		start.RequestedName, start.Tool, start.Operation = s.RequestedName, s.Tool, s.Operation
+		start.Display, start.Risk, start.TraceId = s.Display, riskToPB(s.Risk), s.TraceID
+		if sc != nil {
+			sc.startW.Start = start
+			out.Event = &sc.startW
+		} else {
+			out.Event = &pb.ServerEvent_Start{Start: start}
+		}
 	case ev.Progress != nil:
 		p := ev.Progress
 		pp := &pb.Progress{Message: p.Message}
@@ -261,9 +329,24 @@ func eventToPBInto(out *pb.ServerEvent, ts *timestamppb.Timestamp, ev *events.Ev
 		}
 		out.Event = &pb.ServerEvent_Progress{Progress: pp}
 	case ev.End != nil:
-		out.Event = &pb.ServerEvent_End{End: endToPB(ev.End)}
+		if sc != nil {
+			fillResult(&sc.res, ev.End, sc)
+			sc.end.Reset()
+			sc.end.Result = &sc.res
+			sc.endW.End = &sc.end
+			out.Event = &sc.endW
+		} else {
+			out.Event = &pb.ServerEvent_End{End: endToPB(ev.End)}
+		}
 	case ev.Executing != nil:
-		out.Event = &pb.ServerEvent_Executing{Executing: &pb.Executing{Pid: int32(ev.Executing.PID)}}
+		if sc != nil {
+			sc.exec.Reset()
+			sc.exec.Pid = int32(ev.Executing.PID)
+			sc.execW.Executing = &sc.exec
+			out.Event = &sc.execW
+		} else {
+			out.Event = &pb.ServerEvent_Executing{Executing: &pb.Executing{Pid: int32(ev.Executing.PID)}}
+		}
 	case ev.Approval != nil:
 		out.Event = &pb.ServerEvent_RequiresApproval{RequiresApproval: approvalToPB(ev.Approval)}
 	case ev.Question != nil:

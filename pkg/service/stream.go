@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/errdefs"
@@ -36,13 +35,10 @@ type stream struct {
 	// recvDone receives the end of receiving: nil when the client closed
 	// its side, else why the stream broke.
 	recvDone chan error
-	// buf is the sender's batch, reused; pbEvent and pbTime are the
-	// message each event is converted into, reused (Send has marshaled it
-	// when it returns: gRPC keeps no reference, nor do toold's
-	// interceptors and stats handlers).
+	// buf is the sender's batch, reused; scratch is what each event is
+	// converted into, reused (see sendScratch).
 	buf     []events.Event
-	pbEvent pb.ServerEvent
-	pbTime  timestamppb.Timestamp
+	scratch sendScratch
 	// idle hands work to the stream's idle goroutines (see spawn); ended
 	// is closed when ExecuteTool returns, and ends them.
 	idle  chan func()
@@ -216,7 +212,7 @@ func (st *stream) send(ev *events.Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	out := eventToPBInto(&st.pbEvent, &st.pbTime, ev)
+	out := st.scratch.convert(ev)
 	if w := out.GetWelcome(); w != nil {
 		w.Sandbox = SandboxToPB(st.srv.opts.Sandbox)
 	}

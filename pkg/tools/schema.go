@@ -145,45 +145,55 @@ func coerceObject(schema map[string]any, obj map[string]any, ptr string, out *[]
 	if props == nil {
 		return
 	}
-	required := map[string]bool{}
-	if req, ok := schema["required"].([]any); ok {
-		for _, r := range req {
-			if s, ok := r.(string); ok {
-				required[s] = true
-			}
-		}
-	}
-	// Sorted so coercions are reported in a stable order.
-	keys := make([]string, 0, len(obj))
+	// Sorted so coercions are reported in a stable order. (A call's few
+	// arguments are sorted on the stack, and a field's pointer is made
+	// only when a coercion or a nested value needs it: this runs for
+	// every call.)
+	var buf [8]string
+	keys := buf[:0]
 	for k := range obj {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		ps, ok := props[k].(map[string]any)
 		if !ok {
 			continue
 		}
-		field := ptr + "/" + escapePointer(k)
+		field := func() string { return ptr + "/" + escapePointer(k) }
 		v := obj[k]
-		if isNullish(v) && !required[k] && !allowsType(ps, "null") && !(isString(v) && allowsType(ps, "string")) {
+		if isNullish(v) && !isRequired(schema, k) && !allowsType(ps, "null") && !(isString(v) && allowsType(ps, "string")) {
 			delete(obj, k)
-			*out = append(*out, Coercion{Field: field, From: toJSON(v), Rule: "null for optional argument removed"})
+			*out = append(*out, Coercion{Field: field(), From: toJSON(v), Rule: "null for optional argument removed"})
 			continue
 		}
-		if str, ok := v.(string); ok && strings.TrimSpace(str) == "" && !required[k] && !allowsType(ps, "string") && ps["type"] != nil {
+		if str, ok := v.(string); ok && strings.TrimSpace(str) == "" && !isRequired(schema, k) && !allowsType(ps, "string") && ps["type"] != nil {
 			delete(obj, k)
-			*out = append(*out, Coercion{Field: field, From: toJSON(v), Rule: "empty string for optional non-string argument removed"})
+			*out = append(*out, Coercion{Field: field(), From: toJSON(v), Rule: "empty string for optional non-string argument removed"})
 			continue
 		}
 		nv, rule := coerceValue(ps, v)
 		if rule != "" {
 			obj[k] = nv
-			*out = append(*out, Coercion{Field: field, From: toJSON(v), To: toJSON(nv), Rule: rule})
+			*out = append(*out, Coercion{Field: field(), From: toJSON(v), To: toJSON(nv), Rule: rule})
 			v = nv
 		}
-		coerceInside(ps, v, field, out)
+		switch v.(type) {
+		case map[string]any, []any:
+			coerceInside(ps, v, field(), out)
+		}
 	}
+}
+
+// isRequired reports whether schema's "required" lists k.
+func isRequired(schema map[string]any, k string) bool {
+	req, _ := schema["required"].([]any)
+	for _, r := range req {
+		if s, ok := r.(string); ok && s == k {
+			return true
+		}
+	}
+	return false
 }
 
 func coerceInside(schema map[string]any, v any, ptr string, out *[]Coercion) {
