@@ -62,7 +62,8 @@ type Options struct {
 	// (default 60s).
 	IdleTimeout time.Duration
 	// HTTPClient carries the HTTP and SSE transports; nil uses a client
-	// without an overall timeout (SSE streams are long-lived).
+	// without an overall timeout (SSE streams are long-lived) whose
+	// kept-alive connections are closed after 2 s idle (idleConnTimeout).
 	HTTPClient *http.Client
 	// TokenDir is where the OAuth tokens of HTTP servers are kept, one 0600
 	// file per server (toold uses STATE_DIR/mcp-oauth, which commands cannot
@@ -104,10 +105,23 @@ func (o Options) withDefaults() Options {
 		o.AuthTimeout = 10 * time.Minute
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.IdleConnTimeout = idleConnTimeout
+		o.HTTPClient = &http.Client{Transport: tr}
 	}
 	return o
 }
+
+// idleConnTimeout is how long the default HTTPClient keeps an idle
+// connection to an HTTP MCP server: well below the 5 s after which Node's
+// and uvicorn's HTTP servers (most MCP servers) close one. A request
+// written on a connection as the server closes it fails without reaching
+// the server, and Go's transport does not retry a POST (it cannot know
+// the server did not act on it): a tools/call made 5-6 s after the
+// previous one failed "rejected by transport" on a loaded machine. Closing
+// first, toold opens a new connection instead (a handshake more after
+// 2 s without calls).
+const idleConnTimeout = 2 * time.Second
 
 // Manager owns the connections to the configured MCP servers. Each server
 // has one goroutine that connects, registers the server's tools, refreshes

@@ -491,6 +491,55 @@ func serveHTTP(t *testing.T, h http.Handler) string {
 	return "http://" + l.Addr().String() + "/mcp"
 }
 
+// toold closes a kept-alive connection to an HTTP MCP server once it has
+// been idle (2 s), before a server would close it under a
+// request (Node's and uvicorn's servers do after 5 s; this one never does,
+// so a closed idle connection was closed by toold), and the next call
+// goes out on a new connection.
+func TestHTTPIdleConnectionClosedFirst(t *testing.T) {
+	server := sdk.NewServer(&sdk.Implementation{Name: "idle", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	sdk.AddTool(server, &sdk.Tool{Name: "ping", Description: "ping"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong"}}}, nil, nil
+	})
+	var mu sync.Mutex
+	idle := map[net.Conn]bool{}
+	closedIdle := 0
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s == http.StateClosed && idle[c] {
+				closedIdle++
+			}
+			idle[c] = s == http.StateIdle
+		},
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	f := newFixture(t, mcp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := f.m.Start(ctx, map[string]mcpconfig.Server{"idle": {URL: "http://" + l.Addr().String() + "/mcp"}}); err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := f.call(ctx, "idle__ping", `{}`); end.Err != nil || endText(end) != "pong" {
+		t.Fatalf("first call: %q %v", endText(end), end.Err)
+	}
+	waitFor(t, "toold closing its idle connection", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return closedIdle > 0
+	})
+	if end, _ := f.call(ctx, "idle__ping", `{}`); end.Err != nil || endText(end) != "pong" {
+		t.Fatalf("call after the idle connection closed: %q %v", endText(end), end.Err)
+	}
+}
+
 // The server's idle timeout counts time without progress: a call that
 // reports progress more often than that runs past it, with every note
 // delivered before the End; a call that reports none ends TIMEOUT and the

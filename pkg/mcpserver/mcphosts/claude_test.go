@@ -10,12 +10,18 @@ import (
 // claudeEnv is Claude Code's environment against the scripted model,
 // offline: the base URL and key of the Messages API, MCP tools offered
 // directly (not behind tool search), no telemetry, updates or other
-// traffic.
+// traffic; and, as a user whose headless runs need toold's tools sets
+// (docs/hosts/claude-code.md), `claude -p` waits for its MCP servers to
+// connect (CLAUDE_CODE_MCP_STARTUP_WAIT_MS) for up to MCP_TIMEOUT: by
+// default Claude Code 2.1.332 does not wait, and a toold that took a few
+// seconds to start on a loaded machine left the model with none of its
+// tools.
 func claudeEnv(home, modelAddr string) []string {
 	return []string{
 		"HOME=" + home, "NO_COLOR=1",
 		"ANTHROPIC_BASE_URL=http://" + modelAddr, "ANTHROPIC_API_KEY=sk-ant-scripted",
 		"ENABLE_TOOL_SEARCH=false",
+		"CLAUDE_CODE_MCP_STARTUP_WAIT_MS=120000", "MCP_TIMEOUT=120000",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 // codexConfig is a CODEX_HOME config.toml: the scripted model as a custom
 // provider speaking the Responses API, toold as an MCP server (server is
-// the [mcp_servers.toold] table's body, "" for none), codex's own
-// switches off the network.
+// the [mcp_servers.toold] table's body, "" for none; codexRequired
+// follows it), codex's own switches off the network.
 func codexConfig(modelAddr, server string) string {
 	c := fmt.Sprintf(`model = "scripted"
 model_provider = "scripted"
@@ -31,10 +31,20 @@ wire_api = "responses"
 enabled = false
 `, modelAddr)
 	if server != "" {
-		c += "\n[mcp_servers.toold]\n" + server
+		c += "\n[mcp_servers.toold]\n" + server + codexRequired
 	}
 	return c
 }
+
+// codexRequired is what a user who relies on toold's tools writes in its
+// table (docs/hosts/codex.md): codex 0.171.0 builds the model's first
+// tool list waiting for an optional MCP server only
+// mcp_optional_startup_grace_ms (1 s), then sends the request without its
+// tools — on a loaded machine `toold mcp`'s start, or codex's handshake
+// with a running toold, took longer and the model was offered no tools
+// at all. A required server is waited for (startup_timeout_sec, 30 s by
+// default, here 120 s) and its failure to start fails codex instead.
+const codexRequired = "required = true\nstartup_timeout_sec = 120\n"
 
 func tomlList(xs []string) string {
 	var q []string
