@@ -101,6 +101,9 @@ type Attachment struct {
 	client        string
 	omitExecuting bool
 	welcome       events.Welcome
+	// watch times the inline budget of the calls run on the stream's
+	// receiver (see inline.go).
+	watch inlineWatch
 }
 
 // Welcome returns what the stream's Welcome says.
@@ -339,7 +342,7 @@ func (a *Attachment) Start(req *CallRequest) (run func(handoff func()) (handed b
 	req.stdin = &rc.stdin
 	return func(handoff func()) bool {
 		if handoff != nil {
-			req.inline = newInlineCall(s, handoff)
+			req.inline = newInlineCall(s, &a.watch, handoff)
 		}
 		return s.run(ctx, rc, req)
 	}, nil
