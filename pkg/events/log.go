@@ -371,6 +371,13 @@ func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p 
 			l.push(Event{CallID: callID, Seq: l.next(), Time: time.Now(),
 				Progress: &Progress{Output: chunk, Fraction: -1}})
 		}
+		if len(chunk.Data)+n > cap(chunk.Data) && len(chunk.Data)+n >= pooledChunkMin && l.cfg.MaxChunk >= pooledChunkMin {
+			// A chunk begun small outgrows its buffer: move it to a
+			// pooled one once, where append would double it (a copy and
+			// a garbage buffer each time, 180 MB of garbage for 600 MB
+			// streamed by a slowed reader: bench/profiles-2026-11-27-outpath.md).
+			chunk.Data = append(getBuf(l.cfg.MaxChunk), chunk.Data...)
+		}
 		chunk.Data = append(chunk.Data, p[:n]...)
 		l.offsets[key] += uint64(n)
 		l.unreadOut += n

@@ -294,3 +294,31 @@ func TestLogGathersOutput(t *testing.T) {
 		t.Fatalf("read %v, %v; want the output and the End", evs, err)
 	}
 }
+
+// Output that a reader has not taken coalesces into one chunk even when it
+// came in small pieces: once the chunk passes 64 KiB it moves to a buffer of
+// MaxChunk (a pooled one) instead of growing by doubling, and its bytes stay
+// exact and in order.
+func TestLogSmallPiecesGrowIntoOneChunk(t *testing.T) {
+	const maxChunk = 256 << 10
+	l := events.NewLog(events.LogConfig{MaxChunk: maxChunk, MaxUnreadOutput: 1 << 20})
+	ctx := context.Background()
+	var want []byte
+	for i := 0; len(want) < maxChunk; i++ {
+		p := []byte(strings.Repeat(string(rune('a'+i%26)), min(10000, maxChunk-len(want))))
+		must(t, l.Output(ctx, "a", tools.Stdout, p))
+		want = append(want, p...)
+	}
+	evs, err := l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Progress == nil || evs[0].Progress.Output == nil {
+		t.Fatalf("%d events, want one output chunk", len(evs))
+	}
+	got := evs[0].Progress.Output.Data
+	if string(got) != string(want) {
+		t.Fatalf("chunk of %d bytes differs from the %d written", len(got), len(want))
+	}
+	if cap(got) != maxChunk {
+		t.Errorf("chunk buffer of capacity %d, want MaxChunk %d (moved once, not doubled)", cap(got), maxChunk)
+	}
+}

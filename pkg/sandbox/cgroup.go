@@ -34,7 +34,9 @@ import (
 // — so the tree is exactly the cgroup's members, without walking /proc; and
 // cgroup.kill kills all of them at once, forks racing with the kill
 // included. The command sees an ordinary process: its own pid in the
-// daemon's pid namespace, signals and /proc as usual.
+// daemon's pid namespace, signals and /proc as usual, in a process group
+// of its own (a session of its own when it runs on a terminal or toold has
+// a controlling terminal: see Start).
 //
 // The guarantees are the helper's (see the package documentation):
 //
@@ -304,8 +306,19 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir}
 	stdio.attach(cmd)
+	// A session of its own where a terminal is involved: the command's
+	// (it becomes the command's controlling terminal), or toold's, which a
+	// command in toold's session could open as /dev/tty (and hang reading
+	// it, or push input into it). Otherwise a process group of its own
+	// does the same for signals (kill 0 reaches only the command's group)
+	// at a fraction of the cost: setsid(2) makes the kernel create a
+	// scheduler autogroup per session (CONFIG_SCHED_AUTOGROUP, on in most
+	// distributions), 140–300 µs of every command's start on this machine
+	// (bench/profiles-2026-11-27-outpath.md).
+	session := stdio.Terminal || hasControllingTerminal()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:  true,
+		Setsid:  session,
+		Setpgid: !session,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 		// No parent-death signal: the kernel would send it when the thread
@@ -330,6 +343,35 @@ func (c *Cgroups) Start(ctx context.Context, spec Spec, stdio Stdio) (*Process, 
 	}()
 	return p, nil
 }
+
+// hasControllingTerminal reports whether toold has a controlling terminal
+// (when it cannot tell, that it has). A session leader without one (toold
+// under systemd) acquires one by opening a terminal without O_NOCTTY, so
+// it asks again at every start; a process that leads no session never
+// acquires one, so once it had none the answer is kept.
+func hasControllingTerminal() bool {
+	if noTerminalForGood.Load() {
+		return false
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	switch err {
+	case nil:
+		unix.Close(fd)
+		return true
+	case unix.ENXIO: // no controlling terminal
+		if sid, err := unix.Getsid(0); err == nil && sid != os.Getpid() {
+			noTerminalForGood.Store(true)
+		}
+		return false
+	case unix.ENOENT: // no /dev/tty to open one by, for the commands either
+		return false
+	}
+	return true
+}
+
+// noTerminalForGood: toold has no controlling terminal and, leading no
+// session, cannot acquire one (see hasControllingTerminal).
+var noTerminalForGood atomic.Bool
 
 // startErrorOf explains a failed start as the helper does.
 func startErrorOf(spec Spec, err error) error {

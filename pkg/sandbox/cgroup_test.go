@@ -102,6 +102,21 @@ func TestCgroupsExit(t *testing.T) {
 	}
 }
 
+// A command is the leader of a process group of its own, so kill 0 reaches
+// its group only (were it in toold's, the test binary would die of it), and
+// it has no controlling terminal to open, whether toold has one or not.
+func TestCgroupsCommandOwnGroup(t *testing.T) {
+	script := `read -r _ _ _ _ pg _ < /proc/$$/stat
+[ "$pg" = "$$" ] && echo own-group
+if { : </dev/tty; } 2>/dev/null; then echo tty; else echo no-tty; fi
+kill -TERM 0
+echo survived`
+	exit, out := cgRun(t, t.Context(), sandbox.Spec{}, script)
+	if out != "own-group\nno-tty\n" || exit.Signal != syscall.SIGTERM {
+		t.Errorf("exit %+v, output %q; want SIGTERM after \"own-group\\nno-tty\\n\"", exit, out)
+	}
+}
+
 func TestCgroupsStartErrors(t *testing.T) {
 	c := openCgroups(t)
 	tests := []struct {

@@ -532,15 +532,27 @@ func TestIsolatedReadOnly(t *testing.T) {
 	if err := os.MkdirAll(c.ws+"/deep/repo/.git", 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// And a file: a submodule's .git naming its git directory, which a
+	// command must not point at a repository of its own.
+	if err := os.MkdirAll(c.ws+"/mod", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.ws+"/mod/.git", []byte("gitdir: ../.git/modules/mod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	p := c.policy()
-	p.ReadOnly = []string{c.ws + "/ro", c.ws + "/absent", c.ws + "/deep/repo/.git"}
+	p.ReadOnly = []string{c.ws + "/ro", c.ws + "/absent", c.ws + "/deep/repo/.git", c.ws + "/mod/.git"}
 	exit, out := run(t, context.Background(), c.spec(p), readOnlyScript+`
 mv deep moved-deep; mv deep/repo deep/moved; touch deep/repo/.git/x
+echo 'gitdir: ../evil' > mod/.git; rm -f mod/.git; mv mod/.git mod/gone; mv mod moved-mod; umount mod/.git; umount -l mod/.git
 true`)
 	checkReadOnly(t, c.ws, exit, out)
-	for _, q := range []string{"/moved-deep", "/deep/moved", "/deep/repo/.git/x"} {
+	for _, q := range []string{"/moved-deep", "/deep/moved", "/deep/repo/.git/x", "/mod/gone", "/moved-mod"} {
 		if _, err := os.Lstat(c.ws + q); err == nil {
 			t.Fatalf("%s was made from inside the sandbox:\n%s", q, out)
 		}
+	}
+	if b, err := os.ReadFile(c.ws + "/mod/.git"); err != nil || string(b) != "gitdir: ../.git/modules/mod\n" {
+		t.Fatalf("a read-only .git file changed: %q %v\n%s", b, err, out)
 	}
 }

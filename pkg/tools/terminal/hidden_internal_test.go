@@ -170,7 +170,7 @@ func TestHiddenWalkFindsGitDirs(t *testing.T) {
 	var h hiddenCache
 	defer h.close()
 	_, gits := h.get(ws, nameSensitivity{}, own, []string{ws}, nil)
-	want := []string{ws + "/.git", ws + "/sub/.git", ws + "/repos/main.git/worktrees/wt", ws + "/repos/main.git", ws + "/repos/linked.git"}
+	want := []string{ws + "/.git", ws + "/sub/.git", ws + "/wt/.git", ws + "/repos/main.git/worktrees/wt", ws + "/repos/main.git", ws + "/repos/linked.git", ws + "/far/.git"}
 	slices.Sort(gits)
 	slices.Sort(want)
 	if !slices.Equal(gits, want) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +55,9 @@ type store struct {
 	maxRecords int
 	maxAge     time.Duration
 
+	// clock is time.Now, but for tests of the age bound.
+	clock func() time.Time
+
 	mu       sync.Mutex
 	seq      int
 	used     int64 // bytes in files
@@ -61,6 +65,14 @@ type store struct {
 	order    []*record // oldest first
 	evicted  map[recordKey]eviction
 	evictLog []recordKey // oldest first, bounded by maxEvictions
+	// ended counts the records of order that ended (record.counted);
+	// endedFloor is at most the oldest endedAt among them (0: none), so
+	// that a prune finds out without a walk of order that nothing is
+	// beyond the count and age bounds — which it asks at every command's
+	// start and end. A walk of 1,000 records took ~20 µs, twice per
+	// command (bench/profiles-2026-11-27-outpath.md).
+	ended      int
+	endedFloor int64
 }
 
 // maxEvictions bounds the evictions the store remembers to explain.
@@ -86,7 +98,7 @@ func newStore(dir string, perCall, total int64, viewBytes int) (*store, error) {
 	}
 	return &store{
 		dir: dir, perCall: perCall, total: total, viewBytes: viewBytes,
-		maxRecords: defaultKeepCount, maxAge: defaultKeepAge,
+		maxRecords: defaultKeepCount, maxAge: defaultKeepAge, clock: time.Now,
 		records: map[recordKey]*record{}, evicted: map[recordKey]eviction{},
 	}, nil
 }
@@ -105,7 +117,9 @@ type record struct {
 	doneFlag  atomic.Bool
 	totalHint atomic.Int64
 	endedAt   atomic.Int64 // unix nanoseconds; set before doneFlag
+	fileMade  atomic.Bool  // set before the file is created
 	disk      int64        // bytes in the file; guarded by st.mu
+	counted   bool         // counted in st.ended; guarded by st.mu
 
 	mu        sync.Mutex
 	f         *os.File // created at the first kept byte; open until finish
@@ -131,7 +145,7 @@ func (s *store) create(conv, callID, command string) *record {
 	path := filepath.Join(s.dir, strconv.Itoa(s.seq)+".out")
 	s.mu.Unlock()
 	r := &record{
-		st: s, key: recordKey{conv, callID}, path: path, command: command, created: time.Now(),
+		st: s, key: recordKey{conv, callID}, path: path, command: command, created: s.clock(),
 		tail: newRing(s.viewBytes), tailFrom: -1,
 		changed: make(chan struct{}),
 	}
@@ -139,51 +153,65 @@ func (s *store) create(conv, callID, command string) *record {
 	s.records[r.key] = r
 	delete(s.evicted, r.key)
 	s.order = append(s.order, r)
-	s.pruneLocked(time.Now())
+	s.pruneLocked(s.clock())
 	s.mu.Unlock()
 	return r
 }
 
-// pruneLocked evicts finished records beyond maxRecords (oldest first) and
-// those finished longer than maxAge ago.
+// pruneLocked evicts ended records beyond maxRecords (oldest first) and
+// those ended longer than maxAge ago.
 func (s *store) pruneLocked(now time.Time) {
-	finished := 0
-	for _, o := range s.order {
-		if o.finished() {
-			finished++
-		}
+	expired := func(end int64) bool { return s.maxAge > 0 && now.Sub(time.Unix(0, end)) > s.maxAge }
+	if s.ended <= s.maxRecords && (s.endedFloor == 0 || !expired(s.endedFloor)) {
+		return
 	}
-	for i := 0; i < len(s.order); {
+	// Only the count bound: evict the oldest ended records and stop; the
+	// floor stays a lower bound (the next prune past it walks).
+	walk := expired(s.endedFloor)
+	var floor int64
+	for i := 0; i < len(s.order) && (walk || s.ended > s.maxRecords); {
 		o := s.order[i]
-		if !o.finished() {
+		if !o.counted {
 			i++
 			continue
 		}
-		switch {
-		case finished > s.maxRecords:
+		switch end := o.endedAt.Load(); {
+		case s.ended > s.maxRecords:
 			s.evictLocked(i, fmt.Sprintf("to keep at most %d outputs", s.maxRecords))
-		case s.maxAge > 0 && now.Sub(time.Unix(0, o.endedAt.Load())) > s.maxAge:
+		case expired(end):
 			s.evictLocked(i, fmt.Sprintf("because outputs are kept for %s", s.maxAge))
 		default:
+			if floor == 0 || end < floor {
+				floor = end
+			}
 			i++
-			continue
 		}
-		finished--
+	}
+	if walk {
+		s.endedFloor = floor
 	}
 }
 
-// prune applies the count and age bounds now.
-func (s *store) prune() {
+// count adds r, which just ended, to the records the count and age bounds
+// apply to, and applies them.
+func (s *store) count(r *record) {
 	s.mu.Lock()
-	s.pruneLocked(time.Now())
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if !r.counted && !r.gone.Load() {
+		r.counted = true
+		s.ended++
+		if end := r.endedAt.Load(); s.endedFloor == 0 || end < s.endedFloor {
+			s.endedFloor = end
+		}
+	}
+	s.pruneLocked(s.clock())
 }
 
 // holds reports whether conversation conv has kept output.
 func (s *store) holds(conv string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pruneLocked(time.Now())
+	s.pruneLocked(s.clock())
 	for _, o := range s.order {
 		if o.key.conv == conv {
 			return true
@@ -215,7 +243,7 @@ func (s *store) dropConversation(conv string) {
 func (s *store) lookup(conv, callID string) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pruneLocked(time.Now())
+	s.pruneLocked(s.clock())
 	if r, ok := s.records[recordKey{conv, callID}]; ok {
 		return r, nil
 	}
@@ -265,9 +293,15 @@ func (s *store) evictLocked(i int, why string) {
 	r := s.order[i]
 	s.order = append(s.order[:i], s.order[i+1:]...)
 	r.gone.Store(true)
+	if r.counted {
+		r.counted = false
+		s.ended--
+	}
 	s.used -= r.disk
 	r.disk = 0
-	_ = os.Remove(r.path) // readers with the file open still read it
+	if r.fileMade.Load() {
+		_ = syscall.Unlink(r.path) // readers with the file open still read it
+	}
 	if s.records[r.key] == r {
 		delete(s.records, r.key)
 		if why == "" {
@@ -342,6 +376,7 @@ func (r *record) write(stream tools.Stream, p []byte) {
 // Readers open the file only for bytes below kept, so it exists by then.
 func (r *record) writeAtLocked(p []byte, off int64) error {
 	if r.f == nil {
+		r.fileMade.Store(true)
 		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
@@ -362,7 +397,7 @@ func (r *record) notifyLocked() {
 func (r *record) finish(outcome string) {
 	// Once r counts as finished, the store's count bound applies to it
 	// (after r.mu is released: the store evicts without r's lock).
-	defer r.st.prune()
+	defer r.st.count(r)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -382,7 +417,7 @@ func (r *record) finish(outcome string) {
 	}
 	r.f, r.head, r.tail = nil, nil, nil
 	r.done = true
-	r.endedAt.Store(time.Now().UnixNano())
+	r.endedAt.Store(r.st.clock().UnixNano())
 	r.doneFlag.Store(true)
 	r.outcome = outcome
 	r.notifyLocked()

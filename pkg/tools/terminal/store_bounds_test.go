@@ -51,14 +51,16 @@ func TestStoreBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.maxAge = time.Minute
+		now := time.Now()
+		s.clock = func() time.Time { return now }
 		old := s.create("c", "old", "echo")
 		old.write(tools.Stdout, []byte("old\n"))
 		old.finish("exit code 0")
+		// The first ended two minutes ago.
+		now = now.Add(2 * time.Minute)
 		fresh := s.create("c", "fresh", "echo")
 		fresh.write(tools.Stdout, []byte("fresh\n"))
 		fresh.finish("exit code 0")
-		// The first ended two minutes ago.
-		old.endedAt.Store(time.Now().Add(-2 * time.Minute).UnixNano())
 		if _, err := s.lookup("c", "old"); err == nil || !strings.Contains(err.Error(), "kept for 1m0s") {
 			t.Fatalf("lookup of an expired output: %v", err)
 		}
@@ -68,6 +70,38 @@ func TestStoreBounds(t *testing.T) {
 		if _, err := s.lookup("c", "fresh"); err != nil {
 			t.Fatal(err)
 		}
+	})
+	// The count bound evicted the oldest; the age bound still finds the
+	// next oldest, and only it.
+	t.Run("age after count", func(t *testing.T) {
+		s, err := newStore(t.TempDir(), 1000, 1<<20, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.maxRecords, s.maxAge = 2, time.Minute
+		t0 := time.Now()
+		now := t0
+		s.clock = func() time.Time { return now }
+		for i, id := range []string{"a", "b", "c"} {
+			now = t0.Add(time.Duration(i) * time.Second)
+			r := s.create("c", id, "echo")
+			r.write(tools.Stdout, []byte(id+"\n"))
+			r.finish("exit code 0")
+		}
+		wantGone := func(id, why string) {
+			t.Helper()
+			if _, err := s.lookup("c", id); err == nil || !strings.Contains(err.Error(), why) {
+				t.Fatalf("lookup of %s: %v, want %q", id, err, why)
+			}
+		}
+		wantGone("a", "at most 2 outputs")
+		now = t0.Add(61500 * time.Millisecond)
+		wantGone("b", "kept for 1m0s")
+		if _, err := s.lookup("c", "c"); err != nil {
+			t.Fatalf("c ended 59.5 s ago: %v", err)
+		}
+		now = t0.Add(62500 * time.Millisecond)
+		wantGone("c", "kept for 1m0s")
 	})
 	t.Run("forgotten conversation", func(t *testing.T) {
 		dir := t.TempDir()

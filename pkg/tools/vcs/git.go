@@ -55,6 +55,17 @@ var safeConfig = []string{
 	// (a transport that runs a command) is refused by name too.
 	"protocol.ext.allow=never",
 	"submodule.recurse=false",
+	// Nothing runs git in a submodule (its own config is not overridden
+	// here, and its git directory is writable for this git): no summary
+	// of a submodule's log, no inline diff of it (diff.submodule=diff
+	// runs git diff there). git_status and git_diff pass
+	// --ignore-submodules=dirty too: telling a dirty submodule runs git
+	// status in it.
+	"status.submoduleSummary=false",
+	"diff.submodule=short",
+	// git commit's status (what is not staged, when nothing is) reads
+	// it; git add does not (see stage).
+	"diff.ignoreSubmodules=dirty",
 	"advice.detachedHead=false",
 	"safe.bareRepository=explicit",
 }
@@ -76,10 +87,31 @@ func (v *VCS) runGit(ctx context.Context, args ...string) (*gitResult, error) {
 	return v.exec(ctx, append(over, args...)...)
 }
 
+// runGitMagic is runGit with pathspec magic: its pathspecs must say
+// ":(literal)" themselves where they are paths.
+func (v *VCS) runGitMagic(ctx context.Context, args ...string) (*gitResult, error) {
+	if v.gitPath == "" {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "git is not installed where toold runs (not found in PATH)")
+	}
+	over, err := v.driverOverrides(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.execArgs(ctx, false, append(over, args...)...)
+}
+
 // exec runs git with the safe configuration, without the per-repository
 // driver overrides.
 func (v *VCS) exec(ctx context.Context, args ...string) (*gitResult, error) {
-	full := []string{"--no-pager", "--literal-pathspecs", "--no-optional-locks"}
+	return v.execArgs(ctx, true, args...)
+}
+
+// execArgs is exec, with pathspecs read literally or not.
+func (v *VCS) execArgs(ctx context.Context, literal bool, args ...string) (*gitResult, error) {
+	full := []string{"--no-pager", "--no-optional-locks"}
+	if literal {
+		full = append(full, "--literal-pathspecs")
+	}
 	for _, c := range safeConfig {
 		full = append(full, "-c", c)
 	}

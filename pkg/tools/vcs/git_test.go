@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
@@ -399,5 +400,77 @@ func TestHooksWhenConfigured(t *testing.T) {
 		if ran := err == nil; ran != hooks {
 			t.Fatalf("hooks %v: post-commit ran %v", hooks, ran)
 		}
+	}
+}
+
+// TestSubmodules: git_commit stages a submodule by its commit (a moved
+// HEAD is committed) without running git in it — nor do git_status,
+// git_diff and git_commit's own status — so a filter its own config names
+// never runs; and a nested repository that is no submodule is refused,
+// not staged as a gitlink.
+func TestSubmodules(t *testing.T) {
+	r := newRepo(t)
+	mark := filepath.Join(t.TempDir(), "ran")
+	r.write("a.txt", "a\n")
+	r.write("lib/f", "f\n")
+	r.git("-C", "lib", "init", "-q")
+	r.git("-C", "lib", "add", "f")
+	r.git("-C", "lib", "commit", "-qm", "lib")
+	r.git("add", "a.txt", "lib")
+	r.git("commit", "-qm", "first")
+	r.git("-C", "lib", "config", "filter.x.clean", "sh -c 'echo ran >> "+mark+"; cat'")
+	r.write("lib/.gitattributes", "* filter=x\n")
+	// A change of time only: git status in lib would hash f again,
+	// through the filter.
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(filepath.Join(r.dir, "lib", "f"), old, old)
+	r.write("a.txt", "a\nb\n")
+
+	ran := func(step string) {
+		t.Helper()
+		if b, err := os.ReadFile(mark); err == nil {
+			t.Fatalf("%s: the submodule's filter ran:\n%s", step, b)
+		}
+	}
+	r.mustCall("git_status", map[string]any{})
+	ran("git_status")
+	r.mustCall("git_diff", map[string]any{})
+	ran("git_diff")
+	r.mustCall("git_commit", map[string]any{"message": "a and lib", "paths": []any{"a.txt", "lib"}})
+	ran("git_commit")
+	if _, err := r.call("git_commit", map[string]any{"message": "nothing", "paths": []any{"lib"}}); err == nil {
+		t.Fatal("git_commit of an unchanged submodule committed")
+	}
+	ran("git_commit with nothing to commit")
+	// The person's commit in lib (their git runs the filter).
+	r.git("-C", "lib", "commit", "-q", "--allow-empty", "-m", "moved")
+	os.Remove(mark)
+	os.Chtimes(filepath.Join(r.dir, "lib", "f"), old, old)
+	head := strings.TrimSpace(r.git("-C", "lib", "rev-parse", "HEAD"))
+	r.mustCall("git_commit", map[string]any{"message": "bump lib", "paths": []any{"lib"}})
+	ran("git_commit of a moved submodule")
+	if got := r.git("ls-tree", "HEAD", "lib"); !strings.Contains(got, "160000 commit "+head) {
+		t.Fatalf("lib's gitlink is not its new HEAD %s: %s", head, got)
+	}
+
+	// A submodule removed from the work tree: its deletion is staged.
+	os.RemoveAll(filepath.Join(r.dir, "lib"))
+	r.mustCall("git_commit", map[string]any{"message": "drop lib", "paths": []any{"lib"}})
+	if got := r.git("ls-tree", "HEAD", "lib"); got != "" {
+		t.Fatalf("lib is still in HEAD after its removal was committed: %s", got)
+	}
+
+	// A repository of its own, not a submodule.
+	r.write("nested/x", "x\n")
+	r.git("-C", "nested", "init", "-q")
+	r.write("b.txt", "b\n")
+	for _, paths := range [][]any{{"nested"}, {"."}, {"b.txt", "nested/"}} {
+		_, err := r.call("git_commit", map[string]any{"message": "nested", "paths": paths})
+		if !errors.Is(err, errdefs.ErrDenied) {
+			t.Errorf("git_commit of %v: %v, want denied", paths, err)
+		}
+	}
+	if got := r.git("ls-files", "--stage"); strings.Contains(got, "nested") || strings.Contains(got, "b.txt") {
+		t.Fatalf("a refused commit staged:\n%s", got)
 	}
 }

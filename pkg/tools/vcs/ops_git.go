@@ -155,7 +155,7 @@ var gitStatusOp = &operation{
 		return tools.Effect{Display: "git status", Reads: []string{"."}}
 	},
 	run: func(v *VCS, ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
-		r, err := v.runGit(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+		r, err := v.runGit(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ var gitDiffOp = &operation{
 		if err != nil {
 			return nil, err
 		}
-		base := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"}
+		base := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--ignore-submodules=dirty"}
 		if a.Staged {
 			base = append(base, "--cached")
 		}
@@ -529,12 +529,11 @@ var gitCommitOp = &operation{
 			return nil, err
 		}
 		if len(paths) > 0 {
-			r, err := v.runGit(ctx, append([]string{"add", "-A", "--"}, paths...)...)
-			if err != nil {
+			if err := v.refuseNestedRepositories(ctx, paths); err != nil {
 				return nil, err
 			}
-			if r.exit != 0 {
-				return nil, failed("git_commit (staging the paths)", r)
+			if err := v.stage(ctx, paths); err != nil {
+				return nil, err
 			}
 		}
 		args := []string{"commit", "--no-edit", "--cleanup=strip", "-m", a.Message}
@@ -564,4 +563,92 @@ var gitCommitOp = &operation{
 		return &tools.Result{Text: fmt.Sprintf("Committed %s: %s\n%s", short(f[0]), f[1], stat),
 			Structured: map[string]any{"commit": f[0], "subject": f[1]}}, nil
 	},
+}
+
+// refuseNestedRepositories fails when staging paths would make a
+// repository of its own below them a submodule of the workspace's (git
+// add stages a nested repository as a gitlink). A submodule's git is run
+// by the person's git status, outside any sandbox, with its own
+// configuration: a repository a command made (and configured) must not
+// become one through this tool. git lists an untracked nested repository
+// as its directory, with a trailing slash, where it lists other
+// untracked files one by one.
+func (v *VCS) refuseNestedRepositories(ctx context.Context, paths []string) error {
+	r, err := v.exec(ctx, append([]string{"ls-files", "--others", "--exclude-standard", "-z", "--"}, paths...)...)
+	if err != nil {
+		return err
+	}
+	if r.exit != 0 {
+		return failed("git_commit (looking for nested repositories)", r)
+	}
+	var nested []string
+	for _, p := range records(r.stdout, 0) {
+		if strings.HasSuffix(p, "/") {
+			nested = append(nested, strings.TrimSuffix(p, "/"))
+		}
+	}
+	if len(nested) > 0 {
+		return errdefs.New(errdefs.ErrDenied, "git_commit: %s is a git repository of its own; toold does not make it a submodule of the workspace's repository "+
+			"(the person's git would then run what its configuration names). Leave it out of paths; a person adds submodules", strings.Join(nested, ", "))
+	}
+	return nil
+}
+
+// stage stages paths (changes, additions, deletions) as git add -A does,
+// but the submodules among them by their commit only: git add looks for
+// changes in a submodule's work tree by running git status there — with
+// the submodule's own configuration (its filters, its textconv), which
+// driverOverrides does not empty, and with the git directories writable.
+// A submodule is left out of git add (pathspec magic) and its gitlink
+// updated to the commit its HEAD names (or removed, when its directory is
+// gone) by git update-index, which runs nothing in it.
+func (v *VCS) stage(ctx context.Context, paths []string) error {
+	ls, err := v.exec(ctx, append([]string{"ls-files", "--stage", "-z", "--"}, paths...)...)
+	if err != nil {
+		return err
+	}
+	if ls.exit != 0 {
+		return failed("git_commit (staging the paths)", ls)
+	}
+	var gitlinks []string
+	for _, rec := range records(ls.stdout, 0) {
+		if meta, path, ok := strings.Cut(rec, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
+			gitlinks = append(gitlinks, path)
+		}
+	}
+	if len(gitlinks) == 0 {
+		r, err := v.runGit(ctx, append([]string{"add", "-A", "--"}, paths...)...)
+		if err != nil {
+			return err
+		}
+		if r.exit != 0 {
+			return failed("git_commit (staging the paths)", r)
+		}
+		return nil
+	}
+	args := []string{"add", "-A", "--"}
+	for _, p := range paths {
+		args = append(args, ":(literal)"+p)
+	}
+	for _, g := range gitlinks {
+		args = append(args, ":(exclude,literal)"+g)
+	}
+	r, err := v.runGitMagic(ctx, args...)
+	if err != nil {
+		return err
+	}
+	// Every path was a submodule: git add matched nothing else.
+	if r.exit != 0 && !strings.Contains(string(r.stderr), "did not match any files") {
+		return failed("git_commit (staging the paths)", r)
+	}
+	// --remove: a submodule whose directory is gone is staged as deleted,
+	// as git add -A would.
+	r, err = v.runGit(ctx, append([]string{"update-index", "--remove", "--"}, gitlinks...)...)
+	if err != nil {
+		return err
+	}
+	if r.exit != 0 {
+		return failed("git_commit (staging the submodules)", r)
+	}
+	return nil
 }
