@@ -111,7 +111,7 @@ type CallRequest struct {
 	Dialect string
 
 	// stdin is the call's input when a stream runs it.
-	stdin *inputPipe
+	stdin *callInput
 	// inline is set when the call runs on its stream's receiver (see
 	// inline.go).
 	inline *inlineCall

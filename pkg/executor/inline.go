@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // grows its log past what it holds; and a timer calls it when the call has
 // run for Config.InlineBudget (a Fast call on a slow filesystem), so the stream
 // keeps receiving — a Cancel, an approval of another call — within that
-// budget whatever the call does. After handoff the call goes on where it
+// budget whatever the call does (one timer per stream, see inlineWatch).
+// After handoff the call goes on where it
 // is, as any call; the receiver's caller receives on another goroutine.
 //
 // What does not change: the call is admitted, registered and canceled
@@ -43,13 +45,94 @@ const (
 	inlineDone
 )
 
+// inlineWatch is the inline budget's timer of one stream's receiver (its
+// Attachment): one timer for all its calls, re-armed lazily, instead of one
+// armed and stopped per call. At most one call runs on the receiver at a
+// time (the next one is received only after it ended or handed off), so
+// cur is that call. When the timer fires it hands cur off if cur has run
+// for the budget, re-arms for the rest of cur's budget if it has not, and
+// stays unarmed when no call runs; a call that starts while the timer is
+// armed leaves it be (the timer fires at or before the new call's budget
+// and then re-arms for the rest). So a stream whose calls follow each other
+// arms the timer about once a budget, not once a call, and every call is
+// still handed off once it has run for the budget, as from a timer of its
+// own.
+type inlineWatch struct {
+	mu    sync.Mutex
+	cur   *inlineCall // the call running on the receiver, or nil
+	armed bool        // the timer is pending (or its func is running)
+	timer *time.Timer
+}
+
+// begin makes c the receiver's call and arms the timer if it is not. A
+// call begun while another runs on a receiver of the same Attachment (two
+// receivers: not a stream's shape, but Start allows it) gets a timer of
+// its own.
+func (w *inlineWatch) begin(c *inlineCall, budget time.Duration) {
+	w.mu.Lock()
+	if w.cur != nil {
+		w.mu.Unlock()
+		c.own = time.AfterFunc(budget, c.release)
+		return
+	}
+	w.cur = c
+	if !w.armed {
+		w.armed = true
+		if w.timer == nil {
+			w.timer = time.AfterFunc(budget, w.fire)
+		} else {
+			w.timer.Reset(budget)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// leave forgets c, which ended; the call's goroutine only. The shared
+// timer stays as it is.
+func (w *inlineWatch) leave(c *inlineCall) {
+	if c.own != nil {
+		c.own.Stop()
+		return
+	}
+	w.forget(c)
+}
+
+// forget clears c from the receiver's place, if it is there: it ended or
+// was handed off.
+func (w *inlineWatch) forget(c *inlineCall) {
+	w.mu.Lock()
+	if w.cur == c {
+		w.cur = nil
+	}
+	w.mu.Unlock()
+}
+
+func (w *inlineWatch) fire() {
+	w.mu.Lock()
+	c := w.cur
+	if c != nil {
+		if left := c.budget - time.Since(c.began); left > 0 {
+			w.timer.Reset(left)
+			w.mu.Unlock()
+			return
+		}
+		w.cur = nil
+	}
+	w.armed = false
+	w.mu.Unlock()
+	c.release()
+}
+
 // inlineCall is a call running on the goroutine that received it. held is
 // touched only by the call's goroutine; state by the call and the timer.
 type inlineCall struct {
 	s       *session
 	state   atomic.Int32
 	handoff func()
-	timer   *time.Timer
+	watch   *inlineWatch
+	own     *time.Timer // see inlineWatch.begin
+	began   time.Time
+	budget  time.Duration
 	// held are the call's events not yet in the log: while the call runs
 	// on the receiver they wait for its End (or a handoff), to leave
 	// together.
@@ -59,16 +142,17 @@ type inlineCall struct {
 	heldBuf [3]events.Event
 }
 
-func newInlineCall(s *session, handoff func()) *inlineCall {
-	c := &inlineCall{s: s, handoff: handoff}
+func newInlineCall(s *session, w *inlineWatch, handoff func()) *inlineCall {
+	c := &inlineCall{s: s, handoff: handoff, watch: w, began: time.Now(), budget: s.x.cfg.InlineBudget}
 	c.held = c.heldBuf[:0]
-	c.timer = time.AfterFunc(s.x.cfg.InlineBudget, c.release)
+	w.begin(c, c.budget)
 	return c
 }
 
 // release hands receiving off, once; safe from any goroutine.
 func (c *inlineCall) release() {
 	if c != nil && c.state.CompareAndSwap(inlineRunning, inlineHanded) {
+		c.watch.forget(c)
 		c.handoff()
 	}
 }
@@ -118,7 +202,7 @@ func (c *inlineCall) end() (held []events.Event, handed bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.timer.Stop()
+	c.watch.leave(c)
 	if c.state.CompareAndSwap(inlineRunning, inlineDone) {
 		return c.held, false
 	}

@@ -194,3 +194,76 @@ func TestInlineApproval(t *testing.T) {
 		t.Fatalf("ended %v after %d runs", end.Err, quick.ran())
 	}
 }
+
+// The inline budget's timer is one per stream, re-armed lazily (see
+// inlineWatch): a call that starts while it is still armed for calls that
+// ended before is handed off all the same once it runs long, and so is a
+// call begun on a second receiver of the same Attachment while the first
+// one's call still runs on its receiver (that one gets a timer of its own).
+// Each stuck call hands off exactly once and ends CANCELED.
+func TestInlineBudgetSharedTimer(t *testing.T) {
+	quick := &fnTool{name: "quick", fast: true, run: func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+		return &tools.Result{Text: "quick"}, nil
+	}}
+	stuck := &fnTool{name: "stuck", fast: true, run: func(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}}
+	x := newExecutor(t, executor.Config{InlineBudget: 20 * time.Millisecond}, quick, stuck)
+	defer x.Shutdown(context.Background())
+	a, err := x.Open(executor.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sender := make(chan struct{})
+	defer func() { cancel(); <-sender }()
+	go func() { // the stream's sender
+		defer close(sender)
+		var buf []events.Event
+		for {
+			var err error
+			if buf, err = a.Read(ctx, buf[:0], 0, 0); err != nil {
+				return
+			}
+		}
+	}()
+	var q handoffs
+	for i := range 20 {
+		// Quick calls arm the timer; whether one hands off depends on
+		// the machine's load, and is not the point.
+		runInline(t, a, &q, &executor.CallRequest{CallID: "q" + string(rune('a'+i)), Name: "quick", ArgsJSON: `{}`})
+	}
+	stuckOn := func(id string) (*handoffs, chan struct{}, chan bool) {
+		h := &handoffs{}
+		handed := make(chan struct{})
+		done := make(chan bool, 1)
+		run, err := a.Start(&executor.CallRequest{CallID: id, Name: "stuck", ArgsJSON: `{}`})
+		if err != nil || run == nil {
+			t.Fatalf("Start %s: %v", id, err)
+		}
+		go func() { done <- run(func() { h.handoff(); close(handed) }) }()
+		return h, handed, done
+	}
+	h1, handed1, done1 := stuckOn("s1")
+	// A second receiver's call while s1 may still run on the first.
+	h2, handed2, done2 := stuckOn("s2")
+	for i, ch := range []chan struct{}{handed1, handed2} {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("stuck call %d never handed receiving off", i+1)
+		}
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if err := a.Cancel(id, "stop"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !<-done1 || !<-done2 {
+		t.Fatal("run did not report the hand-off")
+	}
+	if h1.n.Load() != 1 || h2.n.Load() != 1 {
+		t.Fatalf("handoffs %d and %d; want one each", h1.n.Load(), h2.n.Load())
+	}
+}

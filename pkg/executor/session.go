@@ -76,7 +76,7 @@ type session struct {
 
 type runningCall struct {
 	cancel context.CancelCauseFunc
-	stdin  *inputPipe
+	stdin  callInput
 }
 
 // waiter is a call waiting for a person: an approval or an answer to a
@@ -101,6 +101,9 @@ type Attachment struct {
 	client        string
 	omitExecuting bool
 	welcome       events.Welcome
+	// watch times the inline budget of the calls run on the stream's
+	// receiver (see inline.go).
+	watch inlineWatch
 }
 
 // Welcome returns what the stream's Welcome says.
@@ -328,17 +331,18 @@ func (a *Attachment) Start(req *CallRequest) (run func(handoff func()) (handed b
 		return nil, nil
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	rc := &runningCall{cancel: cancel, stdin: newInputPipe(ctx)}
+	rc := &runningCall{cancel: cancel}
+	rc.stdin.ctx = ctx
 	s.calls[id] = rc
 	s.mu.Unlock()
 	req.ConversationID = s.conv
 	req.Mode = a.mode
 	req.OmitExecuting = a.omitExecuting
 	req.Client = a.client
-	req.stdin = rc.stdin
+	req.stdin = &rc.stdin
 	return func(handoff func()) bool {
 		if handoff != nil {
-			req.inline = newInlineCall(s, handoff)
+			req.inline = newInlineCall(s, &a.watch, handoff)
 		}
 		return s.run(ctx, rc, req)
 	}, nil

@@ -29,7 +29,7 @@ type callSink struct {
 	executing bool
 	started   sync.Once
 	// stdin is the call's input, when its host can feed one.
-	stdin *inputPipe
+	stdin *callInput
 	// x and req make the call's grants (Grant); target and call are what
 	// Authorize judges further effects of.
 	x      *Executor
@@ -116,8 +116,7 @@ func (s *callSink) startedPID(pid int) {
 
 // stdinReader is tools.Sink.Stdin.
 func (s *callSink) stdinReader() io.ReadCloser {
-	s.stdin.use()
-	return s.stdin
+	return s.stdin.reader()
 }
 
 // ask is tools.Sink.Ask: questions go to the host.

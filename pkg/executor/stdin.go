@@ -28,6 +28,65 @@ type inputPipe struct {
 	wake      chan struct{}
 }
 
+// callInput is a call's standard input as its stream holds it: the
+// inputPipe is made when first needed, when the client sends Input for the
+// call or the tool asks for its input (tools.Sink.Stdin). Most calls take
+// none, and then nothing is made (a pipe and its wake channel per call were
+// two of a think call's allocations). What the client and the tool see is
+// the pipe's behaviour exactly: input sent after the call ended its input
+// is refused as a closed pipe refuses it.
+type callInput struct {
+	ctx context.Context // the call's
+
+	mu   sync.Mutex
+	pipe *inputPipe
+	done bool // finish ran: the call no longer reads its input
+}
+
+// get returns the pipe, made now if it was not; nil once finish ran
+// without one.
+func (in *callInput) get() *inputPipe {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.pipe == nil && !in.done {
+		in.pipe = newInputPipe(in.ctx)
+	}
+	return in.pipe
+}
+
+// write is inputPipe.write on the call's pipe.
+func (in *callInput) write(b []byte, eof bool) error {
+	p := in.get()
+	if p == nil {
+		return errdefs.New(errdefs.ErrFailed, "the call no longer reads its input (its process exited or it ended); %d bytes were not delivered", len(b))
+	}
+	return p.write(b, eof)
+}
+
+// reader is the tool's end of the pipe (tools.Sink.Stdin).
+func (in *callInput) reader() io.ReadCloser {
+	p := in.get()
+	if p == nil { // the tool asked after its call ended
+		p = newInputPipe(in.ctx)
+		_ = p.Close()
+	}
+	p.use()
+	return p
+}
+
+// finish is inputPipe.finish, when the call has a pipe; afterwards input
+// is refused.
+func (in *callInput) finish(meta map[string]any) map[string]any {
+	in.mu.Lock()
+	in.done = true
+	p := in.pipe
+	in.mu.Unlock()
+	if p == nil {
+		return meta
+	}
+	return p.finish(meta)
+}
+
 func newInputPipe(ctx context.Context) *inputPipe {
 	return &inputPipe{ctx: ctx, wake: make(chan struct{}, 1)}
 }

@@ -91,6 +91,9 @@ func (c *compiledSchema) compiled() (*jsonschema.Schema, error) {
 // DecodeArgumentsReport). Anything else fails with INVALID_ARGUMENTS
 // showing what was received.
 func DecodeArguments(text string) (map[string]any, error) {
+	if m, ok := decodeFlat(text); ok {
+		return m, nil
+	}
 	if strings.TrimSpace(text) == "" {
 		return map[string]any{}, nil
 	}
