@@ -38,9 +38,10 @@ func exitHint(code int, output string) string {
 
 // gitHint says what to do when a command failed because it wrote into a
 // git directory that is read-only in its view (readOnly: the workspace's
-// git directories, Policy.ReadOnly): a line of its output says "Read-only
-// file system" about a path below one of them, absolute or relative to
-// dir, the command's working directory. It tells the object, not the
+// git directories and what their configuration names, Policy.ReadOnly):
+// a line of its output says "Read-only file system" about a path below
+// one of them, absolute or relative to dir, the command's working
+// directory. It tells the object, not the
 // command line: whatever program wrote there. "" otherwise.
 func gitHint(code int, output, dir string, readOnly []string) string {
 	if code == 0 || len(readOnly) == 0 {
