@@ -245,10 +245,14 @@ func TestContainer(t *testing.T) {
 
 	// The layers of the sandbox in this container (non-root, every
 	// capability dropped, runc): Landlock holds writes; namespaces are
-	// refused (no user namespace, no CAP_SYS_ADMIN), so reads, network and
-	// the control plane's sandbox half are missing, and resources with them
-	// (the per-command cgroup is the isolated helper's). health says
-	// exactly that, and the writes layer stops a write outside by effect.
+	// refused (no CAP_SYS_ADMIN; toold makes no user namespace), so reads are missing,
+	// and resources with them (the per-command cgroup is the isolated
+	// helper's). The network and the control plane hold without them:
+	// each command's helper supervises its connects (seccomp user
+	// notification, which the container allows, with pidfd_getfd of its
+	// own children). health says exactly that, and each layer in force
+	// is checked by effect: a write outside, toold's own socket, a UDP
+	// socket.
 	t.Run("layers", func(t *testing.T) {
 		ws, sock, outside := run(t, "layers", "toold-test:busybox")
 		out, code := ctl(t, toolctl, sock, "--connect-timeout", "30s", "health")
@@ -258,8 +262,9 @@ func TestContainer(t *testing.T) {
 		for _, want := range []string{
 			"\nsandbox: writes in force: Landlock ABI ",
 			"\nsandbox: reads MISSING: this machine does not let toold create the sandbox's namespaces: ",
-			"\nsandbox: network MISSING: this machine does not let toold create the sandbox's namespaces: ",
-			"\nsandbox: control_plane MISSING: this machine does not let toold create the sandbox's namespaces: ",
+			"\nsandbox: network in force: no network namespace (this machine does not let toold create the sandbox's namespaces: ",
+			"every connect is made by the command's helper (seccomp supervisor): TCP only to toold's egress proxy at 127.0.0.1:",
+			"\nsandbox: control_plane in force: toold's socket and listeners refused to commands by their helper's supervisor",
 			"\nsandbox: resources MISSING: ",
 		} {
 			if !strings.Contains(out, want) {
@@ -288,6 +293,19 @@ func TestContainer(t *testing.T) {
 		if _, err := os.Stat(canary); !os.IsNotExist(err) {
 			t.Fatalf("a command wrote outside the workspace: %v\n%s", err, res)
 		}
+		// toold's own socket, from a command: refused by the command's
+		// helper (the supervisor), though the command sees the socket
+		// and has toold's uid; toolctl says the connect was refused.
+		res, _ = ctl(t, toolctl, sock, "call", "--yes", "run_command",
+			`command=d=/run/toold; toolctl --socket "$d/toold.sock" --connect-timeout 3s health; echo status=$?`)
+		if strings.Contains(res, "SERVING") || strings.Contains(res, "status=0") || !strings.Contains(res, "connect: operation not permitted") {
+			t.Errorf("a command reached toold's socket: %s", res)
+		}
+		// No UDP socket (and so no datagram out, DNS included).
+		res, _ = ctl(t, toolctl, sock, "call", "--yes", "run_command", "command=nslookup toold.invalid 127.0.0.1; echo status=$?")
+		if !strings.Contains(res, "Operation not permitted") || strings.Contains(res, "status=0") {
+			t.Errorf("a command made a UDP socket: %s", res)
+		}
 		// Inside the workspace commands write as usual.
 		if res, code := ctl(t, toolctl, sock, "call", "--yes", "run_command", `command=d=.; echo fine > "$d/inside"`); code != 0 {
 			t.Fatalf("a write inside: %d %s", code, res)
@@ -299,17 +317,22 @@ func TestContainer(t *testing.T) {
 	})
 
 	// sandbox: require in this container refuses to run commands: toold
-	// does not start, and says which layers are missing and why.
+	// does not start, and says which layers are missing (reads,
+	// resources) and why.
 	t.Run("require", func(t *testing.T) {
 		run(t, "require", "toold-test:busybox", "TOOLD_CONFIG=/etc/toold/require.yaml")
 		if code := p.run("wait", "require"); code == "0" {
 			t.Fatalf("toold with sandbox: require ran in a container without namespaces\n%s", p.logs("require"))
 		}
 		logs := p.logs("require")
-		for _, want := range []string{"the sandbox is required (terminal.sandbox: require) but layers are missing: reads (", "network (", "resources ("} {
+		for _, want := range []string{"the sandbox is required (terminal.sandbox: require) but layers are missing: reads (", "resources ("} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("the log lacks %q:\n%s", want, logs)
 			}
+		}
+		// The network is not missing: the supervisor holds it.
+		if strings.Contains(logs, "network (") {
+			t.Errorf("the log says the network layer is missing:\n%s", logs)
 		}
 	})
 

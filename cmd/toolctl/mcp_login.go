@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/toold/toold/gen/toold/v1"
 )
@@ -15,8 +17,14 @@ import (
 // state.
 const loginPoll = 250 * time.Millisecond
 
+// loginPrompt shows the server's name and the URL a person opens.
+const loginPrompt = "Open this URL in a browser to authorize toold with %s:\n\n  %s\n\nWaiting for the authorization...\n"
+
 func (a *app) newMCPLoginCmd() *cobra.Command {
-	var timeout time.Duration
+	var (
+		timeout time.Duration
+		force   bool
+	)
 	cmd := &cobra.Command{
 		Use:   "login NAME",
 		Short: "Print the OAuth authorization URL of an MCP server and wait until it is authorized",
@@ -30,20 +38,26 @@ server connects (exit 0), the authorization is denied or fails (exit 1), or
 (forward the port otherwise, e.g. ssh -L).
 
 toold keeps the token in its state directory (a 0600 file commands cannot
-read) and refreshes it; a restart does not ask again.`,
-		Example: `  toolctl mcp login linear`,
-		Args:    cobra.ExactArgs(1),
+read) and refreshes it; a restart does not ask again.
+
+--force discards the stored token first (a token for the wrong account, or
+with too few scopes) and restarts the server with the same entry, so that
+the authorization runs again; calls running on the server end.`,
+		Example: `  toolctl mcp login linear
+  toolctl mcp login --force linear    # authorize again, e.g. as another account`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return a.runMCPLogin(ctx, args[0])
+			return a.runMCPLogin(ctx, args[0], force)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up waiting after this long")
+	cmd.Flags().BoolVar(&force, "force", false, "discard the stored token and authorize again")
 	return cmd
 }
 
-func (a *app) runMCPLogin(ctx context.Context, name string) error {
+func (a *app) runMCPLogin(ctx context.Context, name string, force bool) error {
 	conn, err := a.connect(ctx)
 	if err != nil {
 		return err
@@ -51,6 +65,20 @@ func (a *app) runMCPLogin(ctx context.Context, name string) error {
 	defer conn.Close()
 	admin := pb.NewAdminServiceClient(conn)
 	shown, asked := "", false
+	if force {
+		resp, err := admin.ReauthorizeMcpServer(ctx, &pb.ReauthorizeMcpServerRequest{Name: name})
+		if err != nil {
+			if status.Code(err) == codes.NotFound {
+				return &exitError{code: exitFailure, err: fmt.Errorf("no MCP server %s ('toolctl mcp list' shows them)", name)}
+			}
+			return a.rpcError("authorize the MCP server again", err)
+		}
+		// The URL at once: the person may finish before the first poll.
+		if st := resp.GetServer(); st.GetState() == pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING && st.GetAuthorizationUrl() != "" {
+			shown, asked = st.GetAuthorizationUrl(), true
+			fmt.Fprintf(a.stdout, loginPrompt, name, shown)
+		}
+	}
 	for {
 		resp, err := admin.ListMcpServers(ctx, &pb.ListMcpServersRequest{})
 		if err != nil {
@@ -82,7 +110,7 @@ func (a *app) runMCPLogin(ctx context.Context, name string) error {
 			return nil
 		case pb.McpServerState_MCP_SERVER_STATE_AUTHORIZING:
 			if u := st.GetAuthorizationUrl(); u != shown {
-				fmt.Fprintf(a.stdout, "Open this URL in a browser to authorize toold with %s:\n\n  %s\n\nWaiting for the authorization...\n", name, u)
+				fmt.Fprintf(a.stdout, loginPrompt, name, u)
 				shown, asked = u, true
 			}
 		case pb.McpServerState_MCP_SERVER_STATE_BACKOFF:

@@ -188,8 +188,7 @@ func TestGitDirReadOnlyEndToEnd(t *testing.T) {
 		t.Errorf("a gitlink was added to the index:\n%s", out)
 	}
 
-	// A git that writes: git's own error, and the hint. (git stash fails
-	// too, exit 1, but says nothing: no path, no hint.)
+	// A git that writes: git's own error, and the hint.
 	g.write("README.md", "hello\nchanged\n")
 	for _, line := range []string{"git -c user.name=a -c user.email=a@b commit -qam second", "git add README.md", "git tag v1", "git config user.name x", "git checkout -q -b side"} {
 		code, text := g.run(".", line)
@@ -197,6 +196,14 @@ func TestGitDirReadOnlyEndToEnd(t *testing.T) {
 			!strings.Contains(text, "git_commit") {
 			t.Errorf("%s: exit %d, want git's read-only error and the hint:\n%s", line, code, text)
 		}
+	}
+	// git stash fails on the read-only index without a word (exit 1): the
+	// hint comes from its command line.
+	if code, text := g.run(".", "git stash"); code == 0 || !strings.Contains(text, "hint: the workspace's git directories are read-only") {
+		t.Errorf("git stash: exit %d, want the hint:\n%s", code, text)
+	}
+	if _, text := g.run(".", "git stash list"); strings.Contains(text, "hint:") {
+		t.Errorf("git stash list got a hint:\n%s", text)
 	}
 	// Another program's write there gets the hint too; a write elsewhere
 	// that fails does not.

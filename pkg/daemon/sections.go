@@ -71,6 +71,7 @@ func terminalConfig(t termconfig.Terminal, ws *workspace.Workspace, limits tools
 		}
 		c.RequireSandbox = t.Sandbox == "require"
 		c.GitWritable = t.GitWritable
+		c.NoSecretGuard = t.SecretGuard != nil && !*t.SecretGuard
 	}
 	return c, nil
 }

@@ -140,7 +140,8 @@ func NewManager(opts Options) *Manager {
 // whichever is first; servers still connecting then join later. A server
 // that fails is retried with backoff; its error shows in List. Start fails
 // only when an entry is invalid or a name is already in use, and then
-// starts none.
+// starts none. Stored OAuth tokens of servers not in servers (removed from
+// the configuration) are deleted.
 func (m *Manager) Start(ctx context.Context, servers map[string]mcpconfig.Server) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
@@ -150,6 +151,14 @@ func (m *Manager) Start(ctx context.Context, servers map[string]mcpconfig.Server
 	}
 	if err := errors.Join(errs...); err != nil {
 		return errdefs.Wrap(errdefs.ErrInvalidArgument, err, "%v", err)
+	}
+	// Tokens of servers no longer configured are removed servers' tokens.
+	removed, err := pruneTokens(m.opts.TokenDir, func(name string) bool { _, ok := servers[name]; return ok })
+	if err != nil {
+		m.opts.Logger.Warn("removing the stored OAuth tokens of MCP servers no longer configured failed", "dir", m.opts.TokenDir, "err", err)
+	}
+	if len(removed) > 0 {
+		m.opts.Logger.Info("removed the stored OAuth tokens of MCP servers no longer configured", "servers", removed)
 	}
 	var started []*upstream
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
@@ -206,8 +215,8 @@ func (m *Manager) add(name string, cfg mcpconfig.Server) (*upstream, error) {
 }
 
 // Remove stops a server: its connection is closed (a stdio server's
-// process group is ended), its tools leave the registry, and calls running
-// on it end. It returns once the server's goroutine has ended, or with
+// process group is ended), its tools leave the registry, calls running
+// on it end, and its stored OAuth token is deleted (Options.TokenDir). It returns once the server's goroutine has ended, or with
 // ctx's error. It fails with ErrServerNotFound for an unknown name.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.mu.Lock()
@@ -219,7 +228,43 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrServerNotFound, name)
 	}
-	return u.shutdown(ctx)
+	err := u.shutdown(ctx)
+	// Its stored OAuth token goes too: a server added again under this
+	// name starts unauthorized.
+	u.mu.Lock()
+	store := newTokenStore(m.opts.TokenDir, name)
+	if u.oauth != nil {
+		store = u.oauth.store
+	}
+	u.mu.Unlock()
+	if ferr := store.forget(); ferr != nil {
+		m.opts.Logger.Warn("removing the stored OAuth token of a removed MCP server failed", "mcp_server", name, "err", ferr)
+		err = errors.Join(err, ferr)
+	}
+	return err
+}
+
+// Reauthorize discards an HTTP server's stored OAuth token (the file and
+// the token in memory) and restarts it with the same entry, so that its
+// next connection asks a person to authorize again; calls running on it
+// end, as with Remove. It returns the server's status after the first
+// connection attempt (StateAuthorizing with the URL when the server wants
+// OAuth), or fails with ErrServerNotFound, or an ErrInvalidArgument error
+// for a stdio server, which has no authorization.
+func (m *Manager) Reauthorize(ctx context.Context, name string) (Status, error) {
+	m.mu.Lock()
+	u, ok := m.byName[name]
+	m.mu.Unlock()
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrServerNotFound, name)
+	}
+	if u.cfg.URL == "" {
+		return Status{}, errdefs.New(errdefs.ErrInvalidArgument, "MCP server %q is a stdio server: it has no OAuth authorization to renew", name)
+	}
+	if err := m.Remove(ctx, name); err != nil {
+		return Status{}, err
+	}
+	return m.Add(ctx, name, u.cfg)
 }
 
 // List returns the status of every server, sorted by name.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -58,16 +60,68 @@ func (r *tokenRecord) oauth2Config() *oauth2.Config {
 
 // tokenStore keeps one server's record in DIR/NAME.json (DIR 0700, the
 // file 0600, replaced atomically). An empty dir keeps nothing: tokens last
-// as long as the process.
+// as long as the process. Once forgotten (the server was removed), it
+// keeps nothing more.
 type tokenStore struct {
 	path string
+
+	mu   sync.Mutex // serializes save and forget
+	gone bool       // forget was called: save does nothing
+}
+
+// tokenSuffix ends a stored record's file name.
+const tokenSuffix = ".json"
+
+// forget removes the stored record, and makes later saves (a refresh still
+// under way) do nothing.
+func (s *tokenStore) forget() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
+	if s.path == "" {
+		return nil
+	}
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// pruneTokens removes from dir the stored records of servers not in keep
+// (removed from the configuration while toold was stopped, or added at
+// runtime by an earlier toold); it returns the names it removed.
+func pruneTokens(dir string, keep func(name string) bool) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), tokenSuffix)
+		if !ok || !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || keep(name) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
 }
 
 func newTokenStore(dir, name string) *tokenStore {
 	if dir == "" {
 		return &tokenStore{}
 	}
-	return &tokenStore{path: filepath.Join(dir, name+".json")}
+	return &tokenStore{path: filepath.Join(dir, name+tokenSuffix)}
 }
 
 // load returns the stored record, nil when there is none.
@@ -90,7 +144,9 @@ func (s *tokenStore) load() (*tokenRecord, error) {
 }
 
 func (s *tokenStore) save(r *tokenRecord) error {
-	if s.path == "" {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.path == "" || s.gone {
 		return nil
 	}
 	b, err := json.MarshalIndent(r, "", "  ")

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -331,7 +332,8 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 // without a token). A request with an Origin header (a browser's) is
 // refused unless that origin is /mcp's own, on a loopback address: not
 // from a page of another site, nor of another local port (cross-origin
-// protection), and requests reaching a loopback address under a
+// protection; but localhost, 127.0.0.1 and [::1] at /mcp's own port are
+// one origin, see sameLoopbackOrigin), and requests reaching a loopback address under a
 // non-loopback Host are refused too, so a web page that rebinds its DNS
 // name to 127.0.0.1 cannot reach the tools. Sessions idle for 30 minutes
 // are closed.
@@ -377,8 +379,58 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			http.Error(w, "toold requires \"Authorization: Bearer TOKEN\" (the token toold was started with)", http.StatusUnauthorized)
 			return
 		}
+		if o := r.Header.Get("Origin"); o != "" && sameLoopbackOrigin(r, o) {
+			h.ServeHTTP(w, r) // this listener under another loopback name
+			return
+		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// sameLoopbackOrigin reports whether origin is, for a browser on this
+// machine, /mcp's own origin under another loopback name: the Origin and
+// the request's Host both name localhost, 127.0.0.1 or [::1], with the
+// request's scheme and the port it arrived on. Go's cross-origin
+// protection, which compares the Origin's host with Host literally, would
+// refuse http://localhost:PORT at 127.0.0.1:PORT. Other names (a rebinding
+// one, another loopback address such as 127.0.0.2) and other ports are not
+// the same origin.
+func sameLoopbackOrigin(r *http.Request, origin string) bool {
+	scheme, port := "http", "80"
+	if r.TLS != nil {
+		scheme, port = "https", "443"
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != scheme || u.User != nil || (u.Path != "" && u.Path != "/") || !loopbackName(u.Hostname()) {
+		return false
+	}
+	op := u.Port()
+	if op == "" {
+		op = port
+	}
+	host, hp, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, hp = r.Host, port
+	}
+	if !loopbackName(host) || hp != op {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, lp, err := net.SplitHostPort(la.String()); err != nil || lp != op {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackName reports whether host is one of the names every browser
+// resolves to this machine's loopback: localhost, 127.0.0.1, ::1.
+func loopbackName(host string) bool {
+	switch strings.ToLower(host) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
 }
 
 // maxTaskRequest bounds the body of a tasks/* request read to check its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -500,5 +501,56 @@ func TestTraceContextInMeta(t *testing.T) {
 				t.Fatalf("trace id %v, want the caller's %s", got, traceID)
 			}
 		})
+	}
+}
+
+// For a person's browser on this machine, localhost, 127.0.0.1 and [::1]
+// at /mcp's own port are one origin (a page of toold's port, whichever
+// name it was opened by): allowed over a real listener, with the fetch
+// metadata a browser sends (cross-site: the names differ). Another name
+// (rebinding), another loopback address, another port, another scheme, a
+// rebinding Host, and a Host that lies about the port stay refused.
+func TestHTTPHandlerLoopbackNamesAreOneOrigin(t *testing.T) {
+	srv, _ := newServer(t)
+	ts := httptest.NewServer(srv.HTTPHandler("tok"))
+	defer ts.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(ts.URL, "http://"))
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, tt := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:" + port, "http://localhost:" + port, http.StatusOK},
+		{"127.0.0.1:" + port, "http://[::1]:" + port, http.StatusOK},
+		{"127.0.0.1:" + port, "http://127.0.0.1:" + port, http.StatusOK},
+		{"localhost:" + port, "http://127.0.0.1:" + port, http.StatusOK},
+		{"[::1]:" + port, "http://localhost:" + port, http.StatusOK},
+		{"127.0.0.1:" + port, "http://localhost:1", http.StatusForbidden},
+		{"127.0.0.1:" + port, "http://evil.example:" + port, http.StatusForbidden},
+		{"127.0.0.1:" + port, "http://localhost.evil.example:" + port, http.StatusForbidden},
+		{"127.0.0.1:" + port, "http://127.0.0.2:" + port, http.StatusForbidden},
+		{"127.0.0.1:" + port, "https://localhost:" + port, http.StatusForbidden},
+		{"evil.example:" + port, "http://localhost:" + port, http.StatusForbidden},
+		{"localhost:1", "http://localhost:1", http.StatusForbidden},
+	} {
+		req, err := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = tt.host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Origin", tt.origin)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("Host %s, Origin %s: HTTP %d %s, want %d", tt.host, tt.origin, resp.StatusCode, b, tt.want)
+		}
 	}
 }

@@ -44,16 +44,32 @@ func confineExec() int {
 		fmt.Fprintf(os.Stderr, "%s: the policy: %v\n", HelperName, err)
 		return 126
 	}
+	if p.Supervised {
+		unix.CloseOnExec(notifySendFD)
+	}
 	if err := confine(p); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", HelperName, err)
 		return 126
 	}
 	// The seccomp filter (seccomp.go) is a thread's: installed on the
-	// thread that execs the command.
+	// thread that execs the command. An isolated command's helper
+	// installed its own, with the supervisor, on the thread that forked
+	// this one (OwnNetns): this one adds the kernel surfaces only.
 	runtime.LockOSThread()
 	err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	if err == nil {
-		err = installSeccomp(nil)
+		pol := &p
+		if p.OwnNetns {
+			pol = nil
+		}
+		var fd int
+		fd, err = installSeccomp(pol, p.Supervised)
+		if err == nil && fd >= 0 {
+			// To the helper, which supervises the command's connects.
+			err = unix.Sendmsg(notifySendFD, []byte{0}, unix.UnixRights(fd), nil, 0)
+			unix.Close(fd)
+			unix.Close(notifySendFD)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", HelperName, err)
@@ -63,6 +79,10 @@ func confineExec() int {
 	fmt.Fprintf(os.Stderr, "%s: starting %s: %v\n", HelperName, os.Args[3], err)
 	return 127
 }
+
+// notifySendFD is the descriptor on which a supervised confining stage
+// (Policy.Supervised) sends its seccomp filter's notify fd to the helper.
+const notifySendFD = 3
 
 // confinedStage returns the path and argv that run spec's command through
 // the confining stage under spec.Policy. What the helper's own confine used

@@ -302,18 +302,42 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 		}
 	}
 	path, args := spec.Path, spec.Args
+	files := spec.files
+	if files == nil {
+		files = []uintptr{0, 1, 2}
+	}
+	notify := -1 // the helper's end of the socket the notify fd comes on
 	if spec.Policy != nil {
+		if spec.Policy.supervisedWithoutNamespaces() {
+			// The command's connects are this helper's to decide
+			// (unixnotify.go): its confining stage sends its filter's
+			// notify fd on fd 3 (notifySendFD).
+			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return Exit{}, fmt.Errorf("sandbox: the supervisor's socket: %w", err)
+			}
+			notify = pair[0]
+			files = append(files[:3:3], uintptr(pair[1]))
+			pol := *spec.Policy
+			pol.Supervised = true
+			spec.Policy = &pol
+		} else if spec.Policy.Supervised {
+			// Only this helper says so: nothing serves the stage's fd 3.
+			pol := *spec.Policy
+			pol.Supervised = false
+			spec.Policy = &pol
+		}
 		// Confined in the command's own first process, not here: the
 		// helper stays outside the command's Landlock domain, so that
 		// the command cannot kill it (confine_exec.go).
 		var err error
 		if path, args, err = confinedStage(spec); err != nil {
+			if notify >= 0 {
+				unix.Close(notify)
+				unix.Close(int(files[3]))
+			}
 			return Exit{}, err
 		}
-	}
-	files := spec.files
-	if files == nil {
-		files = []uintptr{0, 1, 2}
 	}
 	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Dir:   spec.Dir,
@@ -323,6 +347,14 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 		// (the thread is locked above: see there).
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	if notify >= 0 {
+		unix.Close(int(files[3])) // the stage's end
+		if err == nil {
+			go superviseWithoutNamespaces(notify, *spec.Policy)
+		} else {
+			unix.Close(notify)
+		}
+	}
 	if err != nil {
 		if spec.Dir != "" && errors.Is(err, syscall.ENOENT) {
 			if _, serr := os.Stat(spec.Dir); serr != nil {
@@ -432,6 +464,37 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			signalAll(Descendants(self), syscall.SIGKILL)
 		}
 	}
+}
+
+// superviseWithoutNamespaces receives the notify fd of the command's
+// seccomp filter from its confining stage on conn (which it closes), and
+// serves it for the helper's life: the command's tree is the helper's
+// descendants (it is their subreaper). When the stage exits without
+// sending one (it failed before its exec), there is nothing to serve.
+func superviseWithoutNamespaces(conn int, pol Policy) {
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(conn, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	unix.Close(conn)
+	if err != nil || n == 0 {
+		return
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		closeAll(fds)
+		return
+	}
+	serveUnixNotify(fds[0], &supervisor{pol: pol, tree: os.Getpid()})
 }
 
 // quickWait is how long supervise waits for its command on the forking

@@ -624,9 +624,29 @@ func dropCapabilities(pol *Policy) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
+	// Nothing in the sandbox may trace the helper, read its memory or
+	// take its descriptors (the notify fd): a warm helper's forking
+	// thread is in the command's Landlock domain without capabilities,
+	// and a command attached to it with ptrace while the helper was
+	// dumpable (TestUnixNotifyLateSockets) — in a process whose first
+	// thread may still mount. The command is dumpable again after its
+	// exec.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: making the helper non-dumpable: %w", err)
+	}
 	// And the kernel interfaces the command is refused (seccomp.go), on
 	// this thread, which forks the command.
-	return installSeccomp(pol)
+	notify := !pol.NoUnixSupervisor && UnixSupervisorSupported() == nil
+	fd, err := installSeccomp(pol, notify)
+	if err != nil {
+		return err
+	}
+	if fd >= 0 {
+		// The helper is the init of the command's pid namespace: its
+		// /proc is the command's tree.
+		go serveUnixNotify(fd, &supervisor{pol: *pol})
+	}
+	return nil
 }
 
 // cleanPaths returns ps cleaned, absolute, without duplicates.

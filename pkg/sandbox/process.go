@@ -40,7 +40,19 @@ type Runner struct {
 	// there and Start fails with ErrNotHelper, instead of running the
 	// package's tests again in every helper.
 	Args []string
+	// AnswerTimeout bounds how long Start waits for the helper's first
+	// answer (the command started, or why not); zero means
+	// DefaultAnswerTimeout. A helper that has not answered by then, or
+	// when Start's context ends, is killed with whatever it started, and
+	// Start fails: with a *StartError saying so, or with the context's
+	// error. A helper that cannot do something must never hang a call.
+	AnswerTimeout time.Duration
 }
+
+// DefaultAnswerTimeout is Runner.AnswerTimeout's default: far beyond a
+// helper's start on a loaded machine (milliseconds), short enough that a
+// stuck one ends the call instead of hanging it.
+const DefaultAnswerTimeout = 60 * time.Second
 
 // TestHelperArgs are the Runner.Args of a test binary standing in as the
 // helper.
@@ -87,6 +99,30 @@ func (s Stdio) attach(cmd *exec.Cmd) {
 	} else if null != nil {
 		cmd.Stderr = null
 	}
+}
+
+// answerTimeout is r.AnswerTimeout or its default.
+func (r Runner) answerTimeout() time.Duration {
+	if r.AnswerTimeout > 0 {
+		return r.AnswerTimeout
+	}
+	return DefaultAnswerTimeout
+}
+
+// readAnswer reads the helper's first line from br (which reads statR)
+// until r's answer timeout passes or ctx ends; either fails with
+// os.ErrDeadlineExceeded. statR's deadline is cleared before it returns.
+func (r Runner) readAnswer(ctx context.Context, br *bufio.Reader, statR *os.File) ([]byte, error) {
+	if statR.SetReadDeadline(time.Now().Add(r.answerTimeout())) != nil {
+		return br.ReadBytes('\n') // not pollable: a plain read
+	}
+	stop := context.AfterFunc(ctx, func() { _ = statR.SetReadDeadline(time.Now()) })
+	line, err := br.ReadBytes('\n')
+	if !stop() && err == nil {
+		err = os.ErrDeadlineExceeded // ctx ended as the answer came: treat it as ended
+	}
+	_ = statR.SetReadDeadline(time.Time{})
+	return line, err
 }
 
 // ErrNotHelper is returned by Start when the helper executable did not
@@ -185,8 +221,23 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		}
 		spec.Shim = &sh
 	}
+	// The helper leads the command's process group (the command and the
+	// processes it starts stay in it unless they move; kill 0 reaches
+	// them and the helper, which then stops the tree). A session of its
+	// own only where it is needed, as in Cgroups.Start: for a terminal (it
+	// becomes the controlling terminal), when toold has a controlling
+	// terminal (a command in toold's session could open it as /dev/tty),
+	// and for a shim, whose tree outlives toold (a process group of
+	// toold's session would be orphaned at toold's death, and the kernel
+	// sends SIGHUP to an orphaned group with a stopped member). setsid(2)
+	// makes the kernel create a scheduler autogroup per session
+	// (CONFIG_SCHED_AUTOGROUP), a cost every command's start paid
+	// (bench/profiles-2026-11-27-outpath.md). Stopping the tree never
+	// relies on either: the helper signals its descendants.
+	session := stdio.Terminal || spec.Shim != nil || hasControllingTerminal()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:  true,
+		Setsid:  session,
+		Setpgid: !session,
 		Setctty: stdio.Terminal,
 		Ctty:    0,
 	}
@@ -242,7 +293,20 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	}
 	br := bufio.NewReader(statR)
 	var first message
-	line, rerr := br.ReadBytes('\n')
+	line, rerr := r.readAnswer(ctx, br, statR)
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		// Stuck: kill its group (Setsid made it the leader), which holds
+		// whatever it started; the status pipe then reaches EOF for good.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		specW.Close()
+		cancel()
+		_ = cmd.Wait()
+		statR.Close()
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("starting the command helper %s: %w", path, context.Cause(ctx))
+		}
+		return nil, nil, &StartError{Msg: fmt.Sprintf("the command helper %s did not answer within %s (it was killed; the command did not run)", path, r.answerTimeout())}
+	}
 	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Started == nil && first.Error == "") {
 		specW.Close()
 		cancel()

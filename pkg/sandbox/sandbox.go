@@ -47,10 +47,12 @@
 // readable and executable, but only Policy.Writable directories (the
 // workspace and a temp dir), a few device files and the terminal devices
 // are writable; with NoNetwork, TCP connect and bind are refused as well
-// — bind only without Isolate and the supervisor: an isolated command's
-// network namespace has loopback only, so its own test servers may listen
-// there (Landlock does
-// not cover UDP on ABI < 10, nor unix sockets by path); and
+// — bind only without the supervisor: an isolated command's network
+// namespace has loopback only, so its own test servers may listen there,
+// and without namespaces a supervised command may bind ports the kernel
+// picks (port 0); the supervisor decides its connects (Landlock does not
+// cover UDP on ABI < 10, nor unix sockets by path: the seccomp filter
+// makes no UDP socket, and the supervisor decides unix connects); and
 // on ABI >= 6 the tree cannot signal processes outside it or connect to
 // abstract unix sockets outside it. Landlock also sets no_new_privs, so
 // setuid programs (sudo) do not gain privileges.
@@ -137,6 +139,21 @@ type Policy struct {
 	// (UnixGuard) holds them. For tests of that guard alone; toold never
 	// sets it. Isolate only.
 	NoUnixSupervisor bool `json:"no_unix_supervisor,omitempty"`
+	// Supervised says the command runs without namespaces (no Isolate)
+	// under the unix-socket supervisor of its helper, which decides its
+	// connects (unixnotify.go), so Landlock lets it bind TCP to port 0
+	// (ephemeralBind): its own test servers. The
+	// helper sets it on the policy it hands to the command's confining
+	// stage (supervisedWithoutNamespaces); callers leave it unset.
+	Supervised bool `json:"supervised,omitempty"`
+}
+
+// supervisedWithoutNamespaces says whether a command confined by p
+// without namespaces runs under its helper's unix-socket supervisor: with
+// NoNetwork (the supervisor decides TCP as well as unix sockets), unless
+// NoUnixSupervisor, where the kernel has what the supervisor needs.
+func (p Policy) supervisedWithoutNamespaces() bool {
+	return !p.Isolate && !p.OwnNetns && p.NoNetwork && !p.NoUnixSupervisor && UnixSupervisorSupported() == nil
 }
 
 // loopbackBind says whether Landlock leaves TCP bind alone for p: in the
@@ -145,8 +162,23 @@ type Policy struct {
 // without it Landlock's connect rule (the proxy's port only) is all there
 // is, and a listener on the proxy's port at another address could catch
 // another command's connects.
+//
+// Without namespaces, under the supervisor (Supervised), Landlock allows
+// bind to port 0 only (ephemeralBind): the command's listeners are in the
+// host's (the container's) network namespace, where a fixed port could
+// take one another service of the host means to listen on, and the
+// supervisor lets no other command connect to them (nor this one to
+// another's), so its test servers, which listen on a port the kernel
+// picks, run.
 func (p Policy) loopbackBind() bool {
 	return (p.Isolate || p.OwnNetns) && !p.NoUnixSupervisor && UnixSupervisorSupported() == nil
+}
+
+// ephemeralBind says whether Landlock allows TCP bind to port 0 (a port
+// the kernel picks from the ephemeral range) and refuses every other port:
+// without namespaces, under the supervisor.
+func (p Policy) ephemeralBind() bool {
+	return p.NoNetwork && p.Supervised && !p.loopbackBind()
 }
 
 // LandlockABI returns the Landlock ABI version the kernel offers, 0 when it
@@ -169,6 +201,8 @@ func (p Policy) Describe() string {
 	if p.NoNetwork {
 		if abi >= 4 && p.loopbackBind() {
 			s += "; no TCP connect"
+		} else if abi >= 4 && (p.ephemeralBind() || p.supervisedWithoutNamespaces()) {
+			s += "; no TCP connect, TCP bind to ephemeral ports only"
 		} else if abi >= 4 {
 			s += "; no TCP connect or bind"
 		} else {
@@ -205,6 +239,9 @@ func confine(p Policy) error {
 	if p.NoNetwork {
 		for _, port := range p.ConnectPorts {
 			rules = append(rules, landlock.ConnectTCP(port))
+		}
+		if p.ephemeralBind() {
+			rules = append(rules, landlock.BindTCP(0))
 		}
 	}
 	if len(p.Writable) > 0 {
@@ -316,6 +353,11 @@ func confineThread(p Policy) (ok bool, err error) {
 		for _, port := range p.ConnectPorts {
 			if err := llsys.LandlockAddNetPortRule(fd, &llsys.NetPortAttr{AllowedAccess: llsys.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
 				return true, fmt.Errorf("landlock: TCP port %d: %w", port, err)
+			}
+		}
+		if p.ephemeralBind() {
+			if err := llsys.LandlockAddNetPortRule(fd, &llsys.NetPortAttr{AllowedAccess: llsys.AccessNetBindTCP, Port: 0}, 0); err != nil {
+				return true, fmt.Errorf("landlock: TCP bind to port 0: %w", err)
 			}
 		}
 	}

@@ -473,3 +473,48 @@ func keepTree(t *testing.T, s starter) {
 	}
 	checkClean(t, tok)
 }
+
+// A helper that never answers (stuck before it reports, here ignoring
+// SIGTERM) does not hang Start: after Runner.AnswerTimeout, or when Start's
+// context ends, it is killed with what it started (a child in its group)
+// and Start fails with a StartError, or with the context's error.
+func TestStartStuckHelper(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+	}{
+		{name: "answer timeout", timeout: 300 * time.Millisecond},
+		{name: "context ends", cancel: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tok := token(t)
+			r := sandbox.Runner{Helper: "/bin/sh", AnswerTimeout: tt.timeout,
+				Args: []string{"-c", fmt.Sprintf(`trap "" TERM; sleep 100.%[1]s & exec sleep 101.%[1]s`, tok)}}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tt.cancel {
+				go func() {
+					testenv.Until(30*time.Second, func() bool { return len(sleepers(tok)) == 2 })
+					cancel()
+				}()
+			}
+			p, err := r.Start(ctx, sandbox.Spec{Path: "/bin/true", Args: []string{"true"}}, sandbox.Stdio{})
+			if err == nil {
+				p.Stop()
+				<-p.Done()
+				t.Fatal("Start succeeded through a helper that never answers")
+			}
+			var se *sandbox.StartError
+			switch {
+			case tt.cancel && !errors.Is(err, context.Canceled):
+				t.Errorf("Start: %v, want the context's error", err)
+			case !tt.cancel && (!errors.As(err, &se) || !strings.Contains(err.Error(), "did not answer within 300ms")):
+				t.Errorf("Start: %v (%T), want a StartError saying the helper did not answer", err, err)
+			}
+			testenv.Poll(t, 10*time.Second, "the stuck helper and its child to be gone", func() bool { return len(sleepers(tok)) == 0 })
+		})
+	}
+}

@@ -29,7 +29,7 @@ func BenchmarkSeccompSyscall(b *testing.B) {
 						done <- err
 						return
 					}
-					prog := seccompProgram(seccompArch(), mode == "filtered-notify")
+					prog := seccompProgram(seccompArch(), mode == "filtered-notify", mode == "filtered-notify")
 					fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 					if _, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
 						done <- errno
@@ -55,7 +55,7 @@ func BenchmarkSeccompSyscall(b *testing.B) {
 				runtime.LockOSThread()
 				err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 				if err == nil {
-					err = installSeccomp(nil)
+					_, err = installSeccomp(nil, false)
 				}
 				done <- err
 			}()

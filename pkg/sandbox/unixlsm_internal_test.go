@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -70,7 +71,10 @@ func TestUnixGuardOffsets(t *testing.T) {
 // used: on the sock_send_length tracepoint (a BTF raw tracepoint, which
 // every kernel with BTF loads), for each send on a connected unix socket,
 // with the sending socket and its peer — the arguments the LSM hooks get —
-// and records the verdict by the send's length. So the program's loads are
+// and records the verdict by the sending process and the send's length
+// (the tracepoint is the whole machine's: another instance of this test,
+// in another test binary, sends the same lengths from its own processes).
+// So the program's loads are
 // accepted by the verifier on this kernel, and what it decides is checked
 // on real processes:
 //
@@ -123,14 +127,17 @@ func TestUnixGuardDecision(t *testing.T) {
 	if err := targets.Put(st.Ino, val); err != nil {
 		t.Fatal(err)
 	}
-	verdicts, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 16})
+	// Keyed by tgid<<32 | i: the verdict of a send of base+i bytes by the
+	// process tgid (the host's pid), so no other process of the machine
+	// writes a verdict the test reads. Room for other processes' sends of
+	// those lengths, which the test ignores.
+	verdicts, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer verdicts.Close()
 
-	// Sends of base+i bytes record their verdict at i: lengths no other
-	// process of the host sends on a unix socket while the test runs.
+	// Sends of base+i bytes record their verdict at (sender, i).
 	const base = 61170
 	decide, err := unixDecision(o, targets, "deny", "allow")
 	if err != nil {
@@ -158,13 +165,19 @@ func TestUnixGuardDecision(t *testing.T) {
 		asm.Mov.Imm(asm.R9, 1).WithSymbol("deny"),
 		asm.Ja.Label("record"),
 		asm.Mov.Imm(asm.R9, 2).WithSymbol("allow"),
-		asm.StoreMem(asm.RFP, -4, asm.R8, asm.Word).WithSymbol("record"),
+		asm.FnGetCurrentPidTgid.Call().WithSymbol("record"), // tgid<<32 | tid
+		asm.RSh.Imm(asm.R0, 32),
+		asm.LSh.Imm(asm.R0, 32),
+		asm.Or.Reg(asm.R0, asm.R8),
+		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
+		asm.StoreMem(asm.RFP, -16, asm.R9, asm.DWord),
 		vmap,
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.StoreMem(asm.R0, 0, asm.R9, asm.DWord),
+		asm.Add.Imm(asm.R2, -8),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -16),
+		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
+		asm.FnMapUpdateElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	)
@@ -212,7 +225,8 @@ if len(sys.argv) > 3:
     print(own.recv(10000) and "own ok")
 print("done")
 `
-	run := func(slot *Slot, args ...string) {
+	// run returns the host's pid of the python3 it ran: the sender.
+	run := func(slot *Slot, args ...string) uint64 {
 		t.Helper()
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -233,14 +247,15 @@ print("done")
 		if exit := p.Exit(); exit.Code != 0 || !strings.Contains(string(out), "done") {
 			t.Fatalf("exit %s:\n%s", exit, out)
 		}
+		return uint64(p.Pid())
 	}
 	slot, err := lim.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slot.Release()
-	run(slot, strconv.Itoa(base+1), strconv.Itoa(base+2))
-	run(nil, strconv.Itoa(base+4))
+	inSlot := run(slot, strconv.Itoa(base+1), strconv.Itoa(base+2))
+	outsideCgroups := run(nil, strconv.Itoa(base+4))
 	c, err := net.Dial("unixgram", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -251,14 +266,22 @@ print("done")
 	c.Close()
 
 	const denied, allowed = 1, 2
-	for i, want := range map[uint32]uint64{1: denied, 2: allowed, 3: allowed, 4: allowed} {
+	for _, c := range []struct {
+		name      string
+		sender, i uint64
+		want      uint64
+	}{
+		{"a command in a toold slot to a socket outside", inSlot, 1, denied},
+		{"a command to its own socket", inSlot, 2, allowed},
+		{"a process outside to the socket outside", uint64(os.Getpid()), 3, allowed},
+		{"a sandboxed process outside toold's cgroups to the socket outside", outsideCgroups, 4, allowed},
+	} {
 		var got uint64
-		if err := verdicts.Lookup(i, &got); err != nil {
+		if err := verdicts.Lookup(c.sender<<32|c.i, &got); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			t.Fatal(err)
 		}
-		name := map[uint32]string{1: "a command in a toold slot to a socket outside", 2: "a command to its own socket", 3: "a process outside to the socket outside", 4: "a sandboxed process outside toold's cgroups to the socket outside"}[i]
-		if got != want {
-			t.Errorf("%s: verdict %d, want %d (1 deny, 2 allow, 0 never decided)", name, got, want)
+		if got != c.want {
+			t.Errorf("%s (pid %d): verdict %d, want %d (1 deny, 2 allow, 0 never decided)", c.name, c.sender, got, c.want)
 		}
 	}
 }

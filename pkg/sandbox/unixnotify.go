@@ -57,7 +57,9 @@ import (
 //     helper connects as given only when the listening socket (sock_diag,
 //     UDIAG_SHOW_NAME) is held by a process of the caller's pid namespace
 //     (its command's tree: a descriptor "socket:[inode]" in /proc/*/fd),
-//     EPERM otherwise (ECONNREFUSED when nothing has the name).
+//     EPERM otherwise (ECONNREFUSED when nothing has the name); the
+//     helper holds that listener across the connect (a unix socket's name
+//     is freed only with the socket), so the name cannot change hands.
 //   - AF_INET, AF_INET6 TCP, with Policy.NoNetwork: the helper's threads
 //     are not in the command's Landlock domain (which allows connect only
 //     to Policy.ConnectPorts), so the helper decides (tcpAllowed):
@@ -71,9 +73,20 @@ import (
 //     would) otherwise. Bind is not the supervisor's: where it is in
 //     force, Landlock leaves bind alone in the namespace, which has
 //     loopback only (Policy.loopbackBind).
-//     The check and the connect are not atomic: a command that closes its
-//     own listener meanwhile, while another command binds the same port,
-//     reaches that one (as with abstract names).
+//     The listeners checked are held across the connect (pidfd_getfd of
+//     the holding process's descriptor: none can close and free the port
+//     for another command's listener) and the port is checked again after
+//     it: a listener not the command's that joined meanwhile (a
+//     SO_REUSEPORT group) resets the connection, EACCES — and so does a
+//     server's end of it that another process holds (a listener that
+//     joined, got the connection, accepted it and left again between the
+//     two checks; one that left without accepting took it with it).
+//   - Without namespaces (the Landlock-only sandbox, Policy.Supervised),
+//     the helper serves the notify fd its command's confining stage sent
+//     it, and "the command's" is the helper's descendants rather than its
+//     pid namespace: a unix socket by path is connected only when a
+//     process of the command's tree holds it (there is no sandbox network
+//     namespace to list), an abstract name or a loopback port likewise.
 //   - anything else: connected as given.
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV:
@@ -161,17 +174,67 @@ var unixSupervisorSupported = sync.OnceValue(func() error {
 	return nil
 })
 
-// serveUnixNotify serves the notify fd of a filter this process installed,
-// for the command's policy pol, until the process exits. Each connect is
-// answered on a goroutine of its own: a connect that blocks (a full
-// backlog) holds up no other.
-func serveUnixNotify(fd int, pol Policy) {
+// supervisor decides the connects of one command's tree.
+type supervisor struct {
+	// pol is the command's policy.
+	pol Policy
+	// tree is the pid of the process whose descendants are the command's
+	// tree (the helper, a subreaper, in the Landlock-only sandbox: no pid
+	// namespace of its own); 0 when the command's tree is every process
+	// of the helper's pid namespace (an isolated command, whose helper is
+	// that namespace's init).
+	tree int
+}
+
+// eachProc calls f with the pid of each process of the command's tree, as
+// a /proc name, the caller's process (caller, its pid) first — most often
+// the one that holds the listener it connects to (a test and its server) —
+// until f returns false. The rest of the tree is listed only when f asks
+// for more: in the Landlock-only sandbox that is a read of every
+// process's stat (Descendants).
+func (s *supervisor) eachProc(caller string, f func(pid string) bool) {
+	if !f(caller) {
+		return
+	}
+	var rest []string
+	if s.tree == 0 {
+		rest, _ = readDirNames("/proc")
+	} else {
+		for _, p := range Descendants(s.tree) {
+			rest = append(rest, strconv.Itoa(p))
+		}
+	}
+	for _, p := range rest {
+		if p == caller || p[0] < '0' || p[0] > '9' {
+			continue
+		}
+		if !f(p) {
+			return
+		}
+	}
+}
+
+// readDirNames returns the names in dir.
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// serveUnixNotify serves the notify fd of a filter installed for the
+// command s supervises, until the process exits. Each connect is answered
+// on a goroutine of its own: a connect that blocks (a full backlog) holds
+// up no other.
+func serveUnixNotify(fd int, s *supervisor) {
 	for {
 		n := new(seccompNotif)
 		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(n)))
 		switch errno {
 		case 0:
-			go answerUnixNotify(fd, n, &pol)
+			go answerUnixNotify(fd, n, s)
 		case unix.EINTR, unix.ENOENT:
 			// ENOENT: the caller was killed before the notification was
 			// received.
@@ -185,9 +248,9 @@ func serveUnixNotify(fd int, pol Policy) {
 }
 
 // answerUnixNotify emulates one notified system call and answers it.
-func answerUnixNotify(fd int, n *seccompNotif, pol *Policy) {
+func answerUnixNotify(fd int, n *seccompNotif, s *supervisor) {
 	resp := seccompNotifResp{ID: n.ID}
-	if errno := emulateConnect(fd, n, pol); errno != 0 {
+	if errno := s.emulateConnect(fd, n); errno != 0 {
 		resp.Error = -int32(errno)
 	}
 	// ENOENT when the caller is gone: nothing to answer.
@@ -203,7 +266,7 @@ func notifValid(fd int, id uint64) bool {
 
 // emulateConnect performs the notified connect on the caller's behalf (see
 // above) and returns its errno.
-func emulateConnect(fd int, n *seccompNotif, pol *Policy) unix.Errno {
+func (s *supervisor) emulateConnect(fd int, n *seccompNotif) unix.Errno {
 	if n.Data.Nr != unix.SYS_CONNECT {
 		return unix.ENOSYS
 	}
@@ -243,11 +306,9 @@ func emulateConnect(fd int, n *seccompNotif, pol *Policy) unix.Errno {
 	}
 	switch domain {
 	case unix.AF_UNIX:
-		return connectUnix(sock, addr, tid)
+		return s.connectUnix(sock, addr, tid)
 	case unix.AF_INET, unix.AF_INET6:
-		if errno := tcpAllowed(sock, addr, pol); errno != 0 {
-			return errno
-		}
+		return s.connectTCP(sock, addr, tgidOf(tid))
 	}
 	return rawConnect(sock, addr)
 }
@@ -294,86 +355,143 @@ func rawConnect(sock int, addr []byte) unix.Errno {
 	return errno
 }
 
-// tcpAllowed returns 0 when the command may connect the TCP socket sock to
-// addr (see above): without Policy.NoNetwork; to the proxy (a port of
-// Policy.ConnectPorts, at Policy.Proxy's address when it has one); to a
-// loopback port whose every listener is held by a process of the caller's
-// command (its pid namespace, which is the helper's). Otherwise
-// ECONNREFUSED when nothing listens on that loopback port, EACCES (as
-// Landlock would) when something else does or the address is not local.
-// An address the kernel would refuse (short, of another family) is let
-// through for the kernel to refuse.
-func tcpAllowed(sock int, addr []byte, pol *Policy) unix.Errno {
+// connectTCP connects the socket sock (AF_INET, AF_INET6) to addr when
+// the command may (see above), and returns the errno. Without
+// Policy.NoNetwork, or when sock is not a TCP stream, or addr is one the
+// kernel would refuse (short, of another family), it connects as given.
+// To the proxy (a port of Policy.ConnectPorts, at Policy.Proxy's address
+// when it has one): connected. To a loopback port: when every listener of
+// it is held by the command's tree (holdListeners), connected while the
+// supervisor holds a duplicate of each, and checked again after the
+// connect: a listener that joined the port meanwhile (a SO_REUSEPORT
+// group) and is not the command's resets the connection (EACCES).
+// Otherwise ECONNREFUSED when nothing listens on that loopback port,
+// EACCES (as Landlock would) when something else does or the address is
+// not local.
+func (s *supervisor) connectTCP(sock int, addr []byte, caller string) unix.Errno {
+	port, local, errno := s.tcpTarget(sock, addr)
+	if errno != 0 {
+		return errno
+	}
+	if !local {
+		return rawConnect(sock, addr)
+	}
+	held, inos, errno := s.holdListeners(port, caller, nil)
+	defer closeAll(held)
+	if errno != 0 {
+		return errno
+	}
+	if errno := rawConnect(sock, addr); errno != 0 {
+		return errno
+	}
+	// Those checked count as the command's even if it closed them
+	// meanwhile (a server that accepts once and closes its listener):
+	// only a listener that joined since is looked for.
+	after, _, errno := s.holdListeners(port, caller, inos)
+	closeAll(after)
+	if errno == 0 {
+		errno = s.serverEndHeld(sock, caller)
+	}
+	if errno != 0 {
+		// Disconnect (AF_UNSPEC): an established TCP connection is reset.
+		unspec := make([]byte, unix.SizeofSockaddrInet6)
+		_ = rawConnect(sock, unspec)
+		return unix.EACCES
+	}
+	return 0
+}
+
+// tcpTarget decides what connectTCP does with addr: local says the
+// address is a loopback (or unspecified) port that only the command's own
+// listeners may take (port); errno refuses; neither: connect as given.
+func (s *supervisor) tcpTarget(sock int, addr []byte) (port uint16, local bool, errno unix.Errno) {
+	pol := &s.pol
 	if !pol.NoNetwork || len(addr) < 4 {
-		return 0
+		return 0, false, 0
 	}
 	typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
 	if err != nil || typ != unix.SOCK_STREAM {
-		return 0
+		return 0, false, 0
 	}
 	proto, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL)
 	if err != nil || proto != unix.IPPROTO_TCP && proto != unix.IPPROTO_MPTCP {
-		return 0
+		return 0, false, 0
 	}
 	var ip netip.Addr
 	switch binary.NativeEndian.Uint16(addr) {
 	case unix.AF_INET:
 		if len(addr) < unix.SizeofSockaddrInet4 {
-			return 0
+			return 0, false, 0
 		}
 		ip = netip.AddrFrom4([4]byte(addr[4:8]))
 	case unix.AF_INET6:
 		if len(addr) < unix.SizeofSockaddrInet6-4 { // SIN6_LEN_RFC2133: no scope id
-			return 0
+			return 0, false, 0
 		}
 		ip = netip.AddrFrom16([16]byte(addr[8:24])).Unmap()
 	default:
-		return 0 // AF_UNSPEC: a disconnect
+		return 0, false, 0 // AF_UNSPEC: a disconnect
 	}
-	port := binary.BigEndian.Uint16(addr[2:4])
+	port = binary.BigEndian.Uint16(addr[2:4])
 	if slices.Contains(pol.ConnectPorts, port) {
 		proxy, err := netip.ParseAddrPort(pol.Proxy)
 		if err != nil || proxy.Addr().Unmap() == ip {
-			return 0
+			return 0, false, 0
 		}
 	}
 	if !ip.IsLoopback() && !ip.IsUnspecified() { // 0.0.0.0 and :: mean this host
-		return unix.EACCES
+		return 0, false, unix.EACCES
 	}
-	return ownListeners(port)
+	return port, true, 0
 }
 
-// ownListeners returns 0 when TCP port is listened on in the helper's
-// network namespace (the sandbox's, shared by toold's commands) only by
-// sockets a process of the helper's pid namespace (the command's tree)
-// holds, ECONNREFUSED when nothing listens on it, EACCES otherwise. Every
+// closeAll closes fds.
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// holdListeners returns duplicates of every socket listening on TCP port
+// in the helper's network namespace, and their inodes, when each is held
+// by a process of the command's tree (pidfd_getfd of that process's
+// descriptor, checked to be the same socket): while the supervisor holds
+// them, none of them can close and free the port for another command's
+// listener. Otherwise it holds nothing and returns ECONNREFUSED when
+// nothing listens on the port, EACCES when another listens on it. Every
 // listener of the port counts, whatever its address and family: which of
 // them a connect would reach is the kernel's choice (SO_REUSEPORT groups,
-// wildcard and dual-stack binds).
-func ownListeners(port uint16) unix.Errno {
-	var inos []string
+// wildcard and dual-stack binds). Listeners whose inode is in known (held
+// already) are neither held again nor looked for; with known, nothing
+// listening on the port is no refusal.
+func (s *supervisor) holdListeners(port uint16, caller string, known []uint32) ([]int, []uint32, unix.Errno) {
+	var inos []uint32
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		ls, err := tcpListeners(family)
 		if err != nil {
-			return unix.EACCES
+			return nil, nil, unix.EACCES
 		}
 		for _, l := range ls {
-			if l.port != port {
+			if l.port != port || slices.Contains(known, l.ino) {
 				continue
 			}
 			if l.ino == 0 { // no file: no process holds it
-				return unix.EACCES
+				return nil, nil, unix.EACCES
 			}
-			inos = append(inos, "socket:["+strconv.FormatUint(uint64(l.ino), 10)+"]")
+			inos = append(inos, l.ino)
 		}
 	}
 	if len(inos) == 0 {
-		return unix.ECONNREFUSED
+		if known != nil {
+			return nil, nil, 0
+		}
+		return nil, nil, unix.ECONNREFUSED
 	}
-	if !heldInPidNS(inos, true) {
-		return unix.EACCES
+	held, ok := s.hold(inos, caller)
+	if !ok {
+		return nil, nil, unix.EACCES
 	}
-	return 0
+	return held, inos, 0
 }
 
 // tcpListener is a listening TCP socket as sock_diag reports it.
@@ -407,14 +525,95 @@ func tcpListeners(family uint8) ([]tcpListener, error) {
 	return out, err
 }
 
+// serverEndHeld returns 0 when the server's end of the loopback connection
+// sock just made is not the end of another: not accepted yet (it waits in
+// the queue of a listener — every listener of the port was checked as the
+// command's after the connect, and a listener that left meanwhile took its
+// queue with it, reset), gone, or held by a process of the command's tree
+// (caller first). EACCES when another process accepted it: a listener
+// that joined the port, got the connection, accepted it and left again
+// between the supervisor's two checks. The server's end is looked up by
+// the connection's addresses (sock_diag, one hash lookup; a dump of the
+// established sockets walks the kernel's whole table, milliseconds).
+func (s *supervisor) serverEndHeld(sock int, caller string) unix.Errno {
+	local, err := unix.Getsockname(sock)
+	if err != nil {
+		return unix.EACCES
+	}
+	peer, err := unix.Getpeername(sock)
+	if err != nil {
+		return 0 // reset already: nothing to reach
+	}
+	const (
+		hdrLen = unix.SizeofNlMsghdr
+		reqLen = 56 // struct inet_diag_req_v2
+		msgLen = 72 // struct inet_diag_msg
+	)
+	req := make([]byte, hdrLen+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	binary.NativeEndian.PutUint32(req[8:], 1) // seq
+	r := req[hdrLen:]
+	r[1] = unix.IPPROTO_TCP
+	binary.NativeEndian.PutUint32(r[4:], ^uint32(0))
+	// The server's end: its source is the client's peer, its destination
+	// the client.
+	switch l := local.(type) {
+	case *unix.SockaddrInet4:
+		p, ok := peer.(*unix.SockaddrInet4)
+		if !ok {
+			return unix.EACCES
+		}
+		r[0] = unix.AF_INET
+		binary.BigEndian.PutUint16(r[8:], uint16(p.Port))
+		binary.BigEndian.PutUint16(r[10:], uint16(l.Port))
+		copy(r[12:], p.Addr[:])
+		copy(r[28:], l.Addr[:])
+	case *unix.SockaddrInet6:
+		p, ok := peer.(*unix.SockaddrInet6)
+		if !ok {
+			return unix.EACCES
+		}
+		r[0] = unix.AF_INET6
+		binary.BigEndian.PutUint16(r[8:], uint16(p.Port))
+		binary.BigEndian.PutUint16(r[10:], uint16(l.Port))
+		copy(r[12:], p.Addr[:])
+		copy(r[28:], l.Addr[:])
+	default:
+		return unix.EACCES
+	}
+	binary.NativeEndian.PutUint32(r[48:], ^uint32(0)) // INET_DIAG_NOCOOKIE
+	binary.NativeEndian.PutUint32(r[52:], ^uint32(0))
+	var ino uint32
+	err = sockDiag(req, func(data []byte) {
+		if len(data) >= msgLen {
+			ino = binary.NativeEndian.Uint32(data[68:])
+		}
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return 0 // gone
+	case err != nil:
+		return unix.EACCES
+	case ino != 0 && !s.holds(ino, caller):
+		return unix.EACCES
+	}
+	return 0
+}
+
 // connectUnix connects the unix socket sock to addr, the caller tid's
 // address (see above).
-func connectUnix(sock int, addr []byte, tid int) unix.Errno {
+func (s *supervisor) connectUnix(sock int, addr []byte, tid int) unix.Errno {
 	if len(addr) <= 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX {
 		return rawConnect(sock, addr) // what the kernel refuses
 	}
 	if addr[2] == 0 {
-		if errno := abstractOwned(addr[2:]); errno != 0 {
+		// The listener held across the connect: its name stays its own
+		// (a unix socket's address is released with the socket only).
+		held, errno := s.holdAbstract(addr[2:], tgidOf(tid))
+		defer closeAll(held)
+		if errno != 0 {
 			return errno
 		}
 		return rawConnect(sock, addr)
@@ -428,7 +627,7 @@ func connectUnix(sock int, addr []byte, tid int) unix.Errno {
 		return errno
 	}
 	defer unix.Close(file)
-	if errno := boundInSandbox(file); errno != 0 {
+	if errno := s.boundInSandbox(file, tid); errno != 0 {
 		return errno
 	}
 	name := "/proc/self/fd/" + strconv.Itoa(file)
@@ -496,10 +695,13 @@ func tgidOf(tid int) string {
 	return strconv.Itoa(tid)
 }
 
-// boundInSandbox returns 0 when file (O_PATH) is a socket bound in the
-// helper's network namespace (the sandbox's), ECONNREFUSED when it is not
-// a socket (as connect would), EPERM otherwise.
-func boundInSandbox(file int) unix.Errno {
+// boundInSandbox returns 0 when file (O_PATH) is a socket the command may
+// connect to: bound in the helper's network namespace (the sandbox's) for
+// an isolated command; without namespaces (s.tree), bound in it by a
+// socket a process of the command's tree (the caller, thread tid, first)
+// holds. ECONNREFUSED when it is not a socket (as connect would), EPERM
+// otherwise.
+func (s *supervisor) boundInSandbox(file int, tid int) unix.Errno {
 	var st unix.Stat_t
 	if err := unix.Fstat(file, &st); err != nil {
 		return unix.EPERM
@@ -518,68 +720,129 @@ func boundInSandbox(file int) unix.Errno {
 	}
 	want := vfsID{dev: kernelDev(st.Dev), ino: uint32(st.Ino)}
 	for _, e := range bound {
-		if e.vfs == want {
+		if e.vfs != want {
+			continue
+		}
+		if s.tree == 0 || s.holds(e.ino, tgidOf(tid)) {
 			return 0
 		}
+		return unix.EPERM
 	}
 	return unix.EPERM
 }
 
-// abstractOwned returns 0 when the abstract name (its leading NUL
-// included) is bound in the helper's network namespace by a socket a
-// process of the helper's pid namespace holds, ECONNREFUSED when nothing
-// has it, EPERM otherwise.
-func abstractOwned(name []byte) unix.Errno {
+// holdAbstract returns a duplicate of the socket listening on the
+// abstract name (its leading NUL included) in the helper's network
+// namespace when a process of the command's tree holds it (hold),
+// ECONNREFUSED when nothing listens on it, EPERM otherwise.
+func (s *supervisor) holdAbstract(name []byte, caller string) ([]int, unix.Errno) {
 	bound, err := unixDiag(udiagShowName)
 	if err != nil {
-		return unix.EPERM
+		return nil, unix.EPERM
 	}
-	var inos []string
+	var ino uint32
 	for _, e := range bound {
-		if e.name == string(name) {
-			inos = append(inos, "socket:["+strconv.FormatUint(uint64(e.ino), 10)+"]")
+		if e.name == string(name) && e.state == tcpListen {
+			ino = e.ino
+			break
 		}
 	}
-	if len(inos) == 0 {
-		return unix.ECONNREFUSED
+	if ino == 0 {
+		return nil, unix.ECONNREFUSED
 	}
-	if !heldInPidNS(inos, false) {
-		return unix.EPERM
+	held, ok := s.hold([]uint32{ino}, caller)
+	if !ok {
+		return nil, unix.EPERM
 	}
-	return 0
+	return held, 0
 }
 
-// heldInPidNS reports whether a process of the helper's pid namespace (its
-// /proc) holds a descriptor whose link is one of socks ("socket:[ino]"):
-// with all, whether every one of them is held.
-func heldInPidNS(socks []string, all bool) bool {
-	held := make([]bool, len(socks))
-	left := len(socks)
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if p.Name()[0] < '0' || p.Name()[0] > '9' {
-			continue
-		}
-		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+// tcpListen is TCP_LISTEN, the state sock_diag reports for a listening
+// socket (unix sockets included).
+const tcpListen = 10
+
+// holds reports whether a process of the command's tree (caller, the
+// caller's pid, first) holds a descriptor of the socket ino.
+func (s *supervisor) holds(ino uint32, caller string) bool {
+	link := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	found := false
+	s.eachProc(caller, func(p string) bool {
+		fds, _ := readDirNames("/proc/" + p + "/fd")
 		for _, fd := range fds {
-			l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name())
+			if l, err := os.Readlink("/proc/" + p + "/fd/" + fd); err == nil && l == link {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// hold returns a duplicate of each socket of inos, taken (pidfd_getfd)
+// from a process of the command's tree (caller, the caller's pid, first)
+// that holds it and checked to be that socket; ok is false, and nothing
+// is held, when one of them is not held by the command's tree.
+func (s *supervisor) hold(inos []uint32, caller string) (fds []int, ok bool) {
+	links := make(map[string]int, len(inos)) // "socket:[ino]" -> index
+	for i, ino := range inos {
+		links["socket:["+strconv.FormatUint(uint64(ino), 10)+"]"] = i
+	}
+	got := make([]int, len(inos))
+	for i := range got {
+		got[i] = -1
+	}
+	left := len(inos)
+	s.eachProc(caller, func(p string) bool {
+		names, _ := readDirNames("/proc/" + p + "/fd")
+		pidfd := -1
+		defer func() {
+			if pidfd >= 0 {
+				unix.Close(pidfd)
+			}
+		}()
+		for _, n := range names {
+			l, err := os.Readlink("/proc/" + p + "/fd/" + n)
 			if err != nil {
 				continue
 			}
-			for i, s := range socks {
-				if !held[i] && s == l {
-					if !all {
-						return true
-					}
-					held[i] = true
-					if left--; left == 0 {
-						return true
-					}
+			i, found := links[l]
+			if !found || got[i] >= 0 {
+				continue
+			}
+			if pidfd < 0 {
+				pid, _ := strconv.Atoi(p)
+				if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+					pidfd = -1
+					return true
 				}
 			}
+			target, _ := strconv.Atoi(n)
+			fd, err := unix.PidfdGetfd(pidfd, target, 0)
+			if err != nil {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Ino != uint64(inos[i]) {
+				unix.Close(fd) // the descriptor changed since its link was read
+				continue
+			}
+			got[i] = fd
+			if left--; left == 0 {
+				return false
+			}
 		}
+		return true
+	})
+	if left > 0 {
+		for _, fd := range got {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+		return nil, false
 	}
-	return false
+	return got, true
 }
 
 // vfsID is a bound unix socket's file as sock_diag reports it: the
@@ -593,9 +856,10 @@ func kernelDev(dev uint64) uint32 {
 
 // diagEntry is a unix socket as sock_diag reports it.
 type diagEntry struct {
-	ino  uint32 // the socket's inode (socket:[ino])
-	vfs  vfsID  // its file, with udiagShowVFS (zero for none)
-	name string // its address, with udiagShowName ("" for none)
+	state uint8  // its state (tcpListen for a listener)
+	ino   uint32 // the socket's inode (socket:[ino])
+	vfs   vfsID  // its file, with udiagShowVFS (zero for none)
+	name  string // its address, with udiagShowName ("" for none)
 }
 
 // What unixDiag asks to be shown (UDIAG_SHOW_*).
@@ -630,7 +894,7 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 		if len(data) < msgLen {
 			return
 		}
-		e := diagEntry{ino: binary.NativeEndian.Uint32(data[4:])}
+		e := diagEntry{state: data[2], ino: binary.NativeEndian.Uint32(data[4:])}
 		for a := data[msgLen:]; len(a) >= 4; {
 			l := int(binary.NativeEndian.Uint16(a))
 			if l < 4 || l > len(a) {
@@ -651,9 +915,10 @@ func unixDiag(show uint32) ([]diagEntry, error) {
 	return out, err
 }
 
-// sockDiag sends the dump request req (its netlink header included) to
+// sockDiag sends the request req (its netlink header included) to
 // sock_diag in the calling thread's network namespace and calls each with
-// every answer's payload.
+// every answer's payload: a dump's until its end, a lookup's one. An
+// error answer is returned (wrapping its errno).
 func sockDiag(req []byte, each func(data []byte)) error {
 	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
@@ -664,6 +929,7 @@ func sockDiag(req []byte, each func(data []byte)) error {
 	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
+	dump := binary.NativeEndian.Uint16(req[6:])&unix.NLM_F_DUMP == unix.NLM_F_DUMP
 	bp := diagBufs.Get().(*[]byte)
 	defer diagBufs.Put(bp)
 	buf := *bp
@@ -686,9 +952,17 @@ func sockDiag(req []byte, each func(data []byte)) error {
 			case unix.NLMSG_DONE:
 				return nil
 			case unix.NLMSG_ERROR:
+				if len(data) >= 4 {
+					if e := -int32(binary.NativeEndian.Uint32(data)); e > 0 {
+						return fmt.Errorf("sock_diag: %w", unix.Errno(e))
+					}
+				}
 				return errors.New("sock_diag: an error answer")
 			}
 			each(data)
+			if !dump {
+				return nil // one answer, no NLMSG_DONE
+			}
 		}
 	}
 }

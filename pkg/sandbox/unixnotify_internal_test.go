@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -65,7 +68,7 @@ func TestUnixNotifyFailsClosed(t *testing.T) {
 			listener <- -1
 			return
 		}
-		prog := seccompProgram(seccompArch(), true)
+		prog := seccompProgram(seccompArch(), true, true)
 		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 		fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&fprog)))
@@ -107,5 +110,61 @@ func TestUnixNotifyFailsClosed(t *testing.T) {
 	r := <-done
 	if r.pending != unix.ENOSYS || r.later != unix.ENOSYS {
 		t.Fatalf("with the notify fd closed: pending connect %v, later connect %v; want ENOSYS both", r.pending, r.later)
+	}
+}
+
+// TestServerEndHeld: the supervisor's lookup of a loopback connection's
+// server end (sock_diag, by the connection's addresses) tells a server end
+// not accepted yet (allowed: it waits in a listener's queue) from one
+// another process holds (refused) and one the command's tree holds
+// (allowed), on IPv4 and IPv6.
+func TestServerEndHeld(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		t.Run(network, func(t *testing.T) {
+			addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Skip(err)
+			}
+			defer ln.Close()
+			c, err := net.Dial(network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			raw, err := c.(*net.TCPConn).SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(s *supervisor, caller string) (errno unix.Errno) {
+				if err := raw.Control(func(fd uintptr) { errno = s.serverEndHeld(int(fd), caller) }); err != nil {
+					t.Fatal(err)
+				}
+				return errno
+			}
+			// A command's tree this test process is not in: a sleep's,
+			// which holds nothing.
+			sleep := exec.Command("sleep", "600")
+			if err := sleep.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+			other, otherPid := &supervisor{tree: sleep.Process.Pid}, strconv.Itoa(sleep.Process.Pid)
+			if errno := check(other, otherPid); errno != 0 {
+				t.Fatalf("a server end not accepted yet: %v, want allowed", errno)
+			}
+			conn, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if errno := check(other, otherPid); errno != unix.EACCES {
+				t.Fatalf("a server end another process accepted: %v, want EACCES", errno)
+			}
+			self := strconv.Itoa(os.Getpid())
+			if errno := check(other, self); errno != 0 {
+				t.Fatalf("a server end the caller's process accepted: %v, want allowed", errno)
+			}
+		})
 	}
 }

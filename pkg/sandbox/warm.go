@@ -353,7 +353,11 @@ func (w *Warm) start() (*warmHelper, error) {
 	// it prepares beside (warmEnv).
 	cmd.Env = warmEnv
 	cmd.ExtraFiles = []*os.File{theirs, statW, nil, nil}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: cloneFlags}
+	// A process group of its own, a session only when toold has a
+	// controlling terminal (a warm helper never runs a terminal's command
+	// nor a shim: see Start; and see Runner.start).
+	session := hasControllingTerminal()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: session, Setpgid: !session, Cloneflags: cloneFlags}
 	spec := Spec{Version: protocolVersion, Stage: stageInit, Policy: pol, Grace: w.grace}
 	dieWithDaemon(cmd, &spec)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -27,6 +27,9 @@ type MCPAdmin interface {
 	Add(ctx context.Context, name string, cfg mcpconfig.Server) (mcp.Status, error)
 	// Remove stops a server and takes its tools out of the registry.
 	Remove(ctx context.Context, name string) error
+	// Reauthorize discards a server's stored OAuth token and restarts
+	// it, returning its status after the first attempt.
+	Reauthorize(ctx context.Context, name string) (mcp.Status, error)
 }
 
 var _ MCPAdmin = (*mcp.Manager)(nil)
@@ -97,6 +100,24 @@ func (a *Admin) RemoveMcpServer(ctx context.Context, req *pb.RemoveMcpServerRequ
 		return nil, adminError(err)
 	}
 	return &pb.RemoveMcpServerResponse{}, nil
+}
+
+// ReauthorizeMcpServer implements pb.AdminServiceServer.
+func (a *Admin) ReauthorizeMcpServer(ctx context.Context, req *pb.ReauthorizeMcpServerRequest) (*pb.ReauthorizeMcpServerResponse, error) {
+	if err := a.access.RequireOperator(ctx, "authorizing an MCP server again"); err != nil {
+		return nil, err
+	}
+	if err := a.mayChange(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "name is required")
+	}
+	st, err := a.mcp.Reauthorize(ctx, req.GetName())
+	if err != nil {
+		return nil, adminError(err)
+	}
+	return &pb.ReauthorizeMcpServerResponse{Server: mcpStatusToPB(st)}, nil
 }
 
 // mayChange refuses changes over TCP when no token guards it: adding a

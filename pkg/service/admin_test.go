@@ -105,6 +105,18 @@ func TestAdminService(t *testing.T) {
 			_, err := c.RemoveMcpServer(ctx, &pb.RemoveMcpServerRequest{Name: "broken"})
 			return err
 		}, codes.PermissionDenied},
+		{"reauthorize unknown", unix, func(c pb.AdminServiceClient) error {
+			_, err := c.ReauthorizeMcpServer(ctx, &pb.ReauthorizeMcpServerRequest{Name: "nope"})
+			return err
+		}, codes.NotFound},
+		{"reauthorize a stdio server", unix, func(c pb.AdminServiceClient) error {
+			_, err := c.ReauthorizeMcpServer(ctx, &pb.ReauthorizeMcpServerRequest{Name: "broken"})
+			return err
+		}, codes.InvalidArgument},
+		{"reauthorize over TCP without a token", tcp, func(c pb.AdminServiceClient) error {
+			_, err := c.ReauthorizeMcpServer(ctx, &pb.ReauthorizeMcpServerRequest{Name: "broken"})
+			return err
+		}, codes.PermissionDenied},
 		{"list over TCP", tcp, func(c pb.AdminServiceClient) error {
 			_, err := c.ListMcpServers(ctx, &pb.ListMcpServersRequest{})
 			return err
@@ -162,6 +174,10 @@ func TestAdminServiceNeedsTheOperator(t *testing.T) {
 			_, err = unix.RemoveMcpServer(ctx, &pb.RemoveMcpServerRequest{Name: "evil"})
 			if status.Code(err) != codes.PermissionDenied {
 				t.Fatalf("remove: %v", err)
+			}
+			_, err = unix.ReauthorizeMcpServer(ctx, &pb.ReauthorizeMcpServerRequest{Name: "evil"})
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("reauthorize: %v", err)
 			}
 		})
 	}

@@ -364,6 +364,99 @@ func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
 	return file_toold_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
+// ReauthorizeMcpServerRequest names the server to authorize again.
+type ReauthorizeMcpServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's name. Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReauthorizeMcpServerRequest) Reset() {
+	*x = ReauthorizeMcpServerRequest{}
+	mi := &file_toold_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReauthorizeMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReauthorizeMcpServerRequest) ProtoMessage() {}
+
+func (x *ReauthorizeMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReauthorizeMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*ReauthorizeMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReauthorizeMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// ReauthorizeMcpServerResponse reports the restarted server.
+type ReauthorizeMcpServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its state after the first connection attempt (AUTHORIZING, with
+	// authorization_url, when the server wants OAuth).
+	Server        *McpServerStatus `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReauthorizeMcpServerResponse) Reset() {
+	*x = ReauthorizeMcpServerResponse{}
+	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReauthorizeMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReauthorizeMcpServerResponse) ProtoMessage() {}
+
+func (x *ReauthorizeMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReauthorizeMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*ReauthorizeMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ReauthorizeMcpServerResponse) GetServer() *McpServerStatus {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
 // McpServerConfig is one "mcpServers" entry, with the fields Claude Desktop,
 // Claude Code and Cursor write. A stdio server has command (with args, env,
 // cwd); an HTTP server has url (with headers, type). Values may use ${VAR}
@@ -411,7 +504,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_toold_v1_admin_proto_msgTypes[6]
+	mi := &file_toold_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +516,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[6]
+	mi := &file_toold_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +529,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpServerConfig) GetCommand() string {
@@ -557,7 +650,7 @@ type McpServerOAuth struct {
 
 func (x *McpServerOAuth) Reset() {
 	*x = McpServerOAuth{}
-	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	mi := &file_toold_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +662,7 @@ func (x *McpServerOAuth) String() string {
 func (*McpServerOAuth) ProtoMessage() {}
 
 func (x *McpServerOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[7]
+	mi := &file_toold_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +675,7 @@ func (x *McpServerOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerOAuth.ProtoReflect.Descriptor instead.
 func (*McpServerOAuth) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *McpServerOAuth) GetClientId() string {
@@ -669,7 +762,7 @@ type McpServerStatus struct {
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toold_v1_admin_proto_msgTypes[8]
+	mi := &file_toold_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +774,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[8]
+	mi := &file_toold_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +787,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -815,7 +908,7 @@ type RefusedMcpTool struct {
 
 func (x *RefusedMcpTool) Reset() {
 	*x = RefusedMcpTool{}
-	mi := &file_toold_v1_admin_proto_msgTypes[9]
+	mi := &file_toold_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +920,7 @@ func (x *RefusedMcpTool) String() string {
 func (*RefusedMcpTool) ProtoMessage() {}
 
 func (x *RefusedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toold_v1_admin_proto_msgTypes[9]
+	mi := &file_toold_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +933,7 @@ func (x *RefusedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefusedMcpTool.ProtoReflect.Descriptor instead.
 func (*RefusedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toold_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_toold_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RefusedMcpTool) GetName() string {
@@ -872,7 +965,11 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x01 \x01(\v2\x19.toold.v1.McpServerStatusR\x06server\",\n" +
 	"\x16RemoveMcpServerRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x19\n" +
-	"\x17RemoveMcpServerResponse\"\xea\x05\n" +
+	"\x17RemoveMcpServerResponse\"1\n" +
+	"\x1bReauthorizeMcpServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"Q\n" +
+	"\x1cReauthorizeMcpServerResponse\x121\n" +
+	"\x06server\x18\x01 \x01(\v2\x19.toold.v1.McpServerStatusR\x06server\"\xea\x05\n" +
 	"\x0fMcpServerConfig\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x124\n" +
@@ -933,11 +1030,12 @@ const file_toold_v1_admin_proto_rawDesc = "" +
 	"\x18MCP_SERVER_STATE_BACKOFF\x10\x03\x12\x1d\n" +
 	"\x19MCP_SERVER_STATE_DISABLED\x10\x04\x12\x1c\n" +
 	"\x18MCP_SERVER_STATE_STOPPED\x10\x05\x12 \n" +
-	"\x1cMCP_SERVER_STATE_AUTHORIZING\x10\x062\x8a\x02\n" +
+	"\x1cMCP_SERVER_STATE_AUTHORIZING\x10\x062\xf1\x02\n" +
 	"\fAdminService\x12S\n" +
 	"\x0eListMcpServers\x12\x1f.toold.v1.ListMcpServersRequest\x1a .toold.v1.ListMcpServersResponse\x12M\n" +
 	"\fAddMcpServer\x12\x1d.toold.v1.AddMcpServerRequest\x1a\x1e.toold.v1.AddMcpServerResponse\x12V\n" +
-	"\x0fRemoveMcpServer\x12 .toold.v1.RemoveMcpServerRequest\x1a!.toold.v1.RemoveMcpServerResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3"
+	"\x0fRemoveMcpServer\x12 .toold.v1.RemoveMcpServerRequest\x1a!.toold.v1.RemoveMcpServerResponse\x12e\n" +
+	"\x14ReauthorizeMcpServer\x12%.toold.v1.ReauthorizeMcpServerRequest\x1a&.toold.v1.ReauthorizeMcpServerResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3"
 
 var (
 	file_toold_v1_admin_proto_rawDescOnce sync.Once
@@ -952,54 +1050,59 @@ func file_toold_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_toold_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toold_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_toold_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_toold_v1_admin_proto_goTypes = []any{
-	(McpServerState)(0),             // 0: toold.v1.McpServerState
-	(*ListMcpServersRequest)(nil),   // 1: toold.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),  // 2: toold.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),     // 3: toold.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),    // 4: toold.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),  // 5: toold.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil), // 6: toold.v1.RemoveMcpServerResponse
-	(*McpServerConfig)(nil),         // 7: toold.v1.McpServerConfig
-	(*McpServerOAuth)(nil),          // 8: toold.v1.McpServerOAuth
-	(*McpServerStatus)(nil),         // 9: toold.v1.McpServerStatus
-	(*RefusedMcpTool)(nil),          // 10: toold.v1.RefusedMcpTool
-	nil,                             // 11: toold.v1.McpServerConfig.EnvEntry
-	nil,                             // 12: toold.v1.McpServerConfig.HeadersEntry
-	nil,                             // 13: toold.v1.McpServerConfig.ToolRiskEntry
-	(RiskLevel)(0),                  // 14: toold.v1.RiskLevel
-	(*durationpb.Duration)(nil),     // 15: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 16: google.protobuf.Timestamp
+	(McpServerState)(0),                  // 0: toold.v1.McpServerState
+	(*ListMcpServersRequest)(nil),        // 1: toold.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),       // 2: toold.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),          // 3: toold.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),         // 4: toold.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),       // 5: toold.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),      // 6: toold.v1.RemoveMcpServerResponse
+	(*ReauthorizeMcpServerRequest)(nil),  // 7: toold.v1.ReauthorizeMcpServerRequest
+	(*ReauthorizeMcpServerResponse)(nil), // 8: toold.v1.ReauthorizeMcpServerResponse
+	(*McpServerConfig)(nil),              // 9: toold.v1.McpServerConfig
+	(*McpServerOAuth)(nil),               // 10: toold.v1.McpServerOAuth
+	(*McpServerStatus)(nil),              // 11: toold.v1.McpServerStatus
+	(*RefusedMcpTool)(nil),               // 12: toold.v1.RefusedMcpTool
+	nil,                                  // 13: toold.v1.McpServerConfig.EnvEntry
+	nil,                                  // 14: toold.v1.McpServerConfig.HeadersEntry
+	nil,                                  // 15: toold.v1.McpServerConfig.ToolRiskEntry
+	(RiskLevel)(0),                       // 16: toold.v1.RiskLevel
+	(*durationpb.Duration)(nil),          // 17: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),        // 18: google.protobuf.Timestamp
 }
 var file_toold_v1_admin_proto_depIdxs = []int32{
-	9,  // 0: toold.v1.ListMcpServersResponse.servers:type_name -> toold.v1.McpServerStatus
-	7,  // 1: toold.v1.AddMcpServerRequest.config:type_name -> toold.v1.McpServerConfig
-	9,  // 2: toold.v1.AddMcpServerResponse.server:type_name -> toold.v1.McpServerStatus
-	11, // 3: toold.v1.McpServerConfig.env:type_name -> toold.v1.McpServerConfig.EnvEntry
-	12, // 4: toold.v1.McpServerConfig.headers:type_name -> toold.v1.McpServerConfig.HeadersEntry
-	14, // 5: toold.v1.McpServerConfig.risk:type_name -> toold.v1.RiskLevel
-	13, // 6: toold.v1.McpServerConfig.tool_risk:type_name -> toold.v1.McpServerConfig.ToolRiskEntry
-	15, // 7: toold.v1.McpServerConfig.idle_timeout:type_name -> google.protobuf.Duration
-	15, // 8: toold.v1.McpServerConfig.max_timeout:type_name -> google.protobuf.Duration
-	8,  // 9: toold.v1.McpServerConfig.oauth:type_name -> toold.v1.McpServerOAuth
-	7,  // 10: toold.v1.McpServerStatus.config:type_name -> toold.v1.McpServerConfig
-	0,  // 11: toold.v1.McpServerStatus.state:type_name -> toold.v1.McpServerState
-	16, // 12: toold.v1.McpServerStatus.since:type_name -> google.protobuf.Timestamp
-	16, // 13: toold.v1.McpServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	10, // 14: toold.v1.McpServerStatus.refused:type_name -> toold.v1.RefusedMcpTool
-	14, // 15: toold.v1.McpServerConfig.ToolRiskEntry.value:type_name -> toold.v1.RiskLevel
-	1,  // 16: toold.v1.AdminService.ListMcpServers:input_type -> toold.v1.ListMcpServersRequest
-	3,  // 17: toold.v1.AdminService.AddMcpServer:input_type -> toold.v1.AddMcpServerRequest
-	5,  // 18: toold.v1.AdminService.RemoveMcpServer:input_type -> toold.v1.RemoveMcpServerRequest
-	2,  // 19: toold.v1.AdminService.ListMcpServers:output_type -> toold.v1.ListMcpServersResponse
-	4,  // 20: toold.v1.AdminService.AddMcpServer:output_type -> toold.v1.AddMcpServerResponse
-	6,  // 21: toold.v1.AdminService.RemoveMcpServer:output_type -> toold.v1.RemoveMcpServerResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	11, // 0: toold.v1.ListMcpServersResponse.servers:type_name -> toold.v1.McpServerStatus
+	9,  // 1: toold.v1.AddMcpServerRequest.config:type_name -> toold.v1.McpServerConfig
+	11, // 2: toold.v1.AddMcpServerResponse.server:type_name -> toold.v1.McpServerStatus
+	11, // 3: toold.v1.ReauthorizeMcpServerResponse.server:type_name -> toold.v1.McpServerStatus
+	13, // 4: toold.v1.McpServerConfig.env:type_name -> toold.v1.McpServerConfig.EnvEntry
+	14, // 5: toold.v1.McpServerConfig.headers:type_name -> toold.v1.McpServerConfig.HeadersEntry
+	16, // 6: toold.v1.McpServerConfig.risk:type_name -> toold.v1.RiskLevel
+	15, // 7: toold.v1.McpServerConfig.tool_risk:type_name -> toold.v1.McpServerConfig.ToolRiskEntry
+	17, // 8: toold.v1.McpServerConfig.idle_timeout:type_name -> google.protobuf.Duration
+	17, // 9: toold.v1.McpServerConfig.max_timeout:type_name -> google.protobuf.Duration
+	10, // 10: toold.v1.McpServerConfig.oauth:type_name -> toold.v1.McpServerOAuth
+	9,  // 11: toold.v1.McpServerStatus.config:type_name -> toold.v1.McpServerConfig
+	0,  // 12: toold.v1.McpServerStatus.state:type_name -> toold.v1.McpServerState
+	18, // 13: toold.v1.McpServerStatus.since:type_name -> google.protobuf.Timestamp
+	18, // 14: toold.v1.McpServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	12, // 15: toold.v1.McpServerStatus.refused:type_name -> toold.v1.RefusedMcpTool
+	16, // 16: toold.v1.McpServerConfig.ToolRiskEntry.value:type_name -> toold.v1.RiskLevel
+	1,  // 17: toold.v1.AdminService.ListMcpServers:input_type -> toold.v1.ListMcpServersRequest
+	3,  // 18: toold.v1.AdminService.AddMcpServer:input_type -> toold.v1.AddMcpServerRequest
+	5,  // 19: toold.v1.AdminService.RemoveMcpServer:input_type -> toold.v1.RemoveMcpServerRequest
+	7,  // 20: toold.v1.AdminService.ReauthorizeMcpServer:input_type -> toold.v1.ReauthorizeMcpServerRequest
+	2,  // 21: toold.v1.AdminService.ListMcpServers:output_type -> toold.v1.ListMcpServersResponse
+	4,  // 22: toold.v1.AdminService.AddMcpServer:output_type -> toold.v1.AddMcpServerResponse
+	6,  // 23: toold.v1.AdminService.RemoveMcpServer:output_type -> toold.v1.RemoveMcpServerResponse
+	8,  // 24: toold.v1.AdminService.ReauthorizeMcpServer:output_type -> toold.v1.ReauthorizeMcpServerResponse
+	21, // [21:25] is the sub-list for method output_type
+	17, // [17:21] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_toold_v1_admin_proto_init() }
@@ -1014,7 +1117,7 @@ func file_toold_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toold_v1_admin_proto_rawDesc), len(file_toold_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListMcpServers_FullMethodName  = "/toold.v1.AdminService/ListMcpServers"
-	AdminService_AddMcpServer_FullMethodName    = "/toold.v1.AdminService/AddMcpServer"
-	AdminService_RemoveMcpServer_FullMethodName = "/toold.v1.AdminService/RemoveMcpServer"
+	AdminService_ListMcpServers_FullMethodName       = "/toold.v1.AdminService/ListMcpServers"
+	AdminService_AddMcpServer_FullMethodName         = "/toold.v1.AdminService/AddMcpServer"
+	AdminService_RemoveMcpServer_FullMethodName      = "/toold.v1.AdminService/RemoveMcpServer"
+	AdminService_ReauthorizeMcpServer_FullMethodName = "/toold.v1.AdminService/ReauthorizeMcpServer"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -55,6 +56,15 @@ type AdminServiceClient interface {
 	// running on it end, and a stdio server's process group is ended. It
 	// returns once that is done. NOT_FOUND when no server has the name.
 	RemoveMcpServer(ctx context.Context, in *RemoveMcpServerRequest, opts ...grpc.CallOption) (*RemoveMcpServerResponse, error)
+	// ReauthorizeMcpServer discards an HTTP server's stored OAuth token (its
+	// file and the token in memory) and restarts the server with the same
+	// entry, so that its next connection asks a person to authorize again
+	// ("toolctl mcp login --force"). Calls running on it end, as with
+	// RemoveMcpServer. It returns once the first connection attempt ended:
+	// the status is AUTHORIZING with the URL to open when the server wants
+	// OAuth. NOT_FOUND when no server has the name; INVALID_ARGUMENT for a
+	// stdio server, which has no authorization.
+	ReauthorizeMcpServer(ctx context.Context, in *ReauthorizeMcpServerRequest, opts ...grpc.CallOption) (*ReauthorizeMcpServerResponse, error)
 }
 
 type adminServiceClient struct {
@@ -95,6 +105,16 @@ func (c *adminServiceClient) RemoveMcpServer(ctx context.Context, in *RemoveMcpS
 	return out, nil
 }
 
+func (c *adminServiceClient) ReauthorizeMcpServer(ctx context.Context, in *ReauthorizeMcpServerRequest, opts ...grpc.CallOption) (*ReauthorizeMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReauthorizeMcpServerResponse)
+	err := c.cc.Invoke(ctx, AdminService_ReauthorizeMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -126,6 +146,15 @@ type AdminServiceServer interface {
 	// running on it end, and a stdio server's process group is ended. It
 	// returns once that is done. NOT_FOUND when no server has the name.
 	RemoveMcpServer(context.Context, *RemoveMcpServerRequest) (*RemoveMcpServerResponse, error)
+	// ReauthorizeMcpServer discards an HTTP server's stored OAuth token (its
+	// file and the token in memory) and restarts the server with the same
+	// entry, so that its next connection asks a person to authorize again
+	// ("toolctl mcp login --force"). Calls running on it end, as with
+	// RemoveMcpServer. It returns once the first connection attempt ended:
+	// the status is AUTHORIZING with the URL to open when the server wants
+	// OAuth. NOT_FOUND when no server has the name; INVALID_ARGUMENT for a
+	// stdio server, which has no authorization.
+	ReauthorizeMcpServer(context.Context, *ReauthorizeMcpServerRequest) (*ReauthorizeMcpServerResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -144,6 +173,9 @@ func (UnimplementedAdminServiceServer) AddMcpServer(context.Context, *AddMcpServ
 }
 func (UnimplementedAdminServiceServer) RemoveMcpServer(context.Context, *RemoveMcpServerRequest) (*RemoveMcpServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveMcpServer not implemented")
+}
+func (UnimplementedAdminServiceServer) ReauthorizeMcpServer(context.Context, *ReauthorizeMcpServerRequest) (*ReauthorizeMcpServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReauthorizeMcpServer not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -220,6 +252,24 @@ func _AdminService_RemoveMcpServer_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ReauthorizeMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReauthorizeMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ReauthorizeMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ReauthorizeMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ReauthorizeMcpServer(ctx, req.(*ReauthorizeMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -238,6 +288,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveMcpServer",
 			Handler:    _AdminService_RemoveMcpServer_Handler,
+		},
+		{
+			MethodName: "ReauthorizeMcpServer",
+			Handler:    _AdminService_ReauthorizeMcpServer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

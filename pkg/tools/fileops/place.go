@@ -198,9 +198,16 @@ func (f *FileOperations) openPlace(loc workspace.Location, mkdirs bool) (*place,
 	}
 	dir, base := path.Split(name)
 	p.name = base
-	p.dir, p.madeDirs, err = openDirAt(root, strings.TrimSuffix(dir, "/"), mkdirs)
+	if g, ok := refuseGitEntry(strings.TrimSuffix(dir, "/"), base).(*errGitDir); ok {
+		p.close()
+		return nil, gitDirError(loc.Given, g)
+	}
+	p.dir, p.madeDirs, err = openDirAt(root, strings.TrimSuffix(dir, "/"), mkdirs, gitDirCheck)
 	if err != nil {
 		p.close()
+		if g, ok := errors.AsType[*errGitDir](err); ok {
+			return nil, gitDirError(loc.Given, g)
+		}
 		return nil, mapErr(loc, err)
 	}
 	p.fd = int(p.dir.Fd())
@@ -225,10 +232,20 @@ func (f *FileOperations) openPlace(loc workspace.Location, mkdirs bool) (*place,
 // each with mkdirat(2) in its parent and then opened the same way. It
 // returns the created directories, relative to root. dir is a clean
 // relative path (no "..").
-func openDirAt(root *os.Root, dir string, mkdirs bool) (*os.File, []string, error) {
+//
+// check, when set, is asked about every directory opened (the root
+// included, as "."), before anything is created in it or below it; its
+// error ends the walk, returned as is, and nothing more is created.
+func openDirAt(root *os.Root, dir string, mkdirs bool, check func(fd int, at string) error) (*os.File, []string, error) {
 	d, err := root.Open(".")
 	if err != nil {
 		return nil, nil, err
+	}
+	if check != nil {
+		if err := check(int(d.Fd()), "."); err != nil {
+			d.Close()
+			return nil, nil, err
+		}
 	}
 	if dir == "" || dir == "." {
 		return d, nil, nil
@@ -272,6 +289,12 @@ func openDirAt(root *os.Root, dir string, mkdirs bool) (*os.File, []string, erro
 			return nil, nil, &fs.PathError{Op: "open", Path: at, Err: err}
 		}
 		d = os.NewFile(uintptr(nfd), at)
+		if check != nil {
+			if err := check(nfd, at); err != nil {
+				d.Close()
+				return nil, made, err
+			}
+		}
 	}
 	return d, made, nil
 }

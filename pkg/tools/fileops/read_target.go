@@ -214,7 +214,7 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 	if base == "" || base == "." || base == ".." {
 		dir, base = name, "."
 	}
-	d, _, err := openDirAt(root, strings.TrimSuffix(dir, "/"), false)
+	d, _, err := openDirAt(root, strings.TrimSuffix(dir, "/"), false, nil)
 	if err != nil {
 		return -1, st, err
 	}

@@ -41,11 +41,22 @@ func exitHint(code int, output string) string {
 // git directories and what their configuration names, Policy.ReadOnly):
 // a line of its output says "Read-only file system" about a path below
 // one of them, absolute or relative to dir, the command's working
-// directory. It tells the object, not the
-// command line: whatever program wrote there. "" otherwise.
-func gitHint(code int, output, dir string, readOnly []string) string {
+// directory. It tells the object, not the command line: whatever program
+// wrote there. The one exception is git
+// stash, which fails on a read-only index without a word (exit 1, no
+// output): a failed command line that runs git stash (not stash list or
+// show) in a directory at or below one holding a read-only git directory
+// gets the hint too. "" otherwise.
+func gitHint(code int, output, command, dir string, readOnly []string) string {
 	if code == 0 || len(readOnly) == 0 {
 		return ""
+	}
+	if runsGitStash(command) {
+		for _, r := range readOnly {
+			if top := filepath.Dir(r); dir == top || strings.HasPrefix(dir, top+"/") {
+				return readOnlyGitHint
+			}
+		}
 	}
 	for line := range strings.Lines(output) {
 		if !strings.Contains(line, "Read-only file system") {
@@ -58,12 +69,46 @@ func gitHint(code int, output, dir string, readOnly []string) string {
 			}
 			for _, n := range names {
 				if strings.Contains(line, n) {
-					return "the workspace's git directories are read-only for commands (a person's git would run what a command wrote there); " +
-						"commit, switch branches and stage with toold's version-control tool (build_and_version_control: git_commit, git_branch), " +
-						"or ask a person to run this command outside the sandbox (run_command outside_sandbox: true)"
+					return readOnlyGitHint
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// readOnlyGitHint is gitHint's line.
+const readOnlyGitHint = "the workspace's git directories are read-only for commands (a person's git would run what a command wrote there); " +
+	"commit, switch branches and stage with toold's version-control tool (build_and_version_control: git_commit, git_branch), " +
+	"or ask a person to run this command outside the sandbox (run_command outside_sandbox: true)"
+
+// runsGitStash reports whether a simple command of command (split at ;
+// & | ( ) and newlines) is git (or a path ending in /git, after variable
+// assignments) with, after its options, stash and a subcommand that writes
+// (anything but list and show). A hint's heuristic, not policy.
+func runsGitStash(command string) bool {
+	segments := strings.FieldsFunc(command, func(r rune) bool {
+		return r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '\n'
+	})
+	for _, seg := range segments {
+		words := strings.Fields(seg)
+		i := 0
+		for i < len(words) && strings.Contains(words[i], "=") && !strings.HasPrefix(words[i], "-") {
+			i++
+		}
+		if i >= len(words) || words[i] != "git" && !strings.HasSuffix(words[i], "/git") {
+			continue
+		}
+		j := i + 1
+		for j < len(words) && strings.HasPrefix(words[j], "-") {
+			if words[j] == "-C" || words[j] == "-c" {
+				j++
+			}
+			j++
+		}
+		if j < len(words) && words[j] == "stash" && (j+1 == len(words) || words[j+1] != "list" && words[j+1] != "show") {
+			return true
+		}
+	}
+	return false
 }

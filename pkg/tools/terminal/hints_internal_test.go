@@ -36,20 +36,29 @@ func TestGitHint(t *testing.T) {
 	for _, c := range []struct {
 		code   int
 		out    string
+		cmd    string
 		dir    string
 		ro     []string
 		hinted bool
 	}{
-		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "/ws", ro, true},
-		{255, "error: could not lock config file .git/config: Read-only file system\n", "/ws", ro, true},
-		{1, "OSError: [Errno 30] Read-only file system: '../.git/hooks/pre-commit'\n", "/ws/src", ro, true},
-		{1, "touch: cannot touch 'sub/.git/x': Read-only file system\n", "/ws", ro, true},
-		{1, "touch: cannot touch '/usr/x': Read-only file system\n", "/ws", ro, false},
-		{1, "fatal: Unable to create '/ws/.git/index.lock': File exists.\n", "/ws", ro, false},
-		{0, "warning: /ws/.git/x: Read-only file system\n", "/ws", ro, false},
-		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "/ws", nil, false},
+		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "", "/ws", ro, true},
+		{255, "error: could not lock config file .git/config: Read-only file system\n", "", "/ws", ro, true},
+		{1, "OSError: [Errno 30] Read-only file system: '../.git/hooks/pre-commit'\n", "", "/ws/src", ro, true},
+		{1, "touch: cannot touch 'sub/.git/x': Read-only file system\n", "", "/ws", ro, true},
+		{1, "touch: cannot touch '/usr/x': Read-only file system\n", "", "/ws", ro, false},
+		{1, "fatal: Unable to create '/ws/.git/index.lock': File exists.\n", "", "/ws", ro, false},
+		{0, "warning: /ws/.git/x: Read-only file system\n", "", "/ws", ro, false},
+		{128, "fatal: Unable to create '/ws/.git/index.lock': Read-only file system\n", "", "/ws", nil, false},
+		// git stash fails on a read-only index with no output at all.
+		{1, "", "git stash", "/ws", ro, true},
+		{1, "", "git -C sub stash push -m wip", "/ws", ro, true},
+		{1, "", "cd src && /usr/bin/git stash pop", "/ws/src", ro, true},
+		{1, "", "git stash list", "/ws", ro, false},
+		{0, "", "git stash", "/ws", ro, false},
+		{1, "", "git stash", "/elsewhere", ro, false},
+		{1, "", "echo git; stash", "/ws", ro, false},
 	} {
-		if got := gitHint(c.code, c.out, c.dir, c.ro) != ""; got != c.hinted {
+		if got := gitHint(c.code, c.out, c.cmd, c.dir, c.ro) != ""; got != c.hinted {
 			t.Errorf("%d %q in %s: hinted %v, want %v", c.code, c.out, c.dir, got, c.hinted)
 		}
 	}

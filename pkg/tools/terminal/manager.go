@@ -64,6 +64,10 @@ type Config struct {
 	// for the person to run. toold's version-control tool (Exec) writes
 	// them either way.
 	GitWritable bool
+	// NoSecretGuard turns the secret guard off (terminal.secret_guard:
+	// false): a secret that appears while a command runs is then masked
+	// only for the commands that start after it.
+	NoSecretGuard bool
 	// Secrets tells which files of the workspace sandboxed commands must
 	// not read (.env, keys): they are masked. Nil: none besides
 	// Sandbox.Hide.
@@ -220,14 +224,19 @@ type Manager struct {
 	// unixGuard holds unix sockets outside the sandbox in the kernel
 	// (BPF LSM), when this machine lets toold load it.
 	unixGuard *sandbox.UnixGuard
-	netns     *sandbox.Netns // the isolated commands' network namespace
-	warm      *sandbox.Warm  // helpers ready for isolated commands, or nil
-	hidden    hiddenCache
-	dir       string // the Manager's own directory
-	tmp       string // TMPDIR of sandboxed commands
-	cache     string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
-	store     *store
-	env       map[string]string
+	// secretGuard refuses commands the secrets that appear while they run
+	// (fanotify), when this machine lets toold mark files; secretWhy says
+	// why not otherwise.
+	secretGuard *sandbox.SecretGuard
+	secretWhy   string
+	netns       *sandbox.Netns // the isolated commands' network namespace
+	warm        *sandbox.Warm  // helpers ready for isolated commands, or nil
+	hidden      hiddenCache
+	dir         string // the Manager's own directory
+	tmp         string // TMPDIR of sandboxed commands
+	cache       string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
+	store       *store
+	env         map[string]string
 	// cgroups, when set, runs unconfined commands without a helper.
 	cgroups       *sandbox.Cgroups
 	cgroupsFailed sync.Once // logs the fall back to helpers once
@@ -338,6 +347,7 @@ func NewManager(cfg Config) (*Manager, error) {
 			_ = m.netns.Close()
 			_ = m.limits.Close()
 			_ = m.unixGuard.Close()
+			_ = m.secretGuard.Close()
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -355,6 +365,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		_ = m.netns.Close()
 		_ = m.limits.Close()
 		_ = m.unixGuard.Close()
+		_ = m.secretGuard.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("terminal: supervision %q: want auto or helper", cfg.Supervision)
 	}
@@ -566,6 +577,10 @@ func (m *Manager) Close(ctx context.Context) error {
 			go func() { <-done; _ = m.cgroups.Close() }()
 		}
 	}
+	// Without the guard the kernel allows every open of the files it had
+	// marked: a command that outlives toold (terminal.survive: keep) is
+	// no longer refused the secrets that appeared while it ran.
+	_ = m.secretGuard.Close()
 	if m.netns != nil {
 		_ = m.netns.Close()
 	}

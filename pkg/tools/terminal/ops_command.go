@@ -174,7 +174,7 @@ func (t *Terminal) commandResult(p *process) *tools.Result {
 	}
 	if hint := exitHint(exit.Code, cleanText(last)); hint != "" {
 		fmt.Fprintf(&b, "hint: %s\n", hint)
-	} else if hint := gitHint(exit.Code, cleanText(last), filepath.Join(t.m.ws.Dir(), p.dir), p.readOnly); hint != "" {
+	} else if hint := gitHint(exit.Code, cleanText(last), p.command, filepath.Join(t.m.ws.Dir(), p.dir), p.readOnly); hint != "" {
 		fmt.Fprintf(&b, "hint: %s\n", hint)
 	}
 	res := &tools.Result{

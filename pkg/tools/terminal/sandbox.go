@@ -100,6 +100,9 @@ func (m *Manager) setupSandbox(p sandbox.Policy, isolation *error, netnsErr erro
 	} else {
 		limitsWhy = "the per-command cgroup is made by the isolated helper, and isolation is off"
 	}
+	if p.Isolate {
+		m.openSecretGuard()
+	}
 	m.policy = &p
 	m.env["TMPDIR"] = m.tmp
 	if p.Isolate {
@@ -157,7 +160,7 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 	if p.Isolate {
 		ls = append(ls,
 			sandbox.Layer{Name: sandbox.LayerWrites, InForce: true, Detail: "mount namespace: everything read-only but the workspace, the temp dir, the cache dir and terminal.writable; no capabilities; " + landlock},
-			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked; private /proc"},
+			sandbox.Layer{Name: sandbox.LayerReads, InForce: true, Detail: "mount namespace: sensitive paths (~/.ssh, cloud and registry credentials, .env and key files of the workspace, shell histories, toold's and toolctl's state) masked as each command starts; private /proc; " + m.secretsHow()},
 		)
 		if unixWhy == "" {
 			unixWhy = "no per-command cgroups to tell commands by"
@@ -178,11 +181,8 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		if abi == 0 {
 			w.Detail = "no namespaces (" + isolateWhy + ") and no Landlock on this kernel"
 		}
-		ls = append(ls, w,
-			sandbox.Layer{Name: sandbox.LayerReads, Detail: isolateWhy},
-			sandbox.Layer{Name: sandbox.LayerNetwork, Detail: isolateWhy},
-			sandbox.Layer{Name: sandbox.LayerControlPlane, Detail: isolateWhy},
-		)
+		ls = append(ls, w, sandbox.Layer{Name: sandbox.LayerReads, Detail: isolateWhy})
+		ls = append(ls, supervisedLayers(p, isolateWhy, abi)...)
 	}
 	if m.limits != nil && limitsWhy == "" {
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, InForce: true, Detail: m.limits.Describe()})
@@ -190,6 +190,83 @@ func (m *Manager) describeLayers(p sandbox.Policy, isolateWhy, limitsWhy, unixWh
 		ls = append(ls, sandbox.Layer{Name: sandbox.LayerResources, Detail: limitsWhy})
 	}
 	return ls
+}
+
+// supervisedLayers are the network and control plane layers of the
+// Landlock-only sandbox (no namespaces: isolateWhy): in force where each
+// command's helper supervises its connects (sandbox.Policy's
+// supervisedWithoutNamespaces: a kernel with the supervisor's needs,
+// terminal.network proxy or false), missing otherwise.
+func supervisedLayers(p sandbox.Policy, isolateWhy string, abi int) []sandbox.Layer {
+	sup := sandbox.UnixSupervisorSupported()
+	if !p.NoNetwork || p.NoUnixSupervisor || sup != nil {
+		why := isolateWhy
+		if p.NoNetwork && sup != nil {
+			why += "; no seccomp supervisor: " + sup.Error()
+		}
+		return []sandbox.Layer{{Name: sandbox.LayerNetwork, Detail: why}, {Name: sandbox.LayerControlPlane, Detail: why}}
+	}
+	out := "no network (terminal.network: false)"
+	if p.Proxy != "" {
+		out = "TCP only to toold's egress proxy at " + p.Proxy + " (host rules, private-address guard) and to the command's own listeners"
+	}
+	bind := "TCP bind to ports the kernel picks only (Landlock), listeners in toold's network namespace"
+	if abi < 4 {
+		bind = "TCP bind NOT restricted (Landlock ABI 4 needed), listeners in toold's network namespace"
+	}
+	return []sandbox.Layer{
+		{Name: sandbox.LayerNetwork, InForce: true, Detail: "no network namespace (" + isolateWhy + "): every connect is made by the command's helper (seccomp supervisor): " + out +
+			"; unix sockets only the command's own; no UDP, raw or other sockets, no TCP Fast Open, no DNS; " + bind},
+		{Name: sandbox.LayerControlPlane, InForce: true, Detail: "toold's socket and listeners refused to commands by their helper's supervisor (not the command's own), and toold refuses its commands' processes as clients; toold cannot be signalled or traced (Landlock); its processes are visible (no pid namespace)"},
+	}
+}
+
+// openSecretGuard starts the guard of the secrets that appear in the
+// workspace or a home directory while a command runs
+// (sandbox.SecretGuard), or notes why it cannot (secretWhy): without it,
+// such a secret is masked only for the commands that start after it.
+func (m *Manager) openSecretGuard() {
+	if m.cfg.NoSecretGuard {
+		m.secretWhy = "terminal.secret_guard is false (the operator's choice)"
+		return
+	}
+	if m.cfg.Secrets == nil {
+		m.secretWhy = "no sensitive paths configured"
+		return
+	}
+	// The workspace and every home directory whose secrets are masked
+	// (toold's, /root, /home/*).
+	roots := []string{m.ws.Dir()}
+	homes, _ := filepath.Glob("/home/*")
+	if home, err := os.UserHomeDir(); err == nil {
+		homes = append(homes, home)
+	}
+	for _, h := range append(homes, "/root") {
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil || real == "/" || slices.Contains(roots, real) {
+			continue
+		}
+		if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+			roots = append(roots, real)
+		}
+	}
+	r := trace.StartRegion(context.Background(), "secretguard")
+	g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: roots, Sensitive: m.cfg.Secrets.Sensitive, Netns: m.netns.File(), Logger: m.cfg.Logger})
+	r.End()
+	if err != nil {
+		m.secretWhy = err.Error()
+		return
+	}
+	m.secretGuard = g
+}
+
+// secretsHow says, for the reads layer, what holds a secret that appears
+// while a command runs.
+func (m *Manager) secretsHow() string {
+	if m.secretGuard != nil {
+		return m.secretGuard.Describe()
+	}
+	return "a secret that appears while a command runs is NOT refused to it, only masked for the commands after it (no secret guard: " + m.secretWhy + ")"
 }
 
 // unixGuards says, for the network layer, what holds unix sockets bound

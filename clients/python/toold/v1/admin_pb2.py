@@ -16,7 +16,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from toold.v1 import tool_pb2 as toold_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14toold/v1/admin.proto\x12\x08toold.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13toold/v1/tool.proto\"\x17\n\x15ListMcpServersRequest\"M\n\x16ListMcpServersResponse\x12\x33\n\x07servers\x18\x01 \x03(\x0b\x32\x19.toold.v1.McpServerStatusR\x07servers\"\\\n\x13\x41\x64\x64McpServerRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x31\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x19.toold.v1.McpServerConfigR\x06\x63onfig\"I\n\x14\x41\x64\x64McpServerResponse\x12\x31\n\x06server\x18\x01 \x01(\x0b\x32\x19.toold.v1.McpServerStatusR\x06server\",\n\x16RemoveMcpServerRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse\"\xea\x05\n\x0fMcpServerConfig\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x34\n\x03\x65nv\x18\x03 \x03(\x0b\x32\".toold.v1.McpServerConfig.EnvEntryR\x03\x65nv\x12\x10\n\x03\x63wd\x18\x04 \x01(\tR\x03\x63wd\x12\x10\n\x03url\x18\x05 \x01(\tR\x03url\x12@\n\x07headers\x18\x06 \x03(\x0b\x32&.toold.v1.McpServerConfig.HeadersEntryR\x07headers\x12\x12\n\x04type\x18\x07 \x01(\tR\x04type\x12\'\n\x04risk\x18\x08 \x01(\x0e\x32\x13.toold.v1.RiskLevelR\x04risk\x12\x44\n\ttool_risk\x18\t \x03(\x0b\x32\'.toold.v1.McpServerConfig.ToolRiskEntryR\x08toolRisk\x12<\n\x0cidle_timeout\x18\n \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bidleTimeout\x12:\n\x0bmax_timeout\x18\x0b \x01(\x0b\x32\x19.google.protobuf.DurationR\nmaxTimeout\x12\x1a\n\x08\x64isabled\x18\x0c \x01(\x08R\x08\x64isabled\x12.\n\x05oauth\x18\r \x01(\x0b\x32\x18.toold.v1.McpServerOAuthR\x05oauth\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aP\n\rToolRiskEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12)\n\x05value\x18\x02 \x01(\x0e\x32\x13.toold.v1.RiskLevelR\x05value:\x02\x38\x01\"\xd5\x01\n\x0eMcpServerOAuth\x12\x1b\n\tclient_id\x18\x01 \x01(\tR\x08\x63lientId\x12#\n\rclient_secret\x18\x02 \x01(\tR\x0c\x63lientSecret\x12.\n\x13\x63lient_metadata_url\x18\x03 \x01(\tR\x11\x63lientMetadataUrl\x12#\n\rcallback_port\x18\x04 \x01(\x05R\x0c\x63\x61llbackPort\x12\x16\n\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x14\n\x05grant\x18\x06 \x01(\tR\x05grant\"\xc5\x04\n\x0fMcpServerStatus\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x31\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x19.toold.v1.McpServerConfigR\x06\x63onfig\x12\x1c\n\ttransport\x18\x03 \x01(\tR\ttransport\x12.\n\x05state\x18\x04 \x01(\x0e\x32\x18.toold.v1.McpServerStateR\x05state\x12\x30\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05since\x12\x14\n\x05\x65rror\x18\x06 \x01(\tR\x05\x65rror\x12=\n\x0cnext_attempt\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnextAttempt\x12\x1a\n\x08restarts\x18\x08 \x01(\x05R\x08restarts\x12\x10\n\x03pid\x18\t \x01(\x05R\x03pid\x12\x1f\n\x0bserver_name\x18\n \x01(\tR\nserverName\x12%\n\x0eserver_version\x18\x0b \x01(\tR\rserverVersion\x12)\n\x10protocol_version\x18\x0c \x01(\tR\x0fprotocolVersion\x12\x14\n\x05tools\x18\r \x03(\tR\x05tools\x12\x32\n\x07refused\x18\x0e \x03(\x0b\x32\x18.toold.v1.RefusedMcpToolR\x07refused\x12+\n\x11\x61uthorization_url\x18\x0f \x01(\tR\x10\x61uthorizationUrl\"<\n\x0eRefusedMcpTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason*\xf0\x01\n\x0eMcpServerState\x12 \n\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bMCP_SERVER_STATE_CONNECTING\x10\x01\x12\x1e\n\x1aMCP_SERVER_STATE_CONNECTED\x10\x02\x12\x1c\n\x18MCP_SERVER_STATE_BACKOFF\x10\x03\x12\x1d\n\x19MCP_SERVER_STATE_DISABLED\x10\x04\x12\x1c\n\x18MCP_SERVER_STATE_STOPPED\x10\x05\x12 \n\x1cMCP_SERVER_STATE_AUTHORIZING\x10\x06\x32\x8a\x02\n\x0c\x41\x64minService\x12S\n\x0eListMcpServers\x12\x1f.toold.v1.ListMcpServersRequest\x1a .toold.v1.ListMcpServersResponse\x12M\n\x0c\x41\x64\x64McpServer\x12\x1d.toold.v1.AddMcpServerRequest\x1a\x1e.toold.v1.AddMcpServerResponse\x12V\n\x0fRemoveMcpServer\x12 .toold.v1.RemoveMcpServerRequest\x1a!.toold.v1.RemoveMcpServerResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14toold/v1/admin.proto\x12\x08toold.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13toold/v1/tool.proto\"\x17\n\x15ListMcpServersRequest\"M\n\x16ListMcpServersResponse\x12\x33\n\x07servers\x18\x01 \x03(\x0b\x32\x19.toold.v1.McpServerStatusR\x07servers\"\\\n\x13\x41\x64\x64McpServerRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x31\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x19.toold.v1.McpServerConfigR\x06\x63onfig\"I\n\x14\x41\x64\x64McpServerResponse\x12\x31\n\x06server\x18\x01 \x01(\x0b\x32\x19.toold.v1.McpServerStatusR\x06server\",\n\x16RemoveMcpServerRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse\"1\n\x1bReauthorizeMcpServerRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"Q\n\x1cReauthorizeMcpServerResponse\x12\x31\n\x06server\x18\x01 \x01(\x0b\x32\x19.toold.v1.McpServerStatusR\x06server\"\xea\x05\n\x0fMcpServerConfig\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x34\n\x03\x65nv\x18\x03 \x03(\x0b\x32\".toold.v1.McpServerConfig.EnvEntryR\x03\x65nv\x12\x10\n\x03\x63wd\x18\x04 \x01(\tR\x03\x63wd\x12\x10\n\x03url\x18\x05 \x01(\tR\x03url\x12@\n\x07headers\x18\x06 \x03(\x0b\x32&.toold.v1.McpServerConfig.HeadersEntryR\x07headers\x12\x12\n\x04type\x18\x07 \x01(\tR\x04type\x12\'\n\x04risk\x18\x08 \x01(\x0e\x32\x13.toold.v1.RiskLevelR\x04risk\x12\x44\n\ttool_risk\x18\t \x03(\x0b\x32\'.toold.v1.McpServerConfig.ToolRiskEntryR\x08toolRisk\x12<\n\x0cidle_timeout\x18\n \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bidleTimeout\x12:\n\x0bmax_timeout\x18\x0b \x01(\x0b\x32\x19.google.protobuf.DurationR\nmaxTimeout\x12\x1a\n\x08\x64isabled\x18\x0c \x01(\x08R\x08\x64isabled\x12.\n\x05oauth\x18\r \x01(\x0b\x32\x18.toold.v1.McpServerOAuthR\x05oauth\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aP\n\rToolRiskEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12)\n\x05value\x18\x02 \x01(\x0e\x32\x13.toold.v1.RiskLevelR\x05value:\x02\x38\x01\"\xd5\x01\n\x0eMcpServerOAuth\x12\x1b\n\tclient_id\x18\x01 \x01(\tR\x08\x63lientId\x12#\n\rclient_secret\x18\x02 \x01(\tR\x0c\x63lientSecret\x12.\n\x13\x63lient_metadata_url\x18\x03 \x01(\tR\x11\x63lientMetadataUrl\x12#\n\rcallback_port\x18\x04 \x01(\x05R\x0c\x63\x61llbackPort\x12\x16\n\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x14\n\x05grant\x18\x06 \x01(\tR\x05grant\"\xc5\x04\n\x0fMcpServerStatus\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x31\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x19.toold.v1.McpServerConfigR\x06\x63onfig\x12\x1c\n\ttransport\x18\x03 \x01(\tR\ttransport\x12.\n\x05state\x18\x04 \x01(\x0e\x32\x18.toold.v1.McpServerStateR\x05state\x12\x30\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05since\x12\x14\n\x05\x65rror\x18\x06 \x01(\tR\x05\x65rror\x12=\n\x0cnext_attempt\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnextAttempt\x12\x1a\n\x08restarts\x18\x08 \x01(\x05R\x08restarts\x12\x10\n\x03pid\x18\t \x01(\x05R\x03pid\x12\x1f\n\x0bserver_name\x18\n \x01(\tR\nserverName\x12%\n\x0eserver_version\x18\x0b \x01(\tR\rserverVersion\x12)\n\x10protocol_version\x18\x0c \x01(\tR\x0fprotocolVersion\x12\x14\n\x05tools\x18\r \x03(\tR\x05tools\x12\x32\n\x07refused\x18\x0e \x03(\x0b\x32\x18.toold.v1.RefusedMcpToolR\x07refused\x12+\n\x11\x61uthorization_url\x18\x0f \x01(\tR\x10\x61uthorizationUrl\"<\n\x0eRefusedMcpTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason*\xf0\x01\n\x0eMcpServerState\x12 \n\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bMCP_SERVER_STATE_CONNECTING\x10\x01\x12\x1e\n\x1aMCP_SERVER_STATE_CONNECTED\x10\x02\x12\x1c\n\x18MCP_SERVER_STATE_BACKOFF\x10\x03\x12\x1d\n\x19MCP_SERVER_STATE_DISABLED\x10\x04\x12\x1c\n\x18MCP_SERVER_STATE_STOPPED\x10\x05\x12 \n\x1cMCP_SERVER_STATE_AUTHORIZING\x10\x06\x32\xf1\x02\n\x0c\x41\x64minService\x12S\n\x0eListMcpServers\x12\x1f.toold.v1.ListMcpServersRequest\x1a .toold.v1.ListMcpServersResponse\x12M\n\x0c\x41\x64\x64McpServer\x12\x1d.toold.v1.AddMcpServerRequest\x1a\x1e.toold.v1.AddMcpServerResponse\x12V\n\x0fRemoveMcpServer\x12 .toold.v1.RemoveMcpServerRequest\x1a!.toold.v1.RemoveMcpServerResponse\x12\x65\n\x14ReauthorizeMcpServer\x12%.toold.v1.ReauthorizeMcpServerRequest\x1a&.toold.v1.ReauthorizeMcpServerResponseB-Z+github.com/toold/toold/gen/toold/v1;tooldv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toold.v1.admin_pb2', globals())
@@ -30,8 +30,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MCPSERVERCONFIG_HEADERSENTRY._serialized_options = b'8\001'
   _MCPSERVERCONFIG_TOOLRISKENTRY._options = None
   _MCPSERVERCONFIG_TOOLRISKENTRY._serialized_options = b'8\001'
-  _MCPSERVERSTATE._serialized_start=2078
-  _MCPSERVERSTATE._serialized_end=2318
+  _MCPSERVERSTATE._serialized_start=2212
+  _MCPSERVERSTATE._serialized_end=2452
   _LISTMCPSERVERSREQUEST._serialized_start=120
   _LISTMCPSERVERSREQUEST._serialized_end=143
   _LISTMCPSERVERSRESPONSE._serialized_start=145
@@ -44,20 +44,24 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _REMOVEMCPSERVERREQUEST._serialized_end=437
   _REMOVEMCPSERVERRESPONSE._serialized_start=439
   _REMOVEMCPSERVERRESPONSE._serialized_end=464
-  _MCPSERVERCONFIG._serialized_start=467
-  _MCPSERVERCONFIG._serialized_end=1213
-  _MCPSERVERCONFIG_ENVENTRY._serialized_start=1017
-  _MCPSERVERCONFIG_ENVENTRY._serialized_end=1071
-  _MCPSERVERCONFIG_HEADERSENTRY._serialized_start=1073
-  _MCPSERVERCONFIG_HEADERSENTRY._serialized_end=1131
-  _MCPSERVERCONFIG_TOOLRISKENTRY._serialized_start=1133
-  _MCPSERVERCONFIG_TOOLRISKENTRY._serialized_end=1213
-  _MCPSERVEROAUTH._serialized_start=1216
-  _MCPSERVEROAUTH._serialized_end=1429
-  _MCPSERVERSTATUS._serialized_start=1432
-  _MCPSERVERSTATUS._serialized_end=2013
-  _REFUSEDMCPTOOL._serialized_start=2015
-  _REFUSEDMCPTOOL._serialized_end=2075
-  _ADMINSERVICE._serialized_start=2321
-  _ADMINSERVICE._serialized_end=2587
+  _REAUTHORIZEMCPSERVERREQUEST._serialized_start=466
+  _REAUTHORIZEMCPSERVERREQUEST._serialized_end=515
+  _REAUTHORIZEMCPSERVERRESPONSE._serialized_start=517
+  _REAUTHORIZEMCPSERVERRESPONSE._serialized_end=598
+  _MCPSERVERCONFIG._serialized_start=601
+  _MCPSERVERCONFIG._serialized_end=1347
+  _MCPSERVERCONFIG_ENVENTRY._serialized_start=1151
+  _MCPSERVERCONFIG_ENVENTRY._serialized_end=1205
+  _MCPSERVERCONFIG_HEADERSENTRY._serialized_start=1207
+  _MCPSERVERCONFIG_HEADERSENTRY._serialized_end=1265
+  _MCPSERVERCONFIG_TOOLRISKENTRY._serialized_start=1267
+  _MCPSERVERCONFIG_TOOLRISKENTRY._serialized_end=1347
+  _MCPSERVEROAUTH._serialized_start=1350
+  _MCPSERVEROAUTH._serialized_end=1563
+  _MCPSERVERSTATUS._serialized_start=1566
+  _MCPSERVERSTATUS._serialized_end=2147
+  _REFUSEDMCPTOOL._serialized_start=2149
+  _REFUSEDMCPTOOL._serialized_end=2209
+  _ADMINSERVICE._serialized_start=2455
+  _ADMINSERVICE._serialized_end=2824
 # @@protoc_insertion_point(module_scope)

@@ -141,6 +141,18 @@ class McpServerStatus(_message.Message):
     transport: str
     def __init__(self, name: _Optional[str] = ..., config: _Optional[_Union[McpServerConfig, _Mapping]] = ..., transport: _Optional[str] = ..., state: _Optional[_Union[McpServerState, str]] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., next_attempt: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., restarts: _Optional[int] = ..., pid: _Optional[int] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ..., protocol_version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., refused: _Optional[_Iterable[_Union[RefusedMcpTool, _Mapping]]] = ..., authorization_url: _Optional[str] = ...) -> None: ...
 
+class ReauthorizeMcpServerRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ReauthorizeMcpServerResponse(_message.Message):
+    __slots__ = ["server"]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    server: McpServerStatus
+    def __init__(self, server: _Optional[_Union[McpServerStatus, _Mapping]] = ...) -> None: ...
+
 class RefusedMcpTool(_message.Message):
     __slots__ = ["name", "reason"]
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -41,6 +41,11 @@ class AdminServiceStub(object):
                 request_serializer=toold_dot_v1_dot_admin__pb2.RemoveMcpServerRequest.SerializeToString,
                 response_deserializer=toold_dot_v1_dot_admin__pb2.RemoveMcpServerResponse.FromString,
                 )
+        self.ReauthorizeMcpServer = channel.unary_unary(
+                '/toold.v1.AdminService/ReauthorizeMcpServer',
+                request_serializer=toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerRequest.SerializeToString,
+                response_deserializer=toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -87,6 +92,20 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReauthorizeMcpServer(self, request, context):
+        """ReauthorizeMcpServer discards an HTTP server's stored OAuth token (its
+        file and the token in memory) and restarts the server with the same
+        entry, so that its next connection asks a person to authorize again
+        ("toolctl mcp login --force"). Calls running on it end, as with
+        RemoveMcpServer. It returns once the first connection attempt ended:
+        the status is AUTHORIZING with the URL to open when the server wants
+        OAuth. NOT_FOUND when no server has the name; INVALID_ARGUMENT for a
+        stdio server, which has no authorization.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -104,6 +123,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RemoveMcpServer,
                     request_deserializer=toold_dot_v1_dot_admin__pb2.RemoveMcpServerRequest.FromString,
                     response_serializer=toold_dot_v1_dot_admin__pb2.RemoveMcpServerResponse.SerializeToString,
+            ),
+            'ReauthorizeMcpServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReauthorizeMcpServer,
+                    request_deserializer=toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerRequest.FromString,
+                    response_serializer=toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,5 +199,22 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/toold.v1.AdminService/RemoveMcpServer',
             toold_dot_v1_dot_admin__pb2.RemoveMcpServerRequest.SerializeToString,
             toold_dot_v1_dot_admin__pb2.RemoveMcpServerResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReauthorizeMcpServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/toold.v1.AdminService/ReauthorizeMcpServer',
+            toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerRequest.SerializeToString,
+            toold_dot_v1_dot_admin__pb2.ReauthorizeMcpServerResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -26,6 +26,7 @@ import (
 //	  writable: [/home/me/go/pkg/mod]
 //	  hide: [/srv/secrets]     # masked besides the sensitive paths
 //	  git_writable: false      # commands may write the workspace's .git
+//	  secret_guard: true       # refuse running commands the secrets that appear meanwhile
 //	  pids_max: 1024           # processes of one command's tree
 //	  memory_max: 4294967296   # bytes of memory of one command's tree
 //	  kill_grace: 2s
@@ -68,6 +69,14 @@ type Terminal struct {
 	// program (core.fsmonitor, a hook, a filter) that the person's next
 	// git status runs. See docs/policy.md.
 	GitWritable bool `yaml:"git_writable"`
+	// SecretGuard (default true, where the machine allows it: fanotify's
+	// permission events, CAP_SYS_ADMIN) refuses running commands the
+	// secrets that appear in the workspace or a home directory while they
+	// run (sandbox.SecretGuard). false leaves such a secret masked only
+	// for the commands that start after it: the choice of an operator who
+	// will not have a host process's open of a new secret wait for toold
+	// (it waits while toold is stopped). See docs/terminal.md.
+	SecretGuard *bool `yaml:"secret_guard"`
 	// PidsMax and MemoryMax limit each sandboxed command's tree (default
 	// 1024 processes and 4 GiB; see sandbox.OpenLimits).
 	PidsMax   int   `yaml:"pids_max"`
@@ -140,8 +149,8 @@ func (t Terminal) EgressProxy() bool {
 func (t Terminal) Validate() error {
 	switch t.Sandbox {
 	case "off":
-		if t.Network.Off || len(t.Writable) > 0 || len(t.Hide) > 0 || t.GitWritable {
-			return fmt.Errorf("terminal: network: false, writable, hide and git_writable apply to the sandbox, which is off")
+		if t.Network.Off || len(t.Writable) > 0 || len(t.Hide) > 0 || t.GitWritable || t.SecretGuard != nil && *t.SecretGuard {
+			return fmt.Errorf("terminal: network: false, writable, hide, git_writable and secret_guard apply to the sandbox, which is off")
 		}
 	case "", "auto", "landlock", "require":
 	default:

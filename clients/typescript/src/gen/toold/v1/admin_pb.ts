@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toold/v1/admin.proto.
  */
 export const file_toold_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChR0b29sZC92MS9hZG1pbi5wcm90bxIIdG9vbGQudjEiFwoVTGlzdE1jcFNlcnZlcnNSZXF1ZXN0IkQKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USKgoHc2VydmVycxgBIAMoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyJOChNBZGRNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoGY29uZmlnGAIgASgLMhkudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnIkEKFEFkZE1jcFNlcnZlclJlc3BvbnNlEikKBnNlcnZlchgBIAEoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyImChZSZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2Ui3wQKD01jcFNlcnZlckNvbmZpZxIPCgdjb21tYW5kGAEgASgJEgwKBGFyZ3MYAiADKAkSLwoDZW52GAMgAygLMiIudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnLkVudkVudHJ5EgsKA2N3ZBgEIAEoCRILCgN1cmwYBSABKAkSNwoHaGVhZGVycxgGIAMoCzImLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5IZWFkZXJzRW50cnkSDAoEdHlwZRgHIAEoCRIhCgRyaXNrGAggASgOMhMudG9vbGQudjEuUmlza0xldmVsEjoKCXRvb2xfcmlzaxgJIAMoCzInLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5Ub29sUmlza0VudHJ5Ei8KDGlkbGVfdGltZW91dBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgttYXhfdGltZW91dBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghkaXNhYmxlZBgMIAEoCBInCgVvYXV0aBgNIAEoCzIYLnRvb2xkLnYxLk1jcFNlcnZlck9BdXRoGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaRAoNVG9vbFJpc2tFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKA4yEy50b29sZC52MS5SaXNrTGV2ZWw6AjgBIo0BCg5NY3BTZXJ2ZXJPQXV0aBIRCgljbGllbnRfaWQYASABKAkSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIbChNjbGllbnRfbWV0YWRhdGFfdXJsGAMgASgJEhUKDWNhbGxiYWNrX3BvcnQYBCABKAUSDgoGc2NvcGVzGAUgAygJEg0KBWdyYW50GAYgASgJIq0DCg9NY3BTZXJ2ZXJTdGF0dXMSDAoEbmFtZRgBIAEoCRIpCgZjb25maWcYAiABKAsyGS50b29sZC52MS5NY3BTZXJ2ZXJDb25maWcSEQoJdHJhbnNwb3J0GAMgASgJEicKBXN0YXRlGAQgASgOMhgudG9vbGQudjEuTWNwU2VydmVyU3RhdGUSKQoFc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAYgASgJEjAKDG5leHRfYXR0ZW1wdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVzdGFydHMYCCABKAUSCwoDcGlkGAkgASgFEhMKC3NlcnZlcl9uYW1lGAogASgJEhYKDnNlcnZlcl92ZXJzaW9uGAsgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YDCABKAkSDQoFdG9vbHMYDSADKAkSKQoHcmVmdXNlZBgOIAMoCzIYLnRvb2xkLnYxLlJlZnVzZWRNY3BUb29sEhkKEWF1dGhvcml6YXRpb25fdXJsGA8gASgJIi4KDlJlZnVzZWRNY3BUb29sEgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJKvABCg5NY3BTZXJ2ZXJTdGF0ZRIgChxNQ1BfU0VSVkVSX1NUQVRFX1VOU1BFQ0lGSUVEEAASHwobTUNQX1NFUlZFUl9TVEFURV9DT05ORUNUSU5HEAESHgoaTUNQX1NFUlZFUl9TVEFURV9DT05ORUNURUQQAhIcChhNQ1BfU0VSVkVSX1NUQVRFX0JBQ0tPRkYQAxIdChlNQ1BfU0VSVkVSX1NUQVRFX0RJU0FCTEVEEAQSHAoYTUNQX1NFUlZFUl9TVEFURV9TVE9QUEVEEAUSIAocTUNQX1NFUlZFUl9TVEFURV9BVVRIT1JJWklORxAGMooCCgxBZG1pblNlcnZpY2USUwoOTGlzdE1jcFNlcnZlcnMSHy50b29sZC52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIC50b29sZC52MS5MaXN0TWNwU2VydmVyc1Jlc3BvbnNlEk0KDEFkZE1jcFNlcnZlchIdLnRvb2xkLnYxLkFkZE1jcFNlcnZlclJlcXVlc3QaHi50b29sZC52MS5BZGRNY3BTZXJ2ZXJSZXNwb25zZRJWCg9SZW1vdmVNY3BTZXJ2ZXISIC50b29sZC52MS5SZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0GiEudG9vbGQudjEuUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2VCLVorZ2l0aHViLmNvbS90b29sZC90b29sZC9nZW4vdG9vbGQvdjE7dG9vbGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_toold_v1_tool]);
+  fileDesc("ChR0b29sZC92MS9hZG1pbi5wcm90bxIIdG9vbGQudjEiFwoVTGlzdE1jcFNlcnZlcnNSZXF1ZXN0IkQKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USKgoHc2VydmVycxgBIAMoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyJOChNBZGRNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoGY29uZmlnGAIgASgLMhkudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnIkEKFEFkZE1jcFNlcnZlclJlc3BvbnNlEikKBnNlcnZlchgBIAEoCzIZLnRvb2xkLnYxLk1jcFNlcnZlclN0YXR1cyImChZSZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2UiKwobUmVhdXRob3JpemVNY3BTZXJ2ZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiSQocUmVhdXRob3JpemVNY3BTZXJ2ZXJSZXNwb25zZRIpCgZzZXJ2ZXIYASABKAsyGS50b29sZC52MS5NY3BTZXJ2ZXJTdGF0dXMi3wQKD01jcFNlcnZlckNvbmZpZxIPCgdjb21tYW5kGAEgASgJEgwKBGFyZ3MYAiADKAkSLwoDZW52GAMgAygLMiIudG9vbGQudjEuTWNwU2VydmVyQ29uZmlnLkVudkVudHJ5EgsKA2N3ZBgEIAEoCRILCgN1cmwYBSABKAkSNwoHaGVhZGVycxgGIAMoCzImLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5IZWFkZXJzRW50cnkSDAoEdHlwZRgHIAEoCRIhCgRyaXNrGAggASgOMhMudG9vbGQudjEuUmlza0xldmVsEjoKCXRvb2xfcmlzaxgJIAMoCzInLnRvb2xkLnYxLk1jcFNlcnZlckNvbmZpZy5Ub29sUmlza0VudHJ5Ei8KDGlkbGVfdGltZW91dBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgttYXhfdGltZW91dBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghkaXNhYmxlZBgMIAEoCBInCgVvYXV0aBgNIAEoCzIYLnRvb2xkLnYxLk1jcFNlcnZlck9BdXRoGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaRAoNVG9vbFJpc2tFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKA4yEy50b29sZC52MS5SaXNrTGV2ZWw6AjgBIo0BCg5NY3BTZXJ2ZXJPQXV0aBIRCgljbGllbnRfaWQYASABKAkSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIbChNjbGllbnRfbWV0YWRhdGFfdXJsGAMgASgJEhUKDWNhbGxiYWNrX3BvcnQYBCABKAUSDgoGc2NvcGVzGAUgAygJEg0KBWdyYW50GAYgASgJIq0DCg9NY3BTZXJ2ZXJTdGF0dXMSDAoEbmFtZRgBIAEoCRIpCgZjb25maWcYAiABKAsyGS50b29sZC52MS5NY3BTZXJ2ZXJDb25maWcSEQoJdHJhbnNwb3J0GAMgASgJEicKBXN0YXRlGAQgASgOMhgudG9vbGQudjEuTWNwU2VydmVyU3RhdGUSKQoFc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAYgASgJEjAKDG5leHRfYXR0ZW1wdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVzdGFydHMYCCABKAUSCwoDcGlkGAkgASgFEhMKC3NlcnZlcl9uYW1lGAogASgJEhYKDnNlcnZlcl92ZXJzaW9uGAsgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YDCABKAkSDQoFdG9vbHMYDSADKAkSKQoHcmVmdXNlZBgOIAMoCzIYLnRvb2xkLnYxLlJlZnVzZWRNY3BUb29sEhkKEWF1dGhvcml6YXRpb25fdXJsGA8gASgJIi4KDlJlZnVzZWRNY3BUb29sEgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJKvABCg5NY3BTZXJ2ZXJTdGF0ZRIgChxNQ1BfU0VSVkVSX1NUQVRFX1VOU1BFQ0lGSUVEEAASHwobTUNQX1NFUlZFUl9TVEFURV9DT05ORUNUSU5HEAESHgoaTUNQX1NFUlZFUl9TVEFURV9DT05ORUNURUQQAhIcChhNQ1BfU0VSVkVSX1NUQVRFX0JBQ0tPRkYQAxIdChlNQ1BfU0VSVkVSX1NUQVRFX0RJU0FCTEVEEAQSHAoYTUNQX1NFUlZFUl9TVEFURV9TVE9QUEVEEAUSIAocTUNQX1NFUlZFUl9TVEFURV9BVVRIT1JJWklORxAGMvECCgxBZG1pblNlcnZpY2USUwoOTGlzdE1jcFNlcnZlcnMSHy50b29sZC52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIC50b29sZC52MS5MaXN0TWNwU2VydmVyc1Jlc3BvbnNlEk0KDEFkZE1jcFNlcnZlchIdLnRvb2xkLnYxLkFkZE1jcFNlcnZlclJlcXVlc3QaHi50b29sZC52MS5BZGRNY3BTZXJ2ZXJSZXNwb25zZRJWCg9SZW1vdmVNY3BTZXJ2ZXISIC50b29sZC52MS5SZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0GiEudG9vbGQudjEuUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2USZQoUUmVhdXRob3JpemVNY3BTZXJ2ZXISJS50b29sZC52MS5SZWF1dGhvcml6ZU1jcFNlcnZlclJlcXVlc3QaJi50b29sZC52MS5SZWF1dGhvcml6ZU1jcFNlcnZlclJlc3BvbnNlQi1aK2dpdGh1Yi5jb20vdG9vbGQvdG9vbGQvZ2VuL3Rvb2xkL3YxO3Rvb2xkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_toold_v1_tool]);
 
 /**
  * ListMcpServersRequest has no parameters.
@@ -139,6 +139,49 @@ export const RemoveMcpServerResponseSchema: GenMessage<RemoveMcpServerResponse> 
   messageDesc(file_toold_v1_admin, 5);
 
 /**
+ * ReauthorizeMcpServerRequest names the server to authorize again.
+ *
+ * @generated from message toold.v1.ReauthorizeMcpServerRequest
+ */
+export type ReauthorizeMcpServerRequest = Message<"toold.v1.ReauthorizeMcpServerRequest"> & {
+  /**
+   * The server's name. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message toold.v1.ReauthorizeMcpServerRequest.
+ * Use `create(ReauthorizeMcpServerRequestSchema)` to create a new message.
+ */
+export const ReauthorizeMcpServerRequestSchema: GenMessage<ReauthorizeMcpServerRequest> = /*@__PURE__*/
+  messageDesc(file_toold_v1_admin, 6);
+
+/**
+ * ReauthorizeMcpServerResponse reports the restarted server.
+ *
+ * @generated from message toold.v1.ReauthorizeMcpServerResponse
+ */
+export type ReauthorizeMcpServerResponse = Message<"toold.v1.ReauthorizeMcpServerResponse"> & {
+  /**
+   * Its state after the first connection attempt (AUTHORIZING, with
+   * authorization_url, when the server wants OAuth).
+   *
+   * @generated from field: toold.v1.McpServerStatus server = 1;
+   */
+  server?: McpServerStatus | undefined;
+};
+
+/**
+ * Describes the message toold.v1.ReauthorizeMcpServerResponse.
+ * Use `create(ReauthorizeMcpServerResponseSchema)` to create a new message.
+ */
+export const ReauthorizeMcpServerResponseSchema: GenMessage<ReauthorizeMcpServerResponse> = /*@__PURE__*/
+  messageDesc(file_toold_v1_admin, 7);
+
+/**
  * McpServerConfig is one "mcpServers" entry, with the fields Claude Desktop,
  * Claude Code and Cursor write. A stdio server has command (with args, env,
  * cwd); an HTTP server has url (with headers, type). Values may use ${VAR}
@@ -253,7 +296,7 @@ export type McpServerConfig = Message<"toold.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 6);
+  messageDesc(file_toold_v1_admin, 8);
 
 /**
  * McpServerOAuth is an HTTP server's OAuth client settings ("oauth" in an
@@ -315,7 +358,7 @@ export type McpServerOAuth = Message<"toold.v1.McpServerOAuth"> & {
  * Use `create(McpServerOAuthSchema)` to create a new message.
  */
 export const McpServerOAuthSchema: GenMessage<McpServerOAuth> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 7);
+  messageDesc(file_toold_v1_admin, 9);
 
 /**
  * McpServerStatus is a snapshot of one server.
@@ -437,7 +480,7 @@ export type McpServerStatus = Message<"toold.v1.McpServerStatus"> & {
  * Use `create(McpServerStatusSchema)` to create a new message.
  */
 export const McpServerStatusSchema: GenMessage<McpServerStatus> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 8);
+  messageDesc(file_toold_v1_admin, 10);
 
 /**
  * RefusedMcpTool is a server's tool that toold did not register.
@@ -465,7 +508,7 @@ export type RefusedMcpTool = Message<"toold.v1.RefusedMcpTool"> & {
  * Use `create(RefusedMcpToolSchema)` to create a new message.
  */
 export const RefusedMcpToolSchema: GenMessage<RefusedMcpTool> = /*@__PURE__*/
-  messageDesc(file_toold_v1_admin, 9);
+  messageDesc(file_toold_v1_admin, 11);
 
 /**
  * McpServerState is where a server's connection is.
@@ -587,6 +630,23 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RemoveMcpServerRequestSchema;
     output: typeof RemoveMcpServerResponseSchema;
+  },
+  /**
+   * ReauthorizeMcpServer discards an HTTP server's stored OAuth token (its
+   * file and the token in memory) and restarts the server with the same
+   * entry, so that its next connection asks a person to authorize again
+   * ("toolctl mcp login --force"). Calls running on it end, as with
+   * RemoveMcpServer. It returns once the first connection attempt ended:
+   * the status is AUTHORIZING with the URL to open when the server wants
+   * OAuth. NOT_FOUND when no server has the name; INVALID_ARGUMENT for a
+   * stdio server, which has no authorization.
+   *
+   * @generated from rpc toold.v1.AdminService.ReauthorizeMcpServer
+   */
+  reauthorizeMcpServer: {
+    methodKind: "unary";
+    input: typeof ReauthorizeMcpServerRequestSchema;
+    output: typeof ReauthorizeMcpServerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toold_v1_admin, 0);
