@@ -38,10 +38,11 @@ func exitHint(code int, output string) string {
 
 // gitHint says what to do when a command failed because it wrote into a
 // git directory that is read-only in its view (readOnly: the workspace's
-// git directories, Policy.ReadOnly): a line of its output says "Read-only
-// file system" about a path below one of them, absolute or relative to
-// dir, the command's working directory. It tells the object, not the
-// command line: whatever program wrote there. The one exception is git
+// git directories and what their configuration names, Policy.ReadOnly):
+// a line of its output says "Read-only file system" about a path below
+// one of them, absolute or relative to dir, the command's working
+// directory. It tells the object, not the command line: whatever program
+// wrote there. The one exception is git
 // stash, which fails on a read-only index without a word (exit 1, no
 // output): a failed command line that runs git stash (not stash list or
 // show) in a directory at or below one holding a read-only git directory

@@ -241,6 +241,10 @@ type Manager struct {
 	cgroups       *sandbox.Cgroups
 	cgroupsFailed sync.Once // logs the fall back to helpers once
 
+	// gitNamed: what the workspace's repositories name beside their git
+	// directories (submodules, programs of their configuration).
+	gitNamed gitNamedCache
+
 	ctx    context.Context // ends at Close; background work derives from it
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // goroutines of processes and sessions

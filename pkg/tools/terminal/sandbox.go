@@ -321,7 +321,9 @@ func (m *Manager) Layers() []sandbox.Layer {
 // read-only in the command's view (sandbox.Policy.ReadOnly), unless the
 // operator let commands write them (Config.GitWritable): a person's git,
 // outside any sandbox, runs what a repository's config and hooks name,
-// so no command may write them. toold's version-control tool writes
+// so no command may write them — nor the submodules below directories
+// the walk skips and what the repositories' configuration names
+// (gitNamedCache). toold's version-control tool writes
 // through Exec, which runs git with them writable and nothing of the
 // repository's run.
 func (m *Manager) policyFor() *sandbox.Policy {
@@ -333,6 +335,8 @@ func (m *Manager) policyFor() *sandbox.Policy {
 	m.hidden.setBound(bound)
 	if m.cfg.GitWritable {
 		gits = nil
+	} else {
+		gits = append(slices.Clip(gits), m.gitNamed.get(m.ws.Dir(), gits, m.policy.Writable)...)
 	}
 	if len(secrets) == 0 && len(bound) == 0 && len(gits) == 0 {
 		return m.policy
@@ -358,7 +362,7 @@ func (m *Manager) warmPolicy() *sandbox.Policy {
 	hide, gits := m.hidden.last()
 	p.Hide = append(append(slices.Clip(p.Hide), hide...), m.hidden.lastBound()...)
 	if !m.cfg.GitWritable {
-		p.ReadOnly = gits
+		p.ReadOnly = append(slices.Clip(gits), m.gitNamed.lastPaths()...)
 	}
 	return &p
 }
@@ -513,7 +517,8 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // common directory, when they are inside a writable directory. Symbolic links are not followed (what one
 // points to is masked where it is, when it is sensitive there). The walk
 // does not enter skipDirs: a repository below node_modules or vendor is
-// not found.
+// not found by it (a submodule there is, from its repository's index:
+// gitNamedCache).
 func (h *hiddenCache) get(dir string, s Sensitivity, own string, writable []string, otherState func() []string) (paths, gits []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
