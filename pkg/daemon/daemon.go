@@ -388,12 +388,19 @@ func BuiltinTools(ws *workspace.Workspace, limits tools.Limits, caps authz.Capab
 		mo = more[0]
 	}
 	termTool := terminal.New(term, limits)
+	// The file tools refuse to change what the sandbox makes read-only for
+	// commands beside the git directories: what a person's git runs from
+	// the work tree (the terminal manager computes it for both).
+	var gitNamed tools.GitNamed
+	if term != nil {
+		gitNamed = term
+	}
 	if mem == nil {
 		mem = memops.New(nil, "", errors.New("no memory store is configured"))
 	}
 	return []tools.Tool{
 		&tools.Think{},
-		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard, JournalDir: mo.JournalDir}),
+		fileops.New(ws, limits, fileops.Options{Sensitive: sensitive, Guard: guard, JournalDir: mo.JournalDir, GitNamed: gitNamed}),
 		&collab.UserCollaboration{},
 		termTool,
 		web.New(mo.Web),

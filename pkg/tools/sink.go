@@ -153,3 +153,19 @@ type UseChecker interface {
 	CheckUse(u *Use) error
 	CheckOpened(u *Use, o Opened) error
 }
+
+// GitNamed reports the workspace paths that a person's git, outside any
+// sandbox, runs or reads as its own: the submodules' git directories and
+// .git files (found from the repositories' indexes, wherever they are),
+// and the work-tree files and directories a repository's configuration
+// names as programs, hooks or included configuration (core.hooksPath, a
+// filter's or textconv's script, core.fsmonitor, core.sshCommand…). The
+// port the file tools consume (they refuse to change what it names, as
+// the sandbox makes it read-only for commands), implemented by the
+// terminal manager, which computes the same set for the sandbox's
+// read-only binds. GitNamedPaths is safe for concurrent use and returns
+// absolute paths, some of which may not exist yet; nil when the operator
+// lets commands write git directories (terminal.git_writable).
+type GitNamed interface {
+	GitNamedPaths() []string
+}

@@ -76,6 +76,8 @@ type FileOperations struct {
 	limits    tools.Limits
 	sensitive func(abs string) bool
 	guard     tools.UseChecker
+	// gitNamed names what a person's git runs from the work tree (nil: nothing).
+	gitNamed tools.GitNamed
 	// undecided marks the read_file that read_many_files runs for a file
 	// one of its patterns matched: policy did not judge that path itself.
 	undecided bool
@@ -124,6 +126,14 @@ type Options struct {
 	// rolls back what a killed toold left there). Empty: patches are not
 	// journaled. The daemon passes a directory in its state directory.
 	JournalDir string
+	// GitNamed, when set, names the paths a person's git runs or reads
+	// from the work tree beside its git directories (submodules' .git,
+	// hooks directories, filter scripts...): every change that would
+	// create, change, delete or rename onto or over one of them, or
+	// anything below one, is refused with ErrDenied (gitnamed.go). The
+	// daemon passes the terminal manager, whose sandbox makes the same
+	// paths read-only for commands.
+	GitNamed tools.GitNamed
 }
 
 // operation is one operation of FileOperations.
@@ -188,6 +198,7 @@ func New(ws *workspace.Workspace, limits tools.Limits, opts Options) *FileOperat
 		limits:     limits.WithDefaults(),
 		sensitive:  opts.Sensitive,
 		guard:      opts.Guard,
+		gitNamed:   opts.GitNamed,
 		journalDir: opts.JournalDir,
 		ops:        make(map[string]*operation, len(operations)),
 	}

@@ -99,12 +99,13 @@ func refuseGitEntry(dir, name string) error {
 }
 
 // gitDirError is the error for the model of a change of loc refused by
-// gitDirCheck or refuseGitEntry.
+// gitDirCheck, refuseGitEntry or a namedSet (gitnamed.go).
 func gitDirError(given string, g *errGitDir) error {
 	return &errdefs.Error{
 		Class: errdefs.ErrDenied,
-		Msg: fmt.Sprintf("%q is inside a git directory: %v; the file tools do not change git directories "+
-			"(a person's git would run what is written there: config, hooks, the index); nothing was changed. "+
+		Msg: fmt.Sprintf("%q is inside a git directory or a path git runs: %v; the file tools do not change git directories "+
+			"nor what a repository's git runs from the work tree (a person's git would run what is written there: config, hooks, "+
+			"the index, a submodule's .git, a hooks directory or filter script its configuration names); nothing was changed. "+
 			"Commit, stage and switch branches with the version-control tool (build_and_version_control: git_commit, git_branch)", given, g),
 		Rule:  "builtin:git-internals",
 		Cause: &fs.PathError{Op: "open", Path: given, Err: g},

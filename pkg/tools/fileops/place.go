@@ -202,7 +202,34 @@ func (f *FileOperations) openPlace(loc workspace.Location, mkdirs bool) (*place,
 		p.close()
 		return nil, gitDirError(loc.Given, g)
 	}
-	p.dir, p.madeDirs, err = openDirAt(root, strings.TrimSuffix(dir, "/"), mkdirs, gitDirCheck)
+	check := gitDirCheck
+	named := f.gitNamedSet()
+	if named != nil {
+		namedCheck := named.dirCheck()
+		check = func(fd int, at string) error {
+			if err := gitDirCheck(fd, at); err != nil {
+				return err
+			}
+			return namedCheck(fd, at)
+		}
+	}
+	p.dir, p.madeDirs, err = openDirAt(root, strings.TrimSuffix(dir, "/"), mkdirs, check)
+	if err == nil && named != nil {
+		if len(p.madeDirs) > 0 {
+			// The set again, now that the way to the entry exists: a
+			// path it names below a directory just made is there now.
+			if again := f.gitNamedSet(); again != nil {
+				named = again
+			}
+		}
+		err = named.checkEntry(int(p.dir.Fd()), path.Join(strings.TrimSuffix(dir, "/"), base), base)
+	}
+	if _, ok := errors.AsType[*errGitDir](err); ok && named != nil {
+		// Directories made on the way to a refused entry are taken back.
+		for i := len(p.madeDirs) - 1; i >= 0; i-- {
+			root.Remove(p.madeDirs[i])
+		}
+	}
 	if err != nil {
 		p.close()
 		if g, ok := errors.AsType[*errGitDir](err); ok {

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toold/toold/pkg/tools"
+
 	"github.com/toold/toold/pkg/sandbox"
 )
 
@@ -345,6 +347,25 @@ func (m *Manager) policyFor() *sandbox.Policy {
 	p.Hide = append(append(slices.Clip(p.Hide), secrets...), bound...)
 	p.ReadOnly = gits
 	return &p
+}
+
+// GitNamedPaths implements tools.GitNamed: the paths policyFor makes
+// read-only for a command starting now — the workspace's git directories
+// of the walk and what gitNamedCache finds — computed by the same caches
+// (with the workspace as the only writable directory when commands run
+// without a sandbox). Nil when Config.GitWritable lets commands write them.
+func (m *Manager) GitNamedPaths() []string {
+	if m == nil || m.cfg.GitWritable {
+		return nil
+	}
+	dir := m.ws.Dir()
+	writable := []string{dir}
+	var gits []string
+	if m.policy != nil && m.policy.Isolate {
+		writable = m.policy.Writable
+		_, gits = m.hidden.get(dir, m.cfg.Secrets, m.dir, writable, m.cfg.OtherStateDirs)
+	}
+	return slices.Concat(gits, m.gitNamed.get(dir, gits, writable))
 }
 
 // warmHelpers is how many sandboxed helpers are kept ready (sandbox.Warm):
@@ -783,3 +804,5 @@ func (m *Manager) startHelper(ctx context.Context, spec sandbox.Spec, stdio sand
 	}
 	return h, nil
 }
+
+var _ tools.GitNamed = (*Manager)(nil)
