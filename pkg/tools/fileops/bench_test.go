@@ -190,3 +190,39 @@ func BenchmarkTextEditorStrReplace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteFileGitNamed writes a 4 KB file with and without the
+// tools.GitNamed check of 8 named paths (a func-field port: the stats of
+// the check, not the terminal manager's caches).
+func BenchmarkWriteFileGitNamed(b *testing.B) {
+	for _, named := range []bool{false, true} {
+		b.Run(fmt.Sprintf("named=%v", named), func(b *testing.B) {
+			dir := b.TempDir()
+			ws, err := workspace.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ws.Close()
+			var opts Options
+			if named {
+				var paths []string
+				for i := range 8 {
+					p := filepath.Join(dir, "scripts", fmt.Sprintf("s%d.sh", i))
+					os.MkdirAll(filepath.Dir(p), 0o755)
+					os.WriteFile(p, []byte("x"), 0o644)
+					paths = append(paths, p)
+				}
+				opts.GitNamed = gitNamedFunc(func() []string { return paths })
+			}
+			f := New(ws, tools.Limits{}, opts)
+			body := strings.Repeat("x", 4096)
+			call := &tools.Call{Tool: "file_operations", Operation: "write_file", Args: map[string]any{"path": "src/out.txt", "content": body}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.Run(context.Background(), call, &tools.Sink{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
