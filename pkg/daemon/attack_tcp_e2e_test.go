@@ -19,11 +19,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
-	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/testenv"
@@ -172,33 +170,7 @@ print("proxy answered", t.recv(12).decode())
 	os.WriteFile(filepath.Join(ws, "client.py"), []byte(client), 0o644)
 
 	// Conversation A's command runs until the test's go.
-	a := newSession(t, d)
-	type ended struct {
-		res *pb.ToolResult
-		err error
-	}
-	aEnd := make(chan ended, 1)
-	if err := a.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "srv", Name: "run_command",
-		Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: jsonArgs(map[string]any{"command": "python3 server.py 2>&1", "timeout": 120})}}}}); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			ev, err := a.s.Recv()
-			if err != nil {
-				aEnd <- ended{err: err}
-				return
-			}
-			if e := ev.GetEnd(); e != nil && ev.GetCallId() == "srv" {
-				aEnd <- ended{res: e.GetResult()}
-				return
-			}
-		}
-	}()
-	testenv.Poll(t, time.Minute, "conversation A's server listening", func() bool {
-		_, err := os.Stat(filepath.Join(ws, "a-port"))
-		return err == nil
-	})
+	aEnd := serveInConversation(t, d, ws)
 
 	b := newSession(t, d)
 	res, _ := b.call("cl", "run_command", jsonArgs(map[string]any{"command": "python3 client.py " + strconv.Itoa(host.Addr().(*net.TCPAddr).Port) + " " + set + " 2>&1", "timeout": 120}))

@@ -79,33 +79,7 @@ print("proxy answered", t.recv(12).decode())
 	os.WriteFile(filepath.Join(ws, "client.py"), []byte(client), 0o644)
 
 	// Conversation A's command runs until the test's go.
-	a := newSession(t, d)
-	type ended struct {
-		res *pb.ToolResult
-		err error
-	}
-	aEnd := make(chan ended, 1)
-	if err := a.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "srv", Name: "run_command",
-		Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: jsonArgs(map[string]any{"command": "python3 server.py 2>&1", "timeout": 120})}}}}); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			ev, err := a.s.Recv()
-			if err != nil {
-				aEnd <- ended{err: err}
-				return
-			}
-			if e := ev.GetEnd(); e != nil && ev.GetCallId() == "srv" {
-				aEnd <- ended{res: e.GetResult()}
-				return
-			}
-		}
-	}()
-	testenv.Poll(t, time.Minute, "conversation A's server listening", func() bool {
-		_, err := os.Stat(filepath.Join(ws, "a-port"))
-		return err == nil
-	})
+	aEnd := serveInConversation(t, d, ws)
 
 	b := newSession(t, d)
 	res, _ := b.call("cl", "run_command", jsonArgs(map[string]any{"command": "python3 client.py " + strconv.Itoa(host.Addr().(*net.TCPAddr).Port) + " 2>&1", "timeout": 120}))
@@ -133,4 +107,41 @@ print("proxy answered", t.recv(12).decode())
 	if !strings.Contains(aout, "own True") {
 		t.Errorf("conversation A could not reach its own server:\n%s", aout)
 	}
+}
+
+// serverEnded is how conversation A's server command ended.
+type serverEnded struct {
+	res *pb.ToolResult
+	err error
+}
+
+// serveInConversation runs `python3 server.py` (written to ws by the
+// caller) as conversation A's run_command and waits until it has written
+// ws/a-port; the channel receives how the command ended.
+func serveInConversation(t *testing.T, d *daemontest.Daemon, ws string) <-chan serverEnded {
+	t.Helper()
+	a := newSession(t, d)
+	aEnd := make(chan serverEnded, 1)
+	if err := a.s.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Call{Call: &pb.ToolCall{CallId: "srv", Name: "run_command",
+		Arguments: &pb.ToolCall_ArgumentsJson{ArgumentsJson: jsonArgs(map[string]any{"command": "python3 server.py 2>&1", "timeout": 120})}}}}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			ev, err := a.s.Recv()
+			if err != nil {
+				aEnd <- serverEnded{err: err}
+				return
+			}
+			if e := ev.GetEnd(); e != nil && ev.GetCallId() == "srv" {
+				aEnd <- serverEnded{res: e.GetResult()}
+				return
+			}
+		}
+	}()
+	testenv.Poll(t, time.Minute, "conversation A's server listening", func() bool {
+		_, err := os.Stat(filepath.Join(ws, "a-port"))
+		return err == nil
+	})
+	return aEnd
 }
