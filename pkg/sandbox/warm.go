@@ -199,7 +199,18 @@ func (w *Warm) run(ctx context.Context, h *warmHelper, spec Spec, stdio Stdio) (
 	runtime.KeepAlive(stdio)
 	br := bufio.NewReader(h.statR)
 	var first message
-	line, rerr := br.ReadBytes('\n')
+	// Bounded as a helper of the caller's own is (Runner.readAnswer): a
+	// helper that took the command and never answers is killed with
+	// whatever it started, and the call fails — never run again in
+	// another helper, since it may have started.
+	line, rerr := w.runner.readAnswer(ctx, br, h.statR)
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		w.discard(h)
+		if ctx.Err() != nil {
+			return nil, true, fmt.Errorf("starting the command in a warm sandbox helper: %w", context.Cause(ctx))
+		}
+		return nil, true, &StartError{Msg: fmt.Sprintf("the warm sandbox helper did not answer within %s (it was killed with whatever it started)", w.runner.answerTimeout())}
+	}
 	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Started == nil && first.Error == "") || first.Prep {
 		w.discard(h)
 		return nil, false, nil

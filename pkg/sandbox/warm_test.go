@@ -382,3 +382,80 @@ func TestWarmReadOnly(t *testing.T) {
 	proc, out = warmStart(t, w, context.Background(), c.spec(p), nil, readOnlyScript)
 	checkReadOnly(t, c.ws, proc.Exit(), out())
 }
+
+// TestWarmStuckHelper: a warm helper that took a command and never
+// answers (stuck before it reports, ignoring SIGTERM) does not hang the
+// call: after Runner.AnswerTimeout, or when the call's context ends, it is
+// killed with what it started (a child in its pid namespace) and Start
+// fails with a StartError, or with the context's error — ok is true: the
+// command is not run again in another helper, since it may have started.
+func TestWarmStuckHelper(t *testing.T) {
+	isolation(t)
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+	}{
+		{name: "answer timeout", timeout: 300 * time.Millisecond},
+		{name: "context ends", cancel: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCanaries(t)
+			tok := token(t)
+			script := t.TempDir() + "/stuck-helper"
+			if err := os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\ntrap '' TERM\nsleep 100.%[1]s &\nexec sleep 101.%[1]s\n", tok)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ns, err := sandbox.OpenNetns("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ns.Close()
+			w := sandbox.NewWarm(sandbox.Runner{Helper: script, AnswerTimeout: tt.timeout}, ns.File(), nil, warmGrace, 1, c.policy)
+			defer w.Close()
+			var stuck []int
+			testenv.Poll(t, 20*time.Second, "a warm helper and its child", func() bool {
+				stuck = sleepers(tok)
+				return w.ReadyNow() == 1 && len(stuck) == 2
+			})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tt.cancel {
+				cancel()
+			}
+			spec := c.spec(c.policy())
+			spec.Path, spec.Args, spec.Grace = "/bin/true", []string{"true"}, warmGrace
+			p, ok, err := w.Start(ctx, spec, sandbox.Stdio{})
+			if err == nil {
+				if p != nil {
+					p.Stop()
+					<-p.Done()
+				}
+				t.Fatalf("Start through a warm helper that never answers: ok %v, no error", ok)
+			}
+			if !ok {
+				t.Errorf("ok false: the caller would run the command again in a helper of its own")
+			}
+			var se *sandbox.StartError
+			switch {
+			case tt.cancel && !errors.Is(err, context.Canceled):
+				t.Errorf("Start: %v, want the context's error", err)
+			case !tt.cancel && (!errors.As(err, &se) || !strings.Contains(err.Error(), "did not answer within 300ms")):
+				t.Errorf("Start: %v (%T), want a StartError saying the helper did not answer", err, err)
+			}
+			// The stuck helper and its child are gone (the pool refills
+			// with another stuck helper meanwhile: those pids are not
+			// these).
+			testenv.Poll(t, 10*time.Second, "the stuck helper and its child to be gone", func() bool {
+				for _, pid := range stuck {
+					if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), tok) {
+						return false
+					}
+				}
+				return true
+			})
+			w.Close()
+			testenv.Poll(t, 10*time.Second, "every helper of the pool gone", func() bool { return len(sleepers(tok)) == 0 })
+		})
+	}
+}
