@@ -449,6 +449,12 @@ func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan
 			stopReq = nil
 			if !stopping {
 				exit.Stopped = true
+				// A command already reaped whose exit is not handled yet
+				// exited before the request: what runs on in its cgroup
+				// are its leftovers, counted as if the exit came first.
+				if !exited && reapedAlready(cmd.Process.Pid) {
+					exit.Leftovers = len(cg.members())
+				}
 				stop()
 			}
 		case <-killAt:

@@ -427,6 +427,17 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 		signalAll(Descendants(self), sigs...)
 		killAt = time.After(spec.Grace)
 	}
+	// stopAsked stops the tree on request. A command the reaper already
+	// reaped, whose exit this loop has not handled yet, exited before the
+	// request: what runs on are its leftovers, counted as they would have
+	// been had the exit been handled first.
+	stopAsked := func() {
+		exit.Stopped = true
+		if cmdDone != nil && reapedAlready(pid) && hasChildren() {
+			exit.Leftovers = len(Descendants(self))
+		}
+		stop()
+	}
 	for {
 		select {
 		case <-cmdDone:
@@ -444,14 +455,12 @@ func supervise(spec Spec, onStart func(pid int)) (Exit, error) {
 			return exitOf(exit, ws), nil
 		case s := <-sigs:
 			if (s == unix.SIGTERM || s == unix.SIGHUP) && !stopping {
-				exit.Stopped = true
-				stop()
+				stopAsked()
 			}
 		case <-gone:
 			gone = nil
 			if !stopping {
-				exit.Stopped = true
-				stop()
+				stopAsked()
 			}
 		case <-killAt:
 			killAt = nil

@@ -272,3 +272,10 @@ func commandCgroup(cg, own string) string {
 	}
 	return ""
 }
+
+// reapedAlready reports whether the child pid has been reaped (it is not
+// even a zombie any more): a child that merely exited still answers
+// signal 0. A pid reused since says false, as if it still ran.
+func reapedAlready(pid int) bool {
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}

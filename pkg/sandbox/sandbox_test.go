@@ -466,7 +466,7 @@ func keepTree(t *testing.T, s starter) {
 	p.Stop()
 	<-p.Done()
 	if exit := p.Exit(); exit.Code != 0 || exit.Leftovers != 1 || !exit.Stopped {
-		t.Errorf("exit %+v, want the command's code 0, 1 leftover, stopped", exit)
+		t.Errorf("exit %s with %d leftovers, stopped %v; want the command's code 0, 1 leftover, stopped", exit, exit.Leftovers, exit.Stopped)
 	}
 	if out() != "started\n" {
 		t.Errorf("output %q", out())
