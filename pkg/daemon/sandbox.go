@@ -38,6 +38,7 @@ func (m *Main) sandboxHide(tcfg *terminal.Config) {
 	for _, pat := range authz.DefaultSensitive() {
 		switch {
 		case strings.HasPrefix(pat, "~/"):
+			tcfg.HomeSecrets = append(tcfg.HomeSecrets, pat[2:])
 			for _, h := range homes {
 				hide = append(hide, glob(filepath.Join(h, pat[2:]))...)
 			}

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,10 +30,16 @@ import (
 // the workspace (or the home directory) afterwards is in its view. The
 // guard closes that with fanotify:
 //
-//   - a filesystem mark (FAN_CREATE, FAN_MOVED_TO, FAN_REPORT_DFID_NAME) on
-//     the file systems of the watched roots tells it every name that
-//     appears there; a name the policy calls sensitive (Sensitive), or a
-//     directory moved in with such names below it, is marked;
+//   - an inode mark (FAN_CREATE, FAN_MOVED_TO, FAN_REPORT_DFID_NAME) on
+//     each directory that matters — every directory of the workspace
+//     (Roots) but those the masks' walk skips (Skip: node_modules, .git,
+//     ...), and in each home directory (Homes) the directories on the way
+//     to the policy's home secrets (HomePaths) — tells it every name that
+//     appears in them; a directory that appears in one is marked too
+//     before it is read. A name the policy calls sensitive (Sensitive), or
+//     a directory moved in with such names below it, is marked. Names
+//     created elsewhere on the machine cost the guard nothing: the kernel
+//     finds no mark on their directory;
 //   - the mark is an inode mark of a second group, with FAN_OPEN_PERM and
 //     FAN_ACCESS_PERM: every open and every read(2) (splice, sendfile and
 //     copy_file_range included) of that inode, by any name — a hard link,
@@ -61,17 +68,37 @@ import (
 // toold's descriptor, and when toold ends (a crash, SIGKILL) the kernel
 // closes it and allows every pending and later event. While toold runs,
 // the guard answers every event at once (no I/O but /proc of the caller).
+// A process waiting for an answer pins, besides the permission mark, the
+// mark of another group it reaches next on each other object the event
+// is reported on (the file's mount, its file system, a parent watching
+// its children), and the release of a group waits until no mark of it is
+// pinned. With a filesystem mark of toold's notify group there, a toold
+// killed while an open waited (stopped first, or killed at that moment)
+// released the notify group first and waited forever for the open, which
+// waited for the permission group's release after it — the dead toold in
+// fsnotify_destroy_group, the open in fanotify_handle_event, on 6.18. So
+// toold marks no mount nor file system, and its directories' marks do
+// not watch children's events (no FAN_EVENT_ON_CHILD); the modify
+// group's marks are on the file itself, behind the permission group's
+// (TestSecretGuardStoppedThenKilled).
 type SecretGuard struct {
 	cfg                SecretGuardConfig
 	netnsDev, netnsIno uint64
 
+	// notify carries the directories' marks (see the type's comment on
+	// why no other kind), perm the files' permission marks, modify the
+	// FAN_MODIFY marks of the files commands own.
 	notify, perm, modify *os.File
-	mounts               map[[2]int32]*os.File // fsid -> a root on that file system
-	skipped              []string              // roots whose file system cannot be watched
+	// mounts holds a directory on each file system a watched directory is
+	// on (for open_by_handle_at), by fsid; devs the devices seen. Written
+	// by OpenSecretGuard, then by the notify loop only.
+	mounts map[[2]int32]*os.File
+	devs   map[uint64]bool
 
-	mu     sync.Mutex
-	marked map[fileKey]*secretMark
-	dirs   map[string]string // directory handle -> path, cleared when a directory moves
+	mu      sync.Mutex
+	skipped []string // directories that cannot be watched, and why
+	marked  map[fileKey]*secretMark
+	dirs    map[string]string // directory handle -> path, cleared when a directory moves
 
 	// life is held (read) by each event's handling and (write) by Close
 	// while it closes the files: a handler never uses a file Close closed.
@@ -86,10 +113,22 @@ type SecretGuard struct {
 
 // SecretGuardConfig configures OpenSecretGuard.
 type SecretGuardConfig struct {
-	// Roots are the directories whose new secrets are guarded (the
-	// workspace, home directories); their file systems are watched and
-	// names outside them ignored.
+	// Roots are the trees whose new secrets are guarded whole (the
+	// workspace): every directory below them is watched, but those Skip
+	// names. The first must be watchable.
 	Roots []string
+	// Skip, when set, names the directories below Roots that are not
+	// watched, nor anything below them (the directories the masks' walk
+	// does not enter either: node_modules, .git, vendor, ...).
+	Skip func(name string) bool
+	// Homes are directories of which only what HomePaths names is watched
+	// (home directories: the directory itself, the directories on the way
+	// to each of HomePaths, and below a sensitive one, everything).
+	Homes []string
+	// HomePaths are the home secrets, relative to each of Homes, one path
+	// pattern each (path.Match per component; a "**" component matches
+	// any depth): ".ssh", ".config/gcloud", ".docker/config.json".
+	HomePaths []string
 	// Sensitive reports whether abs, an absolute path with symlinks
 	// resolved, is a secret (authz's sensitive paths).
 	Sensitive func(abs string) bool
@@ -123,7 +162,7 @@ func OpenSecretGuard(cfg SecretGuardConfig) (*SecretGuard, error) {
 	if err := unix.Fstat(int(cfg.Netns.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("secret guard: the sandbox's network namespace: %w", err)
 	}
-	g := &SecretGuard{cfg: cfg, netnsDev: st.Dev, netnsIno: st.Ino, mounts: map[[2]int32]*os.File{},
+	g := &SecretGuard{cfg: cfg, netnsDev: st.Dev, netnsIno: st.Ino, mounts: map[[2]int32]*os.File{}, devs: map[uint64]bool{},
 		marked: map[fileKey]*secretMark{}, dirs: map[string]string{}}
 	ok := false
 	defer func() {
@@ -148,23 +187,19 @@ func OpenSecretGuard(cfg SecretGuardConfig) (*SecretGuard, error) {
 	if g.notify, err = open(unix.FAN_CLASS_NOTIF | unix.FAN_REPORT_DFID_NAME); err != nil {
 		return nil, fmt.Errorf("secret guard: fanotify with directory handles and names: %w", err)
 	}
-	// The first root (the workspace) must be watched; another whose file
-	// system cannot be (no file handles: some network file systems) is
-	// left out, and said so.
-	var kept []string
+	// The first root (the workspace) must be watched; another directory
+	// whose file system cannot be (no file handles: some network file
+	// systems) is left out, and said so. Each directory is marked before
+	// it is read: a name that appears meanwhile is either read or
+	// reported.
 	for i, root := range cfg.Roots {
-		err := g.watch(root)
-		if err != nil && i == 0 {
-			return nil, err
+		if err := g.watchTree(root, dirTree, false, 0, initialBudget); err != nil && i == 0 {
+			return nil, fmt.Errorf("secret guard: watching %s: %w", root, err)
 		}
-		if err != nil {
-			g.skipped = append(g.skipped, root)
-			g.log("secret guard: a directory left out", "dir", root, "err", err)
-			continue
-		}
-		kept = append(kept, root)
 	}
-	g.cfg.Roots = kept
+	for _, home := range cfg.Homes {
+		g.watchTree(home, dirHome, false, 0, initialBudget)
+	}
 	ok = true
 	g.wg.Add(3)
 	go func() { defer g.wg.Done(); g.loop(g.perm, g.onPerm) }()
@@ -173,34 +208,210 @@ func OpenSecretGuard(cfg SecretGuardConfig) (*SecretGuard, error) {
 	return g, nil
 }
 
-// watch puts the filesystem mark on root's file system (once per file
-// system) and keeps a descriptor on it for open_by_handle_at.
-func (g *SecretGuard) watch(root string) error {
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(root, &sfs); err != nil {
-		return fmt.Errorf("secret guard: %s: %w", root, err)
-	}
-	fsid := [2]int32{sfs.Fsid.Val[0], sfs.Fsid.Val[1]}
-	if _, seen := g.mounts[fsid]; seen {
-		return nil
-	}
-	if err := unix.FanotifyMark(int(g.notify.Fd()), unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM,
-		unix.FAN_CREATE|unix.FAN_MOVED_TO|unix.FAN_ONDIR, unix.AT_FDCWD, root); err != nil {
-		return fmt.Errorf("secret guard: watching the file system of %s: %w", root, err)
-	}
-	f, err := os.Open(root)
+// dirKind is how a watched directory's new subdirectories are watched.
+type dirKind int
+
+const (
+	dirNone dirKind = iota // not watched
+	dirTree                // in Roots, or a sensitive directory: all below
+	dirHome                // a home directory, or one on the way to a home secret
+)
+
+// Budgets of the directory entries one walk looks at: the walk of the
+// watched trees when the guard opens, and that of a directory that
+// appears (moved in with what it holds).
+const (
+	initialBudget = 200000
+	walkBudget    = 20000
+)
+
+// markDir puts the guard's inode mark on directory dir (not following a
+// symbolic link), notes its file system for open_by_handle_at, and
+// returns the directory, open, for its caller to read.
+func (g *SecretGuard) markDir(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("secret guard: %w", err)
+		return nil, err
 	}
-	g.mounts[fsid] = f
+	f := os.NewFile(uintptr(fd), dir)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !g.devs[st.Dev] {
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &sfs); err != nil {
+			f.Close()
+			return nil, err
+		}
+		fsid := [2]int32{sfs.Fsid.Val[0], sfs.Fsid.Val[1]}
+		if g.mounts[fsid] == nil {
+			m, err := os.Open(dir)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			g.mounts[fsid] = m
+		}
+		g.devs[st.Dev] = true
+	}
+	if err := unix.FanotifyMark(int(g.notify.Fd()), unix.FAN_MARK_ADD|unix.FAN_MARK_ONLYDIR,
+		unix.FAN_CREATE|unix.FAN_MOVED_TO|unix.FAN_ONDIR, fd, ""); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// watchTree marks dir (of kind) and, below it, every directory that
+// matters, each before it is read. fresh says dir just appeared (made or
+// moved in): the sensitive files already in it are marked too, with
+// owner (see mark); the files below the trees watched when the guard
+// opens are the masks' business. It looks at budget entries at most, and
+// returns why dir itself could not be watched.
+func (g *SecretGuard) watchTree(dir string, kind dirKind, fresh bool, owner uint64, budget int) error {
+	type item struct {
+		dir  string
+		kind dirKind
+	}
+	stack := []item{{dir, kind}}
+	budget0 := budget
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f, err := g.markDir(it.dir)
+		if err != nil {
+			if it.dir == dir {
+				// Gone, or replaced by a symbolic link: nothing to watch.
+				if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+					g.skip(it.dir, err.Error())
+				}
+				return err
+			}
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+				g.skip(it.dir, err.Error())
+			}
+			continue
+		}
+		ents, _ := f.ReadDir(-1)
+		f.Close()
+		for _, e := range ents {
+			if budget--; budget < 0 {
+				g.skip(dir, fmt.Sprintf("more than %d entries: the rest is not watched", budget0))
+				return nil
+			}
+			p := filepath.Join(it.dir, e.Name())
+			switch {
+			case e.IsDir():
+				if k := g.childKind(it.kind, p, e.Name()); k != dirNone {
+					stack = append(stack, item{p, k})
+				}
+			case fresh && e.Type().IsRegular() && g.cfg.Sensitive(p):
+				g.mark(p, owner)
+			}
+		}
+	}
 	return nil
+}
+
+// childKind is how the directory p, named name, in a watched directory of
+// kind parent is watched.
+func (g *SecretGuard) childKind(parent dirKind, p, name string) dirKind {
+	if parent == dirTree {
+		if g.cfg.Skip != nil && g.cfg.Skip(name) && !g.cfg.Sensitive(p) {
+			return dirNone
+		}
+		return dirTree
+	}
+	return g.kindOf(p)
+}
+
+// kindOf is how the directory p is watched, from its path.
+func (g *SecretGuard) kindOf(p string) dirKind {
+	for _, r := range g.cfg.Roots {
+		rel, ok := below(r, p)
+		if !ok {
+			continue
+		}
+		if g.cfg.Skip != nil {
+			for _, c := range strings.Split(rel, "/") {
+				if g.cfg.Skip(c) && !g.cfg.Sensitive(p) {
+					return dirNone
+				}
+			}
+		}
+		return dirTree
+	}
+	for _, h := range g.cfg.Homes {
+		rel, ok := below(h, p)
+		if !ok {
+			continue
+		}
+		if g.cfg.Sensitive(p) {
+			return dirTree
+		}
+		if onTheWay(rel, g.cfg.HomePaths) {
+			return dirHome
+		}
+		return dirNone
+	}
+	return dirNone
+}
+
+// below reports whether p is strictly below dir, with p relative to it.
+func below(dir, p string) (string, bool) {
+	dir = strings.TrimSuffix(dir, "/")
+	if len(p) <= len(dir)+1 || p[len(dir)] != '/' || !strings.HasPrefix(p, dir) {
+		return "", false
+	}
+	return p[len(dir)+1:], true
+}
+
+// onTheWay reports whether rel (a relative directory path) is a proper
+// prefix of one of patterns (or below a "**" component of one).
+func onTheWay(rel string, patterns []string) bool {
+	comps := strings.Split(rel, "/")
+	for _, pat := range patterns {
+		pc := strings.Split(pat, "/")
+		match := true
+		for i, c := range comps {
+			if i >= len(pc)-1 && (i >= len(pc) || pc[i] != "**") {
+				match = false
+				break
+			}
+			if pc[i] == "**" {
+				break
+			}
+			if ok, _ := path.Match(pc[i], c); !ok {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// skip notes a directory the guard could not watch, and why.
+func (g *SecretGuard) skip(dir, why string) {
+	g.log("secret guard: a directory left out", "dir", dir, "why", why)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.skipped) < 8 && !slices.Contains(g.skipped, dir+" ("+why+")") {
+		g.skipped = append(g.skipped, dir+" ("+why+")")
+	}
 }
 
 // Describe says what the guard holds, for the reads layer.
 func (g *SecretGuard) Describe() string {
 	d := "secrets that appear while a command runs are refused to it by the kernel (fanotify permission marks on each new sensitive file; a command that opened or mapped one before its mark is killed)"
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(g.skipped) > 0 {
-		d += "; NOT below " + strings.Join(g.skipped, ", ") + " (its file system cannot be watched)"
+		d += "; NOT below " + strings.Join(g.skipped, ", ")
 	}
 	return d
 }
@@ -457,53 +668,29 @@ func (g *SecretGuard) onNotify(m *unix.FanotifyEventMetadata, info []byte) {
 		g.mu.Unlock()
 	}
 	full := filepath.Join(dir, string(name))
-	if !g.underRoots(full) {
-		return
-	}
-	var owner uint64
-	if cmd, pidns, known := g.isCommand(int(m.Pid)); cmd && known {
-		owner = pidns
-	}
 	if isDir {
-		if m.Mask&unix.FAN_MOVED_TO != 0 {
-			g.walk(full, owner)
+		// A directory made or moved into a watched one (still where it
+		// matters: a watched directory may have been moved out since):
+		// watched itself, and what it holds already marked.
+		if k := g.kindOf(full); k != dirNone {
+			g.watchTree(full, k, true, g.owner(int(m.Pid)), walkBudget)
 		}
 		return
 	}
-	if g.cfg.Sensitive(full) {
-		g.mark(full, owner)
+	// Its directory is still where it matters: a watched directory may
+	// have been moved out since (its mark moved with it).
+	if g.cfg.Sensitive(full) && (slices.Contains(g.cfg.Roots, dir) || slices.Contains(g.cfg.Homes, dir) || g.kindOf(dir) != dirNone) {
+		g.mark(full, g.owner(int(m.Pid)))
 	}
 }
 
-// underRoots reports whether p is one of the roots or below one.
-func (g *SecretGuard) underRoots(p string) bool {
-	for _, r := range g.cfg.Roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
+// owner returns the pid namespace of pid when it is a command's (the
+// owner of what it creates, see mark), or 0.
+func (g *SecretGuard) owner(pid int) uint64 {
+	if cmd, pidns, known := g.isCommand(pid); cmd && known {
+		return pidns
 	}
-	return false
-}
-
-// walkBudget bounds the entries a directory moved in is walked for.
-const walkBudget = 20000
-
-// walk marks the sensitive files below dir.
-func (g *SecretGuard) walk(dir string, owner uint64) {
-	n := 0
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if n++; n > walkBudget {
-			g.log("secret guard: a directory moved in has too many entries; the rest is not marked", "dir", dir)
-			return filepath.SkipAll
-		}
-		if d.Type().IsRegular() && g.cfg.Sensitive(p) {
-			g.mark(p, owner)
-		}
-		return nil
-	})
+	return 0
 }
 
 // mark puts the permission mark on the regular file at path (not

@@ -31,22 +31,29 @@ func secretNames(p string) bool {
 // guardSetup is a workspace, a directory outside it, the shared network
 // namespace and a secret guard on the workspace.
 type guardSetup struct {
-	ws, outside, tmp string
-	netns            *sandbox.Netns
-	guard            *sandbox.SecretGuard
-	mu               sync.Mutex
-	marked           map[string]bool
+	ws, outside, tmp, home string
+	netns                  *sandbox.Netns
+	guard                  *sandbox.SecretGuard
+	mu                     sync.Mutex
+	marked                 map[string]bool
 }
 
 func newGuardSetup(t *testing.T) *guardSetup {
+	t.Helper()
+	return newGuardSetupWith(t, nil)
+}
+
+// newGuardSetupWith is newGuardSetup with the guard's configuration
+// completed by with (home is a directory beside ws).
+func newGuardSetupWith(t *testing.T, with func(c *sandbox.SecretGuardConfig, home string)) *guardSetup {
 	t.Helper()
 	isolation(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &guardSetup{ws: root + "/ws", outside: root + "/outside", tmp: root + "/tmp", marked: map[string]bool{}}
-	for _, d := range []string{s.ws, s.outside, s.tmp} {
+	s := &guardSetup{ws: root + "/ws", outside: root + "/outside", tmp: root + "/tmp", home: root + "/home", marked: map[string]bool{}}
+	for _, d := range []string{s.ws, s.outside, s.tmp, s.home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -56,8 +63,12 @@ func newGuardSetup(t *testing.T) *guardSetup {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.netns.Close() })
-	s.guard, err = sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: []string{s.ws}, Sensitive: secretNames, Netns: s.netns.File(),
-		OnMark: func(p string, _ time.Time) { s.mu.Lock(); s.marked[p] = true; s.mu.Unlock() }})
+	cfg := sandbox.SecretGuardConfig{Roots: []string{s.ws}, Sensitive: secretNames, Netns: s.netns.File(),
+		OnMark: func(p string, _ time.Time) { s.mu.Lock(); s.marked[p] = true; s.mu.Unlock() }}
+	if with != nil {
+		with(&cfg, s.home)
+	}
+	s.guard, err = sandbox.OpenSecretGuard(cfg)
 	testenv.Need(t, err, "fanotify permission events (root)")
 	t.Cleanup(func() { s.guard.Close() })
 	return s
@@ -70,7 +81,10 @@ func (s *guardSetup) waitMarked(t *testing.T, paths ...string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, p := range paths {
-			if !s.marked[filepath.Join(s.ws, p)] {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(s.ws, p)
+			}
+			if !s.marked[p] {
 				return false
 			}
 		}
@@ -78,13 +92,13 @@ func (s *guardSetup) waitMarked(t *testing.T, paths ...string) {
 	})
 }
 
-// start runs script (python3) in the sandbox, in the shared network
+// start runs script (python3, with args) in the sandbox, in the shared network
 // namespace, and returns the process and its output when it ends.
-func (s *guardSetup) start(t *testing.T, ctx context.Context, py, script string) (*sandbox.Process, <-chan string) {
+func (s *guardSetup) start(t *testing.T, ctx context.Context, py, script string, args ...string) (*sandbox.Process, <-chan string) {
 	t.Helper()
 	pol := &sandbox.Policy{Isolate: true, Writable: []string{s.ws, s.tmp}}
 	spec := sandbox.Spec{Dir: s.ws, Policy: pol, Env: []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.tmp},
-		Path: py, Args: []string{"python3", "-c", script}, Grace: 500 * time.Millisecond}
+		Path: py, Args: append([]string{"python3", "-c", script}, args...), Grace: 500 * time.Millisecond}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -417,5 +431,89 @@ func TestSecretGuardOwnFileWrittenOutside(t *testing.T) {
 	}
 	if strings.Contains(text, lateSecret) {
 		t.Errorf("the command read what a process outside wrote into its file:\n%s", text)
+	}
+}
+
+// homeReadsScript waits (fifo "go") until the test wrote secrets into the
+// home directory and new directories of the workspace, then reads them.
+const homeReadsScript = `import os, sys
+home = sys.argv[1]
+open("started", "w").close()
+open("go").read()
+def attempt(label, p):
+    try:
+        with open(p, "rb") as f:
+            print(label, "READ", repr(f.read()))
+    except Exception as e:
+        print(label, "REFUSED", type(e).__name__)
+attempt("ssh-made-later", home + "/.ssh/id_ed25519")
+attempt("aws-made-later", home + "/.aws/credentials")
+attempt("gcloud-below-config", home + "/.config/gcloud/adc.json")
+attempt("deep-new-dirs", "a/b/c/d/.env")
+attempt("pem-in-home", home + "/server.pem")
+attempt("harmless", home + "/.config/notes.txt")
+`
+
+// TestSecretGuardHomeAndNewDirs: with the home directory watched only on
+// the way to its secrets (HomePaths) and the workspace whole, a command
+// started first reads none of the secrets written afterwards — in a
+// ~/.ssh and a ~/.aws made after it started, below an existing ~/.config,
+// in the home directory itself, and at the end of a chain of new
+// directories of the workspace made at once (each is watched before it is
+// read) — and still reads a harmless file. Without the guard each read
+// would succeed (the policy hides none of them).
+func TestSecretGuardHomeAndNewDirs(t *testing.T) {
+	s := newGuardSetupWith(t, func(c *sandbox.SecretGuardConfig, home string) {
+		c.Homes = []string{home}
+		c.HomePaths = []string{".ssh", ".aws/credentials", ".config/gcloud"}
+		c.Skip = func(name string) bool { return name == "node_modules" }
+		c.Sensitive = func(p string) bool {
+			return secretNames(p) || p == home+"/.ssh" || strings.HasPrefix(p, home+"/.ssh/") ||
+				p == home+"/.config/gcloud" || strings.HasPrefix(p, home+"/.config/gcloud/")
+		}
+	})
+	py, err := exec.LookPath("python3")
+	testenv.Need(t, err, "python3")
+	if err := os.MkdirAll(s.home+"/.config", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(s.ws, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, out := s.start(t, ctx, py, homeReadsScript, s.home)
+	s.waitFile(t, "started")
+	files := []string{s.home + "/.ssh/id_ed25519", s.home + "/.aws/credentials", s.home + "/.config/gcloud/adc.json",
+		s.ws + "/a/b/c/d/.env", s.home + "/server.pem"}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(lateSecret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(s.home+"/.config/notes.txt", []byte("harmless\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.waitMarked(t, files...)
+	if err := os.WriteFile(filepath.Join(s.ws, "go"), []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	exit := p.Exit()
+	text := <-out
+	t.Log(text)
+	if exit.Code != 0 {
+		t.Fatalf("exit %s:\n%s", exit, text)
+	}
+	if strings.Contains(text, lateSecret) {
+		t.Errorf("the command read a secret that appeared after it started:\n%s", text)
+	}
+	for _, want := range []string{"ssh-made-later REFUSED", "aws-made-later REFUSED", "gcloud-below-config REFUSED",
+		"deep-new-dirs REFUSED", "pem-in-home REFUSED", "harmless READ b'harmless\\n'"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("want %q in the command's output:\n%s", want, text)
+		}
 	}
 }

@@ -72,6 +72,13 @@ type Config struct {
 	// not read (.env, keys): they are masked. Nil: none besides
 	// Sandbox.Hide.
 	Secrets Sensitivity
+	// HomeSecrets are the sensitive paths relative to every home directory
+	// (the policy's "~/" patterns without "~/": ".ssh",
+	// ".docker/config.json"): the secret guard watches, in each home
+	// directory, only the directories on the way to them and those below
+	// them (sandbox.SecretGuardConfig.HomePaths). Nil: only the home
+	// directories themselves.
+	HomeSecrets []string
 	// Runner starts the helpers that supervise (and confine) sessions,
 	// sandboxed commands, and every command when cgroups are not used; and
 	// the guard of the cgroups. When Runner.Helper is empty, a toold-helper

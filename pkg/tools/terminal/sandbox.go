@@ -236,8 +236,10 @@ func (m *Manager) openSecretGuard() {
 		m.secretWhy = "no sensitive paths configured"
 		return
 	}
-	// The workspace and every home directory whose secrets are masked
-	// (toold's, /root, /home/*).
+	// The workspace, whole but for what the masks' walk skips
+	// (skipDirs), and in every home directory whose secrets are masked
+	// (toold's, /root, /home/*) the way to those secrets
+	// (Config.HomeSecrets).
 	roots := []string{m.ws.Dir()}
 	homes, _ := filepath.Glob("/home/*")
 	if home, err := os.UserHomeDir(); err == nil {
@@ -253,7 +255,8 @@ func (m *Manager) openSecretGuard() {
 		}
 	}
 	r := trace.StartRegion(context.Background(), "secretguard")
-	g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: roots, Sensitive: m.cfg.Secrets.Sensitive, Netns: m.netns.File(), Logger: m.cfg.Logger})
+	g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: roots[:1], Homes: roots[1:], HomePaths: m.cfg.HomeSecrets,
+		Skip: func(name string) bool { return skipDirs[name] }, Sensitive: m.cfg.Secrets.Sensitive, Netns: m.netns.File(), Logger: m.cfg.Logger})
 	r.End()
 	if err != nil {
 		m.secretWhy = err.Error()
