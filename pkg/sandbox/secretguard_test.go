@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,17 @@ func TestSecretGuardLateSecrets(t *testing.T) {
 	defer cancel()
 	p, out := s.start(t, ctx, py, lateReadsScript)
 	s.waitFile(t, "started")
+	// The guard's groups stay toold's: neither the command's helper nor
+	// the command holds one (a holder outliving toold would keep a
+	// group, and the opens waiting on it, alive).
+	for _, pid := range []int{p.HelperPid(), p.Pid()} {
+		fds, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+		for _, fd := range fds {
+			if l, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name()); l == "anon_inode:[fanotify]" {
+				t.Errorf("process %d of the command holds a fanotify group (fd %s)", pid, fd.Name())
+			}
+		}
+	}
 
 	// The secrets appear after the command started.
 	s.write(t, ".env", lateSecret+"\n")
