@@ -628,9 +628,11 @@ func outputPipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-// readBufs recycles the commands' read buffers (256 KiB for stdout): a
-// short command would otherwise allocate them anew, and the garbage
-// collector would run for them. Sinks copy what they keep.
+// readBufs recycles the read buffers of output nobody is sent (stderr's
+// 64 KiB, a background command's stdout; a foreground stdout reads into
+// tools.OutputBuffer, see pump): a short command would otherwise allocate
+// them anew, and the garbage collector would run for them. Sinks copy
+// what they are given through Output.
 var readBufs sync.Map // size -> *sync.Pool of *[]byte
 
 func getReadBuf(size int) []byte {
