@@ -37,20 +37,25 @@ func TestSecretGuardStoppedThenKilled(t *testing.T) {
 		}
 		defer g.Close()
 		os.WriteFile(dir+"/ready", nil, 0o600)
+		var p *sandbox.Process
 		if os.Getenv("SECRET_GUARD_STOP_OWN") != "" {
+			// The command lives until the guard marked its file: its
+			// creator must still be there to be seen as a command (one
+			// gone is not an owner).
 			pol := &sandbox.Policy{Isolate: true, Writable: []string{dir}}
 			spec := sandbox.Spec{Dir: dir, Policy: pol, Env: []string{"PATH=" + os.Getenv("PATH")},
-				Path: "/bin/sh", Args: []string{"sh", "-c", "printf %s " + lateSecret + " > .env"}, Grace: time.Second}
-			p, err := sandbox.Runner{Args: sandbox.TestHelperArgs}.Start(t.Context(), spec, sandbox.Stdio{Netns: netns.File()})
-			if err != nil {
+				Path: "/bin/sh", Args: []string{"sh", "-c", "printf %s " + lateSecret + " > .env; until [ -e marked ]; do sleep 0.01; done"}, Grace: time.Second}
+			if p, err = (sandbox.Runner{Args: sandbox.TestHelperArgs}).Start(t.Context(), spec, sandbox.Stdio{Netns: netns.File()}); err != nil {
 				t.Fatal(err)
-			}
-			if e := p.Exit(); e.Code != 0 {
-				t.Fatalf("the command writing .env: %s", e)
 			}
 		}
 		<-marked
 		os.WriteFile(dir+"/marked", nil, 0o600)
+		if p != nil {
+			if e := p.Exit(); e.Code != 0 {
+				t.Fatalf("the command writing .env: %s", e)
+			}
+		}
 		select {} // until killed
 	}
 	isolation(t)
@@ -107,6 +112,18 @@ func stoppedThenKilled(t *testing.T, own bool) {
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// A stop takes effect as each thread reaches the kernel's signal
+	// delivery: wait until every thread of the guard is stopped.
+	testenv.Poll(t, time.Minute, "the guard's threads stopped", func() bool {
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(child.Process.Pid) + "/task")
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(child.Process.Pid) + "/task/" + task.Name() + "/stat")
+			if i := strings.LastIndexByte(string(b), ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				return false
+			}
+		}
+		return len(tasks) > 0
+	})
 	cat := exec.Command("cat", dir+"/.env")
 	var catOut strings.Builder
 	cat.Stdout = &catOut
@@ -118,6 +135,12 @@ func stoppedThenKilled(t *testing.T, own bool) {
 	defer func() { cat.Process.Kill(); <-catDone }()
 	// The opener waits for the stopped guard's answer.
 	testenv.Poll(t, time.Minute, "cat waiting for the stopped guard", func() bool {
+		select {
+		case err := <-catDone:
+			catDone <- err // for the deferred wait
+			t.Fatalf("cat did not wait for the stopped guard: %v, %q", err, catOut.String())
+		default:
+		}
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cat.Process.Pid) + "/wchan")
 		return strings.Contains(string(b), "notify")
 	})
