@@ -46,6 +46,8 @@ var ladderRungs = []rung{
 		config: map[string]any{"history": map[string]any{"backend": "off"}}},
 	{id: "h", title: "toold + history: toold's defaults (row 1)", toold: true},
 	{id: "i", title: "toold + spans recorded and exported (OTLP/gRPC to a collector that counts them)", toold: true, otlp: true},
+	{id: "j", title: "toold + spans exported for 1 call in 10 (OTEL_TRACES_SAMPLER=parentbased_traceidratio, 0.1)", toold: true, otlp: true,
+		env: []string{"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1"}},
 }
 
 // rowLadder is the ladder: in one run, alternating in rounds so that the
@@ -86,25 +88,22 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 			}
 		}
 	}()
-	var (
-		events []*pb.ServerEvent
-		sink   *otlpSink
-	)
+	var events []*pb.ServerEvent
+	sinks := map[string]*otlpSink{} // an exporting rung's collector
 	defer func() {
-		if sink != nil {
-			sink.stop()
+		for _, s := range sinks {
+			s.stop()
 		}
 	}()
 	for _, r := range ladderRungs {
-		if r.otlp && sink == nil {
-			var err error
-			if sink, err = startOTLPSink(); err != nil {
-				return fail(err)
-			}
-		}
 		if r.toold {
 			env := r.env
 			if r.otlp {
+				sink, err := startOTLPSink()
+				if err != nil {
+					return fail(err)
+				}
+				sinks[r.id] = sink
 				env = append(append([]string(nil), env...), sink.env()...)
 			}
 			args := []string{}
@@ -148,7 +147,12 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 		if l.events == 1 {
 			replies = events[len(events)-1:]
 		}
-		conn, pid, stop, err := b.startLadderd(ladderd, l.flags, replies)
+		flags := l.flags
+		if b.profiles != "" {
+			// Its CPU profile too, written when it stops.
+			flags = append(append([]string(nil), flags...), "-cpuprofile", filepath.Join(b.profiles, "ladder-"+l.id+".cpu.pprof"))
+		}
+		conn, pid, stop, err := b.startLadderd(ladderd, flags, replies)
 		if err != nil {
 			return fail(fmt.Errorf("rung %s: %v", l.id, err))
 		}
@@ -203,7 +207,7 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 			l.conv.close()
 			l.stop()
 			l.conv, l.stop = nil, func() {}
-			exported[l.id] = sink.spans.Load()
+			exported[l.id] = sinks[l.id].spans.Load()
 		}
 	}
 	base := latencies("(a) bare ping-pong", ls[0].times)
