@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -325,5 +326,58 @@ func TestCutChars(t *testing.T) {
 		if got, want := cutChars(s, 1000), byRunes(s, 1000); got != want {
 			t.Errorf("cutChars(%q, 1000) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// RecordBatch stores what Record stores, for batches of every size around
+// the rows of one INSERT (insertRows): each entry's every field, in order,
+// with IDs increasing — on both backends.
+func TestRecordBatchAsRecord(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := Config{MaxArgBytes: 12, SummaryChars: 7, Now: func() time.Time { return t0.Add(time.Hour) }}
+			batched, _ := b.open(t, cfg)
+			single, _ := b.open(t, cfg)
+			n := 0
+			for _, size := range []int{1, insertRows - 1, insertRows, insertRows + 1, 2*insertRows + 3} {
+				var batch []Entry
+				for range size {
+					conv := fmt.Sprint("c", size)
+					e := entry(n, conv, []string{"read_file", "run_command", "write_file"}[n%3], "file_operations", "read_file",
+						[]string{"success", "error"}[n%2])
+					e.Rule, e.Approver, e.Arguments = "rule-"+fmt.Sprint(n), "person", strings.Repeat("a", n%20)
+					batch = append(batch, e)
+					if _, err := single.Record(ctx, e); err != nil {
+						t.Fatal(err)
+					}
+					n++
+				}
+				if err := batched.RecordBatch(ctx, batch); err != nil {
+					t.Fatalf("a batch of %d: %v", size, err)
+				}
+			}
+			got, err := batched.Query(ctx, Filter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := single.Query(ctx, Filter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n || len(want) != n {
+				t.Fatalf("batched %d entries, single %d, want %d", len(got), len(want), n)
+			}
+			for i := range got {
+				if i > 0 && got[i].ID >= got[i-1].ID {
+					t.Fatalf("IDs not in the order stored (newest first): %d then %d", got[i-1].ID, got[i].ID)
+				}
+				g, w := got[i], want[i]
+				g.ID, w.ID = 0, 0
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("entry %d:\nbatched %+v\nsingle  %+v", i, g, w)
+				}
+			}
+		})
 	}
 }
