@@ -47,6 +47,7 @@ func (s *callSink) sink() *tools.Sink {
 	*ts = tools.Sink{
 		ProgressFunc: s.progress,
 		OutputFunc:   s.output,
+		AdoptFunc:    s.adopt,
 		StartedFunc:  s.startedPID,
 		Ask:          s.ask,
 		Authorize:    s.authorize,
@@ -102,6 +103,22 @@ func (s *callSink) output(stream tools.Stream, p []byte) error {
 		s.activity()
 	}
 	return s.host.Output(s.ctx, s.callID, stream, p)
+}
+
+// adopt is tools.Sink.AdoptFunc: a stream's session keeps p in its event
+// log as it is; another host (MCP) gets a copy through Output.
+func (s *callSink) adopt(stream tools.Stream, p []byte) error {
+	h, ok := s.host.(*callHost)
+	if !ok {
+		err := s.output(stream, p)
+		tools.FreeBuffer(p)
+		return err
+	}
+	s.outputBytes.Add(int64(len(p)))
+	if s.activity != nil {
+		s.activity()
+	}
+	return h.adopt(s.ctx, s.callID, stream, p)
 }
 
 // startedPID is tools.Sink.StartedFunc.
