@@ -673,8 +673,9 @@ func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p
 	return h.s.log.Output(ctx, callID, st, p)
 }
 
-// adopt is Output for a buffer the log takes (events.Log.Adopt).
-func (h *callHost) adopt(ctx context.Context, callID string, st tools.Stream, p []byte) error {
+// Adopt implements Host: the stream's event log keeps p as the chunk
+// (events.Log.Adopt).
+func (h *callHost) Adopt(ctx context.Context, callID string, st tools.Stream, p []byte) error {
 	h.inline.mayWait()
 	return h.s.log.Adopt(ctx, callID, st, p)
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toold/toold/pkg/memory/pgtest"
 )
@@ -303,5 +304,26 @@ func BenchmarkRecordBatch(b *testing.B) {
 			}
 		}
 		n++
+	}
+}
+
+// TestCutChars checks cutChars against the conversion to runes it
+// replaces, on valid and invalid UTF-8 around the cut.
+func TestCutChars(t *testing.T) {
+	byRunes := func(s string, n int) string {
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		return string([]rune(s)[:n]) + "…"
+	}
+	for _, s := range []string{"", "abc", "héllo wörld", "日本語のテキスト", "a\xffb\xfe", "\xff\xff\xff\xff", "ab\xe6\x97", strings.Repeat("line ✓\n", 600)} {
+		for n := range 12 {
+			if got, want := cutChars(s, n), byRunes(s, n); got != want {
+				t.Errorf("cutChars(%q, %d) = %q, want %q", s, n, got, want)
+			}
+		}
+		if got, want := cutChars(s, 1000), byRunes(s, 1000); got != want {
+			t.Errorf("cutChars(%q, 1000) = %q, want %q", s, got, want)
+		}
 	}
 }
