@@ -544,7 +544,10 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 			return nil, err
 		}
 	}
-	if resets && timeout < x.cfg.MaxTimeout {
+	switch {
+	case target.Instant():
+		// It cannot wait: no timeout to arm (tools.OperationSpec.Instant).
+	case resets && timeout < x.cfg.MaxTimeout:
 		// The timeout counts time without progress; the maximum caps it all.
 		var cancelCap context.CancelFunc
 		ctx, cancelCap = context.WithTimeoutCause(ctx, x.cfg.MaxTimeout, errCallTimeout)
@@ -556,7 +559,7 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 		defer idle.Stop()
 		sink.activity = func() { idle.Reset(timeout) }
 		timeout = x.cfg.MaxTimeout
-	} else {
+	default:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 		defer cancel()
