@@ -567,7 +567,12 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 	sink.ctx = ctx
 
 	sink.target, sink.call = target, call
-	ts := sink.sink()
+	var ts *tools.Sink
+	if target.Instant() {
+		ts = &sink.ts // no capabilities: it computes, nothing more (tools.OperationSpec.Instant)
+	} else {
+		ts = sink.sink()
+	}
 	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, ts) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)

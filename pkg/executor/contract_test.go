@@ -271,8 +271,9 @@ func TestPanicEndsOnlyTheCall(t *testing.T) {
 }
 
 // An Instant operation (tools.OperationSpec.Instant) runs without a
-// timeout of its own: its context (the call's) has no deadline, where a
-// Fast one's ends at the call's timeout.
+// timeout of its own and with a sink without capabilities: its context
+// (the call's) has no deadline, where a Fast one's ends at the call's
+// timeout, and its sink's fields are nil.
 func TestInstantRunsWithoutTimeout(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
@@ -284,9 +285,11 @@ func TestInstantRunsWithoutTimeout(t *testing.T) {
 		{"plain", false, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var hasDeadline bool
-			tool := &fnTool{name: "op", fast: tt.fast, instant: tt.instant, run: func(ctx context.Context, _ *tools.Call, _ *tools.Sink) (*tools.Result, error) {
+			var hasDeadline, capable bool
+			tool := &fnTool{name: "op", fast: tt.fast, instant: tt.instant, run: func(ctx context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
 				_, hasDeadline = ctx.Deadline()
+				capable = s.ProgressFunc != nil || s.OutputFunc != nil || s.Ask != nil || s.Authorize != nil
+				_ = s.Progress("dropped when nobody watches", 0.5) // never fails, capable or not
 				return &tools.Result{Text: "ran"}, nil
 			}}
 			x := newExecutor(t, executor.Config{Authorizer: authz.AllowAll{}, DefaultTimeout: time.Hour}, tool)
@@ -297,6 +300,9 @@ func TestInstantRunsWithoutTimeout(t *testing.T) {
 			}
 			if hasDeadline != tt.deadline {
 				t.Fatalf("the tool's context has a deadline: %v, want %v", hasDeadline, tt.deadline)
+			}
+			if capable == tt.instant {
+				t.Fatalf("the tool's sink has capabilities: %v; an Instant operation's has none, others' have them", capable)
 			}
 		})
 	}

@@ -90,7 +90,9 @@ type OperationSpec struct {
 	// timeout could never fire before Run returned, and arming and
 	// stopping its timer was a tenth of the executor's CPU on a no-op call.
 	// The call's context still ends when the call is canceled or its
-	// stream gives it up. Say nothing (false) when unsure.
+	// stream gives it up. Its Sink has no capabilities (every field nil:
+	// progress and output are dropped, nobody can be asked): an Instant
+	// operation only computes. Say nothing (false) when unsure.
 	Instant bool
 }
 
