@@ -115,6 +115,8 @@ type CallRequest struct {
 	// inline is set when the call runs on its stream's receiver (see
 	// inline.go).
 	inline *inlineCall
+	// instant is set once the call resolved to an Instant operation.
+	instant bool
 }
 
 // Approval is a person's answer to an approval request.
@@ -186,6 +188,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 	end.Coercions = coercions
 	var effect tools.Effect
 	if target != nil {
+		req.instant = target.Instant()
 		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
 		if span.IsRecording() {
 			span.SetAttributes(attrTool.String(target.ToolName), attrOperation.String(target.Operation))
