@@ -128,19 +128,11 @@ type Log struct {
 // took), or nobody will read it (Discard).
 const pooledChunkMin = 64 << 10
 
-var bufPools sync.Map // capacity -> *sync.Pool of *[]byte
+// The pool is tools' (tools.Buffer), shared with the tools that read output
+// into buffers of it and hand them over (Adopt).
+func getBuf(size int) []byte { return tools.Buffer(size) }
 
-func getBuf(size int) []byte {
-	p, _ := bufPools.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, 0, size); return &b }})
-	return (*p.(*sync.Pool).Get().(*[]byte))[:0]
-}
-
-func putBuf(b []byte) {
-	if p, ok := bufPools.Load(cap(b)); ok {
-		b = b[:0]
-		p.(*sync.Pool).Put(&b)
-	}
-}
+func putBuf(b []byte) { tools.FreeBuffer(b) }
 
 // NewLog returns an empty log; its first event gets seq 1.
 func NewLog(cfg LogConfig) *Log {
@@ -392,6 +384,50 @@ func (l *Log) Output(ctx context.Context, callID string, stream tools.Stream, p 
 		p = p[n:]
 		l.appended()
 	}
+	return nil
+}
+
+// Adopt appends output bytes of a call's stream like Output, but takes p
+// instead of copying it: a buffer of capacity MaxChunk from tools.Buffer
+// (tools.OutputBuffer for the default MaxChunk) becomes the data of a new
+// chunk and goes back to the pool once the chunk has left the tail and been
+// sent. The caller must not use p afterwards, whatever Adopt returns. It
+// waits until p fits under MaxUnreadOutput as a whole. A p that cannot be
+// kept as it is (another capacity, under 64 KiB, larger than
+// MaxUnreadOutput) is copied as Output does, then freed.
+func (l *Log) Adopt(ctx context.Context, callID string, stream tools.Stream, p []byte) error {
+	if cap(p) != l.cfg.MaxChunk || len(p) < pooledChunkMin || len(p) > l.cfg.MaxUnreadOutput {
+		err := l.Output(ctx, callID, stream, p)
+		putBuf(p)
+		return err
+	}
+	key := outKey{callID, stream}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.closed {
+			putBuf(p)
+			return ErrClosed
+		}
+		if l.discard || (!l.blocked() && l.cfg.MaxUnreadOutput-l.unreadOut >= len(p)) {
+			break
+		}
+		if err := l.waitSpace(ctx); err != nil {
+			putBuf(p)
+			return err
+		}
+	}
+	if l.discard && l.cfg.Dropped != nil {
+		l.cfg.Dropped(len(p))
+	}
+	// A chunk of its own, which what the stream writes next may join
+	// while it is unread (its buffer has the room).
+	l.open[key] = l.next()
+	l.push(Event{CallID: callID, Seq: l.next(), Time: time.Now(),
+		Progress: &Progress{Output: &Chunk{Stream: stream, Offset: l.offsets[key], Data: p}, Fraction: -1}})
+	l.offsets[key] += uint64(len(p))
+	l.unreadOut += len(p)
+	l.appended()
 	return nil
 }
 

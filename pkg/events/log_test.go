@@ -322,3 +322,71 @@ func TestLogSmallPiecesGrowIntoOneChunk(t *testing.T) {
 		t.Errorf("chunk buffer of capacity %d, want MaxChunk %d (moved once, not doubled)", cap(got), maxChunk)
 	}
 }
+
+// Adopt keeps the buffer it is given as the chunk's data (no copy), at the
+// stream's offset after what Output appended; bytes written next join it
+// while it is unread; a piece that cannot be kept as it is (small) is
+// copied; Adopt waits until the whole piece fits under MaxUnreadOutput;
+// a closed log refuses.
+func TestLogAdopt(t *testing.T) {
+	const maxChunk = tools.OutputBufferSize
+	l := events.NewLog(events.LogConfig{MaxChunk: maxChunk, MaxUnreadOutput: 2 * maxChunk})
+	ctx := context.Background()
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("head")))
+	p := tools.OutputBuffer()[:100<<10]
+	for i := range p {
+		p[i] = byte('a' + i%26)
+	}
+	want := string(p)
+	first := &p[0]
+	must(t, l.Adopt(ctx, "a", tools.Stdout, p))
+	must(t, l.Output(ctx, "a", tools.Stdout, []byte("tail")))
+	small := tools.OutputBuffer()[:10]
+	copy(small, "0123456789")
+	appendOne(t, l, events.Event{CallID: "a", Progress: &events.Progress{Message: "m", Fraction: -1}})
+	must(t, l.Adopt(ctx, "a", tools.Stdout, small))
+
+	evs, err := l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if len(evs) != 4 {
+		t.Fatalf("%d events, want 4 (head, the adopted buffer with \"tail\", the message, the small piece)", len(evs))
+	}
+	head, kept, msg, copied := evs[0].Progress.Output, evs[1].Progress.Output, evs[2].Progress, evs[3].Progress.Output
+	if string(head.Data) != "head" || head.Offset != 0 {
+		t.Errorf("first chunk %q at %d", head.Data, head.Offset)
+	}
+	if kept.Offset != 4 || string(kept.Data) != want+"tail" {
+		t.Errorf("adopted chunk at offset %d, %d bytes; want offset 4, the buffer's %d bytes and \"tail\"", kept.Offset, len(kept.Data), len(want))
+	}
+	if &kept.Data[0] != first {
+		t.Error("the adopted buffer was copied, not kept")
+	}
+	if msg.Message != "m" || copied.Offset != 4+uint64(len(want))+4 || string(copied.Data) != "0123456789" || cap(copied.Data) == maxChunk {
+		t.Errorf("small piece: %q at %d (capacity %d), want a copy of its own at %d", copied.Data, copied.Offset, cap(copied.Data), 4+len(want)+4)
+	}
+
+	// Two whole chunks unread: the third waits until the reader takes one.
+	for range 2 {
+		must(t, l.Adopt(ctx, "b", tools.Stdout, tools.OutputBuffer()[:maxChunk]))
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Adopt(ctx, "b", tools.Stdout, tools.OutputBuffer()[:maxChunk]) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Adopt over MaxUnreadOutput returned at once: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if evs := l.TryRead(nil, 1); len(evs) != 1 {
+		t.Fatalf("read %d events", len(evs))
+	}
+	must(t, <-done)
+	evs = l.TryRead(nil, 0)
+	if len(evs) != 2 || evs[1].Progress.Output.Offset != 2*maxChunk {
+		t.Fatalf("after the wait: %d events, last at %d", len(evs), evs[len(evs)-1].Progress.Output.Offset)
+	}
+
+	l.Close()
+	if err := l.Adopt(ctx, "b", tools.Stdout, tools.OutputBuffer()[:maxChunk]); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("Adopt on a closed log: %v", err)
+	}
+}

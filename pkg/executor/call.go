@@ -146,6 +146,11 @@ type Host interface {
 	Emit(ctx context.Context, ev events.Event) error
 	// Output delivers bytes of the call's output stream, coalesced.
 	Output(ctx context.Context, callID string, s tools.Stream, p []byte) error
+	// Adopt is Output for p taken from tools.OutputBuffer: the host owns
+	// p from the call on, whatever it returns, and gives it back with
+	// tools.FreeBuffer when done (a stream's event log keeps it as the
+	// chunk; a host that only shows output copies and frees it).
+	Adopt(ctx context.Context, callID string, s tools.Stream, p []byte) error
 	// Approve shows the request to the person and returns their answer. It
 	// returns when they answer or ctx ends. A host whose client cannot
 	// answer returns an ErrDenied error saying how to allow the call.

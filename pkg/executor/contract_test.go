@@ -38,6 +38,11 @@ func (h *fakeHost) Emit(_ context.Context, ev events.Event) error {
 	return nil
 }
 
+func (h *fakeHost) Adopt(ctx context.Context, id string, s tools.Stream, p []byte) error {
+	defer tools.FreeBuffer(p)
+	return h.Output(ctx, id, s, p)
+}
+
 func (h *fakeHost) Output(_ context.Context, _ string, _ tools.Stream, p []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

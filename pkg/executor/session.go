@@ -681,6 +681,13 @@ func (h *callHost) Output(ctx context.Context, callID string, st tools.Stream, p
 	return h.s.log.Output(ctx, callID, st, p)
 }
 
+// Adopt implements Host: the stream's event log keeps p as the chunk
+// (events.Log.Adopt).
+func (h *callHost) Adopt(ctx context.Context, callID string, st tools.Stream, p []byte) error {
+	h.inline.mayWait()
+	return h.s.log.Adopt(ctx, callID, st, p)
+}
+
 // Approve implements Host: it logs RequiresApproval and waits for the
 // answer with its approval_id, from whichever stream is attached, or for
 // ctx to end.

@@ -47,6 +47,7 @@ func (s *callSink) sink() *tools.Sink {
 	*ts = tools.Sink{
 		ProgressFunc: s.progress,
 		OutputFunc:   s.output,
+		AdoptFunc:    s.adopt,
 		StartedFunc:  s.startedPID,
 		Ask:          s.ask,
 		Authorize:    s.authorize,
@@ -102,6 +103,15 @@ func (s *callSink) output(stream tools.Stream, p []byte) error {
 		s.activity()
 	}
 	return s.host.Output(s.ctx, s.callID, stream, p)
+}
+
+// adopt is tools.Sink.AdoptFunc: p passes to the host (Host.Adopt).
+func (s *callSink) adopt(stream tools.Stream, p []byte) error {
+	s.outputBytes.Add(int64(len(p)))
+	if s.activity != nil {
+		s.activity()
+	}
+	return s.host.Adopt(s.ctx, s.callID, stream, p)
 }
 
 // startedPID is tools.Sink.StartedFunc.

@@ -31,6 +31,11 @@ type Sink struct {
 	// reused once it returns). Nil: nobody reads output; it is dropped.
 	// Tools call Output.
 	OutputFunc func(stream Stream, p []byte) error
+	// AdoptFunc delivers bytes of the call's output stream like OutputFunc
+	// but takes p, a buffer from OutputBuffer: the sink keeps it (as an
+	// event's data, no copy) and frees it when done, also when it fails.
+	// Nil: Adopt copies through OutputFunc and frees p. Tools call Adopt.
+	AdoptFunc func(stream Stream, p []byte) error
 	// StartedFunc says the call's process runs now, with that pid (only the
 	// first counts; see ProcessStarter). Nil: nothing to report to. Tools
 	// call Started.
@@ -83,6 +88,20 @@ func (s *Sink) Output(stream Stream, p []byte) error {
 		return nil
 	}
 	return s.OutputFunc(stream, p)
+}
+
+// Adopt appends p, a buffer from OutputBuffer, to the call's output stream
+// and takes it: the caller must not use p after the call, whatever it
+// returns. A tool reading large output reads into a fresh OutputBuffer for
+// each piece and adopts it, so the piece is not copied again on its way
+// to the client.
+func (s *Sink) Adopt(stream Stream, p []byte) error {
+	if s != nil && s.AdoptFunc != nil {
+		return s.AdoptFunc(stream, p)
+	}
+	err := s.Output(stream, p)
+	FreeBuffer(p)
+	return err
 }
 
 // Started reports the call's started process (see ProcessStarter).

@@ -380,9 +380,27 @@ func (p *process) end() {
 // The first bytes of every command, and what a slow one writes later
 // after a pause, still go out at once; a fast one's delivery waits at most
 // pumpGather more.
+//
+// A foreground command's stdout is read into buffers of the sink's pool
+// (tools.OutputBuffer), each handed to the sink once read (Sink.Adopt):
+// the event log keeps the buffer as the chunk the client is sent, where it
+// copied every byte (bench/profiles-2026-11-28-stream3.md). The record
+// (file, head and tail) copies what it keeps before the hand-over.
 func (p *process) pump(stream tools.Stream, r *os.File, size int) {
-	buf := getReadBuf(size)
-	defer putReadBuf(buf)
+	adopt := p.sink != nil && size == tools.OutputBufferSize
+	var buf []byte
+	if adopt {
+		buf = tools.OutputBuffer()[:size]
+	} else {
+		buf = getReadBuf(size)
+	}
+	defer func() {
+		if adopt {
+			tools.FreeBuffer(buf)
+		} else {
+			putReadBuf(buf)
+		}
+	}()
 	rc, _ := r.SyscallConn()
 	var total int
 	for {
@@ -397,7 +415,14 @@ func (p *process) pump(stream tools.Stream, r *os.File, size int) {
 			p.rec.write(stream, buf[:n])
 			if p.sink != nil && !p.sinkFailed.Load() {
 				p.delivering.Add(1)
-				if err := p.sink.Output(stream, buf[:n]); err != nil {
+				var err error
+				if adopt {
+					err = p.sink.Adopt(stream, buf[:n])
+					buf = tools.OutputBuffer()[:size]
+				} else {
+					err = p.sink.Output(stream, buf[:n])
+				}
+				if err != nil {
 					p.sinkFailed.Store(true)
 				}
 				p.delivering.Add(-1)
@@ -570,7 +595,7 @@ func seconds(d time.Duration) string { return d.Round(time.Millisecond).String()
 // about 4 times per MiB instead of 16.
 const (
 	pipeSize = 1 << 20
-	readSize = 256 << 10
+	readSize = tools.OutputBufferSize
 )
 
 func growPipe(f *os.File) {
@@ -603,9 +628,11 @@ func outputPipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-// readBufs recycles the commands' read buffers (256 KiB for stdout): a
-// short command would otherwise allocate them anew, and the garbage
-// collector would run for them. Sinks copy what they keep.
+// readBufs recycles the read buffers of output nobody is sent (stderr's
+// 64 KiB, a background command's stdout; a foreground stdout reads into
+// tools.OutputBuffer, see pump): a short command would otherwise allocate
+// them anew, and the garbage collector would run for them. Sinks copy
+// what they are given through Output.
 var readBufs sync.Map // size -> *sync.Pool of *[]byte
 
 func getReadBuf(size int) []byte {

@@ -906,3 +906,65 @@ func TestSendInputJudgedInTheShellsDirectory(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling the shell's cwd until cd took effect
 	}
 }
+
+// A foreground command's stdout reaches a sink that adopts buffers in
+// buffers of tools.OutputBufferSize, each handed over once: the sink keeps
+// every one it was given (as the event log does until the chunk is sent)
+// and their bytes, in order, are the command's output, so no buffer was
+// read into again after it was adopted. Stderr still comes through Output.
+func TestStdoutBuffersAdopted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var (
+		mu      sync.Mutex
+		adopted [][]byte
+		stderr  bytes.Buffer
+	)
+	snk := &tools.Sink{
+		AdoptFunc: func(s tools.Stream, p []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if s != tools.Stdout || cap(p) != tools.OutputBufferSize {
+				t.Errorf("adopted %d bytes of stream %d in a buffer of capacity %d", len(p), s, cap(p))
+			}
+			adopted = append(adopted, p)
+			return nil
+		},
+		OutputFunc: func(s tools.Stream, p []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if s != tools.Stderr {
+				t.Errorf("%d bytes of stream %d through Output", len(p), s)
+			}
+			stderr.Write(p)
+			return nil
+		},
+	}
+	res, err := e.call(nil, "conv", "adopt", "run_command", map[string]any{"command": "seq 1 400000; echo done >&2"}, snk)
+	if err != nil {
+		t.Fatalf("run_command: %v %+v", err, res)
+	}
+	var want bytes.Buffer
+	for i := 1; i <= 400000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := bytes.Join(adopted, nil); !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("the adopted buffers hold %d bytes, not the command's %d in order", len(got), want.Len())
+	}
+	if len(adopted) < want.Len()/tools.OutputBufferSize {
+		t.Errorf("%d buffers for %d bytes", len(adopted), want.Len())
+	}
+	if stderr.String() != "done\n" {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	// The record kept its own copy.
+	out := e.must("conv", "read_output", map[string]any{"call_id": "adopt", "offset": want.Len() - 14, "limit": 100})
+	if !strings.Contains(out.Text, "399999\n400000\n") {
+		t.Errorf("read_output of the end: %s", out.Text)
+	}
+	for _, p := range adopted {
+		tools.FreeBuffer(p)
+	}
+}
