@@ -105,20 +105,13 @@ func (s *callSink) output(stream tools.Stream, p []byte) error {
 	return s.host.Output(s.ctx, s.callID, stream, p)
 }
 
-// adopt is tools.Sink.AdoptFunc: a stream's session keeps p in its event
-// log as it is; another host (MCP) gets a copy through Output.
+// adopt is tools.Sink.AdoptFunc: p passes to the host (Host.Adopt).
 func (s *callSink) adopt(stream tools.Stream, p []byte) error {
-	h, ok := s.host.(*callHost)
-	if !ok {
-		err := s.output(stream, p)
-		tools.FreeBuffer(p)
-		return err
-	}
 	s.outputBytes.Add(int64(len(p)))
 	if s.activity != nil {
 		s.activity()
 	}
-	return h.adopt(s.ctx, s.callID, stream, p)
+	return s.host.Adopt(s.ctx, s.callID, stream, p)
 }
 
 // startedPID is tools.Sink.StartedFunc.

@@ -50,6 +50,10 @@ func (r *recorder) Emit(_ context.Context, ev events.Event) error {
 }
 
 func (r *recorder) Output(context.Context, string, tools.Stream, []byte) error { return nil }
+func (r *recorder) Adopt(_ context.Context, _ string, _ tools.Stream, p []byte) error {
+	tools.FreeBuffer(p)
+	return nil
+}
 
 func (r *recorder) Approve(context.Context, string, *events.ApprovalRequest) (executor.Approval, error) {
 	return executor.Approval{}, errdefs.New(errdefs.ErrDenied, "nobody to ask")

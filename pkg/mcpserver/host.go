@@ -104,6 +104,13 @@ func (h *host) Emit(ctx context.Context, ev events.Event) error {
 // outputPreview caps the output text one progress notification carries.
 const outputPreview = 1024
 
+// Adopt implements executor.Host: the chunk is shown as Output shows it
+// and its buffer given back.
+func (h *host) Adopt(ctx context.Context, callID string, s tools.Stream, p []byte) error {
+	defer tools.FreeBuffer(p)
+	return h.Output(ctx, callID, s, p)
+}
+
 // Output implements executor.Host: output chunks are shown as progress
 // messages (at most 1 KiB each); the whole output is in the result.
 func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) error {
