@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -138,4 +139,41 @@ func TestAttackAdoptedOutputBuffers(t *testing.T) {
 	t.Run("evict-at-once", func(t *testing.T) {
 		runAdoptAttack(t, executor.Config{Log: events.LogConfig{TailEvents: 1, TailBytes: 1, MaxUnreadOutput: 240 << 10}}, 3, 2, 3<<20, 0)
 	})
+}
+
+// The adopted buffers go back to the pool or to the collector: 24
+// conversations in turn, each streaming 4 MiB in adopted buffers to the end
+// and closing, leave the heap (after collection) within 16 MiB of where it
+// was after the first — a log, chunk or buffer kept past its stream's end
+// would hold its tail (4 MiB) per conversation.
+func TestAdoptedBuffersNotKept(t *testing.T) {
+	h := start(t, executor.Config{}, adoptTool())
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC() // the pools' victim caches go at the second
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var base uint64
+	for i := range 24 {
+		tag := uint64(i) + 1
+		c := &clienttest.CheckedStream{Socket: h.sock, Conversation: fmt.Sprintf("kept-%d", i), Calls: []*clienttest.CheckedCall{{
+			ID: "c", Name: "adopt", Args: fmt.Sprintf(`{"tag":%d,"bytes":%d}`, tag, 4<<20),
+			Byte: func(off uint64) byte { return patByte(tag, off) }}}}
+		if _, err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if k := c.Calls[0]; k.Next != 4<<20 {
+			t.Fatalf("conversation %d: %d bytes, end %v", i, k.Next, k.End)
+		}
+		if i == 0 {
+			base = heap()
+		}
+	}
+	grown := int64(heap()) - int64(base)
+	t.Logf("heap after the first conversation %d KiB, grown %d KiB after 23 more", base>>10, grown>>10)
+	if grown > 16<<20 {
+		t.Errorf("the heap grew by %d MiB over 23 conversations of 4 MiB each", grown>>20)
+	}
 }
