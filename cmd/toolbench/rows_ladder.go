@@ -29,6 +29,7 @@ type rung struct {
 	config    map[string]any // toold's config
 	env       []string       // toold's environment
 	events    int            // ladderd: 1 answers with the End only, else toold's events
+	otlp      bool           // toold exports its spans over OTLP/gRPC to the bench's sink
 }
 
 // ladderRungs are the ladder's servers, each adding one of toold's layers
@@ -44,8 +45,9 @@ var ladderRungs = []rung{
 	{id: "g", title: "toold + audit", toold: true,
 		config: map[string]any{"history": map[string]any{"backend": "off"}}},
 	{id: "h", title: "toold + history: toold's defaults (row 1)", toold: true},
-	{id: "i", title: "toold + spans recorded and exported (OTEL_TRACES_EXPORTER=console, into toold's log)", toold: true,
-		env: []string{"OTEL_TRACES_EXPORTER=console"}},
+	{id: "i", title: "toold + spans recorded and exported (OTLP/gRPC to a collector that counts them)", toold: true, otlp: true},
+	{id: "j", title: "toold + spans exported for 1 call in 10 (OTEL_TRACES_SAMPLER=parentbased_traceidratio, 0.1)", toold: true, otlp: true,
+		env: []string{"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1"}},
 }
 
 // rowLadder is the ladder: in one run, alternating in rounds so that the
@@ -78,13 +80,32 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 	var ls []*live
 	defer func() {
 		for _, l := range ls {
-			l.conv.close()
-			l.stop()
+			if l.conv != nil {
+				l.conv.close()
+			}
+			if l.stop != nil {
+				l.stop()
+			}
 		}
 	}()
 	var events []*pb.ServerEvent
+	sinks := map[string]*otlpSink{} // an exporting rung's collector
+	defer func() {
+		for _, s := range sinks {
+			s.stop()
+		}
+	}()
 	for _, r := range ladderRungs {
 		if r.toold {
+			env := r.env
+			if r.otlp {
+				sink, err := startOTLPSink()
+				if err != nil {
+					return fail(err)
+				}
+				sinks[r.id] = sink
+				env = append(append([]string(nil), env...), sink.env()...)
+			}
 			args := []string{}
 			if r.config != nil {
 				cfg, err := b.writeConfig("ladder-"+r.id, r.config)
@@ -93,7 +114,7 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 				}
 				args = append(args, "--config", cfg)
 			}
-			d, err := b.startTooldEnv(ctx, r.env, ws, args...)
+			d, err := b.startTooldEnv(ctx, env, ws, args...)
 			if err != nil {
 				return fail(fmt.Errorf("rung %s: %v", r.id, err))
 			}
@@ -126,7 +147,12 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 		if l.events == 1 {
 			replies = events[len(events)-1:]
 		}
-		conn, pid, stop, err := b.startLadderd(ladderd, l.flags, replies)
+		flags := l.flags
+		if b.profiles != "" {
+			// Its CPU profile too, written when it stops.
+			flags = append(append([]string(nil), flags...), "-cpuprofile", filepath.Join(b.profiles, "ladder-"+l.id+".cpu.pprof"))
+		}
+		conn, pid, stop, err := b.startLadderd(ladderd, flags, replies)
 		if err != nil {
 			return fail(fmt.Errorf("rung %s: %v", l.id, err))
 		}
@@ -173,6 +199,17 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 			l.cli.add(schedOf(self).minus(c0))
 		}
 	}
+	// An exporting rung's toold is stopped first (an orderly stop exports
+	// what it still holds), so the sink has counted every span it sent.
+	exported := map[string]int64{}
+	for _, l := range ls {
+		if l.otlp {
+			l.conv.close()
+			l.stop()
+			l.conv, l.stop = nil, func() {}
+			exported[l.id] = sinks[l.id].spans.Load()
+		}
+	}
 	base := latencies("(a) bare ping-pong", ls[0].times)
 	var rows []*Row
 	prev := base
@@ -185,6 +222,9 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 			Verified: fmt.Sprintf("%d calls in %d rounds alternating with every rung; every call ended; per call: server CPU %.1f µs, %.2f thread wake-ups, %.2f reads, %.2f writes; client CPU %.1f µs, %.2f wake-ups, %.2f reads",
 				n, rounds, l.srv.cpuUs(n), l.srv.per(n), float64(l.srv.reads)/float64(n), float64(l.srv.writes)/float64(n),
 				l.cli.cpuUs(n), l.cli.per(n), float64(l.cli.reads)/float64(n)),
+		}
+		if l.otlp {
+			row.Verified += fmt.Sprintf("; the collector received %d spans (%.2f a call, warm-up included)", exported[l.id], float64(exported[l.id])/float64(n+b.iters(500)))
 		}
 		if l.id != "a" {
 			row.Note = fmt.Sprintf("— p50 %+.1f µs over the rung before", (m.P50-prev.P50)*1000)

@@ -64,11 +64,8 @@ func (x *Executor) childSpan(ctx context.Context, name string) (context.Context,
 // that.
 func (x *Executor) startCallSpan(parent context.Context, req *CallRequest) (context.Context, trace.Span) {
 	if x.cfg.Tracer != nil {
-		return x.cfg.Tracer.Start(parent, spanCall, trace.WithAttributes(
-			attrCallID.String(req.CallID),
-			attrConversation.String(req.ConversationID),
-			attrRequested.String(req.Name),
-		))
+		// Its attributes are set when it ends, all at once (finishSpan).
+		return x.cfg.Tracer.Start(parent, spanCall)
 	}
 	psc := trace.SpanContextFromContext(parent)
 	cfg := trace.SpanContextConfig{TraceID: psc.TraceID(), TraceState: psc.TraceState()}
@@ -115,6 +112,8 @@ type CallRequest struct {
 	// inline is set when the call runs on its stream's receiver (see
 	// inline.go).
 	inline *inlineCall
+	// instant is set once the call resolved to an Instant operation.
+	instant bool
 }
 
 // Approval is a person's answer to an approval request.
@@ -191,10 +190,8 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 	end.Coercions = coercions
 	var effect tools.Effect
 	if target != nil {
+		req.instant = target.Instant()
 		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
-		if span.IsRecording() {
-			span.SetAttributes(attrTool.String(target.ToolName), attrOperation.String(target.Operation))
-		}
 	}
 	if err == nil {
 		effect, err = guard(call, "Describe", func() (tools.Effect, error) { return target.Tool.Describe(call), nil })
@@ -205,9 +202,6 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 	}
 	if start.Display == "" {
 		start.Display = displayFallback(start, req.Name)
-	}
-	if span.IsRecording() {
-		span.SetAttributes(attrRisk.String(start.Risk.String()))
 	}
 	_ = host.Emit(ctx, events.Event{CallID: req.CallID, Time: req.Received, Start: start})
 
@@ -250,7 +244,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 	end.Err = err
 	end.Duration = time.Since(req.Received)
 	record := x.callEnded(ctx, req, start, call, end) // observe.go: post-hooks; audit, history, metrics in record
-	x.finishSpan(span, end, sink)
+	x.finishSpan(span, req, start, end, sink)
 	x.logEnd(req, start, end)
 	return end, record
 }
@@ -549,7 +543,10 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 			return nil, err
 		}
 	}
-	if resets && timeout < x.cfg.MaxTimeout {
+	switch {
+	case target.Instant():
+		// It cannot wait: no timeout to arm (tools.OperationSpec.Instant).
+	case resets && timeout < x.cfg.MaxTimeout:
 		// The timeout counts time without progress; the maximum caps it all.
 		var cancelCap context.CancelFunc
 		ctx, cancelCap = context.WithTimeoutCause(ctx, x.cfg.MaxTimeout, errCallTimeout)
@@ -561,7 +558,7 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 		defer idle.Stop()
 		sink.activity = func() { idle.Reset(timeout) }
 		timeout = x.cfg.MaxTimeout
-	} else {
+	default:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 		defer cancel()
@@ -569,7 +566,12 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 	sink.ctx = ctx
 
 	sink.target, sink.call = target, call
-	ts := sink.sink()
+	var ts *tools.Sink
+	if target.Instant() {
+		ts = &sink.ts // no capabilities: it computes, nothing more (tools.OperationSpec.Instant)
+	} else {
+		ts = sink.sink()
+	}
 	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, ts) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)
@@ -606,7 +608,12 @@ func spanError(span trace.Span, err error) {
 	span.SetAttributes(attrErrorCode.String(errdefs.CodeName(e)))
 }
 
-func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) {
+// finishSpan sets the call span's attributes, all in one SetAttributes:
+// each call of it (and attributes given to Start) grows the span's
+// attribute slice; five of them were 4 of the 34 allocations and 575 of
+// the 7,500 bytes that recording a call's spans costs
+// (BenchmarkCallSpans, bench/profiles-2026-11-28-acct.md).
+func (x *Executor) finishSpan(span trace.Span, req *CallRequest, start *events.Start, end *events.End, sink *callSink) {
 	if !span.IsRecording() {
 		return
 	}
@@ -614,13 +621,23 @@ func (x *Executor) finishSpan(span trace.Span, end *events.End, sink *callSink) 
 	if end.Result != nil {
 		n = len(end.Result.Text) + len(end.Result.JSON)
 	}
-	span.SetAttributes(attrBytes.Int(n), attrOutputBytes.Int64(sink.outputBytes.Load()))
+	outcome := "ok"
 	if end.Err != nil {
-		span.SetAttributes(attrOutcome.String("error"))
-		spanError(span, end.Err)
-		return
+		outcome = "error"
 	}
-	span.SetAttributes(attrOutcome.String("ok"))
+	var attrs [10]attribute.KeyValue
+	a := append(attrs[:0], attrCallID.String(req.CallID), attrConversation.String(req.ConversationID), attrRequested.String(req.Name),
+		attrRisk.String(start.Risk.String()),
+		attrBytes.Int(n), attrOutputBytes.Int64(sink.outputBytes.Load()), attrOutcome.String(outcome))
+	if start.Tool != "" { // resolved
+		a = append(a, attrTool.String(start.Tool), attrOperation.String(start.Operation))
+	}
+	if end.Err != nil {
+		e := errdefs.As(end.Err)
+		span.SetStatus(otelcodes.Error, e.Msg)
+		a = append(a, attrErrorCode.String(errdefs.CodeName(e)))
+	}
+	span.SetAttributes(a...)
 }
 
 func (x *Executor) logEnd(req *CallRequest, start *events.Start, end *events.End) {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -63,5 +64,59 @@ func TestRecorderFlushContext(t *testing.T) {
 	close(release)
 	if err := r.flush(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Jobs queued from many goroutines at once all run, once each, and each
+// goroutine's jobs run in the order it queued them, whether the linger,
+// a full queue or a flush runs them.
+func TestRecorderConcurrentOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+		max    int
+	}{
+		{"linger", 50 * time.Microsecond, 4096},
+		{"full queue", time.Hour, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorder(tc.linger, tc.max)
+			const producers, each = 16, 200
+			var mu sync.Mutex
+			last := make([]int, producers) // the last job of each producer that ran
+			for i := range last {
+				last[i] = -1
+			}
+			var bad []string
+			var wg sync.WaitGroup
+			for p := range producers {
+				wg.Go(func() {
+					for i := range each {
+						r.add(func() {
+							mu.Lock()
+							defer mu.Unlock()
+							if last[p] != i-1 {
+								bad = append(bad, fmt.Sprintf("producer %d: job %d ran after job %d", p, i, last[p]))
+							}
+							last[p] = i
+						})
+					}
+				})
+			}
+			wg.Wait()
+			if err := r.flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(bad) > 0 {
+				t.Fatalf("out of order: %v", bad[:min(len(bad), 5)])
+			}
+			for p, l := range last {
+				if l != each-1 {
+					t.Fatalf("producer %d: the last job that ran is %d, want %d", p, l, each-1)
+				}
+			}
+		})
 	}
 }

@@ -348,11 +348,28 @@ func cut(s string, n int) string {
 	return s + "…"
 }
 
-// cutChars shortens s to at most n runes.
+// cutChars shortens s to at most n runes. It walks the first n runes of
+// s instead of converting all of it to runes (a 4 KB summary allocated
+// 16 KB a row); a cut through invalid UTF-8 reads as that conversion made
+// it (U+FFFD for each bad byte).
 func cutChars(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	i := 0
+	for range n {
+		if i >= len(s) {
+			return s
+		}
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	if i >= len(s) {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
+	if !utf8.ValidString(s[:i]) {
+		return string([]rune(s[:i])) + "…"
+	}
+	return s[:i] + "…"
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toold/toold/pkg/memory/pgtest"
 )
@@ -303,5 +305,79 @@ func BenchmarkRecordBatch(b *testing.B) {
 			}
 		}
 		n++
+	}
+}
+
+// TestCutChars checks cutChars against the conversion to runes it
+// replaces, on valid and invalid UTF-8 around the cut.
+func TestCutChars(t *testing.T) {
+	byRunes := func(s string, n int) string {
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		return string([]rune(s)[:n]) + "…"
+	}
+	for _, s := range []string{"", "abc", "héllo wörld", "日本語のテキスト", "a\xffb\xfe", "\xff\xff\xff\xff", "ab\xe6\x97", strings.Repeat("line ✓\n", 600)} {
+		for n := range 12 {
+			if got, want := cutChars(s, n), byRunes(s, n); got != want {
+				t.Errorf("cutChars(%q, %d) = %q, want %q", s, n, got, want)
+			}
+		}
+		if got, want := cutChars(s, 1000), byRunes(s, 1000); got != want {
+			t.Errorf("cutChars(%q, 1000) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// RecordBatch stores what Record stores, for batches of every size around
+// the rows of one INSERT (insertRows): each entry's every field, in order,
+// with IDs increasing — on both backends.
+func TestRecordBatchAsRecord(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := Config{MaxArgBytes: 12, SummaryChars: 7, Now: func() time.Time { return t0.Add(time.Hour) }}
+			batched, _ := b.open(t, cfg)
+			single, _ := b.open(t, cfg)
+			n := 0
+			for _, size := range []int{1, insertRows - 1, insertRows, insertRows + 1, 2*insertRows + 3} {
+				var batch []Entry
+				for range size {
+					conv := fmt.Sprint("c", size)
+					e := entry(n, conv, []string{"read_file", "run_command", "write_file"}[n%3], "file_operations", "read_file",
+						[]string{"success", "error"}[n%2])
+					e.Rule, e.Approver, e.Arguments = "rule-"+fmt.Sprint(n), "person", strings.Repeat("a", n%20)
+					batch = append(batch, e)
+					if _, err := single.Record(ctx, e); err != nil {
+						t.Fatal(err)
+					}
+					n++
+				}
+				if err := batched.RecordBatch(ctx, batch); err != nil {
+					t.Fatalf("a batch of %d: %v", size, err)
+				}
+			}
+			got, err := batched.Query(ctx, Filter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := single.Query(ctx, Filter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n || len(want) != n {
+				t.Fatalf("batched %d entries, single %d, want %d", len(got), len(want), n)
+			}
+			for i := range got {
+				if i > 0 && got[i].ID >= got[i-1].ID {
+					t.Fatalf("IDs not in the order stored (newest first): %d then %d", got[i-1].ID, got[i].ID)
+				}
+				g, w := got[i], want[i]
+				g.ID, w.ID = 0, 0
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("entry %d:\nbatched %+v\nsingle  %+v", i, g, w)
+				}
+			}
+		})
 	}
 }

@@ -93,7 +93,9 @@ const maxIdleCgroups = 8
 type cgroup struct {
 	dir string
 	fd  int // the directory, for CLONE_INTO_CGROUP
-	wd  int // the inotify watch of its cgroup.events
+	// wd is the inotify watch of its cgroup.events while a tree outlives
+	// its command (watchEvents), or -1.
+	wd int
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when cgroup.events changes
@@ -405,10 +407,17 @@ func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan
 		killAt   <-chan time.Time
 		killTick <-chan time.Time
 	)
-	// cgroup.events changes wake this loop through inotify; the ticker is
-	// a safety net should an event be lost.
+	// Once the command exited with its tree still running, or a stop was
+	// asked for, changes of cgroup.events wake this loop through inotify;
+	// the ticker is a safety net should an event be lost. Until then the
+	// command's exit (its pidfd) is what wakes it: a watch kept on every
+	// command's cgroup woke toold twice per command for nothing (the
+	// populated flag set at the clone and cleared at the exit, each a
+	// kernel worker's event and a toold thread's wake-up while the command
+	// runs or toold answers; bench/profiles-2026-11-28-run7.md).
 	recheck := time.NewTicker(time.Second)
 	defer recheck.Stop()
+	watching := false
 	stop := func() {
 		stopping = true
 		sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT}
@@ -419,6 +428,12 @@ func (c *Cgroups) supervise(cmd *exec.Cmd, cg *cgroup, spec Spec, stopReq <-chan
 		killAt = time.After(spec.Grace)
 	}
 	for {
+		if (exited || stopping) && !watching {
+			watching = true
+			if err := c.watchEvents(cg); err != nil {
+				recheck.Reset(20 * time.Millisecond) // no events: poll
+			}
+		}
 		// Take the channel before reading the state, so that no change
 		// between the two is missed.
 		changed := cg.watch()
@@ -496,18 +511,40 @@ func (c *Cgroups) get() (*cgroup, error) {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("opening the command's cgroup: %w", err)
 	}
-	cg := &cgroup{dir: dir, fd: fd, changed: make(chan struct{})}
-	wd, err := unix.InotifyAddWatch(c.inotifyFd(), filepath.Join(dir, "cgroup.events"), unix.IN_MODIFY)
-	if err != nil {
-		unix.Close(fd)
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("watching the command's cgroup: %w", err)
+	return &cgroup{dir: dir, fd: fd, wd: -1, changed: make(chan struct{})}, nil
+}
+
+// watchEvents makes changes of cg's cgroup.events wake cg's watchers
+// (cgroup.watch) until unwatchEvents. Only supervise, while it owns cg,
+// calls them.
+func (c *Cgroups) watchEvents(cg *cgroup) error {
+	if cg.wd >= 0 {
+		return nil
 	}
-	cg.wd = wd
+	wd, err := unix.InotifyAddWatch(c.inotifyFd(), filepath.Join(cg.dir, "cgroup.events"), unix.IN_MODIFY)
+	if err != nil {
+		return fmt.Errorf("watching the command's cgroup: %w", err)
+	}
 	c.mu.Lock()
+	cg.wd = wd
 	c.watches[wd] = cg
 	c.mu.Unlock()
-	return cg, nil
+	return nil
+}
+
+// unwatchEvents ends watchEvents' watch, if any.
+func (c *Cgroups) unwatchEvents(cg *cgroup) {
+	if cg.wd < 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.watches[cg.wd] == cg {
+		delete(c.watches, cg.wd)
+		// Removing the directory ended the watch, unless rmdir failed.
+		_, _ = unix.InotifyRmWatch(c.inotifyFd(), uint32(cg.wd))
+	}
+	cg.wd = -1
+	c.mu.Unlock()
 }
 
 func (c *Cgroups) inotifyFd() int {
@@ -523,6 +560,7 @@ func (c *Cgroups) inotifyFd() int {
 // caller has just read it empty (supervise's last read); otherwise put
 // reads it.
 func (c *Cgroups) put(cg *cgroup, empty bool) {
+	c.unwatchEvents(cg)
 	reusable := !cg.wasKilled() && (empty || !cg.populated())
 	c.mu.Lock()
 	if reusable && !c.closed && len(c.idle) < maxIdleCgroups {
@@ -541,13 +579,7 @@ func (c *Cgroups) put(cg *cgroup, empty bool) {
 // remove kills what is left in a cgroup and deletes it.
 func (c *Cgroups) remove(cg *cgroup) {
 	killTree(cg.dir, 0)
-	c.mu.Lock()
-	if c.watches[cg.wd] == cg {
-		delete(c.watches, cg.wd)
-		// Removing the directory ended the watch, unless rmdir failed.
-		_, _ = unix.InotifyRmWatch(c.inotifyFd(), uint32(cg.wd))
-	}
-	c.mu.Unlock()
+	c.unwatchEvents(cg)
 	if cg.fd >= 0 {
 		unix.Close(cg.fd)
 		cg.fd = -1

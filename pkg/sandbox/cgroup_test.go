@@ -198,6 +198,39 @@ func TestCgroupsKeepTree(t *testing.T) { keepTree(t, cgStart) }
 
 // Many commands at once each get their own cgroup; cgroups are reused and
 // none is left behind with a process in it.
+// A command's cgroup is watched (inotify on its cgroup.events) only while
+// its tree outlives the command or is being stopped: a command that leaves
+// nothing behind costs no watch (and toold no wake-ups when its cgroup
+// fills and empties), and no watch is left once a tree is gone. Not
+// parallel: the count is the shared Cgroups'.
+func TestCgroupsWatchOnlyWhileTreeOutlives(t *testing.T) {
+	c := openCgroups(t)
+	tok := token(t)
+	p, _ := cgStart(t, t.Context(), sandbox.Spec{}, "exec sleep 100."+tok)
+	waitFor(t, func() bool { return len(survivors(tok)) == 1 })
+	if n := c.Watches(); n != 0 {
+		t.Errorf("%d cgroups watched while a command runs, want 0", n)
+	}
+	p.Stop()
+	<-p.Done()
+	if n := c.Watches(); n != 0 {
+		t.Errorf("%d cgroups watched after a stopped command, want 0", n)
+	}
+	p, out := cgStart(t, t.Context(), sandbox.Spec{KeepTree: true}, fmt.Sprintf("(setsid sleep 100.%s >/dev/null 2>&1 &); echo started", tok))
+	// The command exits; its leftover runs on, and its end is awaited
+	// through the watch.
+	waitFor(t, func() bool { return syscall.Kill(p.Pid(), 0) == syscall.ESRCH && c.Watches() == 1 })
+	p.Stop()
+	<-p.Done()
+	if n := c.Watches(); n != 0 {
+		t.Errorf("%d cgroups watched after the tree was stopped, want 0", n)
+	}
+	if exit := p.Exit(); exit.Leftovers != 1 || !exit.Stopped || out() != "started\n" {
+		t.Errorf("exit %+v, output %q", exit, out())
+	}
+	checkClean(t, tok)
+}
+
 func TestCgroupsConcurrent(t *testing.T) {
 	c := openCgroups(t)
 	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }

@@ -23,3 +23,10 @@ func PidSearches() int64 { return pidSearches.Load() }
 
 // PidfdPid is pidfdPid.
 var PidfdPid = pidfdPid
+
+// Watches returns how many cgroups' events c watches now.
+func (c *Cgroups) Watches() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.watches)
+}

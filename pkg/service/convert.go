@@ -2,6 +2,8 @@ package service
 
 import (
 	"encoding/json"
+	"math"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -91,11 +93,52 @@ func structOf(m map[string]any) *structpb.Struct {
 	if len(m) == 0 {
 		return nil
 	}
+	if s, ok := flatStructOf(m); ok {
+		return s
+	}
 	s, err := structpb.NewStruct(normalize(m).(map[string]any))
 	if err != nil {
 		return nil
 	}
 	return s
+}
+
+// flatStructOf is structOf without normalize's JSON round trip for a map
+// of the scalars most results carry (valid UTF-8 strings and keys, bools,
+// ints, finite floats, nil): the values the round trip would give. ok is
+// false for anything else, which structOf normalizes.
+func flatStructOf(m map[string]any) (*structpb.Struct, bool) {
+	fields := make(map[string]*structpb.Value, len(m))
+	for k, v := range m {
+		if !utf8.ValidString(k) {
+			return nil, false
+		}
+		var pv *structpb.Value
+		switch x := v.(type) {
+		case nil:
+			pv = structpb.NewNullValue()
+		case string:
+			if !utf8.ValidString(x) {
+				return nil, false
+			}
+			pv = structpb.NewStringValue(x)
+		case bool:
+			pv = structpb.NewBoolValue(x)
+		case int:
+			pv = structpb.NewNumberValue(float64(x))
+		case int64:
+			pv = structpb.NewNumberValue(float64(x))
+		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return nil, false
+			}
+			pv = structpb.NewNumberValue(x)
+		default:
+			return nil, false
+		}
+		fields[k] = pv
+	}
+	return &structpb.Struct{Fields: fields}, true
 }
 
 // normalize rewrites a value into the types structpb accepts, by a JSON

@@ -3,11 +3,13 @@ package service
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/events"
@@ -67,6 +69,28 @@ func TestSendScratchAllocations(t *testing.T) {
 	for i := range evs {
 		if n := testing.AllocsPerRun(100, func() { sc.convert(&evs[i]) }); n != 0 {
 			t.Errorf("event %d: %v allocations, want 0", i, n)
+		}
+	}
+}
+
+// structOf's flat fast path gives what the JSON round trip gives, and
+// leaves to it what it cannot convert as the round trip does.
+func TestStructOfFlatAsNormalized(t *testing.T) {
+	for _, m := range []map[string]any{
+		{"path": "a.go", "size": int64(4096), "start_line": 1, "end_line": 80, "total_lines": 80, "final_newline": true},
+		{"n": 1.5, "big": int64(1<<53 + 1), "neg": -3, "nil": nil, "s": "<tag> & \"q\" ✓"},
+		{"bad": "a\xffb"},
+		{"k\xff": 1},
+		{"nan": math.NaN()},
+		{"list": []string{"a"}, "n": json.Number("2")},
+		{"u": uint(3)},
+	} {
+		want, err := structpb.NewStruct(normalize(m).(map[string]any))
+		if err != nil {
+			want = nil
+		}
+		if got := structOf(m); !proto.Equal(got, want) {
+			t.Errorf("structOf(%v) = %v, want %v", m, got, want)
 		}
 	}
 }

@@ -95,8 +95,11 @@ func resolve(start, p string) (string, bool, error) {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
+		next := cur + "/" + c // cur is clean and absolute, c one name
+		if cur == "/" {
+			next = "/" + c
+		}
+		mode, err := lstatMode(next)
 		if errors.Is(err, fs.ErrNotExist) {
 			// The rest does not exist: append it lexically. A ".." after a
 			// missing component would fail in the kernel (ENOENT); Clean
@@ -110,7 +113,7 @@ func resolve(start, p string) (string, bool, error) {
 			}
 			return "", false, err
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		if mode&syscall.S_IFMT != syscall.S_IFLNK {
 			cur = next
 			continue
 		}
@@ -128,6 +131,22 @@ func resolve(start, p string) (string, bool, error) {
 		i = -1
 	}
 	return cur, true, nil
+}
+
+// lstatMode returns the type and mode bits of p, not following a final
+// symlink: os.Lstat without the FileInfo it allocates.
+func lstatMode(p string) (uint32, error) {
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(p, &st)
+		switch err {
+		case nil:
+			return st.Mode, nil
+		case syscall.EINTR:
+			continue
+		}
+		return 0, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
 }
 
 func splitPath(p string) []string {

@@ -8,6 +8,7 @@
 //	ladderd ... -codec                          + toold's codec and message limit (service.CodecServerOptions)
 //	ladderd ... -codec -chain                   + the otelgrpc stats handler and the interceptor chain (daemon.ServerChain)
 //	ladderd ... -codec -chain -sender           + one sender goroutine per stream fed by the receiver
+//	ladderd ... -cpuprofile F                   and its CPU profile, written when it stops (toolbench -profiles)
 //
 // The layers are toold's own code (pkg/service, pkg/daemon, pkg/telemetry),
 // not copies; the sender hand-off is the shape of toold's stream (the
@@ -28,6 +29,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 
@@ -56,6 +58,7 @@ func run() error {
 	codec := flag.Bool("codec", false, "build the server with toold's codec and message limit")
 	chain := flag.Bool("chain", false, "add toold's otelgrpc stats handler and interceptor chain")
 	sender := flag.Bool("sender", false, "send from one goroutine per stream, fed by the receiver")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (on SIGTERM)")
 	flag.Parse()
 	replies, err := readReplies(*replyPath)
 	if err != nil {
@@ -84,6 +87,19 @@ func run() error {
 	gs := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(gs, health.NewServer()) // SERVING
 	pb.RegisterToolServiceServer(gs, &pingPong{replies: replies, sender: *sender})
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	go func() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
@@ -91,7 +107,11 @@ func run() error {
 		gs.Stop()
 	}()
 	fmt.Println("ready")
-	return gs.Serve(l)
+	err = gs.Serve(l)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return err
 }
 
 func readReplies(path string) ([]*pb.ServerEvent, error) {

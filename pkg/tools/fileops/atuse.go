@@ -102,8 +102,24 @@ func fdPath(fd int) (string, bool) {
 }
 
 // openedAt reports whether the open descriptor fd is still named abs. It
-// is true where the kernel cannot tell (no /proc).
+// is true where the kernel cannot tell (no /proc). It is fdPath without
+// its allocations.
 func openedAt(fd int, abs string) bool {
-	p, ok := fdPath(fd)
-	return !ok || p == abs
+	var buf [512]byte
+	var n int
+	var err error
+	for {
+		n, err = unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case err != nil || n == 0 || buf[0] != '/':
+		return true
+	case n == len(buf): // perhaps cut: ask again with room for any length
+		p, ok := fdPath(fd)
+		return !ok || p == abs
+	}
+	return string(buf[:n]) == abs
 }

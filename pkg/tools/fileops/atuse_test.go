@@ -261,6 +261,7 @@ func BenchmarkReadFileAtUse(b *testing.B) {
 			f := New(ws, tools.Limits{}, c.opts)
 			call := &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": c.path}}
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				if _, err := f.Run(context.Background(), call, nil); err != nil {
 					b.Fatal(err)

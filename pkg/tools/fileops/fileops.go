@@ -325,6 +325,38 @@ func (n *intArg) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// set sets n from v, a value of a decoded call's arguments, as
+// UnmarshalJSON would from v's JSON: nil leaves n unchanged; an integral
+// json.Number, float64 or int is taken, saturated. It returns false, n
+// unchanged, for anything else (a string, a fraction, an invalid number),
+// which the caller leaves to the JSON decoder and its errors.
+func (n *intArg) set(v any) bool {
+	var f float64
+	switch x := v.(type) {
+	case nil:
+		return true
+	case json.Number:
+		if x == "" || (x[0] != '-' && (x[0] < '0' || x[0] > '9')) {
+			return false
+		}
+		var err error
+		if f, err = strconv.ParseFloat(string(x), 64); err != nil {
+			return false
+		}
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	default:
+		return false
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) || f != math.Trunc(f) {
+		return false
+	}
+	*n = intArg(math.Max(math.Min(f, math.MaxInt32), math.MinInt32))
+	return true
+}
+
 // orDefault returns the path argument, "." when empty.
 func orDefault(p string) string {
 	if p == "" {

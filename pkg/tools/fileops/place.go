@@ -43,12 +43,19 @@ import (
 // it (see resolvePath), and refuses a path outside the workspace that the
 // call was not allowed.
 func (f *FileOperations) locate(call *tools.Call, field, p string, follow bool) (workspace.Location, error) {
+	loc, _, err := f.locateUse(call, field, p, follow)
+	return loc, err
+}
+
+// locateUse is locate that also returns what the guard was asked about
+// the location.
+func (f *FileOperations) locateUse(call *tools.Call, field, p string, follow bool) (workspace.Location, *tools.Use, error) {
 	loc, err := f.resolvePath(field, p, follow)
 	if err != nil {
-		return loc, err
+		return loc, nil, err
 	}
 	if !loc.Inside && !call.OutsideAllowed(loc.Abs) {
-		return loc, &errdefs.Error{
+		return loc, nil, &errdefs.Error{
 			Class: errdefs.ErrDenied,
 			Msg: fmt.Sprintf("path %q is outside the workspace (it resolves to %s) and policy did not allow it for this call; "+
 				"use a path inside the workspace (relative paths are resolved from the workspace root)", p, loc.Abs),
@@ -57,10 +64,11 @@ func (f *FileOperations) locate(call *tools.Call, field, p string, follow bool) 
 		}
 	}
 	// Checked at use (atuse.go): what the path resolves to now.
-	if err := f.checkUse(f.use(call, p, loc)); err != nil {
-		return loc, err
+	use := f.use(call, p, loc)
+	if err := f.checkUse(use); err != nil {
+		return loc, use, err
 	}
-	return loc, nil
+	return loc, use, nil
 }
 
 // resolvePath resolves p, an argument named field. follow says whether a

@@ -62,6 +62,34 @@ type readFileArgs struct {
 	Limit  intArg `json:"limit"`
 }
 
+// bind decodes the call's arguments into a as bind does, without its JSON
+// round trip for the values a decoded call holds (a string path, integers
+// as json.Number, float64 or int, null); any other value, or a key that
+// differs from a field's name only by case, takes bind itself, so that
+// what is accepted and every error read the same.
+func (a *readFileArgs) bind(call *tools.Call) error {
+	for k, v := range call.Args {
+		ok := true
+		switch k {
+		case "path":
+			if v != nil {
+				a.Path, ok = v.(string)
+			}
+		case "offset":
+			ok = a.Offset.set(v)
+		case "limit":
+			ok = a.Limit.set(v)
+		default:
+			ok = !strings.EqualFold(k, "path") && !strings.EqualFold(k, "offset") && !strings.EqualFold(k, "limit")
+		}
+		if !ok {
+			*a = readFileArgs{}
+			return bind(call, a)
+		}
+	}
+	return nil
+}
+
 func (f *FileOperations) describeReadFile(call *tools.Call) tools.Effect {
 	p, _ := call.Args["path"].(string)
 	return tools.Effect{Display: "Reading file: " + clip(p), Reads: []string{p}}
@@ -88,7 +116,7 @@ const (
 
 func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tools.Sink) (*tools.Result, error) {
 	var args readFileArgs
-	if err := bind(call, &args); err != nil {
+	if err := args.bind(call); err != nil {
 		return nil, err
 	}
 	switch {
@@ -106,30 +134,26 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 	}
 	defer t.close()
 	rel := t.show
-	fd, _, err := t.open()
+	fd, st, err := t.open()
 	if err != nil {
 		return nil, t.mapErr(err)
 	}
-	// Opened non-blocking so that a FIFO cannot hang the call; a regular
-	// file reads the same either way, and is refused otherwise below.
-	unix.SetNonblock(fd, false)
-	file := os.NewFile(uintptr(fd), rel)
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, workspace.MapError(args.Path, err)
-	}
-	if fi.IsDir() {
+	// The descriptor is read directly (fdReader), not through an os.File:
+	// a file read once with blocking reads needs none of what os.File adds
+	// (poller registration, finalizer, its own fstat and fcntl calls).
+	defer unix.Close(fd)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
 		return nil, errdefs.Failed("%q is a directory, not a file; use list_dir to see what it contains", args.Path)
+	default:
+		return nil, errdefs.Failed("%q is not a regular file (%s); read_file reads regular files only", args.Path, typeName(scan.StatType(st.Mode)))
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, errdefs.Failed("%q is not a regular file (%s); read_file reads regular files only", args.Path, typeName(fi.Mode()))
-	}
-	size := fi.Size()
+	size := st.Size
 
 	bufp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bufp)
-	lr := &lineReader{r: file, buf: *bufp}
+	lr := &lineReader{r: fdReader{fd: fd, name: rel}, buf: *bufp}
 	head := lr.peek(scan.SniffLen)
 	if lr.err != nil {
 		return nil, workspace.MapError(args.Path, lr.err)
@@ -314,10 +338,41 @@ func typeName(m fs.FileMode) string {
 	return "a special file"
 }
 
+// fdReader reads the open descriptor fd, named name in errors, with
+// blocking reads.
+type fdReader struct {
+	fd   int
+	name string
+}
+
+// Read implements io.Reader for the descriptor: io.EOF at the end.
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(r.fd, p)
+		switch err {
+		case nil:
+			if n == 0 && len(p) > 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			// The file was opened non-blocking (so that a FIFO could not
+			// hang the open); a regular file reads the same either way,
+			// unless its filesystem honours the flag: then read blocking.
+			if unix.SetNonblock(r.fd, false) == nil {
+				continue
+			}
+		}
+		return 0, &os.PathError{Op: "read", Path: r.name, Err: err}
+	}
+}
+
 // lineReader reads lines from r through a fixed buffer, so a file of any
 // size, and a line of any length, is read in bounded memory.
 type lineReader struct {
-	r              io.Reader
+	r              fdReader
 	buf            []byte
 	start, end     int // unread data is buf[start:end]
 	eof            bool

@@ -1,6 +1,7 @@
 package fileops
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"os"
@@ -239,5 +240,40 @@ func TestBinaryKind(t *testing.T) {
 				t.Errorf("binaryKind = %q, %v; want %q, %v", mt, bin, tt.want, tt.binary)
 			}
 		})
+	}
+}
+
+// TestReadFileArgsBind checks read_file's argument binding against bind
+// (the JSON round trip it skips for the usual values): the same fields,
+// or the same error, for every kind of value a call's arguments may hold.
+func TestReadFileArgsBind(t *testing.T) {
+	for _, args := range []map[string]any{
+		{"path": "a.txt"},
+		{"path": "a.txt", "offset": json.Number("10"), "limit": json.Number("5")},
+		{"path": "a.txt", "offset": json.Number("1e2"), "limit": json.Number("-3")},
+		{"path": "a.txt", "offset": json.Number("1e400")},
+		{"path": "a.txt", "offset": json.Number("2.5")},
+		{"path": "a.txt", "offset": json.Number("10.0")},
+		{"path": "a.txt", "offset": 10.0, "limit": 3},
+		{"path": "a.txt", "offset": 1.5},
+		{"path": "a.txt", "offset": 1e12},
+		{"path": "a.txt", "offset": "7"},
+		{"path": "a.txt", "offset": "seven"},
+		{"path": "a.txt", "offset": true},
+		{"path": "a.txt", "offset": nil, "limit": nil},
+		{"path": nil},
+		{"path": 5},
+		{"path": []any{"a"}},
+		{"Path": "b.txt"},
+		{"path": "a.txt", "LIMIT": json.Number("4")},
+		{"path": "a.txt", "extra": map[string]any{"x": 1}},
+		{},
+	} {
+		call := &tools.Call{Operation: "read_file", Args: args}
+		var got, want readFileArgs
+		gotErr, wantErr := got.bind(call), bind(call, &want)
+		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%v: bound %+v (%v), bind gives %+v (%v)", args, got, gotErr, want, wantErr)
+		}
 	}
 }

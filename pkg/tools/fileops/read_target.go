@@ -73,7 +73,7 @@ func (t *readTarget) close() {
 // path outside the workspace that call was not allowed (ErrDenied), and
 // opens the root the target is read through. The caller closes the target.
 func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTarget, error) {
-	loc, err := f.locate(call, field, p, true)
+	loc, use, err := f.locateUse(call, field, p, true)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 		}
 		return nil, err
 	}
-	t := &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn, dirFD: -1, use: f.use(call, p, loc), f: f}
+	t := &readTarget{loc: loc, root: root, name: name, show: f.showName(p, loc), closeFn: closeFn, dirFD: -1, use: use, f: f}
 	if root == f.ws.Root() {
 		t.dirFD = f.ws.DirFD()
 	}
@@ -133,7 +133,13 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 		st  unix.Stat_t
 		err error
 	)
+	// A name in the workspace directory itself is opened by one openat on
+	// the workspace's descriptor: no directory on the way could have been
+	// renamed, so the kernel's name of the file is not asked (a readlink
+	// of /proc/self/fd, the costliest call of a small read).
+	direct := false
 	if t.dirFD >= 0 {
+		direct = t.name != "." && !strings.Contains(t.name, "/")
 		fd, st, err = openBelowNoFollow(t.dirFD, t.name)
 	} else {
 		fd, st, err = openNoFollow(t.root, t.name)
@@ -141,7 +147,7 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 	if err != nil {
 		return fd, st, err
 	}
-	if !openedAt(fd, t.loc.Abs) {
+	if !direct && !openedAt(fd, t.loc.Abs) {
 		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "open", Path: t.name, Err: errMoved}
 	}

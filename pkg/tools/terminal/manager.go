@@ -237,6 +237,10 @@ type Manager struct {
 	cache       string // XDG_CACHE_HOME (and npm's cache) of sandboxed commands
 	store       *store
 	env         map[string]string
+	// cmdEnv is the environment of commands without extra variables
+	// (commandEnv).
+	cmdEnv     []string
+	cmdEnvOnce sync.Once
 	// cgroups, when set, runs unconfined commands without a helper.
 	cgroups       *sandbox.Cgroups
 	cgroupsFailed sync.Once // logs the fall back to helpers once

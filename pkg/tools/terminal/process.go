@@ -172,11 +172,10 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	}
 	pctx, cancel := context.WithCancel(parent)
 	stopOnClose := context.AfterFunc(m.ctx, cancel)
-	env := map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 	spec := sandbox.Spec{
 		Path:   m.shell,
 		Args:   []string{filepath.Base(m.shell), "-c", cs.command},
-		Env:    environ(m.env, env, cs.env),
+		Env:    m.commandEnv(cs.env),
 		Dir:    abs,
 		Grace:  m.cfg.KillGrace,
 		Policy: m.policyFor(),
@@ -257,6 +256,22 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 	return p, nil
 }
 
+// commandVars are set for every command (not for sessions, which have a
+// terminal).
+var commandVars = map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+
+// commandEnv returns a command's environment: the Manager's, commandVars,
+// then the call's extra. Without extras it is the same list for every
+// command, built once (m.env is settled when NewManager returns); callers
+// do not modify it.
+func (m *Manager) commandEnv(extra map[string]string) []string {
+	if len(extra) > 0 {
+		return environ(m.env, commandVars, extra)
+	}
+	m.cmdEnvOnce.Do(func() { m.cmdEnv = environ(m.env, commandVars) })
+	return m.cmdEnv
+}
+
 // feedStdin copies the client's input to the command's stdin until the
 // client closes it (EOF: the command then reads EOF) or the command stops
 // reading (the pipe breaks); then it stops reading the client's input, so
@@ -286,14 +301,23 @@ func (m *Manager) startError(ctx context.Context, err error) error {
 // timeouts, and finishes the record when the tree is gone.
 func (p *process) run(outR, errR *os.File, release func()) {
 	defer p.m.wg.Done()
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); p.pump(tools.Stdout, outR, readSize) }()
-	go func() { defer readers.Done(); p.pump(tools.Stderr, errR, 64<<10) }()
+	// The last reader to reach EOF closes readersDone (no goroutine of its
+	// own waits for them: one wake-up less at every command's end).
+	readersDone := make(chan struct{})
+	var readers atomic.Int32
+	readers.Store(2)
+	readerDone := func() {
+		if readers.Add(-1) == 0 {
+			close(readersDone)
+		}
+	}
+	go func() { defer readerDone(); p.pump(tools.Stdout, outR, readSize) }()
+	go func() { defer readerDone(); p.pump(tools.Stderr, errR, 64<<10) }()
 
 	p.watch(nil)
 	// The tree is gone, so every write end of the pipes is closed and the
-	// readers reach EOF. Should a process have escaped holding a pipe, stop
+	// readers reach EOF (usually they have: the kernel reports the hang-up
+	// with the exit). Should a process have escaped holding a pipe, stop
 	// reading after a moment — a moment of reading: while a reader waits
 	// for the client to take what the tree wrote (a slow reader, a stream
 	// dropped and not yet resumed), the pipes still hold the command's
@@ -301,26 +325,28 @@ func (p *process) run(outR, errR *os.File, release func()) {
 	// successfully with up to a pipe's worth missing). What the readers
 	// deliver beyond what the pipes and their buffers can hold once the
 	// tree is gone is an escaped writer's, and stops them regardless.
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
-	gone := p.rec.totalHint.Load()
-	escape := time.NewTimer(readersGrace)
-	defer escape.Stop()
-wait:
-	for {
-		select {
-		case <-readersDone:
-			break wait
-		case <-escape.C:
-			if p.delivering.Load() > 0 && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
-				escape.Reset(readersGrace)
-				continue
+	select {
+	case <-readersDone:
+	default:
+		gone := p.rec.totalHint.Load()
+		t := time.NewTimer(readersGrace)
+	wait:
+		for {
+			select {
+			case <-readersDone:
+				break wait
+			case <-t.C:
+				if p.delivering.Load() > 0 && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
+					t.Reset(readersGrace)
+					continue
+				}
+				outR.Close()
+				errR.Close()
+				<-readersDone
+				break wait
 			}
-			outR.Close()
-			errR.Close()
-			<-readersDone
-			break wait
 		}
+		t.Stop()
 	}
 	outR.Close()
 	errR.Close()
@@ -693,7 +719,7 @@ func (m *Manager) launchShim(ctx context.Context, cs commandSpec, abs, rel strin
 	spec := sandbox.Spec{
 		Path:     m.shell,
 		Args:     []string{filepath.Base(m.shell), "-c", cs.command},
-		Env:      environ(m.env, map[string]string{"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}, cs.env),
+		Env:      m.commandEnv(cs.env),
 		Dir:      abs,
 		Grace:    m.cfg.KillGrace,
 		Policy:   m.policyFor(),

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"mime"
 	"net/http"
 	"path"
@@ -22,8 +23,7 @@ func BinaryKind(name string, head []byte) (mimeType string, binary bool) {
 	if len(head) > SniffLen {
 		head = head[:SniffLen]
 	}
-	sniffed := http.DetectContentType(head)
-	mt, _, _ := mime.ParseMediaType(sniffed)
+	mt := sniffedType(head)
 	switch {
 	case bytes.IndexByte(head, 0) >= 0, binaryMediaType(mt), mostlyNotText(head):
 	default:
@@ -37,6 +37,18 @@ func BinaryKind(name string, head []byte) (mimeType string, binary bool) {
 		return "application/octet-stream", true
 	}
 	return mt, true
+}
+
+// sniffedType is the media type http.DetectContentType finds in head,
+// without parameters: what mime.ParseMediaType makes of it, without its
+// parsing (the sniffer answers only its own constants, in lower case, with
+// at most "; charset=utf-8" after the type).
+func sniffedType(head []byte) string {
+	mt := http.DetectContentType(head)
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	return mt
 }
 
 // binaryMediaType reports whether a sniffed media type is a binary format.
@@ -60,6 +72,10 @@ func binaryMediaType(mt string) bool {
 func mostlyNotText(b []byte) bool {
 	bad := 0
 	for i := 0; i < len(b); {
+		if i+8 <= len(b) && printableASCII(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8 // eight characters of ordinary text at once
+			continue
+		}
 		c := b[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != '\b' && c != 0x1b {
@@ -80,4 +96,16 @@ func mostlyNotText(b []byte) bool {
 		i += size
 	}
 	return bad*5 > len(b)
+}
+
+// printableASCII reports whether the eight bytes of w are all printable
+// ASCII (0x20 to 0x7e), which mostlyNotText counts as text.
+func printableASCII(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if w&highs != 0 {
+		return false // a byte of 0x80 or more
+	}
+	less := (w - ones*0x20) & ^w & highs // a byte below 0x20
+	del := w ^ (ones * 0x7f)             // a zero byte where w had 0x7f
+	return less == 0 && (del-ones)&^del&highs == 0
 }
