@@ -320,17 +320,33 @@ func (p *process) run(outR, errR *os.File, release func()) {
 	// The tree is gone, so every write end of the pipes is closed and the
 	// readers reach EOF (usually they have: the kernel reports the hang-up
 	// with the exit). Should a process have escaped holding a pipe, stop
-	// reading after a moment.
+	// reading after a moment — a moment of reading: while a reader waits
+	// for the client to take what the tree wrote (a slow reader, a stream
+	// dropped and not yet resumed), the pipes still hold the command's
+	// output, which closing them would lose (the call then ended
+	// successfully with up to a pipe's worth missing). What the readers
+	// deliver beyond what the pipes and their buffers can hold once the
+	// tree is gone is an escaped writer's, and stops them regardless.
 	select {
 	case <-readersDone:
 	default:
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-readersDone:
-		case <-t.C:
-			outR.Close()
-			errR.Close()
-			<-readersDone
+		gone := p.rec.totalHint.Load()
+		t := time.NewTimer(readersGrace)
+	wait:
+		for {
+			select {
+			case <-readersDone:
+				break wait
+			case <-t.C:
+				if p.delivering.Load() > 0 && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
+					t.Reset(readersGrace)
+					continue
+				}
+				outR.Close()
+				errR.Close()
+				<-readersDone
+				break wait
+			}
 		}
 		t.Stop()
 	}
@@ -464,6 +480,10 @@ func (p *process) pump(stream tools.Stream, r *os.File, size int) {
 		}
 	}
 }
+
+// readersGrace is how long the readers of a command whose tree is gone may
+// read on, not counting time spent waiting for the client (see run).
+const readersGrace = 2 * time.Second
 
 // The pump's batching of a fast producer's output (see pump).
 const (
