@@ -104,13 +104,17 @@ type Log struct {
 	open      map[outKey]uint64
 	offsets   map[outKey]uint64
 	wake      chan struct{} // cap 1: signals the reader
-	space     chan struct{} // closed and replaced when room is made
-	closed    bool
-	discard   bool // nobody will read: Append never blocks
-	lastRead  time.Time
-	timer     *time.Timer
-	gather    *time.Timer   // Read's wait for output to gather
-	done      chan struct{} // closed by Close
+	// space is closed when room is made, for the appenders waiting for it;
+	// nil while none waits (made by the first waiter: a reader makes
+	// room on every read, and a channel each time was one of a no-op
+	// call's allocations).
+	space    chan struct{}
+	closed   bool
+	discard  bool // nobody will read: Append never blocks
+	lastRead time.Time
+	timer    *time.Timer
+	gather   *time.Timer   // Read's wait for output to gather
+	done     chan struct{} // closed by Close
 	// recycle holds the buffers of large chunks evicted from the tail; they
 	// go back to the pool at the reader's next read, when it has sent
 	// everything it took before (see bufPool).
@@ -138,7 +142,6 @@ func NewLog(cfg LogConfig) *Log {
 		open:     map[outKey]uint64{},
 		offsets:  map[outKey]uint64{},
 		wake:     make(chan struct{}, 1),
-		space:    make(chan struct{}),
 		lastRead: time.Now(),
 		done:     make(chan struct{}),
 	}
@@ -210,12 +213,17 @@ func (l *Log) signal() {
 }
 
 func (l *Log) roomMade() {
-	close(l.space)
-	l.space = make(chan struct{})
+	if l.space != nil {
+		close(l.space)
+		l.space = nil
+	}
 }
 
 // waitSpace releases the lock until room is made or ctx ends.
 func (l *Log) waitSpace(ctx context.Context) error {
+	if l.space == nil {
+		l.space = make(chan struct{})
+	}
 	ch := l.space
 	l.mu.Unlock()
 	defer l.mu.Lock()

@@ -112,6 +112,8 @@ type CallRequest struct {
 	// inline is set when the call runs on its stream's receiver (see
 	// inline.go).
 	inline *inlineCall
+	// instant is set once the call resolved to an Instant operation.
+	instant bool
 }
 
 // Approval is a person's answer to an approval request.
@@ -188,6 +190,7 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 	end.Coercions = coercions
 	var effect tools.Effect
 	if target != nil {
+		req.instant = target.Instant()
 		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
 	}
 	if err == nil {
@@ -540,7 +543,10 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 			return nil, err
 		}
 	}
-	if resets && timeout < x.cfg.MaxTimeout {
+	switch {
+	case target.Instant():
+		// It cannot wait: no timeout to arm (tools.OperationSpec.Instant).
+	case resets && timeout < x.cfg.MaxTimeout:
 		// The timeout counts time without progress; the maximum caps it all.
 		var cancelCap context.CancelFunc
 		ctx, cancelCap = context.WithTimeoutCause(ctx, x.cfg.MaxTimeout, errCallTimeout)
@@ -552,7 +558,7 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 		defer idle.Stop()
 		sink.activity = func() { idle.Reset(timeout) }
 		timeout = x.cfg.MaxTimeout
-	} else {
+	default:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 		defer cancel()
@@ -560,7 +566,12 @@ func (x *Executor) run(ctx context.Context, req *CallRequest, target *tools.Targ
 	sink.ctx = ctx
 
 	sink.target, sink.call = target, call
-	ts := sink.sink()
+	var ts *tools.Sink
+	if target.Instant() {
+		ts = &sink.ts // no capabilities: it computes, nothing more (tools.OperationSpec.Instant)
+	} else {
+		ts = sink.sink()
+	}
 	res, err = guard(call, "Run", func() (*tools.Result, error) { return target.Tool.Run(ctx, call, ts) })
 	if err != nil && ctx.Err() != nil {
 		err = x.contextError(ctx, timeout, err)

@@ -84,16 +84,17 @@ func askFor(tool string) authorizer {
 
 // fnTool is a tool whose Run is a func field; it counts its runs.
 type fnTool struct {
-	name string
-	run  func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error)
-	fast bool // tools.OperationSpec.Fast
+	name    string
+	run     func(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error)
+	fast    bool // tools.OperationSpec.Fast
+	instant bool // tools.OperationSpec.Instant
 
 	mu   sync.Mutex
 	runs int
 }
 
 func (f *fnTool) Spec() tools.Spec {
-	return tools.Spec{Name: f.name, Source: "builtin", Operations: []tools.OperationSpec{{Name: f.name, Risk: tools.RiskMedium, Schema: []byte(`{"type":"object"}`), Fast: f.fast}}}
+	return tools.Spec{Name: f.name, Source: "builtin", Operations: []tools.OperationSpec{{Name: f.name, Risk: tools.RiskMedium, Schema: []byte(`{"type":"object"}`), Fast: f.fast, Instant: f.instant}}}
 }
 func (f *fnTool) Describe(*tools.Call) tools.Effect { return tools.Effect{Display: f.name} }
 func (f *fnTool) Run(ctx context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
@@ -269,6 +270,44 @@ func TestPanicEndsOnlyTheCall(t *testing.T) {
 			end = x.Run(context.Background(), &executor.CallRequest{CallID: "t", Name: "think", ArgsJSON: `{"thought":"x"}`}, &fakeHost{})
 			if end.Err != nil {
 				t.Fatalf("the next call: %v", end.Err)
+			}
+		})
+	}
+}
+
+// An Instant operation (tools.OperationSpec.Instant) runs without a
+// timeout of its own and with a sink without capabilities: its context
+// (the call's) has no deadline, where a Fast one's ends at the call's
+// timeout, and its sink's fields are nil.
+func TestInstantRunsWithoutTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		fast, instant bool
+		deadline      bool
+	}{
+		{"instant", false, true, false},
+		{"fast", true, false, true},
+		{"plain", false, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var hasDeadline, capable bool
+			tool := &fnTool{name: "op", fast: tt.fast, instant: tt.instant, run: func(ctx context.Context, _ *tools.Call, s *tools.Sink) (*tools.Result, error) {
+				_, hasDeadline = ctx.Deadline()
+				capable = s.ProgressFunc != nil || s.OutputFunc != nil || s.Ask != nil || s.Authorize != nil
+				_ = s.Progress("dropped when nobody watches", 0.5) // never fails, capable or not
+				return &tools.Result{Text: "ran"}, nil
+			}}
+			x := newExecutor(t, executor.Config{Authorizer: authz.AllowAll{}, DefaultTimeout: time.Hour}, tool)
+			defer x.Shutdown(context.Background())
+			end := x.Run(context.Background(), &executor.CallRequest{CallID: "c", Name: "op"}, &fakeHost{})
+			if end.Err != nil || tool.ran() != 1 {
+				t.Fatalf("the call ended %v after %d runs, want OK after 1", end.Err, tool.ran())
+			}
+			if hasDeadline != tt.deadline {
+				t.Fatalf("the tool's context has a deadline: %v, want %v", hasDeadline, tt.deadline)
+			}
+			if capable == tt.instant {
+				t.Fatalf("the tool's sink has capabilities: %v; an Instant operation's has none, others' have them", capable)
 			}
 		})
 	}

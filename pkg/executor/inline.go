@@ -107,6 +107,10 @@ func (w *inlineWatch) forget(c *inlineCall) {
 	w.mu.Unlock()
 }
 
+// fire hands cur off once it has run for the budget. It takes the call
+// from running to handed under w.mu, where the call's end (leave, then its
+// own transition) cannot come between: a call fire hands off is never one
+// that ended meanwhile and was reused (see Attachment.spareCall).
 func (w *inlineWatch) fire() {
 	w.mu.Lock()
 	c := w.cur
@@ -119,8 +123,11 @@ func (w *inlineWatch) fire() {
 		w.cur = nil
 	}
 	w.armed = false
+	handed := c != nil && c.state.CompareAndSwap(inlineRunning, inlineHanded)
 	w.mu.Unlock()
-	c.release()
+	if handed {
+		c.handoff()
+	}
 }
 
 // inlineCall is a call running on the goroutine that received it. held is
@@ -142,11 +149,35 @@ type inlineCall struct {
 	heldBuf [3]events.Event
 }
 
-func newInlineCall(s *session, w *inlineWatch, handoff func()) *inlineCall {
-	c := &inlineCall{s: s, handoff: handoff, watch: w, began: time.Now(), budget: s.x.cfg.InlineBudget}
+// newInlineCall begins a call on the receiver, in spare when not nil (an
+// Instant call's that ended on the receiver: see Attachment.spareCall).
+func newInlineCall(s *session, w *inlineWatch, handoff func(), spare *inlineCall) *inlineCall {
+	c := spare
+	if c == nil {
+		c = &inlineCall{}
+	}
+	c.s, c.handoff, c.watch, c.own = s, handoff, w, nil
+	c.began, c.budget = time.Now(), s.x.cfg.InlineBudget
+	c.state.Store(inlineRunning)
 	c.held = c.heldBuf[:0]
 	w.begin(c, c.budget)
 	return c
+}
+
+// reusable reports whether c may begin another call once this one's End is
+// logged: it ran an Instant operation (whose sink has no capabilities, so
+// nothing of the call can reach c after its End), ended on the receiver,
+// and the shared timer watched it (fire makes its transition under the
+// watch's lock; a timer of its own might still fire). Its events are then
+// cleared for the next call.
+func (c *inlineCall) reusable(instant bool) bool {
+	if c == nil || !instant || c.own != nil || c.state.Load() != inlineDone {
+		return false
+	}
+	clear(c.heldBuf[:])
+	c.held = nil
+	c.handoff = nil
+	return true
 }
 
 // release hands receiving off, once; safe from any goroutine.

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,50 @@ func TestInlineFastCall(t *testing.T) {
 	}
 	if h.n.Load() != 0 {
 		t.Fatalf("handoff called %d times for fast calls", h.n.Load())
+	}
+}
+
+// Instant calls run back to back on one receiver (which reuses a call's
+// inline state once its End is logged) each log exactly their own Start,
+// Executing and End, with their own results; a Fast call between them and
+// a handed-off one change nothing of that.
+func TestInstantCallsBackToBack(t *testing.T) {
+	quick := &fnTool{name: "quick", fast: true}
+	slow := &fnTool{name: "slow"} // not Fast: hands receiving off
+	x := newExecutor(t, executor.Config{InlineBudget: time.Hour}, &tools.Think{}, quick, slow)
+	defer x.Shutdown(context.Background())
+	a, err := x.Open(executor.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h handoffs
+	names := []string{"think", "think", "quick", "think", "slow", "think", "think"}
+	for i, name := range names {
+		id := fmt.Sprintf("c%d", i)
+		args := `{"thought":"thought ` + id + `"}`
+		if name != "think" {
+			args = `{}`
+		}
+		runInline(t, a, &h, &executor.CallRequest{CallID: id, Name: name, ArgsJSON: args})
+		evs := readUntil(t, a, endOf(id))
+		if len(evs) != 3 || evs[0].Start == nil || evs[1].Executing == nil || evs[2].End == nil {
+			t.Fatalf("%s (%s): read %+v; want its Start, Executing and End", id, name, evs)
+		}
+		for _, ev := range evs {
+			if ev.CallID != id {
+				t.Fatalf("%s (%s): an event of %q among its own: %+v", id, name, ev.CallID, evs)
+			}
+		}
+		want := "ran"
+		if name == "think" {
+			want = "thought " + id
+		}
+		if end := evs[2].End; end.Err != nil || end.Result.Text != want {
+			t.Fatalf("%s (%s) ended %v, %+v; want %q", id, name, end.Err, end.Result, want)
+		}
+	}
+	if h.n.Load() != 1 {
+		t.Fatalf("handoff called %d times; want once, for the call that is not Fast", h.n.Load())
 	}
 }
 

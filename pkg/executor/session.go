@@ -104,6 +104,10 @@ type Attachment struct {
 	// watch times the inline budget of the calls run on the stream's
 	// receiver (see inline.go).
 	watch inlineWatch
+	// spareCall is the inline state of an Instant call that ended on the
+	// receiver, for the next call run there (its held events were 480
+	// bytes a call); see inlineCall.reusable.
+	spareCall atomic.Pointer[inlineCall]
 }
 
 // Welcome returns what the stream's Welcome says.
@@ -342,9 +346,13 @@ func (a *Attachment) Start(req *CallRequest) (run func(handoff func()) (handed b
 	req.stdin = &rc.stdin
 	return func(handoff func()) bool {
 		if handoff != nil {
-			req.inline = newInlineCall(s, &a.watch, handoff)
+			req.inline = newInlineCall(s, &a.watch, handoff, a.spareCall.Swap(nil))
 		}
-		return s.run(ctx, rc, req)
+		handed := s.run(ctx, rc, req)
+		if req.inline.reusable(req.instant) {
+			a.spareCall.Store(req.inline)
+		}
+		return handed
 	}, nil
 }
 

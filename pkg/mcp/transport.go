@@ -63,7 +63,7 @@ func (u *upstream) transport(limit *handshakeLimit) (sdk.Transport, *exec.Cmd, e
 		// with toold.
 		procgroup.Own(cmd, true)
 		cmd.WaitDelay = terminateGrace
-		return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cmd, nil
+		return &stdioTransport{cmd: cmd, terminate: terminateGrace}, cmd, nil
 	case mcpconfig.HTTP, mcpconfig.SSE:
 		endpoint := x.expand(c.URL)
 		h := http.Header{}

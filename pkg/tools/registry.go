@@ -30,6 +30,16 @@ type Registry struct {
 	off     []Unavailable     // tools this daemon does not offer, and why
 	// dialects are other agents' tool sets (see Dialect), in order.
 	dialects []*Dialect
+	// dialectNamed indexes the dialects' tools by name and alias, each
+	// name's tools in the order of dialects and of their tools (see
+	// matchDialect).
+	dialectNamed map[string][]dialectRef
+}
+
+// dialectRef is a tool of a registered dialect.
+type dialectRef struct {
+	d  *Dialect
+	dt *DialectTool
 }
 
 // Unavailable is a tool a daemon knows but does not offer, because what it

@@ -40,6 +40,9 @@ type Coercion struct {
 type compiledSchema struct {
 	name string // "tool.operation"
 	raw  map[string]any
+	// flat is the schema's flat form when it has one (see flatSchema):
+	// arguments it accepts need no walk of the compiled schema.
+	flat *flatSchema
 
 	once   sync.Once
 	schema *jsonschema.Schema
@@ -60,7 +63,7 @@ func parseSchema(name string, raw json.RawMessage) (*compiledSchema, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema of %s: not a JSON object", name)
 	}
-	return &compiledSchema{name: name, raw: m}, nil
+	return &compiledSchema{name: name, raw: m, flat: parseFlatSchema(m)}, nil
 }
 
 // compiled returns the compiled schema, compiling it on the first call;
@@ -429,6 +432,9 @@ func (c *compiledSchema) validate(args map[string]any) error {
 		// Only a tool registered without CheckSchemas can get here: a
 		// built-in's schemas are compiled by the package's tests.
 		return errdefs.Wrap(errdefs.ErrInternal, err, "the tool's input schema does not compile: %v", err)
+	}
+	if c.flat != nil && c.flat.accepts(args) {
+		return nil
 	}
 	err = schema.Validate(any(args))
 	if err == nil {

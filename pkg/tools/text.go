@@ -10,6 +10,9 @@ import (
 // one helper for display lines; a tool's Previewer.Preview (a diff of what
 // a call would change) is something else.
 func Clip(s string, n int) string {
+	if clipped(s, n) {
+		return s // nothing to change: no copy (think's Display, every call)
+	}
 	b := make([]rune, 0, min(len(s), n+1))
 	for _, r := range s {
 		if r == '\n' || r == '\r' || r == '\t' {
@@ -43,4 +46,22 @@ func HumanSize(n int64) string {
 		return fmt.Sprintf("%d %ciB", n/div, "KMGTPE"[exp])
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// clipped reports whether Clip(s, n) is s itself: valid UTF-8 of at most n
+// runes, none of them a newline, carriage return or tab.
+func clipped(s string, n int) bool {
+	runes := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\n' || r == '\r' || r == '\t' {
+			return false
+		}
+		runes++
+		if runes > n {
+			return false
+		}
+		i += size
+	}
+	return true
 }

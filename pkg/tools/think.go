@@ -32,7 +32,7 @@ func (*Think) Spec() Spec {
 			Description: "Record a thought.",
 			Risk:        RiskLow,
 			Schema:      thinkSchema,
-			Fast:        true,
+			Instant:     true,
 		}},
 	}
 }

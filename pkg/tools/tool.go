@@ -83,11 +83,28 @@ type OperationSpec struct {
 	// slower to be cancelled: after a millisecond the stream receives on
 	// another goroutine again. Say nothing (false) when unsure.
 	Fast bool
+	// Instant says more than Fast: Run computes its result from the call's
+	// arguments alone — no I/O at all, no waiting, no lock — so it returns
+	// within microseconds whatever the arguments (think). Instant implies
+	// Fast. The executor then gives the call no timeout of its own: a
+	// timeout could never fire before Run returned, and arming and
+	// stopping its timer was a tenth of the executor's CPU on a no-op call.
+	// The call's context still ends when the call is canceled or its
+	// stream gives it up. Its Sink has no capabilities (every field nil:
+	// progress and output are dropped, nobody can be asked): an Instant
+	// operation only computes. Say nothing (false) when unsure.
+	Instant bool
 }
 
 // Fast reports whether the resolved operation is Fast (see
-// OperationSpec.Fast).
-func (t *Target) Fast() bool { return t != nil && t.op != nil && t.op.spec.Fast }
+// OperationSpec.Fast), which an Instant one is.
+func (t *Target) Fast() bool {
+	return t != nil && t.op != nil && (t.op.spec.Fast || t.op.spec.Instant)
+}
+
+// Instant reports whether the resolved operation is Instant (see
+// OperationSpec.Instant).
+func (t *Target) Instant() bool { return t != nil && t.op != nil && t.op.spec.Instant }
 
 // Call is one resolved, validated invocation.
 type Call struct {
