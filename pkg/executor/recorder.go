@@ -61,6 +61,7 @@ type recorder struct {
 	queue    []func()
 	spare    []func()
 	first    time.Time   // when queue's first job was queued
+	due      time.Time   // when the armed timer fires (see add)
 	timer    *time.Timer // runs drain; armed while a batch lingers
 	armed    bool
 	draining bool   // a goroutine runs the queue (only one at a time: order)
@@ -107,8 +108,17 @@ func (r *recorder) add(job func()) {
 		}
 		// Within a linger of this record, unless the first waited
 		// long enough already: the deadline only ever moves later, and
-		// moving a pending timer later wakes nothing.
-		r.armLocked(max(min(r.linger, r.first.Add(recorderWait*r.linger).Sub(now)), 0))
+		// moving a pending timer later wakes nothing. It is moved once
+		// it is a quarter linger short, not for every record (64
+		// concurrent calls would take turns at the timer).
+		due := now.Add(r.linger)
+		if last := r.first.Add(recorderWait * r.linger); last.Before(due) {
+			due = last
+		}
+		if !r.armed || due.Sub(r.due) >= r.linger/4 || due.Before(r.due) {
+			r.due = due
+			r.armLocked(max(due.Sub(now), 0))
+		}
 	}
 	r.mu.Unlock()
 }
