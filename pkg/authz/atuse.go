@@ -335,17 +335,18 @@ func (m *SensitiveMatcher) buildIndex() (map[fileKey]string, bool) {
 			if err != nil || !d.Type().IsRegular() {
 				return nil
 			}
+			if _, ok := m.Match(p); !ok {
+				return nil
+			}
+			// Every sensitive file is indexed, whatever its link count
+			// now: a hard link to it may have been opened (two links)
+			// and removed again (one) before this build looks, and the
+			// opened file must still be known for what it is.
 			fi, err := d.Info()
 			if err != nil {
 				return nil
 			}
-			// A sensitive file with another name has more than one
-			// link itself; only those are indexed.
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok || st.Nlink <= 1 {
-				return nil
-			}
-			if _, ok := m.Match(p); ok {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				k := fileKey{st.Dev, st.Ino}
 				if _, dup := ids[k]; !dup {
 					ids[k] = p

@@ -165,3 +165,40 @@ func BenchmarkSensitiveIndex(b *testing.B) {
 		}
 	})
 }
+
+// A hard link to a sensitive file, opened (two links) and removed again
+// before the index is built (one link): the opened file is still known for
+// what it is. The index once held multi-linked files only, so it missed
+// the file whose other link had gone by the time it looked.
+func TestSensitiveFileIndexLinkGone(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, home := base+"/ws", base+"/home"
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ws+"/.env", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewSensitiveMatcher(ws, home, DefaultSensitive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(ws+"/.env", ws+"/a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(ws+"/a.txt", &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(ws + "/a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	o := Opened{Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Regular: true, Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec)}
+	err = m.CheckOpened(&Use{Abs: ws + "/a.txt", Given: "a.txt"}, o)
+	if !errors.Is(err, errdefs.ErrDenied) {
+		t.Fatalf("a.txt (a link to .env, since removed): %v", err)
+	}
+}

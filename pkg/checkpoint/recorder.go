@@ -47,10 +47,15 @@ type Config struct {
 	// StoreDir is where contents are kept (removed and created again by
 	// New: records live as long as the Recorder).
 	StoreDir string
-	// MaxBytes bounds the store: when the contents it holds come to more,
-	// the oldest records are dropped, whatever their conversation, until
-	// they fit (default 1 GiB). The current workspace's own contents are
-	// never dropped: the bound should exceed the workspace's size.
+	// MaxBytes bounds the store: when the contents it holds and the
+	// records themselves (recordSize: about 200 bytes and the path for
+	// each change, held in memory) come to more, the oldest records are
+	// dropped, whatever their conversation, until they fit (default
+	// 1 GiB). Counting the records bounds a store whose changes hold no new
+	// contents (directories, renames, modes, contents already kept), which
+	// MaxCalls bounds only per conversation. The current workspace's own
+	// contents are never dropped: the bound should exceed the workspace's
+	// size.
 	MaxBytes int64
 	// MaxFileBytes is the largest file whose content is kept (default
 	// 16 MiB); a change to a larger file is recorded but cannot be
@@ -121,6 +126,7 @@ type Recorder struct {
 	pending  []pending         // changes not yet claimed
 	open     []*window         // running calls
 	calls    []*Call           // ended, oldest first
+	meta     int64             // recordSize of calls, summed
 	dropped  map[string]uint64 // conversation → the newest seq dropped
 	seq      uint64
 	closed   bool
@@ -321,6 +327,7 @@ func (r *Recorder) end(w *window) {
 	slices.SortFunc(c.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	r.settle()
 	r.calls = append(r.calls, c)
+	r.meta += recordSize(c)
 	r.bound(c.Conversation)
 }
 
@@ -467,7 +474,7 @@ func (r *Recorder) bound(conv string) {
 		}
 		i++
 	}
-	for r.blobs.bytes > r.cfg.MaxBytes && len(r.calls) > 0 {
+	for r.blobs.bytes+r.meta > r.cfg.MaxBytes && len(r.calls) > 0 {
 		r.drop(0)
 		r.blobs.sweep()
 	}
@@ -482,7 +489,24 @@ func (r *Recorder) drop(i int) {
 	if c.Seq > r.dropped[c.Conversation] {
 		r.dropped[c.Conversation] = c.Seq
 	}
+	r.meta -= recordSize(c)
 	r.calls = slices.Delete(r.calls, i, i+1)
+}
+
+// What a record holds in memory besides its strings, about: the Call, and
+// a Change with its two States.
+const (
+	callOverhead   = 128
+	changeOverhead = 160
+)
+
+// recordSize is what a record counts against Config.MaxBytes.
+func recordSize(c *Call) int64 {
+	n := int64(callOverhead + len(c.Conversation) + len(c.CallID))
+	for _, ch := range c.Changes {
+		n += int64(changeOverhead + len(ch.Path) + len(ch.Before.Hash) + len(ch.Before.Target) + len(ch.After.Hash) + len(ch.After.Target))
+	}
+	return n
 }
 
 // Calls returns the records of conversation's calls, oldest first: every

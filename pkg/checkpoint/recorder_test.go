@@ -225,3 +225,32 @@ func TestStoreInWorkspace(t *testing.T) {
 		t.Fatalf("changes %+v", calls[0].Changes)
 	}
 }
+
+// Records count against max_bytes too: calls whose changes hold no new
+// contents (here a mode flipped back and forth), spread over many
+// conversations so that max_calls never drops one, do not accumulate
+// without bound.
+func TestBoundsRecordsWithoutContents(t *testing.T) {
+	ws := t.TempDir()
+	f := filepath.Join(ws, "f.sh")
+	write(t, f, "x")
+	const maxBytes = 32 << 10
+	r := newRecorder(t, ws, checkpoint.Config{MaxBytes: maxBytes})
+	const n = 1000
+	for i := range n {
+		call(r, fmt.Sprint("c", i%50), fmt.Sprint(i), nil, func() { must(t, os.Chmod(f, os.FileMode(0o644|(i%2)*0o111))) })
+	}
+	st := r.Stats()
+	// A record of one change to a kept file is a few hundred bytes.
+	if st.Calls == 0 || st.Calls > maxBytes/200 {
+		t.Fatalf("%d records kept of %d content-free calls under a %d-byte bound (contents %d bytes)", st.Calls, n, maxBytes, st.Bytes)
+	}
+	last := fmt.Sprint(n - 1)
+	calls, err := r.Calls(context.Background(), fmt.Sprint("c", (n-1)%50), last)
+	if err != nil || len(calls) != 1 || len(calls[0].Changes) != 1 {
+		t.Fatalf("the newest record: %+v %v", calls, err)
+	}
+	if _, err := r.Calls(context.Background(), "c0", "0"); !errors.Is(err, checkpoint.ErrDropped) {
+		t.Fatalf("the oldest record: %v, want ErrDropped", err)
+	}
+}

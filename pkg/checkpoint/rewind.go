@@ -218,6 +218,7 @@ func (r *Recorder) Rewind(ctx context.Context, conversation, callID string, opts
 					r.blobs.unref(ch.Before)
 					r.blobs.unref(ch.After)
 				}
+				r.meta -= recordSize(c)
 				r.calls = slices.Delete(r.calls, i, i+1)
 			}
 		}

@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	pb "github.com/toold/toold/gen/toold/v1"
 	"github.com/toold/toold/pkg/config"
 	"github.com/toold/toold/pkg/daemon/daemontest"
@@ -72,8 +75,9 @@ func BenchmarkCallObserved(b *testing.B) {
 }
 
 // BenchmarkCallRate64 is row 2 of toolbench at concurrency 64 in one
-// process: 64 streams each making think calls back to back through a real
-// daemon with the defaults (audit log and history on). Run it with
+// process: 64 streams, each on a connection of its own as in row 2 (one
+// agent, one connection), each making think calls back to back through a
+// real daemon with the defaults (audit log and history on). Run it with
 // -mutexprofile and -blockprofile to find what serializes calls.
 func BenchmarkCallRate64(b *testing.B) {
 	d := daemontest.Start(b)
@@ -82,7 +86,13 @@ func BenchmarkCallRate64(b *testing.B) {
 	b.SetParallelism(32) // 64 goroutines on 2 cores
 	var streams atomic.Int64
 	b.RunParallel(func(p *testing.PB) {
-		s, err := d.Client.ExecuteTool(ctx)
+		conn, err := grpc.NewClient("unix://"+d.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close()
+		s, err := pb.NewToolServiceClient(conn).ExecuteTool(ctx)
 		if err != nil {
 			b.Error(err)
 			return

@@ -390,3 +390,66 @@ func TestLogAdopt(t *testing.T) {
 		t.Fatalf("Adopt on a closed log: %v", err)
 	}
 }
+
+// filled is a buffer of the output pool holding n bytes of c.
+func filled(c byte, n int) []byte {
+	p := tools.OutputBuffer()[:n]
+	for i := range p {
+		p[i] = c
+	}
+	return p
+}
+
+// The adopted buffers' edges: an Adopt whose context ends while it waits
+// for room gives up its piece (its buffer back in the pool) and leaves no
+// event; a log closed with adopted chunks unread keeps them intact for the
+// reader however much the pool is used meanwhile; a reader resuming
+// before them replays them intact.
+func TestLogAdoptEdges(t *testing.T) {
+	const maxChunk = tools.OutputBufferSize
+	l := events.NewLog(events.LogConfig{MaxChunk: maxChunk, MaxUnreadOutput: 2 * maxChunk})
+	must(t, l.Adopt(context.Background(), "a", tools.Stdout, filled('a', maxChunk)))
+	must(t, l.Adopt(context.Background(), "a", tools.Stdout, filled('b', maxChunk)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Adopt(ctx, "a", tools.Stdout, filled('x', maxChunk)) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Adopt waiting for room, its context canceled: %v", err)
+	}
+	l.Close()
+	// The pool is used hard meanwhile: the canceled piece's buffer (back
+	// in it) and others are written over.
+	var held [][]byte
+	for range 64 {
+		held = append(held, filled('z', maxChunk))
+	}
+	for _, p := range held {
+		tools.FreeBuffer(p)
+	}
+	check := func(evs []events.Event) {
+		t.Helper()
+		if len(evs) != 2 {
+			t.Fatalf("%d events, want the 2 adopted chunks", len(evs))
+		}
+		for i, ev := range evs {
+			o := ev.Progress.Output
+			want := strings.Repeat(string(rune('a'+i)), maxChunk)
+			if o.Offset != uint64(i*maxChunk) || string(o.Data) != want {
+				t.Fatalf("chunk %d at offset %d: %d bytes, not the %c it was given (%q…)", i, o.Offset, len(o.Data), 'a'+i, o.Data[:min(16, len(o.Data))])
+			}
+		}
+	}
+	evs, err := l.Read(context.Background(), nil, 0, 0)
+	must(t, err)
+	check(evs)
+	if l.Rewind(0) != 1 {
+		t.Fatal("rewind to the start")
+	}
+	evs, err = l.Read(context.Background(), nil, 0, 0)
+	must(t, err)
+	check(evs)
+	if _, err := l.Read(context.Background(), nil, 0, 0); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("read past the end of a closed log: %v", err)
+	}
+}

@@ -193,6 +193,11 @@ func (x *Executor) execute(ctx context.Context, req *CallRequest, host Host) (*e
 		req.instant = target.Instant()
 		start.Tool, start.Operation, start.Risk = target.ToolName, target.Operation, target.Risk
 	}
+	if !req.instant {
+		// On the receiver, the budget is timed from here (inline.go);
+		// an Instant operation cannot wait and needs no timer.
+		req.inline.timeBudget()
+	}
 	if err == nil {
 		effect, err = guard(call, "Describe", func() (tools.Effect, error) { return target.Tool.Describe(call), nil })
 		if effect.Risk != tools.RiskUnknown {

@@ -46,17 +46,20 @@ const (
 )
 
 // inlineWatch is the inline budget's timer of one stream's receiver (its
-// Attachment): one timer for all its calls, re-armed lazily, instead of one
-// armed and stopped per call. At most one call runs on the receiver at a
-// time (the next one is received only after it ended or handed off), so
-// cur is that call. When the timer fires it hands cur off if cur has run
-// for the budget, re-arms for the rest of cur's budget if it has not, and
-// stays unarmed when no call runs; a call that starts while the timer is
-// armed leaves it be (the timer fires at or before the new call's budget
-// and then re-arms for the rest). So a stream whose calls follow each other
-// arms the timer about once a budget, not once a call, and every call is
-// still handed off once it has run for the budget, as from a timer of its
-// own.
+// Attachment): one timer for all its calls. At most one call runs on the
+// receiver at a time (the next one is received only after it ended or
+// handed off), so cur is that call.
+//
+// The timer costs nothing on a call that ends before it could matter: it
+// is armed only for a call that needs a budget (timed: not an Instant
+// operation, which computes from its arguments alone and cannot wait; see
+// inlineCall.timeBudget), once the call is known to be one, for the rest of
+// its budget; and stopped when the call leaves the receiver. A Fast call
+// that ends within its budget sets and stops a timer (no goroutine, no
+// wake-up); only a call still running when its budget is over gets the
+// timer's goroutine, which hands it off. When the timer fires for a call
+// that is not cur's (it left and the next began), fire re-arms for the
+// rest of cur's budget, or stays unarmed.
 type inlineWatch struct {
 	mu    sync.Mutex
 	cur   *inlineCall // the call running on the receiver, or nil
@@ -64,45 +67,59 @@ type inlineWatch struct {
 	timer *time.Timer
 }
 
-// begin makes c the receiver's call and arms the timer if it is not. A
-// call begun while another runs on a receiver of the same Attachment (two
-// receivers: not a stream's shape, but Start allows it) gets a timer of
-// its own.
-func (w *inlineWatch) begin(c *inlineCall, budget time.Duration) {
+// begin makes c the receiver's call; nothing is armed yet (see
+// inlineCall.timeBudget). A call begun while another runs on a receiver of the
+// same Attachment (two receivers: not a stream's shape, but Start allows
+// it) is alone: it gets a timer of its own if it is timed.
+func (w *inlineWatch) begin(c *inlineCall) {
 	w.mu.Lock()
 	if w.cur != nil {
-		w.mu.Unlock()
-		c.own = time.AfterFunc(budget, c.release)
-		return
+		c.alone = true
+	} else {
+		w.cur = c
 	}
-	w.cur = c
-	if !w.armed {
+	w.mu.Unlock()
+}
+
+// arm arms the timer for the rest of c's budget, c being cur (see
+// inlineCall.timeBudget).
+func (w *inlineWatch) arm(c *inlineCall) {
+	w.mu.Lock()
+	if w.cur == c {
+		c.timed = true
+		left := max(c.budget-time.Since(c.began), 0)
 		w.armed = true
 		if w.timer == nil {
-			w.timer = time.AfterFunc(budget, w.fire)
+			w.timer = time.AfterFunc(left, w.fire)
 		} else {
-			w.timer.Reset(budget)
+			w.timer.Reset(left)
 		}
 	}
 	w.mu.Unlock()
 }
 
-// leave forgets c, which ended; the call's goroutine only. The shared
-// timer stays as it is.
+// leave forgets c, which ended; the call's goroutine only. The timer, when
+// armed for it, is stopped.
 func (w *inlineWatch) leave(c *inlineCall) {
-	if c.own != nil {
-		c.own.Stop()
+	if c.alone {
+		if c.own != nil {
+			c.own.Stop()
+		}
 		return
 	}
 	w.forget(c)
 }
 
 // forget clears c from the receiver's place, if it is there: it ended or
-// was handed off.
+// was handed off. An armed timer is stopped (a fire already under way
+// finds no call, or the next one's, and sees to it).
 func (w *inlineWatch) forget(c *inlineCall) {
 	w.mu.Lock()
 	if w.cur == c {
 		w.cur = nil
+		if w.armed && w.timer.Stop() {
+			w.armed = false
+		}
 	}
 	w.mu.Unlock()
 }
@@ -114,6 +131,9 @@ func (w *inlineWatch) forget(c *inlineCall) {
 func (w *inlineWatch) fire() {
 	w.mu.Lock()
 	c := w.cur
+	if c != nil && !c.timed {
+		c = nil // an untimed call began after the one this fire was for
+	}
 	if c != nil {
 		if left := c.budget - time.Since(c.began); left > 0 {
 			w.timer.Reset(left)
@@ -137,7 +157,9 @@ type inlineCall struct {
 	state   atomic.Int32
 	handoff func()
 	watch   *inlineWatch
-	own     *time.Timer // see inlineWatch.begin
+	own     *time.Timer // an alone call's timer (see inlineWatch.begin)
+	alone   bool        // see inlineWatch.begin
+	timed   bool        // the budget is being timed (see inlineCall.timeBudget)
 	began   time.Time
 	budget  time.Duration
 	// held are the call's events not yet in the log: while the call runs
@@ -156,22 +178,41 @@ func newInlineCall(s *session, w *inlineWatch, handoff func(), spare *inlineCall
 	if c == nil {
 		c = &inlineCall{}
 	}
-	c.s, c.handoff, c.watch, c.own = s, handoff, w, nil
+	c.s, c.handoff, c.watch, c.own, c.alone, c.timed = s, handoff, w, nil, false, false
 	c.began, c.budget = time.Now(), s.x.cfg.InlineBudget
 	c.state.Store(inlineRunning)
 	c.held = c.heldBuf[:0]
-	w.begin(c, c.budget)
+	w.begin(c)
 	return c
+}
+
+// timeBudget starts timing the call's budget (from its beginning): the executor
+// calls it once the call resolved to an operation that is not Instant (or
+// did not resolve). Until then the call only decodes and resolves its
+// arguments, which computes and cannot wait; an Instant operation is never
+// timed (tools.OperationSpec.Instant), so a stream of think calls arms no
+// timer at all.
+func (c *inlineCall) timeBudget() {
+	if c == nil || c.state.Load() != inlineRunning {
+		return
+	}
+	if c.alone {
+		if c.own == nil {
+			c.own = time.AfterFunc(max(c.budget-time.Since(c.began), 0), c.release)
+		}
+		return
+	}
+	c.watch.arm(c)
 }
 
 // reusable reports whether c may begin another call once this one's End is
 // logged: it ran an Instant operation (whose sink has no capabilities, so
 // nothing of the call can reach c after its End), ended on the receiver,
-// and the shared timer watched it (fire makes its transition under the
-// watch's lock; a timer of its own might still fire). Its events are then
-// cleared for the next call.
+// and was the watch's cur (fire makes its transition under the watch's
+// lock; a timer of its own might still fire). Its events are then cleared
+// for the next call.
 func (c *inlineCall) reusable(instant bool) bool {
-	if c == nil || !instant || c.own != nil || c.state.Load() != inlineDone {
+	if c == nil || !instant || c.alone || c.state.Load() != inlineDone {
 		return false
 	}
 	clear(c.heldBuf[:])

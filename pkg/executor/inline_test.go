@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -310,5 +311,47 @@ func TestInlineBudgetSharedTimer(t *testing.T) {
 	}
 	if h1.n.Load() != 1 || h2.n.Load() != 1 {
 		t.Fatalf("handoffs %d and %d; want one each", h1.n.Load(), h2.n.Load())
+	}
+}
+
+// The inline budget's timer costs nothing on a call that cannot need it:
+// an Instant call never arms it, and a Fast call that ends within its
+// budget stops it as it leaves the receiver, so no timer fires between
+// calls (a fire is a goroutine and a wake-up). While a Fast call runs the
+// timer is armed (TestInlineBudgetSharedTimer: it still hands off).
+func TestInlineTimerOnlyWhenTimed(t *testing.T) {
+	var a *executor.Attachment
+	armedInRun := map[string]bool{}
+	var mu sync.Mutex
+	record := func(name string) func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+		return func(context.Context, *tools.Call, *tools.Sink) (*tools.Result, error) {
+			mu.Lock()
+			armedInRun[name] = a.InlineTimerArmed()
+			mu.Unlock()
+			return &tools.Result{Text: name}, nil
+		}
+	}
+	instant := &fnTool{name: "instant", fast: true, instant: true, run: record("instant")}
+	quick := &fnTool{name: "quick", fast: true, run: record("quick")}
+	x := newExecutor(t, executor.Config{InlineBudget: time.Hour}, instant, quick)
+	defer x.Shutdown(context.Background())
+	var err error
+	if a, err = x.Open(executor.OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var h handoffs
+	for i, name := range []string{"instant", "quick", "instant", "quick", "quick", "instant"} {
+		if runInline(t, a, &h, &executor.CallRequest{CallID: fmt.Sprint("c", i), Name: name, ArgsJSON: `{}`}) {
+			t.Fatalf("call %d (%s) handed off", i, name)
+		}
+		mu.Lock()
+		armed := armedInRun[name]
+		mu.Unlock()
+		if want := name == "quick"; armed != want {
+			t.Fatalf("call %d (%s): timer armed while it ran = %v, want %v", i, name, armed, want)
+		}
+		if a.InlineTimerArmed() {
+			t.Fatalf("call %d (%s) ended and left the timer armed", i, name)
+		}
 	}
 }

@@ -362,7 +362,9 @@ func outcome(end *events.End) (outcome, code string) {
 // result), last. The recorder runs it (recorder.go).
 func (x *Executor) recordEnd(ctx context.Context, req *CallRequest, start *events.Start, end *events.End, o *callObs, withAudit bool) {
 	ob := x.cfg.Observe
-	o.argsLate()
+	if ob.History != nil { // the row stores them; auditEnd makes them itself
+		o.argsLate()
+	}
 	outcome, code := outcome(end)
 	ob.Metrics.CallEnded(ctx, start.Tool, start.Operation, outcome, code, end.Duration)
 	summary := ""

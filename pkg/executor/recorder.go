@@ -12,8 +12,14 @@ import (
 // records of a call that had no effect (its decision, call.start and
 // call.end) — runs after the call's End has gone to the client, on no
 // call's path: the call queues it in the Executor's recorder, which runs
-// the queue in batches DefaultRecordLinger after the first record of a
-// batch was queued, on whatever processor the runtime picks. Run on the
+// the queue in batches, on whatever processor the runtime picks: when
+// recorderBatch records are queued, when none was queued for
+// DefaultRecordLinger (the queue went idle), and at the latest
+// recorderWait lingers after the first record of a batch. So while calls
+// flow the recorder runs once per recorderBatch calls, with no timer
+// firing in between (the timer is pushed back by each record, which costs
+// no wake-up; a timer that fired every linger while calls flowed was a
+// goroutine and a thread's wake-up about every millisecond). Run on the
 // call's goroutine, right after the End was logged, these records ran
 // before gRPC wrote the End (gRPC's writer yields once before a small
 // write, and the receiver, runnable with its records, took that moment).
@@ -27,16 +33,24 @@ import (
 // memory). FlushRecords runs the queue at once and waits for it; the
 // daemon flushes before a history query, an audit tail or verify, and
 // Shutdown flushes after the last call ended, so nothing is lost to an
-// orderly stop. A crash loses what is queued (at most one linger's worth
-// more than the audit log's own queue, docs/audit.md).
+// orderly stop. A crash loses what is queued (at most recorderBatch calls'
+// or recorderWait lingers' worth more than the audit log's own queue,
+// docs/audit.md).
 
-// DefaultRecordLinger is how long the first record of a batch waits for
-// others before the recorder runs them, unless Config.RecordLinger says
-// otherwise.
+// DefaultRecordLinger is how long the recorder waits for another record
+// before it runs those queued, unless Config.RecordLinger says otherwise.
 const DefaultRecordLinger = time.Millisecond
 
 // recorderMax bounds the records waiting for the recorder.
 const recorderMax = 4096
+
+// recorderBatch is how many queued records the recorder runs without
+// waiting for the queue to go idle; recorderWait is how many lingers the
+// first record of a batch waits at most.
+const (
+	recorderBatch = 64
+	recorderWait  = 16
+)
 
 // recorder runs queued record jobs in order, one batch at a time.
 type recorder struct {
@@ -46,6 +60,8 @@ type recorder struct {
 	mu       sync.Mutex
 	queue    []func()
 	spare    []func()
+	first    time.Time   // when queue's first job was queued
+	due      time.Time   // when the armed timer fires (see add)
 	timer    *time.Timer // runs drain; armed while a batch lingers
 	armed    bool
 	draining bool   // a goroutine runs the queue (only one at a time: order)
@@ -75,19 +91,53 @@ func (r *recorder) add(job func()) {
 	}
 	r.queue = append(r.queue, job)
 	r.queued++
-	r.armLocked(r.linger)
+	switch {
+	case r.draining:
+		// The drain takes it before it stops.
+	case len(r.queue) >= recorderBatch:
+		r.draining = true
+		if r.armed {
+			r.armed = false
+			r.timer.Stop()
+		}
+		go r.drain()
+	default:
+		now := time.Now()
+		if len(r.queue) == 1 {
+			r.first = now
+		}
+		// Within a linger of this record, unless the first waited
+		// long enough already: the deadline only ever moves later, and
+		// moving a pending timer later wakes nothing. It is moved once
+		// it is a quarter linger short, not for every record (64
+		// concurrent calls would take turns at the timer).
+		due := now.Add(r.linger)
+		if last := r.first.Add(recorderWait * r.linger); last.Before(due) {
+			due = last
+		}
+		if !r.armed || due.Sub(r.due) >= r.linger/4 || due.Before(r.due) {
+			r.due = due
+			r.armLocked(max(due.Sub(now), 0))
+		}
+	}
 	r.mu.Unlock()
 }
 
-// armLocked makes sure a drain runs within d: the timer is armed unless a
-// drain runs (it takes what is queued before it stops) or one is armed
-// already (d 0 re-arms it to fire at once).
+// armLocked makes the drain run in d (unless one runs: it takes what is
+// queued before it stops).
 func (r *recorder) armLocked(d time.Duration) {
-	if r.draining || (r.armed && d != 0) {
+	if r.draining {
 		return
 	}
 	r.armed = true
 	r.timer.Reset(d)
+}
+
+// drain runs the queue; its goroutine was started with r.draining set.
+func (r *recorder) drain() {
+	r.mu.Lock()
+	r.drainLocked()
+	r.mu.Unlock()
 }
 
 // fire is the timer's: it runs the queue unless a drain already does.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/pkg/testenv"
 )
 
 // The recorder's queue is bounded: a job that finds it full waits until
@@ -119,4 +122,33 @@ func TestRecorderConcurrentOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While records flow the recorder runs them at its batch boundary, not on
+// a timer: with a linger never reached, recorderBatch queued records run at
+// once, and the next one waits for the linger (or a flush). With a short
+// linger a lone record runs once the queue stays idle for it.
+func TestRecorderBatchBoundary(t *testing.T) {
+	r := newRecorder(time.Hour, recorderMax)
+	var ran atomic.Int64
+	for range recorderBatch - 1 {
+		r.add(func() { ran.Add(1) })
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d records ran before the batch was full or the linger passed", n)
+	}
+	r.add(func() { ran.Add(1) })
+	testenv.Poll(t, time.Minute, "a full batch to run", func() bool { return ran.Load() == recorderBatch })
+	r.add(func() { ran.Add(1) })
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != recorderBatch+1 {
+		t.Fatalf("after the flush %d records ran, want %d", n, recorderBatch+1)
+	}
+
+	idle := newRecorder(time.Millisecond, recorderMax)
+	var lone atomic.Bool
+	idle.add(func() { lone.Store(true) })
+	testenv.Poll(t, time.Minute, "a lone record to run once the queue went idle", lone.Load)
 }

@@ -286,6 +286,12 @@ func fraction(n progressNote) float64 {
 	return -1
 }
 
+// codeRejected is the code of the go-sdk's jsonrpc2.ErrRejected ("rejected
+// by transport"), which its transports wrap, together with the reason,
+// around a request they could not send (internal to the SDK, so not
+// importable).
+const codeRejected = -32005
+
 // callError classifies a failed CallTool. ctx is the call's own context,
 // whose cause says why toold ended it; when the executor's context ended,
 // the executor reports that instead.
@@ -309,6 +315,12 @@ func (t *Tool) callError(ctx context.Context, err error, idle time.Duration) err
 		return errdefs.Wrap(errdefs.ErrUnavailable, err, "MCP server %s is not authorized: %s", server, msg)
 	}
 	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeRejected {
+		// Not the server's answer: the SDK's transport could not deliver
+		// the request (the connection failed, a header could not be set).
+		// The reason is in the errors it wrapped, not in we.Message.
+		return errdefs.Wrap(errdefs.ErrUnavailable, err, "the call did not reach MCP server %s: %s", server, tools.Clip(err.Error(), 1000))
+	}
 	if errors.As(err, &we) {
 		switch we.Code {
 		case jsonrpc.CodeInvalidParams:

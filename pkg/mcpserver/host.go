@@ -117,7 +117,8 @@ func (h *host) Output(ctx context.Context, _ string, s tools.Stream, p []byte) e
 	if len(p) == 0 {
 		return nil
 	}
-	text := string(p)
+	// Only what is shown is converted (a chunk is up to 256 KiB).
+	text := string(p[:min(len(p), outputPreview+1)])
 	if len(text) > outputPreview {
 		text = text[:outputPreview]
 		for !utf8.ValidString(text) {

@@ -554,3 +554,80 @@ func TestHTTPHandlerLoopbackNamesAreOneOrigin(t *testing.T) {
 		}
 	}
 }
+
+// The MCP server's host shows an adopted output buffer (tools.Sink.Adopt,
+// as run_command's stdout comes) as a progress message and frees it: four
+// calls at once, each adopting buffers filled with its own letter, get
+// progress messages of their letter only — a buffer freed before its text
+// was taken would show another call's bytes.
+func TestAdoptedOutputShownAsProgress(t *testing.T) {
+	reg := tools.NewRegistry()
+	err := reg.Register(&fakeTool{spec: tools.Spec{Name: "adopter", Source: "builtin", Operations: []tools.OperationSpec{{Name: "adopter", Risk: tools.RiskLow,
+		Schema: json.RawMessage(`{"type":"object","properties":{"letter":{"type":"string"}},"required":["letter"]}`)}}},
+		run: func(_ context.Context, c *tools.Call, s *tools.Sink) (*tools.Result, error) {
+			letter := c.Args["letter"].(string)[0]
+			for range 8 {
+				p := tools.OutputBuffer()[:tools.OutputBufferSize]
+				for i := range p {
+					p[i] = letter
+				}
+				if err := s.Adopt(tools.Stdout, p); err != nil {
+					return nil, err
+				}
+			}
+			return &tools.Result{Text: "done"}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := executor.New(executor.Config{Registry: reg, Authorizer: authz.AllowAll{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(mcpserver.Options{Executor: x, Registry: reg, Version: "test"})
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	got := map[any][]string{}
+	cs := connect(t, srv, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got[r.Params.ProgressToken] = append(got[r.Params.ProgressToken], r.Params.Message)
+		mu.Unlock()
+	}})
+	letters := "WXYZ"
+	var wg sync.WaitGroup
+	for _, l := range letters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "adopter", Arguments: map[string]any{"letter": string(l)}, Meta: sdk.Meta{"progressToken": string(l)}})
+			if err != nil || res.IsError {
+				t.Errorf("call %c: %v %v", l, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	n := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		m := 0
+		for _, msgs := range got {
+			m += len(msgs)
+		}
+		return m
+	}
+	testenv.Poll(t, 10*time.Second, "32 progress notifications", func() bool { return n() >= 32 })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range letters {
+		msgs := got[string(l)]
+		if len(msgs) != 8 {
+			t.Errorf("call %c: %d progress messages, want 8", l, len(msgs))
+		}
+		want := "[stdout] " + strings.Repeat(string(l), 1024) + "…"
+		for i, m := range msgs {
+			if m != want {
+				t.Errorf("call %c message %d: %.40q…, want its own letter only", l, i, m)
+			}
+		}
+	}
+}

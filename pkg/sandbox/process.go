@@ -152,6 +152,9 @@ type Process struct {
 	// reaped, for a direct helper, is closed once it is reaped too (see
 	// Reaped).
 	reaped chan struct{}
+	// sweep kills the helper's tree should the helper not stop it in
+	// time; nil for a helper that has none.
+	sweep *sweeper
 	// In a cgroup.
 	cgroupDir string
 	stopOnce  sync.Once
@@ -266,8 +269,20 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		// A shim's tree outlives the daemon.
 		dieWithDaemon(cmd, &spec)
 	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = spec.Grace + helperMargin
+	// Asked to stop, the helper stops the tree; one that has not after
+	// the grace period and a margin is swept with its tree (sweeper), and
+	// WaitDelay kills it for good should the sweep itself not end it.
+	sw := &sweeper{}
+	reap := func() error {
+		procgroup.Exited(cmd.Process)
+		sw.exited()
+		return cmd.Wait()
+	}
+	cmd.Cancel = func() error {
+		sw.arm(cmd.Process.Pid, spec.Grace+helperMargin)
+		return cmd.Process.Signal(syscall.SIGTERM)
+	}
+	cmd.WaitDelay = spec.Grace + 2*helperMargin
 	if s := stdio.Slot; s != nil {
 		if fd := s.cgroupFD(); fd >= 0 {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
@@ -300,7 +315,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		specW.Close()
 		cancel()
-		_ = cmd.Wait()
+		_ = reap()
 		statR.Close()
 		if err := ctx.Err(); err != nil {
 			return nil, nil, fmt.Errorf("starting the command helper %s: %w", path, context.Cause(ctx))
@@ -310,14 +325,14 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Started == nil && first.Error == "") {
 		specW.Close()
 		cancel()
-		werr := cmd.Wait()
+		werr := reap()
 		statR.Close()
 		return nil, nil, fmt.Errorf("%w: %s exited (%v) without answering; a binary that embeds toold must call sandbox.RunHelperIfRequested first in main (and in TestMain)", ErrNotHelper, path, werr)
 	}
 	if first.Error != "" {
 		specW.Close()
 		cancel()
-		_ = cmd.Wait()
+		_ = reap()
 		statR.Close()
 		return nil, nil, &StartError{Msg: first.Error}
 	}
@@ -331,7 +346,7 @@ func (r Runner) start(ctx context.Context, spec Spec, stdio Stdio, guard bool) (
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
-	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct}
+	p := &Process{cmd: cmd, pid: pid, stop: cancel, done: make(chan struct{}), slot: stdio.Slot, direct: direct, sweep: sw}
 	if direct {
 		p.reaped = make(chan struct{})
 	}
@@ -455,7 +470,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 				if waitExited(p.cmd.Process.Pid) {
 					time.Sleep(initReapDelay)
 				}
-				_ = procgroup.Wait(p.cmd)
+				_ = p.reap()
 				cancel()
 				close(p.reaped)
 				return
@@ -468,7 +483,7 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		defer close(p.reaped)
 	}
 	defer close(p.done)
-	werr := procgroup.Wait(p.cmd) // parked in the poller: no OS thread per command
+	werr := p.reap() // parked in the poller: no OS thread per command
 	// The helper has exited: its report, if any, is in the pipe.
 	rest, _ := io.ReadAll(br)
 	statR.Close()
@@ -488,6 +503,69 @@ func (p *Process) wait(br *bufio.Reader, statR *os.File, cancel context.CancelFu
 		werr = errors.New("the helper exited without a report")
 	}
 	p.exit = Exit{Code: -1, Err: werr}
+}
+
+// reap waits for the helper's exit, parked in the poller, then reaps it;
+// from its exit on its pid is never signalled (sweeper.exited).
+func (p *Process) reap() error {
+	procgroup.Exited(p.cmd.Process)
+	p.sweep.exited()
+	return p.cmd.Wait()
+}
+
+// sweeper kills a helper's whole tree when the helper was asked to stop
+// and has not ended within the grace period and helperMargin (stuck, or
+// stopped by a debugger): every descendant, found through /proc while the
+// helper — a subreaper — still holds them all below it, then its process
+// group, then the helper. Killing only the helper (as Cmd.WaitDelay does)
+// would leave whatever left its process group (setsid, a daemon) running,
+// reparented out of reach.
+type sweeper struct {
+	mu    sync.Mutex
+	gone  bool // the helper has exited: its pid may be reused once reaped
+	timer *time.Timer
+}
+
+// arm sweeps pid's tree after d unless the helper exits first.
+func (s *sweeper) arm(pid int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone || s.timer != nil {
+		return
+	}
+	s.timer = time.AfterFunc(d, func() { s.sweep(pid) })
+}
+
+func (s *sweeper) sweep(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return
+	}
+	// Killed parents' children are reparented to the helper, still alive:
+	// repeat until none is left (bounded: a fork bomb is the cgroup's).
+	for range 100 {
+		d := Descendants(pid)
+		if len(d) == 0 {
+			break
+		}
+		signalAll(d, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// exited is called once the helper has exited, before it is reaped.
+func (s *sweeper) exited() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 }
 
 // report returns the exit the helper reported in rest, the rest of its

@@ -30,9 +30,12 @@
 //     the helper is a subreaper, that walk finds all of them.
 //
 // The daemon holds one os/exec Cmd per helper: Cmd.Cancel sends SIGTERM to
-// the helper (which stops the tree), and Cmd.WaitDelay kills the helper if
-// it has not finished within the grace period plus a margin; the helper's
-// process group is then killed as a last resort.
+// the helper (which stops the tree). A helper that has not finished within
+// the grace period plus a margin is swept with its tree: SIGKILL to every
+// descendant (found through /proc while the helper, a subreaper, still
+// holds them, so also those that left its process group), to its process
+// group, then to the helper; Cmd.WaitDelay kills the helper later still,
+// should the sweep not have ended it.
 //
 // Protocol: the daemon writes a JSON Spec on the helper's fd 3 and closes
 // it; the helper answers on fd 4 with one JSON line when the command started

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -136,10 +137,19 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 	// A name in the workspace directory itself is opened by one openat on
 	// the workspace's descriptor: no directory on the way could have been
 	// renamed, so the kernel's name of the file is not asked (a readlink
-	// of /proc/self/fd, the costliest call of a small read).
+	// of /proc/self/fd, the costliest call of a small read) — unless the
+	// file's status changed since just before the open (unchangedSince).
+	// The name opened may have been taken from the file meanwhile (a rename
+	// over it), leaving it one link, a sensitive one: a hard link to .env
+	// renamed onto the name and renamed over again. checkOpened, which asks
+	// only about files of more than one link, would then take its one name
+	// for the checked one; the kernel's name says "(deleted)".
 	direct := false
+	var opening time.Time
 	if t.dirFD >= 0 {
-		direct = t.name != "." && !strings.Contains(t.name, "/")
+		if direct = t.name != "." && !strings.Contains(t.name, "/"); direct {
+			opening = time.Now()
+		}
 		fd, st, err = openBelowNoFollow(t.dirFD, t.name)
 	} else {
 		fd, st, err = openNoFollow(t.root, t.name)
@@ -147,7 +157,7 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 	if err != nil {
 		return fd, st, err
 	}
-	if !direct && !openedAt(fd, t.loc.Abs) {
+	if !(direct && unchangedSince(&st, opening)) && !openedAt(fd, t.loc.Abs) {
 		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "open", Path: t.name, Err: errMoved}
 	}
@@ -158,6 +168,17 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 		}
 	}
 	return fd, st, nil
+}
+
+// ctimeSlack covers the coarse clock the kernel stamps a file's status
+// change time with (it lags the real time by at most a tick).
+const ctimeSlack = 100 * time.Millisecond
+
+// unchangedSince reports whether the status st (of a file opened at t or
+// later) last changed before t: no link to it was made or removed, and it
+// was not renamed, from its open to its fstat.
+func unchangedSince(st *unix.Stat_t, t time.Time) bool {
+	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(t.Add(-ctimeSlack))
 }
 
 // errMoved is the error of a file that, once opened, is no longer at the
@@ -203,12 +224,19 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 		}
 		return -1, st, &os.PathError{Op: "open", Path: name, Err: err}
 	}
+	if openedHook != nil {
+		openedHook(name)
+	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	return fd, st, nil
 }
+
+// openedHook, when set (by tests only), runs in openBelowNoFollow between
+// the open of name and its fstat.
+var openedHook func(name string)
 
 // openNoFollow opens name ("." for root itself) through root, read-only:
 // its parent directory through the root, then the final component relative

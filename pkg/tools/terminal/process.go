@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -162,7 +164,7 @@ func (m *Manager) launch(ctx context.Context, cs commandSpec, abs, rel string, s
 		return nil, errdefs.Wrap(errdefs.ErrResourceExhausted, err, "cannot create a pipe: %v", err)
 	}
 	// A larger pipe means fewer wake-ups for a fast producer (best effort:
-	// the kernel caps it at /proc/sys/fs/pipe-max-size).
+	// the largest the kernel allows up to pipeSize).
 	growPipe(outW)
 	// The tree is stopped when its context ends: the call's (foreground) or
 	// the Manager's (background, and foreground at shutdown).
@@ -318,17 +320,33 @@ func (p *process) run(outR, errR *os.File, release func()) {
 	// The tree is gone, so every write end of the pipes is closed and the
 	// readers reach EOF (usually they have: the kernel reports the hang-up
 	// with the exit). Should a process have escaped holding a pipe, stop
-	// reading after a moment.
+	// reading after a moment — a moment of reading: while a reader waits
+	// for the client to take what the tree wrote (a slow reader, a stream
+	// dropped and not yet resumed), the pipes still hold the command's
+	// output, which closing them would lose (the call then ended
+	// successfully with up to a pipe's worth missing). What the readers
+	// deliver beyond what the pipes and their buffers can hold once the
+	// tree is gone is an escaped writer's, and stops them regardless.
 	select {
 	case <-readersDone:
 	default:
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-readersDone:
-		case <-t.C:
-			outR.Close()
-			errR.Close()
-			<-readersDone
+		gone := p.rec.totalHint.Load()
+		t := time.NewTimer(readersGrace)
+	wait:
+		for {
+			select {
+			case <-readersDone:
+				break wait
+			case <-t.C:
+				if p.delivering.Load() > 0 && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
+					t.Reset(readersGrace)
+					continue
+				}
+				outR.Close()
+				errR.Close()
+				<-readersDone
+				break wait
+			}
 		}
 		t.Stop()
 	}
@@ -462,6 +480,10 @@ func (p *process) pump(stream tools.Stream, r *os.File, size int) {
 		}
 	}
 }
+
+// readersGrace is how long the readers of a command whose tree is gone may
+// read on, not counting time spent waiting for the client (see run).
+const readersGrace = 2 * time.Second
 
 // The pump's batching of a fast producer's output (see pump).
 const (
@@ -626,12 +648,64 @@ const (
 	readSize = tools.OutputBufferSize
 )
 
+// pipeMaxSizeFile holds the largest pipe size a process without
+// CAP_SYS_RESOURCE may ask for (1 MiB by default; an operator or a
+// container runtime may lower it).
+const pipeMaxSizeFile = "/proc/sys/fs/pipe-max-size"
+
+// minPipeSize is the size every pipe starts with: growing stops there.
+const minPipeSize = 64 << 10
+
+// growPipe makes f's pipe pipeSize bytes, or the largest size the kernel
+// allows below it; it leaves the pipe as it is when even that is refused
+// (the command still runs, with more wake-ups). Best effort by design.
 func growPipe(f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
 	}
-	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+	_ = rc.Control(func(fd uintptr) {
+		growTo(func(n int) error {
+			_, err := unix.FcntlInt(fd, unix.F_SETPIPE_SZ, n)
+			return err
+		}, pipeSize, pipeMaxSize)
+	})
+}
+
+// growTo asks set for want; when the kernel refuses (EPERM above
+// pipe-max-size without CAP_SYS_RESOURCE, or once the user's pipes exceed
+// fs.pipe-user-pages-soft), it asks for max() — the limit, read only then,
+// so the common case costs one fcntl — and then halves the size until it
+// is accepted or reaches minPipeSize. It returns the size granted, 0 when
+// none was. A 64 KiB pipe costs about 3 times the CPU of a 1 MiB one on a
+// 200 MB stream (bench/profiles-2026-11-28-stream3.md).
+func growTo(set func(int) error, want int, max func() int) int {
+	if set(want) == nil {
+		return want
+	}
+	n := want / 2
+	if m := max(); m > 0 && m < want {
+		n = m
+	}
+	for ; n > minPipeSize; n /= 2 {
+		if set(n) == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// pipeMaxSize reads pipeMaxSizeFile; 0 when it cannot.
+func pipeMaxSize() int {
+	b, err := os.ReadFile(pipeMaxSizeFile)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // outputPipe returns a pipe for a command's output: the read end in the

@@ -968,3 +968,86 @@ func TestStdoutBuffersAdopted(t *testing.T) {
 		tools.FreeBuffer(p)
 	}
 }
+
+// pipeInodes returns the inodes of the pipes this process holds open.
+func pipeInodes() map[string]bool {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	out := map[string]bool{}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "pipe:") {
+			out[l] = true
+		}
+	}
+	return out
+}
+
+// A command that exits while its stdout still waits in the pipe, behind a
+// client that takes its time (a slow reader, a stream dropped and resumed
+// later): every byte it wrote still reaches the client. The readers' stop
+// for a process that escaped with the pipe (2 s after the tree is gone)
+// closed the pipe under a reader blocked delivering, and the call ended
+// successfully with up to a pipe's worth of its output missing from the
+// stream (found by TestAttackAdoptedStdoutEndToEnd in pkg/daemon). The
+// sink holds its first delivery until the command has exited and then
+// until one of the pipes the command got is closed (the stop), or 4 s.
+func TestSlowClientGetsOutputOfExitedCommand(t *testing.T) {
+	e := newEnv(t)
+	const total = 1000000 // fits in the pipe (1 MiB): the command exits
+	before := pipeInodes()
+	var (
+		mu    sync.Mutex
+		got   int
+		first = true
+	)
+	deliver := func(s tools.Stream, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == tools.Stdout {
+			got += len(p)
+		}
+		if !first {
+			return
+		}
+		first = false
+		var ours []string
+		for l := range pipeInodes() {
+			if !before[l] {
+				ours = append(ours, l)
+			}
+		}
+		exited := func() bool { _, err := os.Stat(filepath.Join(e.ws, "exited")); return err == nil }
+		if !testenv.Until(20*time.Second, exited) {
+			t.Error("the command did not exit while its output waited in the pipe")
+			return
+		}
+		testenv.Until(4*time.Second, func() bool {
+			now := pipeInodes()
+			for _, l := range ours {
+				if !now[l] {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	snk := &tools.Sink{
+		AdoptFunc: func(s tools.Stream, p []byte) error {
+			deliver(s, p)
+			tools.FreeBuffer(p)
+			return nil
+		},
+		OutputFunc: func(s tools.Stream, p []byte) error {
+			deliver(s, p)
+			return nil
+		},
+	}
+	res, err := e.call(nil, "conv", "slow", "run_command", map[string]any{"command": fmt.Sprintf("head -c %d /dev/zero; echo > exited", total)}, snk)
+	if err != nil {
+		t.Fatalf("run_command: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != total {
+		t.Errorf("the client got %d bytes of the command's %d; result: %.300s", got, total, res.Text)
+	}
+}
