@@ -15,14 +15,19 @@ import (
 	"github.com/toold/toold/pkg/testenv"
 )
 
-// runningWith reports whether a process whose command line holds arg runs.
-func runningWith(arg string) bool {
+// runningWith reports whether a process named name (its argv[0], as
+// `exec -a name` sets it) runs. Only the argv[0]: the stages that lead to
+// the command (the helper's --confine-exec, the shell) hold the whole
+// command line in theirs, and while one of them execs the next its
+// cmdline reads empty for a moment — a process found by a substring
+// could seem gone right after it had been seen (1 run in 20 under -race).
+func runningWith(name string) bool {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.Contains(b, []byte(arg)) {
+		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.HasPrefix(b, []byte(name+"\x00")) {
 			return true
 		}
 	}
