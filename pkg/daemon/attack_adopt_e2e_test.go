@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,9 +45,6 @@ func TestAttackAdoptedStdoutEndToEnd(t *testing.T) {
 	}))
 	const convs, calls = 2, 2
 	clients := make([]*clienttest.CheckedStream, convs)
-	streams := make([]int, convs)
-	errs := make([]error, convs)
-	var wg sync.WaitGroup
 	for conv := range clients {
 		c := &clienttest.CheckedStream{Socket: d.Socket, Conversation: fmt.Sprintf("adopt-e2e-%d", conv), Drops: 2, ResumeBack: 3, Timeout: 2 * time.Minute}
 		for k := range calls {
@@ -59,17 +55,12 @@ func TestAttackAdoptedStdoutEndToEnd(t *testing.T) {
 				Cancel: conv == 0 && k == calls-1})
 		}
 		clients[conv] = c
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			streams[conv], errs[conv] = c.Run()
-		}()
 	}
-	wg.Wait()
+	streams, err := clienttest.RunAll(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for conv, c := range clients {
-		if errs[conv] != nil {
-			t.Fatal(errs[conv])
-		}
 		if streams[conv] != 3 {
 			t.Errorf("conversation %d: %d streams, want 3 (every drop mid-output)", conv, streams[conv])
 		}

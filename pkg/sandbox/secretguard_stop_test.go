@@ -25,19 +25,9 @@ import (
 // command that writes the file.
 func TestSecretGuardStoppedThenKilled(t *testing.T) {
 	if dir := os.Getenv("SECRET_GUARD_STOP_CHILD"); dir != "" {
-		netns, err := sandbox.OpenNetns("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		marked := make(chan struct{}, 1)
-		g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: []string{dir}, Sensitive: secretNames, Netns: netns.File(),
-			OnMark: func(string, time.Time) { marked <- struct{}{} }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		os.WriteFile(dir+"/ready", nil, 0o600)
+		netns, marked := childGuard(t, dir)
 		var p *sandbox.Process
+		var err error
 		if os.Getenv("SECRET_GUARD_STOP_OWN") != "" {
 			// The command lives until the guard marked its file: its
 			// creator must still be there to be seen as a command (one

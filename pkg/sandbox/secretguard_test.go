@@ -331,6 +331,29 @@ func TestSecretGuardHeldBefore(t *testing.T) {
 	}
 }
 
+// childGuard is the guard a test's child process (this test binary, run
+// again) holds on dir: it writes dir/ready once the guard is open, and
+// marked receives each mark. The guard lives until the child is killed
+// or the test ends.
+func childGuard(t *testing.T, dir string) (*sandbox.Netns, <-chan struct{}) {
+	t.Helper()
+	netns, err := sandbox.OpenNetns("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := make(chan struct{}, 1)
+	g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: []string{dir}, Sensitive: secretNames, Netns: netns.File(),
+		OnMark: func(string, time.Time) { marked <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if err := os.WriteFile(dir+"/ready", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return netns, marked
+}
+
 // TestSecretGuardGoneAllows: a guard's process that dies leaves no mark
 // behind — the kernel closes its fanotify group with it, and a host
 // process's open of a file it had marked succeeds. The guard runs in a
@@ -338,18 +361,7 @@ func TestSecretGuardHeldBefore(t *testing.T) {
 // crashed toold would be.
 func TestSecretGuardGoneAllows(t *testing.T) {
 	if dir := os.Getenv("SECRET_GUARD_CHILD"); dir != "" {
-		netns, err := sandbox.OpenNetns("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		marked := make(chan struct{}, 1)
-		g, err := sandbox.OpenSecretGuard(sandbox.SecretGuardConfig{Roots: []string{dir}, Sensitive: secretNames, Netns: netns.File(),
-			OnMark: func(string, time.Time) { marked <- struct{}{} }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		os.WriteFile(dir+"/ready", nil, 0o600)
+		_, marked := childGuard(t, dir)
 		<-marked
 		os.WriteFile(dir+"/marked", nil, 0o600)
 		select {} // until killed

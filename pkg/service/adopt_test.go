@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,9 +72,6 @@ func adoptTool() tools.Tool {
 func runAdoptAttack(t *testing.T, cfg executor.Config, convs, callsEach, bytes, drops int) {
 	h := start(t, cfg, adoptTool())
 	clients := make([]*clienttest.CheckedStream, convs)
-	streams := make([]int, convs)
-	errs := make([]error, convs)
-	var wg sync.WaitGroup
 	for conv := range clients {
 		c := &clienttest.CheckedStream{Socket: h.sock, Conversation: fmt.Sprintf("adopt-%d", conv), Drops: drops, ResumeBack: 3}
 		for k := range callsEach {
@@ -86,17 +82,12 @@ func runAdoptAttack(t *testing.T, cfg executor.Config, convs, callsEach, bytes, 
 				Cancel: conv == 0 && k == callsEach-1})
 		}
 		clients[conv] = c
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			streams[conv], errs[conv] = c.Run()
-		}()
 	}
-	wg.Wait()
+	streams, err := clienttest.RunAll(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for conv, c := range clients {
-		if errs[conv] != nil {
-			t.Fatal(errs[conv])
-		}
 		if streams[conv] != drops+1 {
 			t.Errorf("conversation %d: %d streams, want %d (every drop mid-output)", conv, streams[conv], drops+1)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -49,6 +50,19 @@ type CheckedStream struct {
 	ResumeBack   uint64
 	// Timeout bounds the whole run (default 60 s).
 	Timeout time.Duration
+}
+
+// RunAll runs every stream at once (each as Run) and returns, in their
+// order, how many streams each opened and the first fault among them.
+func RunAll(streams []*CheckedStream) (opened []int, err error) {
+	opened = make([]int, len(streams))
+	errs := make([]error, len(streams))
+	var wg sync.WaitGroup
+	for i, c := range streams {
+		wg.Go(func() { opened[i], errs[i] = c.Run() })
+	}
+	wg.Wait()
+	return opened, errors.Join(errs...)
 }
 
 // Run runs the calls to their ends and closes the stream; it returns how
