@@ -115,6 +115,26 @@ func (s *guardSetup) start(t *testing.T, ctx context.Context, py, script string,
 	return p, out
 }
 
+// readNone lets the command started by start go on (it waits for the
+// workspace's file "go") and fails the test when it did not exit 0 or its
+// output holds the late secret; it returns the output.
+func (s *guardSetup) readNone(t *testing.T, p *sandbox.Process, out <-chan string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(s.ws, "go"), []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	exit := p.Exit()
+	text := <-out
+	t.Log(text)
+	if exit.Code != 0 {
+		t.Fatalf("exit %s:\n%s", exit, text)
+	}
+	if strings.Contains(text, lateSecret) {
+		t.Errorf("the command read a secret that appeared after it started:\n%s", text)
+	}
+	return text
+}
+
 // waitFile waits for a file the command writes when it is ready.
 func (s *guardSetup) waitFile(t *testing.T, name string) {
 	t.Helper()
@@ -232,18 +252,7 @@ func TestSecretGuardLateSecrets(t *testing.T) {
 	}
 	s.write(t, "home/.aws/credentials", lateSecret+"\n")
 	s.waitMarked(t, ".env", ".env2", "cfg/.env.local", "id_rsa", "home/.aws/credentials")
-	if err := os.WriteFile(filepath.Join(s.ws, "go"), []byte("go\n"), 0); err != nil {
-		t.Fatal(err)
-	}
-	exit := p.Exit()
-	text := <-out
-	t.Log(text)
-	if exit.Code != 0 {
-		t.Fatalf("exit %s:\n%s", exit, text)
-	}
-	if strings.Contains(text, lateSecret) {
-		t.Errorf("the command read a secret that appeared after it started:\n%s", text)
-	}
+	text := s.readNone(t, p, out)
 	for _, want := range []string{"path REFUSED", "hardlink REFUSED", "rename REFUSED", "procfd REFUSED", "mmap REFUSED", "sendfile REFUSED",
 		"dir-moved-in REFUSED", "editor-rename REFUSED", "nested REFUSED", "harmless READ b'harmless\\n'", "own READ b'MINE'"} {
 		if !strings.Contains(text, want) {
@@ -522,18 +531,7 @@ func TestSecretGuardHomeAndNewDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitMarked(t, files...)
-	if err := os.WriteFile(filepath.Join(s.ws, "go"), []byte("go\n"), 0); err != nil {
-		t.Fatal(err)
-	}
-	exit := p.Exit()
-	text := <-out
-	t.Log(text)
-	if exit.Code != 0 {
-		t.Fatalf("exit %s:\n%s", exit, text)
-	}
-	if strings.Contains(text, lateSecret) {
-		t.Errorf("the command read a secret that appeared after it started:\n%s", text)
-	}
+	text := s.readNone(t, p, out)
 	for _, want := range []string{"ssh-made-later REFUSED", "aws-made-later REFUSED", "gcloud-below-config REFUSED",
 		"deep-new-dirs REFUSED", "pem-in-home REFUSED", "harmless READ b'harmless\\n'"} {
 		if !strings.Contains(text, want) {
