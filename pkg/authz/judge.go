@@ -75,6 +75,10 @@ type facet struct {
 	// workdir: the directory a command runs in (Effect.Reads and
 	// Effect.Writes of a call with a command line).
 	workdir bool
+	// plain: a path of the effect (not a command's) that exists inside the
+	// workspace and resolved through no symlink and no "..": its location
+	// is the path as given, made absolute (Verdict.Judged).
+	plain bool
 	// sandboxed: a path outside the workspace that is allowed because the
 	// kernel sandbox decides (it refuses the write, or the directory is
 	// writable): the verdict does not list it in Outside.

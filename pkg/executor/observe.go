@@ -578,7 +578,7 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		if v.Decision == authz.Deny {
 			return &errdefs.Error{Class: errdefs.ErrDenied, Msg: "the arguments the person edited are " + deniedMessage(v), Rule: v.Rule}
 		}
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		if o := obsFrom(ctx); o != nil {
 			o.changed = append(o.changed, fmt.Sprintf("the person approved this call with edited arguments: %s (you sent %s)", compactJSON(call.Args), before))
 		}
