@@ -403,11 +403,7 @@ func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events
 		r.ArgsDigest = audit.Digest(o.argsJSON)
 	}
 	if end.Result != nil {
-		resultJSON, _ := json.Marshal(struct {
-			Text string          `json:"text"`
-			JSON json.RawMessage `json:"json,omitempty"`
-		}{end.Result.Text, end.Result.JSON})
-		r.ResultDigest = audit.Digest(resultJSON)
+		r.ResultDigest = audit.ResultDigest(end.Result.Text, end.Result.JSON)
 	}
 	// The call has happened, so nothing waits for these records' write:
 	// Enqueue leaves it to the next call's or the log's writer. A failure
