@@ -86,6 +86,16 @@ type facet struct {
 	grant     *Grant
 }
 
+// facetKey is what makes two facets equal (judgement.add): a comparable
+// value, not a formatted string (which cost a few µs a call and could
+// collide on a separator in a path).
+type facetKey struct {
+	kind                      facetKind
+	acc                       access
+	cmd, n                    int
+	abs, lexical, host, given string
+}
+
 // judgement is a call taken apart and judged.
 type judgement struct {
 	e      *Engine
@@ -94,7 +104,7 @@ type judgement struct {
 	base   tools.Risk
 	cmds   []*shellread.Command
 	facets []*facet
-	seen   map[string]bool
+	seen   map[facetKey]bool
 	dirs   []string
 	// workdir is the resolved directory the command line runs in, from
 	// the call's effect.
@@ -123,7 +133,7 @@ func (e *Engine) decide(req *Request, consume bool) Verdict {
 }
 
 func (e *Engine) judge(req *Request) *judgement {
-	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk, seen: map[string]bool{}}
+	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk, seen: map[facetKey]bool{}}
 	if j.mode == ModeUnset {
 		j.mode = ModeAuto
 	}
@@ -187,9 +197,9 @@ func (e *Engine) judge(req *Request) *judgement {
 
 // add records f unless an equal facet is recorded.
 func (j *judgement) add(f *facet) {
-	key := fmt.Sprint(f.kind, "|", f.acc, "|", f.cmd, "|", f.loc.Abs, "|", f.lexical, "|", f.host, "|", f.given)
+	key := facetKey{kind: f.kind, acc: f.acc, cmd: f.cmd, abs: f.loc.Abs, lexical: f.lexical, host: f.host, given: f.given}
 	if f.kind == facetCommand {
-		key = fmt.Sprint(f.kind, "|", f.cmd, "|", len(j.facets))
+		key = facetKey{kind: f.kind, cmd: f.cmd, n: len(j.facets)} // every command is its own
 	}
 	if j.seen[key] || len(j.facets) > maxFacets {
 		return
