@@ -10,6 +10,7 @@ package authz
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"github.com/toold/toold/pkg/tools"
@@ -104,8 +105,12 @@ type judgement struct {
 	base   tools.Risk
 	cmds   []*shellread.Command
 	facets []*facet
-	seen   map[facetKey]bool
-	dirs   []string
+	// seen holds the keys of facets (add): the first ones in keys, in
+	// keysBuf, then all in seen.
+	seen    map[facetKey]bool
+	keys    []facetKey
+	keysBuf [4]facetKey
+	dirs    []string
 	// workdir is the resolved directory the command line runs in, from
 	// the call's effect.
 	workdir string
@@ -133,7 +138,8 @@ func (e *Engine) decide(req *Request, consume bool) Verdict {
 }
 
 func (e *Engine) judge(req *Request) *judgement {
-	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk, seen: map[facetKey]bool{}}
+	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk}
+	j.keys = j.keysBuf[:0]
 	if j.mode == ModeUnset {
 		j.mode = ModeAuto
 	}
@@ -201,7 +207,27 @@ func (j *judgement) add(f *facet) {
 	if f.kind == facetCommand {
 		key = facetKey{kind: f.kind, cmd: f.cmd, n: len(j.facets)} // every command is its own
 	}
-	if j.seen[key] || len(j.facets) > maxFacets {
+	if len(j.facets) > maxFacets {
+		return
+	}
+	if j.seen == nil {
+		// A few facets (a file tool's paths) are compared in place; a map
+		// (a large allocation for this key) only for more.
+		if slices.Contains(j.keys, key) {
+			return
+		}
+		if len(j.keys) < cap(j.keysBuf) {
+			j.keys = append(j.keys, key)
+			j.facets = append(j.facets, f)
+			return
+		}
+		j.seen = make(map[facetKey]bool, 2*len(j.keys))
+		for _, k := range j.keys {
+			j.seen[k] = true
+		}
+		j.keys = nil
+	}
+	if j.seen[key] {
 		return
 	}
 	j.seen[key] = true
