@@ -159,7 +159,7 @@ func (j *judgement) judged() []tools.JudgedPath {
 	var out []tools.JudgedPath
 	for _, f := range j.facets {
 		if f.plain {
-			out = append(out, tools.JudgedPath{Given: f.given, Abs: f.loc.Abs})
+			out = append(out, tools.JudgedPath{Given: f.given, Abs: f.loc.Abs, Type: f.loc.Type})
 		}
 	}
 	return out

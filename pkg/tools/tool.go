@@ -160,6 +160,10 @@ type JudgedPath struct {
 	Given string
 	// Abs is where it resolved: absolute, clean, inside the workspace.
 	Abs string
+	// Type is its file type (syscall.S_IFMT bits) as policy found it; 0
+	// when unknown. A tool refuses a special file before opening it by
+	// this type, as it would by the one its own resolution found.
+	Type uint32
 }
 
 // OutsideAllowed reports whether policy allowed this call to touch abs, an

@@ -78,7 +78,7 @@ func (w *Workspace) Resolve(p string) (Location, error) {
 // workspace directory and cleaned, with Inside and Rel set as Resolve sets
 // them. That is where Resolve finds p when no component of p is a symlink.
 // It makes no system call and says nothing of whether p exists (Exists is
-// false); ok is false for an empty path, one with a NUL byte and one with a
+// false, Type 0); ok is false for an empty path, one with a NUL byte and one with a
 // ".." component (which the kernel applies after symlinks, not lexically).
 func (w *Workspace) Lexical(p string) (loc Location, ok bool) {
 	loc.Given = p

@@ -12,6 +12,7 @@ import (
 	"github.com/toold/toold/pkg/errdefs"
 	"github.com/toold/toold/pkg/tools"
 	"github.com/toold/toold/pkg/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // TestAttackReadFileJudgedSwap attacks read_file's use of the location
@@ -173,4 +174,28 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestReadFileJudgedSpecialNotOpened: a FIFO that policy judged plain is
+// refused by the type policy found (tools.JudgedPath.Type) before it is
+// opened, as one the tool resolves itself is (TestSpecialFilesNotOpened).
+func TestReadFileJudgedSpecialNotOpened(t *testing.T) {
+	f, e, dir := judgedTool(t)
+	p := filepath.Join(dir, "pipe")
+	must(t, unix.Mkfifo(p, 0o644))
+	v, err := e.Authorize(context.Background(), &authz.Request{ConversationID: "c", Mode: authz.ModeAuto,
+		Tool: ToolName, Operation: "read_file", Risk: tools.RiskLow, Effect: tools.Effect{Reads: []string{"pipe"}}})
+	if err != nil || v.Decision != authz.Allow {
+		t.Fatalf("decision %v, %v", v.Decision, err)
+	}
+	if len(v.Judged) != 1 || v.Judged[0].Type != unix.S_IFIFO {
+		t.Fatalf("Judged %+v, want the FIFO with its type", v.Judged)
+	}
+	w := newOpenWatch(t, dir)
+	_, err = f.Run(context.Background(), &tools.Call{ID: "c1", Tool: ToolName, Operation: "read_file",
+		Args: map[string]any{"path": "pipe"}, Judged: v.Judged}, nil)
+	if n := w.opensWith(t, p, func() {}); n > 0 {
+		t.Error("read_file opened the judged FIFO")
+	}
+	wantErr(t, err, errdefs.ErrFailed, "not a regular file")
 }

@@ -111,7 +111,7 @@ func (f *FileOperations) judgedLocation(call *tools.Call, p string) (workspace.L
 	}
 	for _, j := range call.Judged {
 		if j.Given == p && j.Abs == loc.Abs {
-			loc.Exists = true // as policy found it
+			loc.Exists, loc.Type = true, j.Type // as policy found it
 			return loc, true
 		}
 	}
