@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
@@ -173,4 +175,27 @@ func stdoutDrained(pid int) (bool, error) {
 	defer f.Close()
 	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
 	return err == nil && n == 0, err
+}
+
+// A 100 MB line under the default 16 MB limit: the reader gives up past
+// the limit; the heap grows by a few times the limit (the buffer's
+// growth), never by the line.
+func TestStdioConnHugeLineBounded(t *testing.T) {
+	stdioLeakCheck(t)
+	c := startStdio(t, `trap "" TERM; head -c 100000000 /dev/zero | tr '\0' a; exec sleep 600`, 0, 20*time.Millisecond)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.Read(context.Background())
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errLineTooLong) {
+		t.Fatalf("read: %v, want the line refused", err)
+	}
+	alloc, sys := after.TotalAlloc-before.TotalAlloc, int64(after.HeapSys)-int64(before.HeapSys)
+	t.Logf("reading a 100 MB line (limit %d MiB): allocated %d MiB in all, the heap grew by %d MiB", sdk.DefaultMaxLineLength>>20, alloc>>20, sys>>20)
+	if sys > 4*int64(sdk.DefaultMaxLineLength) {
+		t.Errorf("the heap grew by %d MiB for a line refused at %d MiB", sys>>20, sdk.DefaultMaxLineLength>>20)
+	}
+	if err := c.Close(); err == nil {
+		t.Log("the server exited on its own")
+	}
 }
