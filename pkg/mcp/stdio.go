@@ -97,8 +97,9 @@ type stdioConn struct {
 }
 
 type stdioRead struct {
-	msgs []jsonrpc.Message
-	err  error
+	msgs  []jsonrpc.Message
+	batch bool // msgs came as a JSON-RPC batch (an array)
+	err   error
 }
 
 // errLineTooLong is the SDK's limit on one inbound message.
@@ -119,9 +120,9 @@ func (c *stdioConn) readLoop(br *bufio.Reader, max int) {
 				long = append(long, line...)
 			}
 			line = long
-			if len(line) > max {
-				err = errLineTooLong
-			}
+		}
+		if len(line) > max {
+			err = errLineTooLong
 		}
 		var r stdioRead
 		if err != nil && (!errors.Is(err, io.EOF) || len(bytes.TrimSpace(line)) == 0) {
@@ -130,6 +131,7 @@ func (c *stdioConn) readLoop(br *bufio.Reader, max int) {
 			continue // blank lines between messages, as a JSON decoder skips them
 		} else {
 			r.msgs, r.err = decodeMessages(line)
+			r.batch = line[0] == '['
 		}
 		select {
 		case c.incoming <- r:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -26,6 +27,10 @@ func TestResolve(t *testing.T) {
 	os.Symlink("loop2", filepath.Join(ws, "loop1"))                     // a loop
 	os.Symlink("loop1", filepath.Join(ws, "loop2"))                     //
 	os.Symlink(filepath.Join(base, "ws"), filepath.Join(base, "alias")) // the workspace through a symlink
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("fifo", filepath.Join(ws, "to-fifo")) // a link to a FIFO
 
 	w, err := workspace.Open(filepath.Join(base, "alias"))
 	if err != nil {
@@ -57,6 +62,8 @@ func TestResolve(t *testing.T) {
 		// ".." after a symlink goes to the target's parent, as the kernel does.
 		{path: "ab/..", abs: ws + "/a", inside: true, rel: "a", exists: true},
 		{path: "to-out/deep/../..", abs: base, exists: true},
+		{path: "to-fifo", abs: ws + "/fifo", inside: true, rel: "fifo", exists: true},
+		{path: "to-fifo/..", abs: ws, inside: true, rel: ".", exists: true},
 		{path: "loop1", errIs: errdefs.ErrFailed},
 		{path: "a/b/f.txt/x", errIs: errdefs.ErrFailed},
 		{path: "a\x00b", errIs: errdefs.ErrInvalidArgument},
@@ -75,6 +82,15 @@ func TestResolve(t *testing.T) {
 			}
 			if loc.Abs != tt.abs || loc.Inside != tt.inside || loc.Rel != tt.rel || loc.Exists != tt.exists {
 				t.Fatalf("got %+v, want abs=%s inside=%v rel=%q exists=%v", loc, tt.abs, tt.inside, tt.rel, tt.exists)
+			}
+			// Type is what is at Abs (no symlink in it), 0 when nothing is.
+			var st syscall.Stat_t
+			want := uint32(0)
+			if syscall.Lstat(tt.abs, &st) == nil {
+				want = st.Mode & syscall.S_IFMT
+			}
+			if loc.Type != want {
+				t.Fatalf("Type = %#o, want %#o (%+v)", loc.Type, want, loc)
 			}
 		})
 	}
