@@ -199,3 +199,42 @@ func TestStdioConnHugeLineBounded(t *testing.T) {
 		t.Log("the server exited on its own")
 	}
 }
+
+// toold mcp's server connection (IOTransport, ioConn) has the pattern
+// stdioConn had: Close takes the write lock before closing Writer, so a
+// Write blocked on a client that does not read toold's stdout holds the
+// lock and Close never returns.
+func TestIOConnCloseWhileWriteBlocked(t *testing.T) {
+	if os.Getenv("TOOLD_TEST_IOCONN_CLOSE") == "" {
+		t.Skip("defect in pkg/mcp/ioconn.go (tidy3's), reported to the lead: ioConn.Close takes writeMu before closing Writer, so a Write blocked on a client that does not read holds it and Close hangs (the same fix as stdioConn.Close: close Writer without the lock); TOOLD_TEST_IOCONN_CLOSE=1 runs it")
+	}
+	stdioLeakCheck(t)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	conn, err := (&IOTransport{Reader: inR, Writer: outW}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := &jsonrpc.Response{ID: mustID(t, float64(1)), Result: []byte(`{"x":"` + strings.Repeat("a", 4<<20) + `"}`)}
+	wrote := make(chan error, 1)
+	go func() { wrote <- conn.Write(context.Background(), big) }()
+	testenv.Poll(t, 20*time.Second, "the client's pipe to fill", func() bool { return pipeFull(os.Getpid(), int(outR.Fd())) })
+	closed := make(chan error, 1)
+	go func() { closed <- conn.Close() }()
+	if !testenv.Until(30*time.Second, func() bool { return len(closed) > 0 }) {
+		outR.Close() // release the blocked Write, then Close
+		<-closed
+		t.Fatal("Close did not return while a Write was blocked on a client that does not read")
+	}
+	if err := <-wrote; err == nil {
+		t.Fatal("the blocked Write succeeded on a closed connection")
+	}
+}
