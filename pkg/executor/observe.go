@@ -424,11 +424,7 @@ func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events
 		r.ArgsDigest = audit.Digest(o.argsJSON)
 	}
 	if end.Result != nil {
-		resultJSON, _ := json.Marshal(struct {
-			Text string          `json:"text"`
-			JSON json.RawMessage `json:"json,omitempty"`
-		}{end.Result.Text, end.Result.JSON})
-		r.ResultDigest = audit.Digest(resultJSON)
+		r.ResultDigest = audit.ResultDigest(end.Result.Text, end.Result.JSON)
 	}
 	// The call has happened, so nothing waits for these records' write:
 	// Enqueue leaves it to the next call's or the log's writer. A failure
@@ -599,7 +595,7 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		if v.Decision == authz.Deny {
 			return &errdefs.Error{Class: errdefs.ErrDenied, Msg: "the arguments the person edited are " + deniedMessage(v), Rule: v.Rule}
 		}
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		if o := obsFrom(ctx); o != nil {
 			o.changed = append(o.changed, fmt.Sprintf("the person approved this call with edited arguments: %s (you sent %s)", compactJSON(call.Args), before))
 		}

@@ -73,6 +73,36 @@ func (w *Workspace) Resolve(p string) (Location, error) {
 	return loc, nil
 }
 
+// Lexical returns where p, a path from a model (relative to the workspace,
+// or absolute), names without resolving anything: p made absolute from the
+// workspace directory and cleaned, with Inside and Rel set as Resolve sets
+// them. That is where Resolve finds p when no component of p is a symlink.
+// It makes no system call and says nothing of whether p exists (Exists is
+// false); ok is false for an empty path, one with a NUL byte and one with a
+// ".." component (which the kernel applies after symlinks, not lexically).
+func (w *Workspace) Lexical(p string) (loc Location, ok bool) {
+	loc.Given = p
+	if p == "" || strings.IndexByte(p, 0) >= 0 {
+		return loc, false
+	}
+	for rest := p; rest != ""; {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		if c == ".." {
+			return loc, false
+		}
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = w.dir + "/" + abs
+	}
+	loc.Abs = filepath.Clean(abs)
+	if rel, in := cutDir(loc.Abs, w.dir); in {
+		loc.Inside, loc.Rel = true, filepath.ToSlash(rel)
+	}
+	return loc, true
+}
+
 // cutDir returns path relative to dir when path is dir or below it.
 func cutDir(path, dir string) (string, bool) {
 	if path == dir {

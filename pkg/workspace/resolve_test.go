@@ -132,3 +132,34 @@ func TestRootFor(t *testing.T) {
 	}
 	closeFn()
 }
+
+// TestLexical checks Lexical against Resolve: on a tree without symlinks
+// they agree for every path without ".."; Lexical refuses the rest.
+func TestLexical(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "a/b"), 0o755)
+	os.WriteFile(filepath.Join(ws, "a/b/f.txt"), nil, 0o644)
+	w, err := workspace.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, p := range []string{"a/b/f.txt", "./a//b/./f.txt", "a/b/", ".", "a/new.txt", ws, ws + "/a/b/f.txt", "/", base, base + "/x", "a/b/f.txt/"} {
+		lex, ok := w.Lexical(p)
+		res, err := w.Resolve(p)
+		if !ok || err != nil {
+			t.Errorf("%q: Lexical ok=%v, Resolve %v", p, ok, err)
+			continue
+		}
+		res.Exists = false
+		if lex != res {
+			t.Errorf("%q: Lexical %+v, Resolve %+v", p, lex, res)
+		}
+	}
+	for _, p := range []string{"", "a/../a/b/f.txt", "..", "a/b/..", "a\x00b"} {
+		if lex, ok := w.Lexical(p); ok {
+			t.Errorf("%q: Lexical took it: %+v", p, lex)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 		return nil, errdefs.Invalid("/limit", "minimum", "limit must be 1 or more, not %d", args.Limit)
 	}
 	offset := max(int(args.Offset), 1)
-	t, err := f.locateRead(call, "path", args.Path)
+	t, err := f.locateJudgedRead(call, "path", args.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,48 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 	if err != nil {
 		return nil, err
 	}
+	return f.readTargetOf(p, loc, use)
+}
+
+// locateJudgedRead is locateRead for a target opened with readTarget.open
+// (read_file): a path that policy found plain when it decided the call
+// (tools.Call.Judged) is taken where policy found it, without resolving
+// it again. Its open then follows no symlink below the workspace's
+// descriptor, so a path that changed since the decision is refused there
+// (see tools.JudgedPath); the guard is still asked about it (checkUse).
+func (f *FileOperations) locateJudgedRead(call *tools.Call, field, p string) (*readTarget, error) {
+	loc, ok := f.judgedLocation(call, p)
+	if !ok {
+		return f.locateRead(call, field, p)
+	}
+	use := f.use(call, p, loc)
+	if err := f.checkUse(use); err != nil {
+		return nil, err
+	}
+	return f.readTargetOf(p, loc, use)
+}
+
+// judgedLocation returns where policy found p, when it found p plain
+// (tools.JudgedPath) and p names that place lexically in this workspace.
+func (f *FileOperations) judgedLocation(call *tools.Call, p string) (workspace.Location, bool) {
+	if len(call.Judged) == 0 {
+		return workspace.Location{}, false
+	}
+	loc, ok := f.ws.Lexical(p)
+	if !ok || !loc.Inside {
+		return loc, false
+	}
+	for _, j := range call.Judged {
+		if j.Given == p && j.Abs == loc.Abs {
+			loc.Exists = true // as policy found it
+			return loc, true
+		}
+	}
+	return loc, false
+}
+
+// readTargetOf opens the root of loc, the location of p that use checked.
+func (f *FileOperations) readTargetOf(p string, loc workspace.Location, use *tools.Use) (*readTarget, error) {
 	if f.readLocated != nil {
 		f.readLocated(loc)
 	}
