@@ -202,9 +202,12 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.writeMu.Lock()
+		// Not under writeMu: a Write blocked on a server that does not
+		// read its stdin holds it until the pipe drains, which would be
+		// never; closing the pipe is what ends that Write (os.ErrClosed).
+		// A Write that checked closed just before writes to a closed
+		// file and fails the same way.
 		err := c.stdin.Close()
-		c.writeMu.Unlock()
 		if err != nil {
 			c.closeErr = fmt.Errorf("closing stdin: %w", err)
 			return
