@@ -256,9 +256,10 @@ func (c *ioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		rerr := c.in.Close()
-		c.writeMu.Lock()
+		// Not under writeMu, as stdioConn.Close: a Write blocked on a
+		// client that does not read toold's stdout holds it, and closing
+		// Writer is what ends that Write.
 		werr := c.stdin.Close()
-		c.writeMu.Unlock()
 		c.closeErr = errors.Join(rerr, werr)
 	})
 	return c.closeErr
