@@ -248,7 +248,8 @@ test-deps: $(BIN)/grpcurl mcp-peers mcp-conformance-deps mcp-hosts net-deps post
 # writes into the checkout, and prints a crasher's path outside the tree
 # with the commands that reproduce it here.
 FUZZ_TARGETS := ./pkg/tools:FuzzResolvePrepare ./pkg/workspace:FuzzResolve ./pkg/authz:FuzzRules \
-	./pkg/authz/internal/shellread:FuzzParseCommandLine ./pkg/service:FuzzDecodeClientMessage ./pkg/mcp:FuzzResult ./pkg/tools:FuzzDecodeFlat ./pkg/tools:FuzzFlatSchema
+	./pkg/authz/internal/shellread:FuzzParseCommandLine ./pkg/service:FuzzDecodeClientMessage ./pkg/mcp:FuzzResult ./pkg/tools:FuzzDecodeFlat ./pkg/tools:FuzzFlatSchema \
+	./pkg/audit:FuzzResultDigest
 FUZZTIME ?= 2m
 
 .PHONY: fuzz

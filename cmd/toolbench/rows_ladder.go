@@ -151,6 +151,9 @@ func (b *bench) rowLadder(ctx context.Context, ws string) []*Row {
 		if b.profiles != "" {
 			// Its CPU profile too, written when it stops.
 			flags = append(append([]string(nil), flags...), "-cpuprofile", filepath.Join(b.profiles, "ladder-"+l.id+".cpu.pprof"))
+			if b.trace {
+				flags = append(flags, "-trace", filepath.Join(b.profiles, "ladder-"+l.id+".trace"))
+			}
 		}
 		conn, pid, stop, err := b.startLadderd(ladderd, flags, replies)
 		if err != nil {

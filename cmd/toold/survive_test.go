@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/toold/toold/gen/toold/v1"
+	"github.com/toold/toold/pkg/daemon/daemontest"
 	"github.com/toold/toold/pkg/testenv"
 )
 
@@ -99,47 +99,13 @@ func readOutput(t *testing.T, conn *grpc.ClientConn, c *conv, id string, from in
 
 // shimsIn returns the pids of shims (toold-helper --shim) that hold a file
 // below dir open.
-func shimsIn(dir string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if !bytes.HasPrefix(cmdline, []byte("toold-helper\x00--shim")) {
-			continue
-		}
-		fds, _ := os.ReadDir("/proc/" + e.Name() + "/fd")
-		for _, fd := range fds {
-			if l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + fd.Name()); strings.HasPrefix(l, dir) {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
+func shimsIn(dir string) []int { return daemontest.Shims(dir) }
 
 // runningWith reports whether a process named name (its argv[0], as
-// `exec -a name` sets it) runs. Not a substring of any command line: the
-// helper's --confine-exec stage and the shell hold the whole command in
-// theirs, and while one execs the next its cmdline reads empty for a
-// moment (pkg/daemon's TestSurviveShutdown failed so 1 run in 20).
-func runningWith(name string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if bytes.HasPrefix(cmdline, []byte(name+"\x00")) {
-			return true
-		}
-	}
-	return false
-}
+// `exec -a name` sets it) runs. Not a substring of any command line (see
+// daemontest.Named; pkg/daemon's TestSurviveShutdown failed so 1 run in
+// 20).
+func runningWith(name string) bool { return len(daemontest.Named(name)) > 0 }
 
 // The real binary, killed with SIGKILL while a background process writes
 // numbered lines and a terminal session prints: the next toold on the same
@@ -159,8 +125,13 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Last, once the toolds are stopped: nothing is left behind, no shim of
-	// this state directory.
+	sleeper := fmt.Sprintf("survive-sleeper-%d", time.Now().UnixNano())
+	fg := fmt.Sprintf("survive-fg-%d", time.Now().UnixNano())
+	// Passed or failed, nothing the test started outlives it (this cleanup
+	// runs last, after the check below).
+	daemontest.KillLeftovers(t, state, sleeper, fg)
+	// Last but one, once the toolds are stopped: nothing is left behind,
+	// no shim of this state directory.
 	t.Cleanup(func() {
 		if !testenv.Until(20*time.Second, func() bool { return len(shimsIn(state)) == 0 }) {
 			t.Errorf("shims left running: %v", shimsIn(state))
@@ -172,7 +143,6 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	const lines = 250
 	r := callIn(t, first.conn, c, "run_command", fmt.Sprintf(`{"command":"for i in $(seq 1 %d); do echo line-$i; sleep 0.01; done","is_background":true}`, lines))
 	proc := str(r, "process_id")
-	sleeper := fmt.Sprintf("survive-sleeper-%d", time.Now().UnixNano())
 	r = callIn(t, first.conn, c, "run_command", fmt.Sprintf(`{"command":"exec -a %s sleep 1000","is_background":true}`, sleeper))
 	sleeperID := str(r, "process_id")
 	r = callIn(t, first.conn, c, "create_session", `{}`)
@@ -180,7 +150,6 @@ func TestBinaryProcessesSurviveSIGKILL(t *testing.T) {
 	callIn(t, first.conn, c, "send_input", `{"session_id":"`+sess+`","data":"for i in $(seq 1 100); do echo s-$i; sleep 0.01; done\n"}`)
 
 	// A foreground command running when toold dies.
-	fg := fmt.Sprintf("survive-fg-%d", time.Now().UnixNano())
 	fgCtx, fgCancel := context.WithCancel(context.Background())
 	defer fgCancel()
 	fgStream, err := pb.NewToolServiceClient(first.conn).ExecuteTool(fgCtx)

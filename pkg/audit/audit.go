@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,6 +146,42 @@ func Digest(b []byte) string {
 	hex.Encode(d[len("sha256:"):], s[:])
 	return string(d[:]) // one allocation (the concatenation made two)
 }
+
+// ResultDigest returns the ResultDigest of a call's result: Digest of the
+// JSON of its text and JSON document,
+//
+//	json.Marshal(struct {
+//		Text string          `json:"text"`
+//		JSON json.RawMessage `json:"json,omitempty"`
+//	}{text, raw})
+//
+// A result without a JSON document is quoted by appendJSONString (which
+// quotes as json.Marshal does) into a pooled buffer, without the
+// reflection, the growing buffer and the copy json.Marshal makes; one
+// with a document goes through json.Marshal, which also compacts it.
+// TestResultDigestIsMarshal and FuzzResultDigest compare the two.
+func ResultDigest(text string, raw json.RawMessage) string {
+	if len(raw) > 0 {
+		b, _ := json.Marshal(struct {
+			Text string          `json:"text"`
+			JSON json.RawMessage `json:"json,omitempty"`
+		}{text, raw})
+		return Digest(b)
+	}
+	bp := digestBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"text":`...)
+	b = appendJSONString(b, text)
+	b = append(b, '}')
+	d := Digest(b)
+	if cap(b) <= 1<<20 { // a rare huge result's buffer is not kept
+		*bp = b
+		digestBufs.Put(bp)
+	}
+	return d
+}
+
+// digestBufs hold ResultDigest's JSON buffers.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // Config configures a Log.
 type Config struct {
@@ -710,6 +747,19 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) {
+			t := s[i : i+8]
+			m := specialBytes(uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56)
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3 // the first byte that is not plain
+				break
+			}
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 				i++
@@ -753,6 +803,22 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// specialBytes flags, in the high bit of its byte, each byte of w (8 bytes
+// of a string, the first in the low byte) that does not stand for itself
+// in a JSON string as appendJSONString writes it: not ASCII, a control
+// character, `"`, `\`, `<`, `>` or `&`. It tests the 8 at once (the bit
+// tricks of "Bit Twiddling Hacks": a byte below n shows in
+// (w - n*ones) &^ w & highs, a byte equal to c as a zero byte of
+// w ^ c*ones). A borrow can flag a plain byte, but only above a flagged
+// one: the lowest flag is always the first such byte. Quoting a long text
+// skips 8 plain bytes a step instead of testing each.
+func specialBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs, lt, gt, amp := w^(ones*'"'), w^(ones*'\\'), w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
+	return (w | (w-ones*0x20)&^w |
+		(q-ones)&^q | (bs-ones)&^bs | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp) & highs
 }
 
 // appendLine appends r's line, exactly what json.Marshal(r) gives

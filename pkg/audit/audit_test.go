@@ -618,6 +618,20 @@ func TestJSONStringIsMarshal(t *testing.T) {
 		cases = append(cases, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
 	}
 	cases = append(cases, "\u2028", "x\u2029y", "é😀", "\xe2\x80", "\xed\xa0\x80", "\uFFFD", "plain text, 100% (ok)")
+	// Every byte at every offset of the 8-byte words plainASCII8 skips,
+	// and runes across a word's end.
+	for c := 0; c < 256; c++ {
+		for off := 0; off < 17; off++ {
+			b := []byte(strings.Repeat("abcdefgh", 3))
+			b[off] = byte(c)
+			cases = append(cases, string(b))
+		}
+	}
+	for off := 0; off < 9; off++ {
+		for _, r := range []string{"\u2028", "é", "😀", "\xe2\x80", "\x7f", "~"} {
+			cases = append(cases, strings.Repeat("x", off)+r+strings.Repeat("y", 16))
+		}
+	}
 	for _, s := range cases {
 		want, _ := json.Marshal(s)
 		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
@@ -775,4 +789,85 @@ func TestEnqueueKickWritesWithoutSync(t *testing.T) {
 	if err != nil || rep.Last != uint64(n) {
 		t.Fatalf("after Close: verify %+v, %v; want %d records", rep, err, n)
 	}
+}
+
+// ResultDigest is the digest of json.Marshal of the result's text and JSON,
+// as the executor recorded it before ResultDigest.
+func TestResultDigestIsMarshal(t *testing.T) {
+	var lines strings.Builder
+	for i := range 80 {
+		fmt.Fprintf(&lines, "%6d\tline %d: the quick <brown> fox & \"the\" lazy dog\\ é\u2028\x01\n", i+1, i)
+	}
+	for _, c := range []struct {
+		text string
+		raw  json.RawMessage
+	}{
+		{"", nil}, {"x", nil}, {lines.String(), nil}, {"\xff\xfe invalid", nil}, {strings.Repeat("a", 100<<10), nil},
+		{"with a document", json.RawMessage(`{"a": [1, 2], "b": "<&>"}`)}, {"", json.RawMessage(`null`)},
+	} {
+		if got, want := ResultDigest(c.text, c.raw), marshalDigest(c.text, c.raw); got != want {
+			t.Errorf("%.40q %s: %s, want %s", c.text, c.raw, got, want)
+		}
+	}
+}
+
+// FuzzResultDigest compares ResultDigest with the digest of json.Marshal
+// for any text (its committed corpus runs in every go test).
+func FuzzResultDigest(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\tb\nc", "<&>\"\\", "\xff", "é\u2028😀", strings.Repeat("abcdefg\x1f", 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := ResultDigest(text, nil), marshalDigest(text, nil); got != want {
+			t.Errorf("%q: %s, want %s", text, got, want)
+		}
+	})
+}
+
+func marshalDigest(text string, raw json.RawMessage) string {
+	b, err := json.Marshal(struct {
+		Text string          `json:"text"`
+		JSON json.RawMessage `json:"json,omitempty"`
+	}{text, raw})
+	if err != nil {
+		panic(err)
+	}
+	return Digest(b)
+}
+
+// BenchmarkResultDigest digests a 4 KB read_file result's text: json.Marshal
+// and Digest (marshal), and ResultDigest (direct).
+func BenchmarkResultDigest(b *testing.B) {
+	var lines strings.Builder
+	for i := 0; lines.Len() < 4<<10; i++ {
+		fmt.Fprintf(&lines, "%6d\tline %d: the quick brown fox jumps over the lazy dog\n", i+1, i)
+	}
+	text := lines.String()
+	b.Run("marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			marshalDigest(text, nil)
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			ResultDigest(text, nil)
+		}
+	})
+}
+
+// reportCPU reports the process's CPU time per iteration from the call to
+// the call of the function it returns: on a shared machine a steadier
+// figure than ns/op, which counts the waits for a processor.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() { b.ReportMetric(float64(cpu()-start)/float64(b.N)/1e3, "cpu-µs/op") }
 }

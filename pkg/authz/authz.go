@@ -127,6 +127,10 @@ type Verdict struct {
 	// decision lets the call touch (after an allow, or after the person
 	// approves an ask). Tools refuse any other path outside.
 	Outside []string
+	// Judged lists the paths of the effect (Reads, Writes) that were
+	// plain when the call was judged (tools.JudgedPath), after an allow or
+	// an ask; the executor passes them to the tool (tools.Call.Judged).
+	Judged []tools.JudgedPath
 	// Grant is the grant that allowed the call, if one did.
 	Grant *Grant
 	// OutsideSandbox says the call's command would run outside toold's

@@ -75,6 +75,12 @@ type EngineConfig struct {
 // ask into allow (never a deny); otherwise the approval mode decides: for
 // commands in the sandbox, AUTO asks only for the dangerous classes
 // (classes.yaml), for the rest by risk. See docs/policy.md.
+//
+// An allow or deny on a call with nothing to judge but its tool and
+// operation (think, most MCP tools), which no rule reading arguments
+// matches, is kept for the engine's life and returned for the next such
+// call in the same mode and at the same risk (callverdict.go): the same
+// verdict, without judging it again.
 type Engine struct {
 	ws         *workspace.Workspace
 	wsDir      string
@@ -92,6 +98,8 @@ type Engine struct {
 	grants     grantStore
 	// lines keeps parsed command lines (linecache.go).
 	lines lineCache
+	// kept are the verdicts on plain calls (callverdict.go).
+	kept callVerdicts
 }
 
 var (
@@ -201,7 +209,7 @@ func (e *Engine) Authorize(_ context.Context, req *Request) (Verdict, error) {
 	if req == nil {
 		return Verdict{}, errdefs.New(errdefs.ErrInternal, "authz: nil request")
 	}
-	return e.decide(req, true), nil
+	return e.decideKept(req, true), nil
 }
 
 // Explain implements Explainer: the verdict Authorize would return now,
@@ -210,7 +218,7 @@ func (e *Engine) Explain(_ context.Context, req *Request) (Verdict, error) {
 	if req == nil {
 		return Verdict{}, errdefs.New(errdefs.ErrInternal, "authz: nil request")
 	}
-	return e.decide(req, false), nil
+	return e.decideKept(req, false), nil
 }
 
 // Grant implements Granter. conversationID and scope.Tool are required;

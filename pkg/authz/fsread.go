@@ -43,7 +43,21 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 		}
 		f.lexical = filepath.Clean(lex)
 	}
+	f.plain = !workdir && f.resolveErr == nil && f.loc.Exists && f.loc.Inside &&
+		f.loc.Abs == f.lexical && !strings.HasPrefix(given, "~") && !hasDotDot(given)
 	j.add(f)
+}
+
+// hasDotDot reports whether p has a ".." component.
+func hasDotDot(p string) bool {
+	for p != "" {
+		var c string
+		c, p, _ = strings.Cut(p, "/")
+		if c == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // existsIn reports whether name exists in one of dirs.

@@ -10,6 +10,7 @@ package authz
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/toold/toold/pkg/authz/internal/shellread"
 	"github.com/toold/toold/pkg/tools"
@@ -75,11 +76,25 @@ type facet struct {
 	// workdir: the directory a command runs in (Effect.Reads and
 	// Effect.Writes of a call with a command line).
 	workdir bool
+	// plain: a path of the effect (not a command's) that exists inside the
+	// workspace and resolved through no symlink and no "..": its location
+	// is the path as given, made absolute (Verdict.Judged).
+	plain bool
 	// sandboxed: a path outside the workspace that is allowed because the
 	// kernel sandbox decides (it refuses the write, or the directory is
 	// writable): the verdict does not list it in Outside.
 	sandboxed bool
 	grant     *Grant
+}
+
+// facetKey is what makes two facets equal (judgement.add): a comparable
+// value, not a formatted string (which cost a few µs a call and could
+// collide on a separator in a path).
+type facetKey struct {
+	kind                      facetKind
+	acc                       access
+	cmd, n                    int
+	abs, lexical, host, given string
 }
 
 // judgement is a call taken apart and judged.
@@ -90,8 +105,12 @@ type judgement struct {
 	base   tools.Risk
 	cmds   []*shellread.Command
 	facets []*facet
-	seen   map[string]bool
-	dirs   []string
+	// seen holds the keys of facets (add): the first ones in keys, in
+	// keysBuf, then all in seen.
+	seen    map[facetKey]bool
+	keys    []facetKey
+	keysBuf [4]facetKey
+	dirs    []string
 	// workdir is the resolved directory the command line runs in, from
 	// the call's effect.
 	workdir string
@@ -119,7 +138,8 @@ func (e *Engine) decide(req *Request, consume bool) Verdict {
 }
 
 func (e *Engine) judge(req *Request) *judgement {
-	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk, seen: map[string]bool{}}
+	j := &judgement{e: e, req: req, mode: req.Mode, base: req.Risk}
+	j.keys = j.keysBuf[:0]
 	if j.mode == ModeUnset {
 		j.mode = ModeAuto
 	}
@@ -183,11 +203,31 @@ func (e *Engine) judge(req *Request) *judgement {
 
 // add records f unless an equal facet is recorded.
 func (j *judgement) add(f *facet) {
-	key := fmt.Sprint(f.kind, "|", f.acc, "|", f.cmd, "|", f.loc.Abs, "|", f.lexical, "|", f.host, "|", f.given)
+	key := facetKey{kind: f.kind, acc: f.acc, cmd: f.cmd, abs: f.loc.Abs, lexical: f.lexical, host: f.host, given: f.given}
 	if f.kind == facetCommand {
-		key = fmt.Sprint(f.kind, "|", f.cmd, "|", len(j.facets))
+		key = facetKey{kind: f.kind, cmd: f.cmd, n: len(j.facets)} // every command is its own
 	}
-	if j.seen[key] || len(j.facets) > maxFacets {
+	if len(j.facets) > maxFacets {
+		return
+	}
+	if j.seen == nil {
+		// A few facets (a file tool's paths) are compared in place; a map
+		// (a large allocation for this key) only for more.
+		if slices.Contains(j.keys, key) {
+			return
+		}
+		if len(j.keys) < cap(j.keysBuf) {
+			j.keys = append(j.keys, key)
+			j.facets = append(j.facets, f)
+			return
+		}
+		j.seen = make(map[facetKey]bool, 2*len(j.keys))
+		for _, k := range j.keys {
+			j.seen[k] = true
+		}
+		j.keys = nil
+	}
+	if j.seen[key] {
 		return
 	}
 	j.seen[key] = true

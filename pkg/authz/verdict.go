@@ -65,6 +65,7 @@ func (j *judgement) verdict() Verdict {
 	v.Summary = j.summary()
 	if v.Decision != Deny {
 		v.Outside = j.outside()
+		v.Judged = j.judged()
 	}
 	if v.Decision == Ask {
 		v.Scopes = j.scopes()
@@ -148,6 +149,17 @@ func (j *judgement) outside() []string {
 	for _, f := range j.facets {
 		if f.kind == facetPath && f.resolveErr == nil && !f.loc.Inside && f.loc.Abs != "" && f.acc != accValue && !f.sandboxed && !slices.Contains(out, f.loc.Abs) {
 			out = append(out, f.loc.Abs)
+		}
+	}
+	return out
+}
+
+// judged lists the effect's paths that resolved plainly (facet.plain).
+func (j *judgement) judged() []tools.JudgedPath {
+	var out []tools.JudgedPath
+	for _, f := range j.facets {
+		if f.plain {
+			out = append(out, tools.JudgedPath{Given: f.given, Abs: f.loc.Abs, Type: f.loc.Type})
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestMCPCancelKillsTheCommand(t *testing.T) {
 					cs = connectMCPHTTP(t, d, "s3cret", era, nil)
 				}
 				n++
-				arg := fmt.Sprintf("1000.%d", n) // sleep's unique argument, to find its process
+				arg := fmt.Sprintf("1000.%d%d", os.Getpid(), n) // sleep's unique argument (another run of the package may be running), to find its process
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				called := make(chan error, 1)

@@ -249,7 +249,7 @@ func TestMCPTasks(t *testing.T) {
 		})
 		t.Run(transport+"/cancel", func(t *testing.T) {
 			n++
-			arg := fmt.Sprintf("1000.%d", n)
+			arg := fmt.Sprintf("1000.%d%d", os.Getpid(), n) // unique: another run of the package may be running
 			id := startTask(t, c, "sleep "+arg)
 			var pid int
 			testenv.Poll(t, 30*time.Second, "the command's process", func() bool { pid = pidByArgs(arg); return pid != 0 })

@@ -1,10 +1,7 @@
 package daemon_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,23 +13,10 @@ import (
 )
 
 // runningWith reports whether a process named name (its argv[0], as
-// `exec -a name` sets it) runs. Only the argv[0]: the stages that lead to
-// the command (the helper's --confine-exec, the shell) hold the whole
-// command line in theirs, and while one of them execs the next its
-// cmdline reads empty for a moment — a process found by a substring
-// could seem gone right after it had been seen (1 run in 20 under -race).
-func runningWith(name string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.HasPrefix(b, []byte(name+"\x00")) {
-			return true
-		}
-	}
-	return false
-}
+// `exec -a name` sets it) runs (see daemontest.Named: a process found by
+// a substring could seem gone right after it had been seen, 1 run in 20
+// under -race).
+func runningWith(name string) bool { return len(daemontest.Named(name)) > 0 }
 
 // With terminal.survive: keep, an ordinary shutdown leaves background
 // processes running and the next toold on the state directory adopts
@@ -43,9 +27,11 @@ func TestSurviveShutdown(t *testing.T) {
 	for _, mode := range []string{"keep", "stop"} {
 		t.Run(mode, func(t *testing.T) {
 			state := t.TempDir()
+			marker := fmt.Sprintf("survive-%s-%d", mode, time.Now().UnixNano())
+			// Passed or failed, nothing the test started outlives it.
+			daemontest.KillLeftovers(t, state, marker)
 			opt := daemontest.WithConfig(func(c *config.Config) { c.StateDir = state; c.Terminal.Survive = mode })
 			d1 := daemontest.Start(t, opt)
-			marker := fmt.Sprintf("survive-%s-%d", mode, time.Now().UnixNano())
 			x := newSession(t, d1)
 			x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "keep-" + mode}}})
 			welcome, err := x.s.Recv()

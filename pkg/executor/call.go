@@ -366,7 +366,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 
 	switch v.Decision {
 	case authz.Allow:
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		return nil
 	case authz.Deny:
 		err := &errdefs.Error{Class: errdefs.ErrDenied, Msg: deniedMessage(v), Rule: v.Rule}
@@ -377,7 +377,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 			spanError(span, err)
 			return err
 		}
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		// Only a person's approval of this kind runs a command outside
 		// the sandbox, and only this call.
 		call.Unsandboxed = v.OutsideSandbox
@@ -430,7 +430,7 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 	if p, ok := target.Tool.(tools.Previewer); ok {
 		// The preview may read what the call would touch, outside the
 		// workspace too, to show the person a diff; it changes nothing.
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		diff, err := guard(call, "Preview", func() (string, error) { return p.Preview(ctx, call) })
 		if err != nil {
 			return err

@@ -77,6 +77,9 @@ type callObs struct {
 	// startRec is the call.start of an effect-free call, enqueued with
 	// its call.end (see callStarted).
 	startRec *audit.Record
+	// recs holds what allowed and startRec point to: one object for both
+	// records of an effect-free call, made when the audit log is on.
+	recs *callRecs
 	// effect is set once the call's call.start was written before it ran
 	// (a call with an effect): its call.end is queued in the audit log
 	// when its End is logged, not deferred with its other records.
@@ -84,6 +87,17 @@ type callObs struct {
 }
 
 type obsKey struct{}
+
+// callRecs are a call's records held until they are written (callObs).
+type callRecs struct{ allowed, start audit.Record }
+
+// held returns o's records' storage, made on first use.
+func (o *callObs) held() *callRecs {
+	if o.recs == nil {
+		o.recs = new(callRecs)
+	}
+	return o.recs
+}
 
 func obsFrom(ctx context.Context) *callObs {
 	o, _ := ctx.Value(obsKey{}).(*callObs)
@@ -200,13 +214,18 @@ func (o *callObs) decided(v authz.Verdict, target *tools.Target) authz.Verdict {
 // auditDecision records the policy's (hook-adjusted) decision; the error
 // is the log's when the call must not go on unrecorded.
 func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *tools.Target, v authz.Verdict) error {
+	if x.cfg.Observe.Audit == nil {
+		return nil // nothing to record (and no record made: it would escape below)
+	}
 	r := audit.Record{Kind: audit.KindDecision, Conversation: req.ConversationID, CallID: req.CallID, Tool: target.ToolName,
 		Operation: target.Operation, Decision: v.Decision.String(), Rule: v.Rule, Detail: v.Reason}
 	if v.Grant != nil {
 		r.GrantID = v.Grant.ID
 	}
 	if o := obsFrom(ctx); o != nil && v.Decision == authz.Allow && x.cfg.Observe.Audit != nil {
-		o.allowed = &r // written with the call.start (callStarted)
+		h := o.held()
+		h.allowed = r
+		o.allowed = &h.allowed // written with the call.start (callStarted)
 		return nil
 	}
 	return x.auditAppend(ctx, r)
@@ -274,8 +293,10 @@ func (x *Executor) callStarted(ctx context.Context, req *CallRequest, call *tool
 		// and a Fast operation does not change its arguments.
 		o.argsOf = call
 		if l != nil {
-			o.startRec = &audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
-				Tool: call.Tool, Operation: call.Operation} // enqueued after the End (recordEnd)
+			h := o.held()
+			h.start = audit.Record{Kind: audit.KindCallStart, Conversation: req.ConversationID, CallID: req.CallID,
+				Tool: call.Tool, Operation: call.Operation}
+			o.startRec = &h.start // enqueued after the End (recordEnd)
 		}
 		return nil
 	}
@@ -403,11 +424,7 @@ func (x *Executor) auditEnd(ctx context.Context, req *CallRequest, start *events
 		r.ArgsDigest = audit.Digest(o.argsJSON)
 	}
 	if end.Result != nil {
-		resultJSON, _ := json.Marshal(struct {
-			Text string          `json:"text"`
-			JSON json.RawMessage `json:"json,omitempty"`
-		}{end.Result.Text, end.Result.JSON})
-		r.ResultDigest = audit.Digest(resultJSON)
+		r.ResultDigest = audit.ResultDigest(end.Result.Text, end.Result.JSON)
 	}
 	// The call has happened, so nothing waits for these records' write:
 	// Enqueue leaves it to the next call's or the log's writer. A failure
@@ -578,7 +595,7 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		if v.Decision == authz.Deny {
 			return &errdefs.Error{Class: errdefs.ErrDenied, Msg: "the arguments the person edited are " + deniedMessage(v), Rule: v.Rule}
 		}
-		call.Outside = v.Outside
+		call.Outside, call.Judged = v.Outside, v.Judged
 		if o := obsFrom(ctx); o != nil {
 			o.changed = append(o.changed, fmt.Sprintf("the person approved this call with edited arguments: %s (you sent %s)", compactJSON(call.Args), before))
 		}

@@ -97,8 +97,9 @@ type stdioConn struct {
 }
 
 type stdioRead struct {
-	msgs []jsonrpc.Message
-	err  error
+	msgs  []jsonrpc.Message
+	batch bool // msgs came as a JSON-RPC batch (an array)
+	err   error
 }
 
 // errLineTooLong is the SDK's limit on one inbound message.
@@ -119,9 +120,9 @@ func (c *stdioConn) readLoop(br *bufio.Reader, max int) {
 				long = append(long, line...)
 			}
 			line = long
-			if len(line) > max {
-				err = errLineTooLong
-			}
+		}
+		if len(line) > max {
+			err = errLineTooLong
 		}
 		var r stdioRead
 		if err != nil && (!errors.Is(err, io.EOF) || len(bytes.TrimSpace(line)) == 0) {
@@ -130,6 +131,7 @@ func (c *stdioConn) readLoop(br *bufio.Reader, max int) {
 			continue // blank lines between messages, as a JSON decoder skips them
 		} else {
 			r.msgs, r.err = decodeMessages(line)
+			r.batch = line[0] == '['
 		}
 		select {
 		case c.incoming <- r:
@@ -200,9 +202,12 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.writeMu.Lock()
+		// Not under writeMu: a Write blocked on a server that does not
+		// read its stdin holds it until the pipe drains, which would be
+		// never; closing the pipe is what ends that Write (os.ErrClosed).
+		// A Write that checked closed just before writes to a closed
+		// file and fails the same way.
 		err := c.stdin.Close()
-		c.writeMu.Unlock()
 		if err != nil {
 			c.closeErr = fmt.Errorf("closing stdin: %w", err)
 			return

@@ -322,7 +322,9 @@ func (s *Server) conversation(req *sdk.CallToolRequest) string {
 // JSON-RPC, as `toold mcp` does on stdin and stdout) until the client closes
 // in or ctx ends. Nothing else may write to out.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	ss, err := s.sdk.Connect(ctx, &sdk.IOTransport{Reader: in, Writer: out}, nil)
+	// mcp.IOTransport is sdk.IOTransport without its two extra decodes
+	// and 32 KB buffers a message.
+	ss, err := s.sdk.Connect(ctx, &mcp.IOTransport{Reader: in, Writer: out}, nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,9 +114,16 @@ grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status
 sh -c 'echo renamed > /proc/$$/comm' 2>/dev/null && echo LANDLOCK-MISSING
 sleep 0.2 # warm-unique-arg`, c.outside, me))
 	// The command waits for its line on stdin: read its cmdline before it
-	// is sent (bash execs its last command, sleep, in its own place).
+	// is sent (bash execs its last command, sleep, in its own place). The
+	// pid is the helper's --confine-exec stage until it execs the shell,
+	// both holding the command, and while it execs its cmdline reads
+	// empty for a moment: wait for one that is not.
 	host := proc.Pid()
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", host))
+	var cmdline []byte
+	testenv.Poll(t, 10*time.Second, "the command's cmdline", func() bool {
+		cmdline, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", host))
+		return len(cmdline) > 0
+	})
 	fmt.Fprintln(inW, "from-stdin")
 	inW.Close()
 	exit := proc.Exit()
@@ -248,7 +256,10 @@ func TestWarmEnd(t *testing.T) {
 	isolation(t)
 	c := newCanaries(t)
 	w := warmPool(t, c, nil)
-	p, out := warmStart(t, w, context.Background(), c.spec(c.policy()), nil, `sleep 3137 & echo left; exit 3`)
+	// The background process is found by its argv[0], unique to this run
+	// (another run of this test may have its own sleep 3137).
+	name := "warm-end-" + token(t)
+	p, out := warmStart(t, w, context.Background(), c.spec(c.policy()), nil, `exec -a `+name+` sleep 3137 & echo left; exit 3`)
 	helper := p.HelperPid()
 	exit := p.Exit()
 	if exit.Code != 3 || exit.Stopped || exit.Leftovers < 1 {
@@ -265,7 +276,7 @@ func TestWarmEnd(t *testing.T) {
 	if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("the helper %d is still there after Reaped (kill: %v)", helper, err)
 	}
-	if pids := withCmdline("sleep\x003137\x00"); len(pids) > 0 {
+	if pids := named(name); len(pids) > 0 {
 		t.Fatalf("the command's background process is still running: %v", pids)
 	}
 	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
@@ -311,9 +322,13 @@ sleep 0.2; echo alive; exit 7`)
 	}
 }
 
-// withCmdline returns the processes whose command line is exactly cmdline
-// (arguments NUL-terminated).
-func withCmdline(cmdline string) []int {
+// named returns the processes whose argv[0] is name (as `exec -a name`
+// sets it). Not a substring of a command line: the helper's --confine-exec
+// stage and the shell hold the whole command in theirs, and while one
+// execs the next its cmdline reads empty for a moment (see pkg/daemon's
+// TestSurviveShutdown); nor a whole command line another run of the test
+// may share.
+func named(name string) []int {
 	var pids []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -321,11 +336,22 @@ func withCmdline(cmdline string) []int {
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.HasPrefix(b, []byte(name+"\x00")) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// gone reports whether the process pid has ended (it is no longer in
+// /proc, or is a zombie not yet reaped).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
 
 // TestWarmReadOnly: a read-only directory the prepared view lacks is made
@@ -448,7 +474,7 @@ func TestWarmStuckHelper(t *testing.T) {
 			// these).
 			testenv.Poll(t, 10*time.Second, "the stuck helper and its child to be gone", func() bool {
 				for _, pid := range stuck {
-					if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), tok) {
+					if !gone(pid) {
 						return false
 					}
 				}

@@ -133,6 +133,37 @@ type Call struct {
 	// policy judged the call on it. The executor passes the same Call to
 	// Describe and Run; nothing else reads it.
 	Described any
+	// Judged lists paths of the call's effect (Effect.Reads, Effect.Writes)
+	// that policy, when it decided the call, found plain (see JudgedPath).
+	// The executor sets it from the decision (authz.Verdict.Judged), as it
+	// sets Outside; empty means policy said nothing, and the tool resolves
+	// every path itself.
+	Judged []JudgedPath
+}
+
+// JudgedPath is a path of a call's effect that policy found plain when it
+// decided the call: the path existed, inside the workspace, and was reached
+// through no symlink and no "..", so that where it resolved (Abs) is the
+// path as given, made absolute from the workspace directory and cleaned.
+//
+// A tool may take Abs for Given instead of resolving Given again only when
+// it computes the same Abs lexically from Given in its own workspace, and
+// opens Abs below the workspace's descriptor one component at a time
+// without following any symlink. Whatever changed since the decision then
+// fails the open instead of being followed: a symlink swapped in on the way
+// or for the file (ELOOP), a component removed (ENOENT); a file replaced
+// in place is what the checks on the opened file are for, as for a path
+// resolved just before its open. What is opened is therefore the object
+// policy judged, or nothing.
+type JudgedPath struct {
+	// Given is the path as the effect named it.
+	Given string
+	// Abs is where it resolved: absolute, clean, inside the workspace.
+	Abs string
+	// Type is its file type (syscall.S_IFMT bits) as policy found it; 0
+	// when unknown. A tool refuses a special file before opening it by
+	// this type, as it would by the one its own resolution found.
+	Type uint32
 }
 
 // OutsideAllowed reports whether policy allowed this call to touch abs, an

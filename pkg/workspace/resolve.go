@@ -31,6 +31,12 @@ type Location struct {
 	Rel string
 	// Exists reports whether Abs exists.
 	Exists bool
+	// Type is the file type of Abs (its syscall.S_IFMT bits) as Resolve
+	// lstat'ed it — never a symlink, since Resolve follows them; 0 when
+	// Abs does not exist or the Location was not made by Resolve. What is
+	// at Abs may have changed since: a caller that opens Abs checks the
+	// type of what it opened too.
+	Type uint32
 }
 
 // Resolve resolves a path from a model (relative to the workspace, or
@@ -56,15 +62,45 @@ func (w *Workspace) Resolve(p string) (Location, error) {
 			start, p = w.dir, rel
 		}
 	}
-	abs, exists, err := resolve(start, p)
+	abs, typ, err := resolve(start, p)
 	if err != nil {
 		return loc, errdefs.Wrap(errdefs.ErrFailed, err, "cannot resolve %q: %v", loc.Given, err)
 	}
-	loc.Abs, loc.Exists = abs, exists
+	loc.Abs, loc.Exists, loc.Type = abs, typ != 0, typ
 	if rel, ok := cutDir(abs, w.dir); ok {
 		loc.Inside, loc.Rel = true, filepath.ToSlash(rel)
 	}
 	return loc, nil
+}
+
+// Lexical returns where p, a path from a model (relative to the workspace,
+// or absolute), names without resolving anything: p made absolute from the
+// workspace directory and cleaned, with Inside and Rel set as Resolve sets
+// them. That is where Resolve finds p when no component of p is a symlink.
+// It makes no system call and says nothing of whether p exists (Exists is
+// false, Type 0); ok is false for an empty path, one with a NUL byte and one with a
+// ".." component (which the kernel applies after symlinks, not lexically).
+func (w *Workspace) Lexical(p string) (loc Location, ok bool) {
+	loc.Given = p
+	if p == "" || strings.IndexByte(p, 0) >= 0 {
+		return loc, false
+	}
+	for rest := p; rest != ""; {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		if c == ".." {
+			return loc, false
+		}
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = w.dir + "/" + abs
+	}
+	loc.Abs = filepath.Clean(abs)
+	if rel, in := cutDir(loc.Abs, w.dir); in {
+		loc.Inside, loc.Rel = true, filepath.ToSlash(rel)
+	}
+	return loc, true
 }
 
 // cutDir returns path relative to dir when path is dir or below it.
@@ -82,8 +118,11 @@ func cutDir(path, dir string) (string, bool) {
 }
 
 // resolve walks p component by component from the absolute directory start.
-func resolve(start, p string) (string, bool, error) {
-	cur := start // resolved, absolute, existing
+// It returns the resolved path and, when it exists, its type (S_IFMT bits;
+// 0 when it does not exist).
+func resolve(start, p string) (string, uint32, error) {
+	cur := start                   // resolved, absolute, existing
+	typ := uint32(syscall.S_IFDIR) // cur's type
 	todo := splitPath(p)
 	links := 0
 	for i := 0; i < len(todo); i++ {
@@ -92,7 +131,7 @@ func resolve(start, p string) (string, bool, error) {
 		case "", ".":
 			continue
 		case "..":
-			cur = filepath.Dir(cur)
+			cur, typ = filepath.Dir(cur), syscall.S_IFDIR
 			continue
 		}
 		next := cur + "/" + c // cur is clean and absolute, c one name
@@ -105,24 +144,24 @@ func resolve(start, p string) (string, bool, error) {
 			// missing component would fail in the kernel (ENOENT); Clean
 			// gives the path it would name once the component exists.
 			rest := filepath.Join(append([]string{next}, todo[i+1:]...)...)
-			return filepath.Clean(rest), false, nil
+			return filepath.Clean(rest), 0, nil
 		}
 		if err != nil {
 			if errors.Is(err, syscall.ENOTDIR) {
-				return "", false, fmt.Errorf("%s is not a directory", cur)
+				return "", 0, fmt.Errorf("%s is not a directory", cur)
 			}
-			return "", false, err
+			return "", 0, err
 		}
 		if mode&syscall.S_IFMT != syscall.S_IFLNK {
-			cur = next
+			cur, typ = next, mode&syscall.S_IFMT
 			continue
 		}
 		if links++; links > maxSymlinks {
-			return "", false, fmt.Errorf("%w (a loop of symbolic links?)", syscall.ELOOP)
+			return "", 0, fmt.Errorf("%w (a loop of symbolic links?)", syscall.ELOOP)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", false, err
+			return "", 0, err
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
@@ -130,7 +169,7 @@ func resolve(start, p string) (string, bool, error) {
 		todo = append(splitPath(target), todo[i+1:]...)
 		i = -1
 	}
-	return cur, true, nil
+	return cur, typ, nil
 }
 
 // lstatMode returns the type and mode bits of p, not following a final

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/toold/toold/pkg/errdefs"
@@ -26,6 +27,10 @@ func TestResolve(t *testing.T) {
 	os.Symlink("loop2", filepath.Join(ws, "loop1"))                     // a loop
 	os.Symlink("loop1", filepath.Join(ws, "loop2"))                     //
 	os.Symlink(filepath.Join(base, "ws"), filepath.Join(base, "alias")) // the workspace through a symlink
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("fifo", filepath.Join(ws, "to-fifo")) // a link to a FIFO
 
 	w, err := workspace.Open(filepath.Join(base, "alias"))
 	if err != nil {
@@ -57,6 +62,8 @@ func TestResolve(t *testing.T) {
 		// ".." after a symlink goes to the target's parent, as the kernel does.
 		{path: "ab/..", abs: ws + "/a", inside: true, rel: "a", exists: true},
 		{path: "to-out/deep/../..", abs: base, exists: true},
+		{path: "to-fifo", abs: ws + "/fifo", inside: true, rel: "fifo", exists: true},
+		{path: "to-fifo/..", abs: ws, inside: true, rel: ".", exists: true},
 		{path: "loop1", errIs: errdefs.ErrFailed},
 		{path: "a/b/f.txt/x", errIs: errdefs.ErrFailed},
 		{path: "a\x00b", errIs: errdefs.ErrInvalidArgument},
@@ -75,6 +82,15 @@ func TestResolve(t *testing.T) {
 			}
 			if loc.Abs != tt.abs || loc.Inside != tt.inside || loc.Rel != tt.rel || loc.Exists != tt.exists {
 				t.Fatalf("got %+v, want abs=%s inside=%v rel=%q exists=%v", loc, tt.abs, tt.inside, tt.rel, tt.exists)
+			}
+			// Type is what is at Abs (no symlink in it), 0 when nothing is.
+			var st syscall.Stat_t
+			want := uint32(0)
+			if syscall.Lstat(tt.abs, &st) == nil {
+				want = st.Mode & syscall.S_IFMT
+			}
+			if loc.Type != want {
+				t.Fatalf("Type = %#o, want %#o (%+v)", loc.Type, want, loc)
 			}
 		})
 	}
@@ -115,4 +131,35 @@ func TestRootFor(t *testing.T) {
 		t.Fatalf("inside: %v %q %v", root, name, err)
 	}
 	closeFn()
+}
+
+// TestLexical checks Lexical against Resolve: on a tree without symlinks
+// they agree for every path without ".."; Lexical refuses the rest.
+func TestLexical(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "a/b"), 0o755)
+	os.WriteFile(filepath.Join(ws, "a/b/f.txt"), nil, 0o644)
+	w, err := workspace.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, p := range []string{"a/b/f.txt", "./a//b/./f.txt", "a/b/", ".", "a/new.txt", ws, ws + "/a/b/f.txt", "/", base, base + "/x", "a/b/f.txt/"} {
+		lex, ok := w.Lexical(p)
+		res, err := w.Resolve(p)
+		if !ok || err != nil {
+			t.Errorf("%q: Lexical ok=%v, Resolve %v", p, ok, err)
+			continue
+		}
+		res.Exists, res.Type = false, 0 // Lexical asks the disk nothing
+		if lex != res {
+			t.Errorf("%q: Lexical %+v, Resolve %+v", p, lex, res)
+		}
+	}
+	for _, p := range []string{"", "a/../a/b/f.txt", "..", "a/b/..", "a\x00b"} {
+		if lex, ok := w.Lexical(p); ok {
+			t.Errorf("%q: Lexical took it: %+v", p, lex)
+		}
+	}
 }

@@ -9,6 +9,7 @@
 //	ladderd ... -codec -chain                   + the otelgrpc stats handler and the interceptor chain (daemon.ServerChain)
 //	ladderd ... -codec -chain -sender           + one sender goroutine per stream fed by the receiver
 //	ladderd ... -cpuprofile F                   and its CPU profile, written when it stops (toolbench -profiles)
+//	ladderd ... -trace F                        and its execution trace, written until it stops (toolbench -profiles -trace)
 //
 // The layers are toold's own code (pkg/service, pkg/daemon, pkg/telemetry),
 // not copies; the sender hand-off is the shape of toold's stream (the
@@ -30,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"syscall"
 
@@ -59,6 +61,7 @@ func run() error {
 	chain := flag.Bool("chain", false, "add toold's otelgrpc stats handler and interceptor chain")
 	sender := flag.Bool("sender", false, "send from one goroutine per stream, fed by the receiver")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (on SIGTERM)")
+	traceOut := flag.String("trace", "", "write an execution trace of the whole run to this file (until SIGTERM)")
 	flag.Parse()
 	replies, err := readReplies(*replyPath)
 	if err != nil {
@@ -97,6 +100,19 @@ func run() error {
 		}
 		defer func() {
 			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer func() {
+			trace.Stop()
 			f.Close()
 		}()
 	}

@@ -208,7 +208,30 @@ func unwrapPathError(err error) error {
 // read reads the regular file of p, refusing a symlink (swapped in
 // after the check) and a file larger than max bytes (errTooLarge, with the
 // size in size). ok is false when it does not exist.
+//
+// A directory (EISDIR) or a file that is not regular (errNotRegular, st's
+// type set) is refused before it is opened, by the type the resolve step
+// lstat'ed (p.loc.Type), or, where that is unknown, by an lstat here that
+// also answers for a file that does not exist: opening a device can act
+// by itself. What is opened is checked again (see readTarget.open for
+// what remains).
 func (p *place) read(max int64) (data []byte, st unix.Stat_t, ok bool, err error) {
+	typ := p.loc.Type
+	if typ == 0 {
+		lst, exists, err := p.lstat()
+		if err != nil || !exists {
+			return nil, st, false, err
+		}
+		typ = lst.Mode & unix.S_IFMT
+	}
+	switch typ {
+	case unix.S_IFREG, unix.S_IFLNK: // a symlink: the open refuses it
+	case unix.S_IFDIR:
+		return nil, st, true, &fs.PathError{Op: "read", Path: p.loc.Given, Err: unix.EISDIR}
+	default:
+		st.Mode = typ
+		return nil, st, true, errNotRegular
+	}
 	fd, err := scan.OpenAt(p.fd, p.name, 0)
 	switch {
 	case err == unix.ENOENT:

@@ -225,7 +225,9 @@ func TestCheckedAtUseErrors(t *testing.T) {
 
 // BenchmarkReadFileAtUse is read_file of a 4 KB file without a guard (the
 // baseline), with the policy engine as the guard, and with the guard on a
-// file with two hard links (the index lookup; its build is cached).
+// file with two hard links (the index lookup; its build is cached);
+// guard-judged takes the location policy judged (tools.Call.Judged) instead
+// of resolving small.txt again.
 func BenchmarkReadFileAtUse(b *testing.B) {
 	dir := b.TempDir()
 	var sb strings.Builder
@@ -249,17 +251,25 @@ func BenchmarkReadFileAtUse(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// What policy found plain for small.txt, as the executor passes it.
+	v, err := e.Authorize(context.Background(), &authz.Request{ConversationID: "c", Mode: authz.ModeAuto, Tool: ToolName,
+		Operation: "read_file", Risk: tools.RiskLow, Effect: tools.Effect{Reads: []string{"small.txt"}}})
+	if err != nil || len(v.Judged) != 1 {
+		b.Fatalf("Judged %v, %v", v.Judged, err)
+	}
 	for _, c := range []struct {
 		name, path string
 		opts       Options
+		judged     []tools.JudgedPath
 	}{
-		{"baseline", "small.txt", Options{}},
-		{"guard", "small.txt", Options{Sensitive: e.Sensitive, Guard: e}},
-		{"guard-2-links", "linked.txt", Options{Sensitive: e.Sensitive, Guard: e}},
+		{"baseline", "small.txt", Options{}, nil},
+		{"guard", "small.txt", Options{Sensitive: e.Sensitive, Guard: e}, nil},
+		{"guard-judged", "small.txt", Options{Sensitive: e.Sensitive, Guard: e}, v.Judged},
+		{"guard-2-links", "linked.txt", Options{Sensitive: e.Sensitive, Guard: e}, nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			f := New(ws, tools.Limits{}, c.opts)
-			call := &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": c.path}}
+			call := &tools.Call{Tool: ToolName, Operation: "read_file", Args: map[string]any{"path": c.path}, Judged: c.judged}
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for b.Loop() {

@@ -304,6 +304,9 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink *tools
 	}
 
 	fd, st, err := t.open()
+	if errors.Is(err, errNotRegular) {
+		return nil, grepNotRegular(t, scan.StatType(st.Mode))
+	}
 	if err != nil {
 		return nil, t.mapErr(err)
 	}
@@ -360,7 +363,7 @@ func (f *FileOperations) grep(ctx context.Context, call *tools.Call, sink *tools
 // is typ.
 func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, typ fs.FileMode, v *grepVisitor, s *scan.Searcher) error {
 	if !typ.IsRegular() {
-		return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
+		return grepNotRegular(t, typ)
 	}
 	v.searchers = []*scan.Searcher{s}
 	stopOnDone := context.AfterFunc(ctx, func() { s.Stop.Store(true) })
@@ -371,6 +374,12 @@ func (f *FileOperations) grepFile(ctx context.Context, t *readTarget, fd int, ty
 	}
 	v.record(s, binary, err, func() string { return t.show })
 	return nil
+}
+
+// grepNotRegular is grep_search's error for the target t, of the type typ,
+// neither a regular file nor a directory.
+func grepNotRegular(t *readTarget, typ fs.FileMode) error {
+	return errdefs.Failed("%q is not a regular file (%s); grep_search searches files and directories", t.loc.Given, typeName(typ))
 }
 
 // reportProgress sends a progress line to sink every progressEvery while a

@@ -3,6 +3,7 @@ package fileops
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"io"
@@ -128,13 +129,18 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 		return nil, errdefs.Invalid("/limit", "minimum", "limit must be 1 or more, not %d", args.Limit)
 	}
 	offset := max(int(args.Offset), 1)
-	t, err := f.locateRead(call, "path", args.Path)
+	t, err := f.locateJudgedRead(call, "path", args.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
 	rel := t.show
+	// A FIFO or device is refused before it is opened (readTarget.open),
+	// with its type in st; what is opened is checked again.
 	fd, st, err := t.open()
+	if errors.Is(err, errNotRegular) {
+		return nil, notReadable(args.Path, st.Mode)
+	}
 	if err != nil {
 		return nil, t.mapErr(err)
 	}
@@ -142,12 +148,8 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 	// a file read once with blocking reads needs none of what os.File adds
 	// (poller registration, finalizer, its own fstat and fcntl calls).
 	defer unix.Close(fd)
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-	case unix.S_IFDIR:
-		return nil, errdefs.Failed("%q is a directory, not a file; use list_dir to see what it contains", args.Path)
-	default:
-		return nil, errdefs.Failed("%q is not a regular file (%s); read_file reads regular files only", args.Path, typeName(scan.StatType(st.Mode)))
+	if err := notReadable(args.Path, st.Mode); err != nil {
+		return nil, err
 	}
 	size := st.Size
 
@@ -322,6 +324,18 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 }
 
 // typeName names the type of a file that is not regular.
+// notReadable is read_file's error for given, a file of the type mode
+// (S_IFMT bits), or nil when it is a regular file.
+func notReadable(given string, mode uint32) error {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFDIR:
+		return errdefs.Failed("%q is a directory, not a file; use list_dir to see what it contains", given)
+	}
+	return errdefs.Failed("%q is not a regular file (%s); read_file reads regular files only", given, typeName(scan.StatType(mode)))
+}
+
 func typeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:

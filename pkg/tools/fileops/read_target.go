@@ -78,6 +78,48 @@ func (f *FileOperations) locateRead(call *tools.Call, field, p string) (*readTar
 	if err != nil {
 		return nil, err
 	}
+	return f.readTargetOf(p, loc, use)
+}
+
+// locateJudgedRead is locateRead for a target opened with readTarget.open
+// (read_file): a path that policy found plain when it decided the call
+// (tools.Call.Judged) is taken where policy found it, without resolving
+// it again. Its open then follows no symlink below the workspace's
+// descriptor, so a path that changed since the decision is refused there
+// (see tools.JudgedPath); the guard is still asked about it (checkUse).
+func (f *FileOperations) locateJudgedRead(call *tools.Call, field, p string) (*readTarget, error) {
+	loc, ok := f.judgedLocation(call, p)
+	if !ok {
+		return f.locateRead(call, field, p)
+	}
+	use := f.use(call, p, loc)
+	if err := f.checkUse(use); err != nil {
+		return nil, err
+	}
+	return f.readTargetOf(p, loc, use)
+}
+
+// judgedLocation returns where policy found p, when it found p plain
+// (tools.JudgedPath) and p names that place lexically in this workspace.
+func (f *FileOperations) judgedLocation(call *tools.Call, p string) (workspace.Location, bool) {
+	if len(call.Judged) == 0 {
+		return workspace.Location{}, false
+	}
+	loc, ok := f.ws.Lexical(p)
+	if !ok || !loc.Inside {
+		return loc, false
+	}
+	for _, j := range call.Judged {
+		if j.Given == p && j.Abs == loc.Abs {
+			loc.Exists, loc.Type = true, j.Type // as policy found it
+			return loc, true
+		}
+	}
+	return loc, false
+}
+
+// readTargetOf opens the root of loc, the location of p that use checked.
+func (f *FileOperations) readTargetOf(p string, loc workspace.Location, use *tools.Use) (*readTarget, error) {
 	if f.readLocated != nil {
 		f.readLocated(loc)
 	}
@@ -128,12 +170,29 @@ func hasDotDot(p string) bool {
 // opened (atuse.go): that the kernel still names it by the checked path,
 // and, through the guard, that it is not a sensitive file under another
 // name.
+//
+// A target that the resolve step found to be neither a regular file nor a
+// directory (a FIFO, a device, a socket: see special) is refused before
+// anything is opened, with errNotRegular and st.Mode holding that type:
+// opening a device node can act by itself (a watchdog starts, a tape
+// rewinds, a terminal's line settings are touched), whatever is read
+// after. The type is the one workspace.Resolve lstat'ed, so a regular
+// file costs no extra system call. A file swapped for another type
+// between that lstat and the open is caught by the fstat after the open
+// (the caller checks st's type) and opened with O_NONBLOCK|O_NOCTTY (see
+// scan.OpenAt); only a device swapped in at that moment would still be
+// opened, and making one needs mknod(2), which commands in toold's sandbox
+// cannot do.
 func (t *readTarget) open() (int, unix.Stat_t, error) {
 	var (
 		fd  int
 		st  unix.Stat_t
 		err error
 	)
+	if t.special() {
+		st.Mode = t.loc.Type
+		return -1, st, &os.PathError{Op: "open", Path: t.name, Err: errNotRegular}
+	}
 	// A name in the workspace directory itself is opened by one openat on
 	// the workspace's descriptor: no directory on the way could have been
 	// renamed, so the kernel's name of the file is not asked (a readlink
@@ -152,7 +211,7 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 		}
 		fd, st, err = openBelowNoFollow(t.dirFD, t.name)
 	} else {
-		fd, st, err = openNoFollow(t.root, t.name)
+		fd, st, err = openNoFollow(t.root, t.name, 0)
 	}
 	if err != nil {
 		return fd, st, err
@@ -168,6 +227,16 @@ func (t *readTarget) open() (int, unix.Stat_t, error) {
 		}
 	}
 	return fd, st, nil
+}
+
+// special reports whether the resolve step found the target to be neither
+// a regular file nor a directory (loc.Type: 0 when unknown).
+func (t *readTarget) special() bool {
+	switch t.loc.Type {
+	case 0, unix.S_IFREG, unix.S_IFDIR:
+		return false
+	}
+	return true
 }
 
 // ctimeSlack covers the coarse clock the kernel stamps a file's status
@@ -238,11 +307,14 @@ func openBelowNoFollow(dirfd int, name string) (int, unix.Stat_t, error) {
 // the open of name and its fstat.
 var openedHook func(name string)
 
-// openNoFollow opens name ("." for root itself) through root, read-only:
+// openNoFollow opens name ("." for root itself) through root, read-only,
+// with the open flags flags added (O_DIRECTORY to open only a directory):
 // its parent directory through the root, then the final component relative
 // to it without following a symlink (errSwapped) and without blocking on a
-// FIFO. It returns the descriptor, which the caller closes, and its status.
-func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
+// FIFO. With O_DIRECTORY, a final component that is not a directory is
+// scan.ErrNotDir. It returns the descriptor, which the caller closes, and
+// its status.
+func openNoFollow(root *os.Root, name string, flags int) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	dir, base := path.Split(name)
 	if base == "" || base == "." || base == ".." {
@@ -253,7 +325,15 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 		return -1, st, err
 	}
 	defer d.Close()
-	fd, err := scan.OpenAt(int(d.Fd()), base, 0)
+	fd, err := scan.OpenAt(int(d.Fd()), base, flags)
+	if err == unix.ENOTDIR && flags&unix.O_DIRECTORY != 0 {
+		// O_DIRECTORY|O_NOFOLLOW may say ENOTDIR of a symlink.
+		if unix.Fstatat(int(d.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			err = unix.ELOOP
+		} else {
+			return -1, st, scan.ErrNotDir
+		}
+	}
 	if err != nil {
 		if err == unix.ELOOP {
 			err = errSwapped
@@ -271,6 +351,9 @@ func openNoFollow(root *os.Root, name string) (int, unix.Stat_t, error) {
 func (t *readTarget) mapErr(err error) error {
 	if errors.Is(err, errSwapped) || errors.Is(err, errMoved) {
 		return changedWhileRead(t.loc, err)
+	}
+	if errors.Is(err, errNotRegular) {
+		return errdefs.Failed("%q is not a regular file (%s); nothing was opened", t.loc.Given, typeName(scan.StatType(t.loc.Type)))
 	}
 	return workspace.MapError(t.loc.Given, err)
 }
@@ -318,9 +401,10 @@ func (f *FileOperations) startIgnores(t *readTarget) *scan.IgnoreList {
 // OpenStart opens the directory name ("." for root itself) through root to
 // start a walk there; rel is how the walk names it (Node.Rel). The final
 // component is not followed if it is a symlink (see openNoFollow). It
-// returns ErrNotDir when name is not a directory.
+// returns ErrNotDir when name is not a directory, which is never opened
+// (O_DIRECTORY: a device or FIFO is refused by the kernel before its open).
 func OpenStart(root *os.Root, name, rel string) (*scan.Node, error) {
-	fd, st, err := openNoFollow(root, name)
+	fd, st, err := openNoFollow(root, name, unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}

@@ -338,7 +338,12 @@ func (p *process) run(outR, errR *os.File, release func()) {
 			case <-readersDone:
 				break wait
 			case <-t.C:
-				if p.delivering.Load() > 0 && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
+				// Reading on: a reader waits for the client now, or the
+				// pipes still hold output for a reader between two
+				// deliveries (sampling delivering alone closed the pipes
+				// in that gap, output still in them), within what they
+				// could hold when the tree went.
+				if (p.delivering.Load() > 0 || pipeHolds(outR) || pipeHolds(errR)) && p.rec.totalHint.Load()-gone <= 2*(pipeSize+readSize) {
 					t.Reset(readersGrace)
 					continue
 				}
@@ -479,6 +484,18 @@ func (p *process) pump(stream tools.Stream, r *os.File, size int) {
 			return
 		}
 	}
+}
+
+// pipeHolds reports whether bytes wait in the pipe r reads (FIONREAD,
+// which Linux names TIOCINQ).
+func pipeHolds(r *os.File) bool {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
 }
 
 // readersGrace is how long the readers of a command whose tree is gone may

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -186,8 +187,15 @@ func LoadAncestorIgnores(root *os.Root, rel string) *IgnoreList {
 	return l
 }
 
+// readIgnoreFile reads the .gitignore file name through root. Anything but
+// a regular file is skipped without being opened (opening a FIFO would
+// block, opening a device can act by itself); one swapped in after the
+// stat is opened without blocking and skipped.
 func readIgnoreFile(root *os.Root, name string) []ignoreRule {
-	f, err := root.Open(name)
+	if fi, err := root.Stat(name); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil
 	}

@@ -320,10 +320,13 @@ func (w *Walker) readDir(id int, d *Node, batch []Item) []Item {
 }
 
 // OpenAt opens name, a single path component, in the directory dirfd,
-// read-only, without following a symlink and without blocking on a FIFO.
+// read-only, without following a symlink, without blocking on a FIFO and
+// without making a terminal the process's controlling terminal. Callers
+// refuse what they will not read before opening it where its type is
+// known: opening a device can act by itself.
 func OpenAt(dirfd int, name string, flags int) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|flags, 0)
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|flags, 0)
 		if err != unix.EINTR {
 			return fd, err
 		}
@@ -348,13 +351,19 @@ func ReadFull(fd int, p []byte) (n int, eof bool, err error) {
 	return n, false, nil
 }
 
-// readIgnoreAt reads the .gitignore file in the directory dirfd.
+// readIgnoreAt reads the .gitignore file in the directory dirfd, which its
+// caller listed as a regular file; one that is no longer regular once open
+// is skipped.
 func readIgnoreAt(dirfd int) []ignoreRule {
 	fd, err := OpenAt(dirfd, ".gitignore", 0)
 	if err != nil {
 		return nil
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
 	buf := make([]byte, 4096)
 	n := 0
 	for {
