@@ -20,7 +20,11 @@ var ErrIdle = errors.New("event log idle")
 // LogConfig bounds a Log. Zero fields take the defaults.
 type LogConfig struct {
 	// TailEvents and TailBytes bound what the log keeps of events already
-	// read, for a reader that resumes (defaults 4096 events, 4 MiB).
+	// sent, for a reader that resumes (defaults 4096 events, 4 MiB; an
+	// output chunk counts the capacity of its buffer). The events the
+	// reader took last, which it may not have sent yet, are kept on top of
+	// the bounds until it reads again: a stream that drops while sending
+	// them leaves them for the stream that resumes it.
 	TailEvents int
 	TailBytes  int
 	// MaxUnread is how many events may wait for the reader before Append
@@ -76,9 +80,10 @@ type outKey struct {
 
 // Log is the event log of a conversation's calls. Events get their Seq when
 // they are appended (1, 2, 3, … per log), so a seq is a cursor a reader can
-// resume from. The log keeps every event not yet read, and a bounded tail
-// of events already read (TailEvents, TailBytes): a reader that reattaches
-// may ask for events it was sent but never got.
+// resume from. The log keeps every event not yet read, the events the
+// reader took last (it has sent them only once it reads again), and a
+// bounded tail of events it sent (TailEvents, TailBytes): a reader that
+// reattaches may ask for events it was sent but never got.
 //
 // Any number of goroutines append; one reader at a time reads. Events of
 // one call keep the order their producer appended them in. Output bytes of
@@ -95,12 +100,18 @@ type Log struct {
 	evs []Event // evs[i].Seq == first+i
 	// buf is evs's whole array when evs starts off slots into it (the
 	// events trimmed from the front since push last compacted it).
-	buf       []Event
-	off       int
-	first     uint64 // seq of evs[0]; 1 when nothing was evicted
-	read      uint64 // the last seq the reader took
-	tailBytes int    // bytes of the events already read
-	unreadOut int    // output bytes not read yet
+	buf   []Event
+	off   int
+	first uint64 // seq of evs[0]; 1 when nothing was evicted
+	read  uint64 // the last seq the reader took
+	// sent is the last seq the reader has sent: it reads again only once
+	// it sent what it took, so every event it took before its last read.
+	// Only events up to sent leave the tail (trim); those after it, up to
+	// read, are the batch it is sending, and a stream that drops while
+	// sending them never got them.
+	sent      uint64
+	tailBytes int // bytes of the events sent (first … sent)
+	unreadOut int // output bytes not read yet
 	open      map[outKey]uint64
 	offsets   map[outKey]uint64
 	wake      chan struct{} // cap 1: signals the reader
@@ -117,7 +128,9 @@ type Log struct {
 	done     chan struct{} // closed by Close
 	// recycle holds the buffers of large chunks evicted from the tail; they
 	// go back to the pool at the reader's next read, when it has sent
-	// everything it took before (see bufPool).
+	// everything it took before (see bufPool). Only sent events leave the
+	// tail, so this is a second guard: a buffer is never handed out again
+	// while a reader that took its chunk may still marshal it.
 	recycle [][]byte
 }
 
@@ -172,12 +185,15 @@ func (l *Log) Done() <-chan struct{} { return l.done }
 // takeLocked moves the cursor past up to max unread events and appends them
 // to buf; l.mu is held.
 func (l *Log) takeLocked(buf []Event, max int) []Event {
-	// The reader has sent what it took before: evicted buffers are free.
+	// The reader has sent what it took before: evicted buffers are free,
+	// and its last batch joins the tail.
 	for i, b := range l.recycle {
 		putBuf(b)
 		l.recycle[i] = nil
 	}
 	l.recycle = l.recycle[:0]
+	l.sentTo(l.read)
+	l.trim()
 	n := l.unread()
 	if n == 0 {
 		return buf
@@ -188,20 +204,29 @@ func (l *Log) takeLocked(buf []Event, max int) []Event {
 	from := int(l.read + 1 - l.first)
 	buf = append(buf, l.evs[from:from+n]...)
 	for i := from; i < from+n; i++ {
-		ev := &l.evs[i]
-		l.tailBytes += size(ev)
-		if ev.Progress != nil && ev.Progress.Output != nil {
-			l.unreadOut -= len(ev.Progress.Output.Data)
+		if o := l.evs[i].Progress; o != nil && o.Output != nil {
+			l.unreadOut -= len(o.Output.Data)
 		}
 	}
 	l.read += uint64(n)
 	l.lastRead = time.Now()
-	l.trim()
 	l.roomMade()
 	return buf
 }
 
 func (l *Log) next() uint64 { return l.first + uint64(len(l.evs)) }
+
+// sentTo moves the sent cursor to seq (first-1 … read), keeping tailBytes
+// the bytes of the events up to it; l.mu is held.
+func (l *Log) sentTo(seq uint64) {
+	for s := l.sent + 1; s <= seq; s++ {
+		l.tailBytes += size(&l.evs[s-l.first])
+	}
+	for s := seq + 1; s <= l.sent; s++ {
+		l.tailBytes -= size(&l.evs[s-l.first])
+	}
+	l.sent = seq
+}
 
 func (l *Log) unread() int { return int(l.next() - 1 - l.read) }
 
@@ -447,11 +472,11 @@ func size(ev *Event) int {
 	return n
 }
 
-// trim drops read events beyond the tail's bounds.
+// trim drops sent events beyond the tail's bounds.
 func (l *Log) trim() {
 	drop := 0
-	for drop < len(l.evs) && l.first+uint64(drop) <= l.read &&
-		(int(l.read-l.first)+1-drop > l.cfg.TailEvents || l.tailBytes > l.cfg.TailBytes) {
+	for drop < len(l.evs) && l.first+uint64(drop) <= l.sent &&
+		(int(l.sent-l.first)+1-drop > l.cfg.TailEvents || l.tailBytes > l.cfg.TailBytes) {
 		ev := &l.evs[drop]
 		l.tailBytes -= size(ev)
 		if ev.Progress != nil && ev.Progress.Output != nil && cap(ev.Progress.Output.Data) >= pooledChunkMin {
@@ -578,21 +603,19 @@ func (l *Log) Rewind(after uint64) uint64 {
 	if after > l.read {
 		// Events the reader never took are skipped: they count as read.
 		for s := l.read + 1; s <= after; s++ {
-			ev := &l.evs[s-l.first]
-			l.tailBytes += size(ev)
-			if ev.Progress != nil && ev.Progress.Output != nil {
-				l.unreadOut -= len(ev.Progress.Output.Data)
+			if o := l.evs[s-l.first].Progress; o != nil && o.Output != nil {
+				l.unreadOut -= len(o.Output.Data)
 			}
 		}
 		l.roomMade()
 	}
 	for s := after + 1; s <= l.read; s++ {
-		ev := &l.evs[s-l.first]
-		l.tailBytes -= size(ev)
-		if ev.Progress != nil && ev.Progress.Output != nil {
-			l.unreadOut += len(ev.Progress.Output.Data)
+		if o := l.evs[s-l.first].Progress; o != nil && o.Output != nil {
+			l.unreadOut += len(o.Output.Data)
 		}
 	}
+	// What the reader got, up to after, is sent; the rest is unread again.
+	l.sentTo(after)
 	l.read = after
 	l.lastRead = time.Now()
 	l.signal()
@@ -616,16 +639,15 @@ func (l *Log) Discard() {
 	l.markAllRead()
 }
 
-// markAllRead marks everything appended as read; l.mu is held.
+// markAllRead marks everything appended as read and sent; l.mu is held.
 func (l *Log) markAllRead() {
 	for s := l.read + 1; s < l.next(); s++ {
-		ev := &l.evs[s-l.first]
-		l.tailBytes += size(ev)
-		if ev.Progress != nil && ev.Progress.Output != nil {
-			l.unreadOut -= len(ev.Progress.Output.Data)
+		if o := l.evs[s-l.first].Progress; o != nil && o.Output != nil {
+			l.unreadOut -= len(o.Output.Data)
 		}
 	}
 	l.read = l.next() - 1
+	l.sentTo(l.read)
 	l.trim()
 	l.roomMade()
 }

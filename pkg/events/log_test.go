@@ -97,6 +97,15 @@ func TestLogTailAndRewind(t *testing.T) {
 	if len(evs) != 5 {
 		t.Fatalf("read %d events", len(evs))
 	}
+	// The reader may not have sent what it took last: it is kept whole
+	// until the reader reads again.
+	if from := l.Rewind(0); from != 1 {
+		t.Fatalf("Rewind(0) before the reader read again = %d, want 1", from)
+	}
+	if evs := l.TryRead(nil, 0); len(evs) != 5 {
+		t.Fatalf("replayed %d events, want 5", len(evs))
+	}
+	l.TryRead(nil, 0) // the reader sent them: the tail keeps 3
 	for _, tc := range []struct{ after, from uint64 }{
 		{4, 5}, {2, 3}, {0, 3}, {9, 6},
 	} {
@@ -227,6 +236,7 @@ func TestLogTailAtBound(t *testing.T) {
 		}
 	}
 	l.TryRead(nil, 0)
+	l.TryRead(nil, 0) // the reader sent its last batch: it joins the tail
 	if from := l.Rewind(0); from != 10_000-tail+1 {
 		t.Fatalf("Rewind(0) = %d, want %d", from, 10_000-tail+1)
 	}
@@ -452,4 +462,65 @@ func TestLogAdoptEdges(t *testing.T) {
 	if _, err := l.Read(context.Background(), nil, 0, 0); !errors.Is(err, events.ErrClosed) {
 		t.Fatalf("read past the end of a closed log: %v", err)
 	}
+}
+
+// The batch the reader took last stays in the log until it reads again,
+// whatever the tail's bounds: a stream that drops while sending it got
+// only its first events, and the stream that resumes after them replays
+// the rest. The bounds apply to what it sent (it reads again only once it
+// sent what it took), and the buffers of the batch are not handed out
+// again meanwhile. (A batch read at once after a resume is the whole
+// replayed tail and what came since: TestAttackAdoptedOutputBuffers/resume
+// lost events its client never got when the log trimmed it at the read.)
+func TestLogKeepsTheBatchBeingSent(t *testing.T) {
+	const maxChunk = tools.OutputBufferSize
+	ctx := context.Background()
+	l := events.NewLog(events.LogConfig{MaxChunk: maxChunk, MaxUnreadOutput: 8 * maxChunk, TailBytes: 2 * (maxChunk + 64)})
+	for c := range byte(4) {
+		must(t, l.Adopt(ctx, "a", tools.Stdout, filled('a'+c, maxChunk)))
+	}
+	evs, err := l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if len(evs) != 4 {
+		t.Fatalf("read %d events, want the 4 chunks", len(evs))
+	}
+	// Appended while the reader sends: it trims the tail, not the batch.
+	must(t, l.Adopt(ctx, "a", tools.Stdout, filled('e', maxChunk)))
+	// The pool is used hard meanwhile.
+	var held [][]byte
+	for range 64 {
+		held = append(held, filled('z', maxChunk))
+	}
+	for _, p := range held {
+		tools.FreeBuffer(p)
+	}
+	check := func(evs []events.Event, from int) {
+		t.Helper()
+		for i, ev := range evs {
+			o, c := ev.Progress.Output, 'a'+from-1+i
+			if ev.Seq != uint64(from+i) || o.Offset != uint64((from-1+i)*maxChunk) || string(o.Data) != strings.Repeat(string(rune(c)), maxChunk) {
+				t.Fatalf("event %d: seq %d at offset %d, %d bytes, not the %c it was given (%q…)", i, ev.Seq, o.Offset, len(o.Data), c, o.Data[:min(16, len(o.Data))])
+			}
+		}
+	}
+	check(evs, 1)
+	// The stream got the first chunk and dropped.
+	if from := l.Rewind(1); from != 2 {
+		t.Fatalf("resumed after 1 while the batch 1-4 was being sent: replay from %d, want 2", from)
+	}
+	evs, err = l.Read(ctx, nil, 0, 0)
+	must(t, err)
+	if len(evs) != 4 {
+		t.Fatalf("replayed %d events, want 2-5", len(evs))
+	}
+	check(evs, 2)
+	// Sent: the tail keeps two chunks of it (its bytes), then the batch.
+	if evs := l.TryRead(nil, 0); len(evs) != 0 {
+		t.Fatalf("%d more events", len(evs))
+	}
+	if from := l.Rewind(0); from != 4 {
+		t.Fatalf("Rewind(0) after the batch was sent = %d, want 4 (a tail of 2 chunks)", from)
+	}
+	evs = l.TryRead(nil, 0)
+	check(evs, 4)
 }

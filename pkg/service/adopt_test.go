@@ -115,14 +115,17 @@ func runAdoptAttack(t *testing.T, cfg executor.Config, convs, callsEach, bytes, 
 //   - resume: each client drops its stream mid-output three times and
 //     resumes it, twice from 3 events before the last it got (the tail is
 //     replayed, chunks the log already sent go out again), and one call is
-//     canceled mid-stream;
+//     canceled mid-stream; every resume must replay from the seq asked
+//     for (the batch the sender took after a resume, the replayed tail and
+//     what came since, is kept until sent: events.TestLogKeepsTheBatchBeingSent);
 //   - evict-at-once: a log that keeps no tail (every chunk leaves it as
-//     soon as the reader takes it) and whose unread bound is under a
-//     whole buffer (a piece of 256 KiB is larger than MaxUnreadOutput and
-//     copied; smaller ones are kept): a buffer freed when its chunk is
-//     evicted rather than once the reader sent it is handed out again
-//     while the sender marshals it, and the check sees another call's
-//     bytes (checked: it fails when trim frees at once).
+//     soon as the reader sent it: when it reads again) and whose unread
+//     bound is under a whole buffer (a piece of 256 KiB is larger than
+//     MaxUnreadOutput and copied; smaller ones are kept): a buffer freed
+//     before the reader sent its chunk is handed out again while the
+//     sender marshals it, and the check sees another call's bytes
+//     (checked: it fails when trim evicts the chunks the reader took last
+//     and frees them at once, as it did before the tail kept them).
 func TestAttackAdoptedOutputBuffers(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
 		runAdoptAttack(t, executor.Config{ResumeGrace: 30 * time.Second}, 3, 3, 2<<20, 3)
