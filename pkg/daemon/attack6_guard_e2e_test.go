@@ -33,24 +33,7 @@ const hideEnv = `E=$(printf '\056env'); `
 
 func TestAttackSecretGuardCommandSecrets(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
-	x := newSession(t, d)
-	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "a6-guard"}}})
-	w, err := x.s.Recv()
-	if err != nil || w.GetWelcome() == nil {
-		t.Fatalf("welcome: %v %v", w, err)
-	}
-	var reads *pb.SandboxLayer
-	for _, l := range w.GetWelcome().GetSandbox().GetLayers() {
-		if l.GetName() == "reads" {
-			reads = l
-		}
-	}
-	if !reads.GetInForce() || !strings.Contains(reads.GetDetail(), "refused to it by the kernel") {
-		if testenv.Required() {
-			t.Fatalf("the secret guard is not in force: %v", reads)
-		}
-		t.Skipf("the secret guard is not in force here: %v", reads)
-	}
+	x := guardedSession(t, d, "a6-guard")
 	ws := d.Workspace
 	n := 0
 	run := func(cmd string) string {

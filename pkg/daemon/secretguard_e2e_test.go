@@ -48,24 +48,7 @@ func fanotifyMarks(path string) bool {
 // none of them; the person still reads every file.
 func TestSecretAppearingWhileRunningEndToEnd(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithConfig(func(c *config.Config) { c.ApprovalMode = "yolo" }))
-	x := newSession(t, d)
-	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: "late"}}})
-	w, err := x.s.Recv()
-	if err != nil || w.GetWelcome() == nil {
-		t.Fatalf("welcome: %v %v", w, err)
-	}
-	var reads *pb.SandboxLayer
-	for _, l := range w.GetWelcome().GetSandbox().GetLayers() {
-		if l.GetName() == "reads" {
-			reads = l
-		}
-	}
-	if !reads.GetInForce() || !strings.Contains(reads.GetDetail(), "refused to it by the kernel") {
-		if testenv.Required() {
-			t.Fatalf("the secret guard is not in force: %v", reads)
-		}
-		t.Skipf("the secret guard is not in force here: %v", reads)
-	}
+	x := guardedSession(t, d, "late")
 	ws := d.Workspace
 	// The command waits for "go", then reads each secret by path and
 	// through a hard link, and says so.
@@ -158,4 +141,31 @@ func TestSecretGuardOptionEndToEnd(t *testing.T) {
 		return
 	}
 	t.Fatal("no reads layer in Welcome")
+}
+
+// guardedSession opens a stream of conversation conv on d and returns it
+// once its Welcome says the secret guard is in force (the sandbox's reads
+// layer refuses secrets by the kernel); the test is skipped where it is not,
+// and fails there when peers are required.
+func guardedSession(t *testing.T, d *daemontest.Daemon, conv string) *session {
+	t.Helper()
+	x := newSession(t, d)
+	x.send(&pb.ClientMessage{Msg: &pb.ClientMessage_Hello{Hello: &pb.Hello{ConversationId: conv}}})
+	w, err := x.s.Recv()
+	if err != nil || w.GetWelcome() == nil {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	var reads *pb.SandboxLayer
+	for _, l := range w.GetWelcome().GetSandbox().GetLayers() {
+		if l.GetName() == "reads" {
+			reads = l
+		}
+	}
+	if !reads.GetInForce() || !strings.Contains(reads.GetDetail(), "refused to it by the kernel") {
+		if testenv.Required() {
+			t.Fatalf("the secret guard is not in force: %v", reads)
+		}
+		t.Skipf("the secret guard is not in force here: %v", reads)
+	}
+	return x
 }

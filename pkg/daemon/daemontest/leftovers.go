@@ -59,26 +59,18 @@ func KillLeftovers(t testing.TB, state string, names ...string) {
 // Shims returns the pids of the shims (toold-helper --shim) that hold a
 // file below dir open.
 func Shims(dir string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	return pidsWhere(func(proc string, cmdline []byte) bool {
 		if !bytes.HasPrefix(cmdline, []byte(sandbox.HelperName+"\x00--shim")) {
-			continue
+			return false
 		}
-		fds, _ := os.ReadDir("/proc/" + e.Name() + "/fd")
+		fds, _ := os.ReadDir(proc + "/fd")
 		for _, fd := range fds {
-			if l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + fd.Name()); l == dir || strings.HasPrefix(l, dir+"/") {
-				out = append(out, pid)
-				break
+			if l, _ := os.Readlink(proc + "/fd/" + fd.Name()); l == dir || strings.HasPrefix(l, dir+"/") {
+				return true
 			}
 		}
-	}
-	return out
+		return false
+	})
 }
 
 // Named returns the pids of the processes whose argv[0] is name (as `exec
@@ -87,6 +79,12 @@ func Shims(dir string) []int {
 // shell) hold the whole command line in theirs, and while one execs the
 // next its cmdline reads empty for a moment.
 func Named(name string) []int {
+	return pidsWhere(func(_ string, cmdline []byte) bool { return bytes.HasPrefix(cmdline, []byte(name+"\x00")) })
+}
+
+// pidsWhere returns the pids of the processes for which keep, given the
+// process's /proc directory and its command line, returns true.
+func pidsWhere(keep func(proc string, cmdline []byte) bool) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -94,7 +92,8 @@ func Named(name string) []int {
 		if err != nil {
 			continue
 		}
-		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.HasPrefix(b, []byte(name+"\x00")) {
+		proc := "/proc/" + e.Name()
+		if b, _ := os.ReadFile(proc + "/cmdline"); keep(proc, b) {
 			out = append(out, pid)
 		}
 	}
