@@ -103,32 +103,10 @@ var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message
 // batches.
 const protocolNoBatches = "2025-06-18"
 
-// Read implements [sdk.Connection].
+// Read implements [sdk.Connection]: stdioConn's, with each line read
+// tracked (track).
 func (c *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(c.queue) > 0 {
-		m := c.queue[0]
-		c.queue = c.queue[1:]
-		return m, nil
-	}
-	var r stdioRead
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case r = <-c.incoming:
-		if r.err != nil {
-			return nil, r.err
-		}
-	case <-c.closed:
-		return nil, io.EOF
-	}
-	if err := c.track(r); err != nil {
-		return nil, err
-	}
-	c.queue = r.msgs[1:]
-	return r.msgs[0], nil
+	return c.read(ctx, c.track)
 }
 
 // track notes the initialize request among what r read, and records a
@@ -238,16 +216,7 @@ func (c *ioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		data = append(data, enc...)
 	}
-	data = append(data, ']', '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	select {
-	case <-c.closed:
-		return sdk.ErrConnectionClosed
-	default:
-	}
-	_, err := c.stdin.Write(data)
-	return err
+	return c.writeLine(append(data, ']', '\n'))
 }
 
 // Close implements [sdk.Connection]: it closes Reader, then Writer. Later

@@ -153,6 +153,13 @@ func (c *stdioConn) readLoop(br *bufio.Reader, max int) {
 
 // Read implements [sdk.Connection].
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	return c.read(ctx, nil)
+}
+
+// read returns the next message: one left of a batch already read, or the
+// first of the next line read, which note, when set, sees first (and may
+// refuse with an error).
+func (c *stdioConn) read(ctx context.Context, note func(stdioRead) error) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -161,18 +168,24 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
+	var r stdioRead
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case r := <-c.incoming:
+	case r = <-c.incoming:
 		if r.err != nil {
 			return nil, r.err
 		}
-		c.queue = r.msgs[1:]
-		return r.msgs[0], nil
 	case <-c.closed:
 		return nil, io.EOF
 	}
+	if note != nil {
+		if err := note(r); err != nil {
+			return nil, err
+		}
+	}
+	c.queue = r.msgs[1:]
+	return r.msgs[0], nil
 }
 
 // Write implements [sdk.Connection]: one message, one line, one write.
@@ -184,7 +197,12 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	return c.writeLine(append(data, '\n'))
+}
+
+// writeLine writes data, one or more whole lines, in one write, unless the
+// connection is closed.
+func (c *stdioConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	select {
@@ -192,7 +210,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return sdk.ErrConnectionClosed
 	default:
 	}
-	_, err = c.stdin.Write(data)
+	_, err := c.stdin.Write(data)
 	return err
 }
 
