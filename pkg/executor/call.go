@@ -366,7 +366,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 
 	switch v.Decision {
 	case authz.Allow:
-		call.Outside, call.Judged = v.Outside, v.Judged
+		takePaths(call, v)
 		return nil
 	case authz.Deny:
 		err := &errdefs.Error{Class: errdefs.ErrDenied, Msg: deniedMessage(v), Rule: v.Rule}
@@ -377,7 +377,7 @@ func (x *Executor) authorize(ctx context.Context, req *CallRequest, target *tool
 			spanError(span, err)
 			return err
 		}
-		call.Outside, call.Judged = v.Outside, v.Judged
+		takePaths(call, v)
 		// Only a person's approval of this kind runs a command outside
 		// the sandbox, and only this call.
 		call.Unsandboxed = v.OutsideSandbox
@@ -397,6 +397,13 @@ func deniedMessage(v authz.Verdict) string {
 		msg += ": " + v.Reason
 	}
 	return msg
+}
+
+// takePaths gives call what policy's verdict v says of its paths: those
+// outside the workspace it allowed (Outside) and those it found plain
+// (Judged). Every verdict a call runs (or previews) under sets both.
+func takePaths(call *tools.Call, v authz.Verdict) {
+	call.Outside, call.Judged = v.Outside, v.Judged
 }
 
 // askApproval sends the approval request through the host and waits for the
@@ -430,7 +437,7 @@ func (x *Executor) askApproval(ctx context.Context, req *CallRequest, target *to
 	if p, ok := target.Tool.(tools.Previewer); ok {
 		// The preview may read what the call would touch, outside the
 		// workspace too, to show the person a diff; it changes nothing.
-		call.Outside, call.Judged = v.Outside, v.Judged
+		takePaths(call, v)
 		diff, err := guard(call, "Preview", func() (string, error) { return p.Preview(ctx, call) })
 		if err != nil {
 			return err

@@ -222,7 +222,7 @@ func (x *Executor) auditDecision(ctx context.Context, req *CallRequest, target *
 	if v.Grant != nil {
 		r.GrantID = v.Grant.ID
 	}
-	if o := obsFrom(ctx); o != nil && v.Decision == authz.Allow && x.cfg.Observe.Audit != nil {
+	if o := obsFrom(ctx); o != nil && v.Decision == authz.Allow {
 		h := o.held()
 		h.allowed = r
 		o.allowed = &h.allowed // written with the call.start (callStarted)
@@ -595,7 +595,7 @@ func (x *Executor) richerAnswer(ctx context.Context, req *CallRequest, target *t
 		if v.Decision == authz.Deny {
 			return &errdefs.Error{Class: errdefs.ErrDenied, Msg: "the arguments the person edited are " + deniedMessage(v), Rule: v.Rule}
 		}
-		call.Outside, call.Judged = v.Outside, v.Judged
+		takePaths(call, v)
 		if o := obsFrom(ctx); o != nil {
 			o.changed = append(o.changed, fmt.Sprintf("the person approved this call with edited arguments: %s (you sent %s)", compactJSON(call.Args), before))
 		}
