@@ -103,9 +103,9 @@ func shimsIn(dir string) []int { return daemontest.Shims(dir) }
 
 // runningWith reports whether a process named name (its argv[0], as
 // `exec -a name` sets it) runs. Not a substring of any command line (see
-// daemontest.Named; pkg/daemon's TestSurviveShutdown failed so 1 run in
+// testenv.Named; pkg/daemon's TestSurviveShutdown failed so 1 run in
 // 20).
-func runningWith(name string) bool { return len(daemontest.Named(name)) > 0 }
+func runningWith(name string) bool { return len(testenv.Named(name)) > 0 }
 
 // The real binary, killed with SIGKILL while a background process writes
 // numbered lines and a terminal session prints: the next toold on the same

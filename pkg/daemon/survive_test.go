@@ -13,10 +13,10 @@ import (
 )
 
 // runningWith reports whether a process named name (its argv[0], as
-// `exec -a name` sets it) runs (see daemontest.Named: a process found by
+// `exec -a name` sets it) runs (see testenv.Named: a process found by
 // a substring could seem gone right after it had been seen, 1 run in 20
 // under -race).
-func runningWith(name string) bool { return len(daemontest.Named(name)) > 0 }
+func runningWith(name string) bool { return len(testenv.Named(name)) > 0 }
 
 // With terminal.survive: keep, an ordinary shutdown leaves background
 // processes running and the next toold on the state directory adopts

@@ -1,14 +1,12 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -276,7 +274,7 @@ func TestWarmEnd(t *testing.T) {
 	if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("the helper %d is still there after Reaped (kill: %v)", helper, err)
 	}
-	if pids := named(name); len(pids) > 0 {
+	if pids := testenv.Named(name); len(pids) > 0 {
 		t.Fatalf("the command's background process is still running: %v", pids)
 	}
 	testenv.Poll(t, 20*time.Second, "the pool refilled", func() bool { return w.ReadyNow() == 1 })
@@ -320,38 +318,6 @@ sleep 0.2; echo alive; exit 7`)
 	if !strings.Contains(o, "alive") {
 		t.Fatalf("output %q", o)
 	}
-}
-
-// named returns the processes whose argv[0] is name (as `exec -a name`
-// sets it). Not a substring of a command line: the helper's --confine-exec
-// stage and the shell hold the whole command in theirs, and while one
-// execs the next its cmdline reads empty for a moment (see pkg/daemon's
-// TestSurviveShutdown); nor a whole command line another run of the test
-// may share.
-func named(name string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.HasPrefix(b, []byte(name+"\x00")) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// gone reports whether the process pid has ended (it is no longer in
-// /proc, or is a zombie not yet reaped).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
 
 // TestWarmReadOnly: a read-only directory the prepared view lacks is made
@@ -474,7 +440,7 @@ func TestWarmStuckHelper(t *testing.T) {
 			// these).
 			testenv.Poll(t, 10*time.Second, "the stuck helper and its child to be gone", func() bool {
 				for _, pid := range stuck {
-					if !gone(pid) {
+					if !testenv.Ended(pid) {
 						return false
 					}
 				}

@@ -3,7 +3,6 @@ package daemontest
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,7 +35,7 @@ func KillLeftovers(t testing.TB, state string, names ...string) {
 			pids = append(pids, sandbox.Descendants(shim)...)
 		}
 		for _, name := range names {
-			pids = append(pids, Named(name)...)
+			pids = append(pids, testenv.Named(name)...)
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -44,7 +43,7 @@ func KillLeftovers(t testing.TB, state string, names ...string) {
 		left := func() []int {
 			var out []int
 			for _, pid := range pids {
-				if !Ended(pid) {
+				if !testenv.Ended(pid) {
 					out = append(out, pid)
 				}
 			}
@@ -59,7 +58,7 @@ func KillLeftovers(t testing.TB, state string, names ...string) {
 // Shims returns the pids of the shims (toold-helper --shim) that hold a
 // file below dir open.
 func Shims(dir string) []int {
-	return pidsWhere(func(proc string, cmdline []byte) bool {
+	return testenv.Pids(func(proc string, cmdline []byte) bool {
 		if !bytes.HasPrefix(cmdline, []byte(sandbox.HelperName+"\x00--shim")) {
 			return false
 		}
@@ -71,42 +70,4 @@ func Shims(dir string) []int {
 		}
 		return false
 	})
-}
-
-// Named returns the pids of the processes whose argv[0] is name (as `exec
-// -a name` sets it). Only the argv[0], not a substring of a command line:
-// the stages that lead to a command (the helper's --confine-exec, the
-// shell) hold the whole command line in theirs, and while one execs the
-// next its cmdline reads empty for a moment.
-func Named(name string) []int {
-	return pidsWhere(func(_ string, cmdline []byte) bool { return bytes.HasPrefix(cmdline, []byte(name+"\x00")) })
-}
-
-// pidsWhere returns the pids of the processes for which keep, given the
-// process's /proc directory and its command line, returns true.
-func pidsWhere(keep func(proc string, cmdline []byte) bool) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		proc := "/proc/" + e.Name()
-		if b, _ := os.ReadFile(proc + "/cmdline"); keep(proc, b) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// Ended reports whether the process pid has ended: it is no longer in
-// /proc, or is a zombie not yet reaped.
-func Ended(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }

@@ -87,7 +87,7 @@ func TestKillLeftovers(t *testing.T) {
 		b, _ := os.ReadFile(out)
 		below, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		shims := daemontest.Shims(state)
-		return below > 0 && len(shims) == 1 && shims[0] == shim.Process.Pid && len(daemontest.Named(name)) == 1
+		return below > 0 && len(shims) == 1 && shims[0] == shim.Process.Pid && len(testenv.Named(name)) == 1
 	})
 	if got := daemontest.Shims(filepath.Dir(state) + "/" + filepath.Base(state) + "0"); len(got) != 0 {
 		t.Fatalf("a directory whose name only starts with the state directory's holds shims %v", got)
@@ -102,7 +102,7 @@ func TestKillLeftovers(t *testing.T) {
 		t.Fatalf("the cleanup reported: %v", rec.errs)
 	}
 	for what, pid := range map[string]int{"the shim": shim.Process.Pid, "the process below it": below, "the named process": named.Process.Pid} {
-		if !daemontest.Ended(pid) {
+		if !testenv.Ended(pid) {
 			t.Errorf("%s (pid %d) still runs", what, pid)
 		}
 	}
