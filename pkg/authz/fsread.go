@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/toold/toold/pkg/authz/internal/shellread"
+	"github.com/toold/toold/pkg/workspace"
 )
 
 // expandHome expands a leading ~ of p.
@@ -44,20 +45,8 @@ func (j *judgement) effectPath(given string, acc access, workdir bool) {
 		f.lexical = filepath.Clean(lex)
 	}
 	f.plain = !workdir && f.resolveErr == nil && f.loc.Exists && f.loc.Inside &&
-		f.loc.Abs == f.lexical && !strings.HasPrefix(given, "~") && !hasDotDot(given)
+		f.loc.Abs == f.lexical && !strings.HasPrefix(given, "~") && !workspace.HasDotDot(given)
 	j.add(f)
-}
-
-// hasDotDot reports whether p has a ".." component.
-func hasDotDot(p string) bool {
-	for p != "" {
-		var c string
-		c, p, _ = strings.Cut(p, "/")
-		if c == ".." {
-			return true
-		}
-	}
-	return false
 }
 
 // existsIn reports whether name exists in one of dirs.

@@ -78,19 +78,16 @@ func (w *Workspace) Resolve(p string) (Location, error) {
 // workspace directory and cleaned, with Inside and Rel set as Resolve sets
 // them. That is where Resolve finds p when no component of p is a symlink.
 // It makes no system call and says nothing of whether p exists (Exists is
-// false, Type 0); ok is false for an empty path, one with a NUL byte and one with a
-// ".." component (which the kernel applies after symlinks, not lexically).
+// false, Type 0); ok is false for an empty path, one with a NUL byte and
+// one with a ".." component (which the kernel applies after symlinks, not
+// lexically: HasDotDot).
 func (w *Workspace) Lexical(p string) (loc Location, ok bool) {
 	loc.Given = p
 	if p == "" || strings.IndexByte(p, 0) >= 0 {
 		return loc, false
 	}
-	for rest := p; rest != ""; {
-		var c string
-		c, rest, _ = strings.Cut(rest, "/")
-		if c == ".." {
-			return loc, false
-		}
+	if HasDotDot(p) {
+		return loc, false
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
@@ -101,6 +98,19 @@ func (w *Workspace) Lexical(p string) (loc Location, ok bool) {
 		loc.Inside, loc.Rel = true, filepath.ToSlash(rel)
 	}
 	return loc, true
+}
+
+// HasDotDot reports whether the slash-separated path p has a ".."
+// component.
+func HasDotDot(p string) bool {
+	for p != "" {
+		var c string
+		c, p, _ = strings.Cut(p, "/")
+		if c == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // cutDir returns path relative to dir when path is dir or below it.

@@ -323,7 +323,6 @@ func (f *FileOperations) readFile(ctx context.Context, call *tools.Call, _ *tool
 	return res, nil
 }
 
-// typeName names the type of a file that is not regular.
 // notReadable is read_file's error for given, a file of the type mode
 // (S_IFMT bits), or nil when it is a regular file.
 func notReadable(given string, mode uint32) error {
@@ -336,6 +335,7 @@ func notReadable(given string, mode uint32) error {
 	return errdefs.Failed("%q is not a regular file (%s); read_file reads regular files only", given, typeName(scan.StatType(mode)))
 }
 
+// typeName names the type of a file that is not regular.
 func typeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:

@@ -6,7 +6,6 @@ import (
 	"github.com/toold/toold/pkg/tools/fileops/internal/scan"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -148,22 +147,12 @@ func (f *FileOperations) showName(p string, loc workspace.Location) string {
 	if !loc.Inside {
 		return loc.Abs
 	}
-	if !hasDotDot(p) {
+	if !workspace.HasDotDot(p) {
 		if rel, err := f.ws.Rel(p); err == nil {
 			return rel
 		}
 	}
 	return loc.Rel
-}
-
-// hasDotDot reports whether p has a ".." component.
-func hasDotDot(p string) bool {
-	for _, c := range strings.Split(filepath.ToSlash(p), "/") {
-		if c == ".." {
-			return true
-		}
-	}
-	return false
 }
 
 // open opens the target read-only (see openNoFollow), and checks what it
